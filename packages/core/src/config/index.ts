@@ -1,0 +1,159 @@
+import { z } from 'zod';
+import { AppError, ErrorCodes } from '../errors.ts';
+import { parseDuration } from './duration.ts';
+
+export { parseDuration } from './duration.ts';
+
+/** Which process is loading the config: decides which variables are required. */
+export type AppRole = 'ingest' | 'worker' | 'console' | 'sandbox' | 'cli';
+
+const port = (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback);
+const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
+    .default(fallback ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v, ctx) => {
+      const ms = parseDuration(v);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: 'expected a duration such as 500ms, 30s, 5m, 2h or 7d' });
+        return z.NEVER;
+      }
+      return ms;
+    });
+const url = (protocols: readonly string[], what: string) =>
+  z.string().refine(
+    (v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { message: `expected a ${what} URL (${protocols.join(' or ')})` },
+  );
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+/**
+ * Every environment variable the pipeline reads, with its default. The public ones are DESIGN.md's contract;
+ * the rest are documented in README's configuration table.
+ */
+const schema = z.object({
+  /** Postgres connection string. */
+  DATABASE_URL: url(['postgres:', 'postgresql:'], 'postgres').default(
+    'postgres://postgres@127.0.0.1:5432/merchant_callbacks',
+  ),
+  /** Redis for BullMQ. */
+  REDIS_URL: url(['redis:', 'rediss:'], 'redis').default('redis://127.0.0.1:6379'),
+  /** BullMQ key prefix (use `{name}` on Redis Cluster). */
+  QUEUE_PREFIX: z.string().min(1).default('mcb'),
+  /** Our merchant number, as the platform knows it. */
+  MERCHANT_NO: optionalString,
+  /** Comma-separated PEM private key files; the first is current, the others are tried during a rotation. */
+  MERCHANT_PRIVATE_KEY_FILE: optionalString,
+  /** The platform's `{base_url}`. */
+  PLATFORM_BASE_URL: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
+    .pipe(url(['http:', 'https:'], 'http(s)').optional()),
+  /** Path of Get order under the base URL (the spec does not show it). */
+  PLATFORM_GET_ORDER_PATH: z.string().startsWith('/').default('/api/open/order/getOrder'),
+  /** Body encoding of getPaymentMethods: `json` or `form`. */
+  PLATFORM_CONTENT_TYPE: z.enum(['json', 'form']).default('json'),
+  /** Overall deadline of one platform request. */
+  PLATFORM_TIMEOUT: duration('10s'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  INGEST_HOST: z.string().default('0.0.0.0'),
+  INGEST_PORT: port(8080),
+  /** Ops listener (metrics) of ingest; never the public one. */
+  INGEST_METRICS_PORT: port(9464),
+  /** Ingest processes (RSA decryption is the main cost); 0 means one per core. */
+  INGEST_WORKERS: z.coerce.number().int().min(0).max(256).default(1),
+  /** Request body limit in bytes. */
+  INGEST_BODY_LIMIT: z.coerce.number().int().min(256).max(1_048_576).default(8192),
+  /** Start even when Redis does not keep acknowledged writes (warns on every start). */
+  INGEST_ALLOW_VOLATILE_REDIS: bool(false),
+
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
+  WORKER_METRICS_PORT: port(9465),
+  /** How long an event may wait for its order to be registered before it goes to review. */
+  ORDER_GRACE_PERIOD: duration('15m'),
+  /** How long Get order may answer "not final" before the event goes to review. */
+  CONFIRM_MAX_WAIT: duration('2h'),
+  RECONCILE_INTERVAL: duration('5m'),
+  RECONCILE_MIN_AGE: duration('10m'),
+  RECONCILE_MAX_AGE: duration('7d'),
+  /** Get order requests per second that one sweep may make. */
+  RECONCILE_RATE: z.coerce.number().positive().max(10_000).default(20),
+  RECONCILE_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(100),
+  CATALOG_REFRESH_INTERVAL: duration('15m'),
+  /** Receives a JSON message when a job exhausts its attempts or a review is opened. */
+  ALERT_WEBHOOK_URL: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
+    .pipe(url(['http:', 'https:'], 'http(s)').optional()),
+
+  CONSOLE_HOST: z.string().default('127.0.0.1'),
+  CONSOLE_PORT: port(8081),
+  CONSOLE_METRICS_PORT: port(9466),
+  /** Bearer token for the console API and dashboard. */
+  CONSOLE_TOKEN: optionalString.pipe(z.string().min(16, 'expected at least 16 characters').optional()),
+
+  SANDBOX_HOST: z.string().default('127.0.0.1'),
+  SANDBOX_PORT: port(8090),
+});
+
+export type Config = Readonly<z.output<typeof schema>> & { readonly role: AppRole };
+
+const REQUIRED: Record<AppRole, readonly (keyof z.output<typeof schema>)[]> = {
+  ingest: ['MERCHANT_NO', 'MERCHANT_PRIVATE_KEY_FILE'],
+  worker: ['MERCHANT_NO', 'PLATFORM_BASE_URL'],
+  console: ['MERCHANT_NO', 'PLATFORM_BASE_URL', 'CONSOLE_TOKEN'],
+  sandbox: [],
+  cli: [],
+};
+
+/** One line per problem: `NAME: what was wrong (got "…")`. */
+function describeIssues(issues: readonly z.core.$ZodIssue[], env: Record<string, string | undefined>): string[] {
+  return issues.map((issue) => {
+    const name = String(issue.path[0] ?? '(root)');
+    const raw = env[name];
+    const got = raw === undefined ? 'unset' : `got ${JSON.stringify(raw.length > 60 ? `${raw.slice(0, 57)}...` : raw)}`;
+    const secret = /TOKEN|KEY/.test(name) ? 'value hidden' : got;
+    return `${name}: ${issue.message} (${secret})`;
+  });
+}
+
+/**
+ * Parse and validate the environment once. Throws one {@link AppError} `CONFIG_INVALID` whose message lists every
+ * bad or missing variable by name. Only `main.ts` files call this; everything else receives the frozen result.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env, role: AppRole = 'cli'): Config {
+  const parsed = schema.safeParse(env);
+  const problems = parsed.success ? [] : describeIssues(parsed.error.issues, env);
+  if (parsed.success || problems.length > 0) {
+    const values = parsed.success ? parsed.data : undefined;
+    for (const name of REQUIRED[role]) {
+      const alreadyNamed = problems.some((p) => p.startsWith(`${name}:`));
+      if (!alreadyNamed && (values ? values[name] === undefined : !env[name]?.trim())) {
+        problems.push(`${name}: required for ${role} (unset)`);
+      }
+    }
+  }
+  if (problems.length > 0 || !parsed.success) {
+    throw new AppError(ErrorCodes.CONFIG_INVALID, `invalid configuration:\n  - ${problems.join('\n  - ')}`, {
+      details: { problems },
+    });
+  }
+  return Object.freeze({ ...parsed.data, role });
+}

@@ -1,0 +1,3 @@
+export * from './schema.ts';
+export { createDb, type CreateDbOptions, type Database, type Db, type Schema } from './client.ts';
+export { ensureDatabase, migrateDatabase, MIGRATIONS_FOLDER, type MigrateResult } from './migrate.ts';

@@ -1,0 +1,24 @@
+import { loadConfig } from '../config/index.ts';
+import { coerceError } from '../errors.ts';
+import { migrateDatabase } from './migrate.ts';
+
+// `pnpm db:migrate`: create the database when missing, apply pending migrations, say what happened.
+try {
+  const config = loadConfig(process.env, 'cli');
+  const target = new URL(config.DATABASE_URL);
+  const result = await migrateDatabase(config.DATABASE_URL);
+  const where = `${target.host}${target.pathname}`;
+  if (result.createdDatabase) console.log(`db:migrate: created database ${where}`);
+  console.log(
+    result.applied === 0
+      ? `db:migrate: ${where} is up to date`
+      : `db:migrate: applied ${result.applied} migration(s) to ${where}`,
+  );
+} catch (e) {
+  const err = coerceError(e);
+  console.error(`db:migrate: ${err.message}`);
+  if ((err as { code?: string }).code === 'ECONNREFUSED' || /ECONNREFUSED/.test(err.message)) {
+    console.error('db:migrate: Postgres is not reachable. Start it with `docker compose up -d postgres`, or set DATABASE_URL.');
+  }
+  process.exitCode = 1;
+}

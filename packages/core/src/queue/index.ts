@@ -1,0 +1,64 @@
+import { z } from 'zod';
+
+/** The one BullMQ queue of callback events (DESIGN.md contract). */
+export const CALLBACKS_QUEUE = 'callbacks';
+/** Repeatable housekeeping: reconciliation sweeps and catalog refresh. */
+export const MAINTENANCE_QUEUE = 'maintenance';
+
+export type CallbackKind = 'payin' | 'payout';
+export const CALLBACK_KINDS: readonly CallbackKind[] = ['payin', 'payout'];
+
+/** Job names on the `callbacks` queue: the event's kind. */
+export const JobNames = { payin: 'payin', payout: 'payout' } as const;
+/** Job names on the `maintenance` queue. */
+export const MaintenanceJobs = { reconcile: 'reconcile', catalogRefresh: 'catalog-refresh' } as const;
+
+/**
+ * The contract's job id: `payin-{OrderNo}-{OrderState}` / `payout-{OrderNo}-{state}`. It only saves work (a
+ * duplicate add is a no-op while the job is kept); the Postgres unique constraint is the guard.
+ * BullMQ refuses ':' in custom ids, and OrderNo comes from outside, so the caller must pass a validated OrderNo.
+ */
+export function callbackJobId(kind: CallbackKind, orderNo: string, state: number): string {
+  return `${kind}-${orderNo}-${state}`;
+}
+
+/** Exact decimal text (amounts never become floats). */
+const decimalText = z.string().regex(/^-?\d+(\.\d+)?$/, 'expected a decimal string');
+
+/** What ingest enqueues and the worker consumes: the decrypted record, normalised, amounts as text. */
+export const callbackJobSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('payin'),
+    orderNo: z.string().min(1),
+    merchantNo: z.string().min(1),
+    merchantOrderNo: z.string().min(1),
+    /** OrderState as sent (always 6 for callbacks). */
+    state: z.number().int(),
+    /** PayTime as an ISO-8601 instant (the platform sends UTC+8 local time), or null. */
+    payTime: z.string().nullable(),
+    /** USDT quantity, exact text. */
+    quantity: decimalText,
+    /** Fiat amount (`FiatCurrency`), exact text. */
+    fiatAmount: decimalText,
+    /** When ingest accepted it (ISO-8601). */
+    receivedAt: z.string(),
+    /** Where the event came from. @defaultValue 'callback' */
+    source: z.enum(['callback', 'reconcile', 'review']).default('callback'),
+  }),
+  z.object({
+    kind: z.literal('payout'),
+    orderNo: z.string().min(1),
+    merchantNo: z.string().min(1),
+    merchantOrderNo: z.string().min(1),
+    /** `state` as sent: 4 succeeded, 5 refused. */
+    state: z.number().int(),
+    payTime: z.string().nullable(),
+    receivedAt: z.string(),
+    source: z.enum(['callback', 'reconcile', 'review']).default('callback'),
+  }),
+]);
+
+export type CallbackJob = z.output<typeof callbackJobSchema>;
+export type CallbackJobInput = z.input<typeof callbackJobSchema>;
+export type PayinJob = Extract<CallbackJob, { kind: 'payin' }>;
+export type PayoutJob = Extract<CallbackJob, { kind: 'payout' }>;

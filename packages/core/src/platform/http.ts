@@ -1,0 +1,188 @@
+import { Agent, request, errors as undiciErrors, type Dispatcher } from 'undici';
+import { z } from 'zod';
+import { AppError, ErrorCodes } from '../errors.ts';
+
+/**
+ * The hook for request authentication. The spec does not show how API requests are authenticated, so every
+ * platform request passes through here: add headers, sign the body, or leave it as it is.
+ */
+export type AuthenticateRequest = (req: {
+  method: 'POST';
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}) => void | Promise<void>;
+
+/** Options of {@link createPlatformHttp}. */
+export interface PlatformHttpOptions {
+  /** The platform's `{base_url}`. */
+  baseUrl: string;
+  /** Overall deadline of one request, in ms; keep it well under the worker's job lock. @defaultValue 10000 */
+  timeoutMs?: number;
+  /** TCP/TLS connect deadline, in ms. @defaultValue min(3000, timeoutMs) */
+  connectTimeoutMs?: number;
+  /** Largest response body accepted, in bytes. @defaultValue 4 MiB */
+  maxResponseBytes?: number;
+  /** See {@link AuthenticateRequest}. @defaultValue no change */
+  authenticate?: AuthenticateRequest;
+  /** A dispatcher to use instead of the client's own pooled Agent (tests, proxies). */
+  dispatcher?: Dispatcher;
+}
+
+/** The platform's reply envelope: `{code, message, data}`; `code` 0 is success. */
+const envelopeSchema = z.object({
+  code: z.number().int(),
+  message: z.string().nullish(),
+  data: z.unknown().optional(),
+});
+
+/** A low-level platform client: POST a body, check the envelope, return `data` parsed by a schema. */
+export interface PlatformHttp {
+  post<T extends z.ZodType>(
+    path: string,
+    body: { kind: 'json'; value: unknown } | { kind: 'form'; value: Record<string, string> },
+    dataSchema: T,
+    options?: { signal?: AbortSignal },
+  ): Promise<z.output<T>>;
+  close(): Promise<void>;
+}
+
+function isTransientNetworkError(e: unknown): boolean {
+  const code = (e as { code?: string }).code ?? '';
+  return (
+    e instanceof undiciErrors.SocketError ||
+    e instanceof undiciErrors.ConnectTimeoutError ||
+    ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT'].includes(code)
+  );
+}
+
+export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const maxBytes = options.maxResponseBytes ?? 4 * 1024 * 1024;
+  const ownAgent = options.dispatcher
+    ? undefined
+    : new Agent({
+        connect: { timeout: options.connectTimeoutMs ?? Math.min(3000, timeoutMs) },
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        keepAliveTimeout: 10_000,
+      });
+  const dispatcher = options.dispatcher ?? ownAgent!;
+  const base = options.baseUrl.replace(/\/+$/, '');
+
+  async function post<T extends z.ZodType>(
+    path: string,
+    body: { kind: 'json'; value: unknown } | { kind: 'form'; value: Record<string, string> },
+    dataSchema: T,
+    callOptions: { signal?: AbortSignal } = {},
+  ): Promise<z.output<T>> {
+    const encoded =
+      body.kind === 'json' ? JSON.stringify(body.value) : new URLSearchParams(body.value).toString();
+    const headers: Record<string, string> = {
+      'content-type': body.kind === 'json' ? 'application/json' : 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+    };
+    await options.authenticate?.({ method: 'POST', path, headers, body: encoded });
+
+    // One overall deadline on top of undici's per-phase timeouts, combined with the caller's signal.
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const signal = callOptions.signal ? AbortSignal.any([callOptions.signal, deadline]) : deadline;
+    const where = { path };
+
+    let statusCode: number;
+    let text: string;
+    try {
+      const res = await request(`${base}${path}`, { method: 'POST', headers, body: encoded, dispatcher, signal });
+      statusCode = res.statusCode;
+      const declared = Number(res.headers['content-length'] ?? 0);
+      if (declared > maxBytes) {
+        res.body.destroy();
+        throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply of ${declared} bytes is over the limit`, {
+          details: where,
+        });
+      }
+      text = await res.body.text();
+    } catch (e) {
+      if (e instanceof AppError) throw e;
+      if (callOptions.signal?.aborted) {
+        throw new AppError(ErrorCodes.PLATFORM_ABORTED, `platform request ${path} aborted`, { cause: e, details: where });
+      }
+      if (deadline.aborted || e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError) {
+        throw new AppError(ErrorCodes.PLATFORM_TIMEOUT, `platform request ${path} timed out after ${timeoutMs} ms`, {
+          cause: e,
+          details: where,
+          transient: true,
+        });
+      }
+      if (isTransientNetworkError(e)) {
+        throw new AppError(ErrorCodes.PLATFORM_UNREACHABLE, `platform unreachable (${(e as Error).message})`, {
+          cause: e,
+          details: where,
+          transient: true,
+        });
+      }
+      throw new AppError(ErrorCodes.PLATFORM_UNREACHABLE, `platform request ${path} failed: ${(e as Error).message}`, {
+        cause: e,
+        details: where,
+        transient: true,
+      });
+    }
+
+    if (statusCode >= 500 || statusCode === 429 || statusCode === 408) {
+      throw new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, `platform answered HTTP ${statusCode} for ${path}`, {
+        details: { ...where, status: statusCode },
+        transient: true,
+      });
+    }
+    if (statusCode < 200 || statusCode >= 300) {
+      throw new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, `platform answered HTTP ${statusCode} for ${path}`, {
+        details: { ...where, status: statusCode },
+      });
+    }
+
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply to ${path} is not JSON`, { details: where });
+    }
+    const envelope = envelopeSchema.safeParse(json);
+    if (!envelope.success) {
+      throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply to ${path} is not an envelope {code, message, data}`, {
+        details: { ...where, issues: envelope.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) },
+      });
+    }
+    if (envelope.data.code !== 0) {
+      throw new PlatformCodeError(envelope.data.code, envelope.data.message ?? '', path);
+    }
+    const data = dataSchema.safeParse(envelope.data.data);
+    if (!data.success) {
+      throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform data from ${path} does not match the expected shape`, {
+        details: { ...where, issues: data.error.issues.slice(0, 20).map((i) => `${i.path.join('.')}: ${i.message}`) },
+      });
+    }
+    return data.data;
+  }
+
+  return {
+    post,
+    async close() {
+      await ownAgent?.close();
+    },
+  };
+}
+
+/** The envelope's `code` was not 0: carries the platform's own code and message to the caller. */
+export class PlatformCodeError extends AppError {
+  readonly platformCode: number;
+  readonly platformMessage: string;
+
+  constructor(platformCode: number, platformMessage: string, path: string) {
+    super(ErrorCodes.PLATFORM_ERROR_CODE, `platform error ${platformCode} from ${path}: ${platformMessage || '(no message)'}`, {
+      details: { path, platformCode, platformMessage },
+    });
+    this.name = 'PlatformCodeError';
+    this.platformCode = platformCode;
+    this.platformMessage = platformMessage;
+  }
+}

@@ -1,0 +1,7 @@
+export {
+  createPlatformHttp,
+  PlatformCodeError,
+  type AuthenticateRequest,
+  type PlatformHttp,
+  type PlatformHttpOptions,
+} from './http.ts';

@@ -62,3 +62,21 @@ export type CallbackJob = z.output<typeof callbackJobSchema>;
 export type CallbackJobInput = z.input<typeof callbackJobSchema>;
 export type PayinJob = Extract<CallbackJob, { kind: 'payin' }>;
 export type PayoutJob = Extract<CallbackJob, { kind: 'payout' }>;
+
+/** Name of the worker's custom backoff strategy (exponential with full jitter, capped); see apps/worker retry policy. */
+export const CALLBACK_BACKOFF = 'callback-backoff';
+
+/**
+ * Options of every callback job, set by the producer (BullMQ stores attempts and backoff with the job).
+ * - attempts: with the worker's capped exponential backoff (about 10 minutes at most between tries), 60 attempts
+ *   ride out more than 8 hours of a Postgres or platform outage; permanent errors fail at once.
+ * - completed jobs are kept 3 days, longer than the platform's ~2-hour retry window, so a late duplicate callback
+ *   collapses onto the completed job id instead of running again (the database would drop it anyway).
+ * - failed jobs are kept 30 days for replay from the dashboard.
+ */
+export const callbackJobOptions = {
+  attempts: 60,
+  backoff: { type: CALLBACK_BACKOFF },
+  removeOnComplete: { age: 3 * 24 * 3600, count: 1_000_000 },
+  removeOnFail: { age: 30 * 24 * 3600 },
+} as const;

@@ -3,7 +3,7 @@ import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 
 // No Docker engine runs on our machines, so the compose file is checked as data.
-const compose = parse(readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8')) as {
+const compose = parse(readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8'), { merge: true }) as {
   services: Record<string, { command?: string[]; healthcheck?: { test: unknown }; build?: unknown; image?: string }>;
 };
 

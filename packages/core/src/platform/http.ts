@@ -42,7 +42,11 @@ export interface PlatformHttp {
     path: string,
     body: { kind: 'json'; value: unknown } | { kind: 'form'; value: Record<string, string> },
     dataSchema: T,
-    options?: { signal?: AbortSignal },
+    options?: {
+      signal?: AbortSignal;
+      /** Parses the reply text; pass a lossless parser when `data` carries amounts. @defaultValue JSON.parse */
+      parseJson?: (text: string) => unknown;
+    },
   ): Promise<z.output<T>>;
   close(): Promise<void>;
 }
@@ -74,7 +78,7 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
     path: string,
     body: { kind: 'json'; value: unknown } | { kind: 'form'; value: Record<string, string> },
     dataSchema: T,
-    callOptions: { signal?: AbortSignal } = {},
+    callOptions: { signal?: AbortSignal; parseJson?: (text: string) => unknown } = {},
   ): Promise<z.output<T>> {
     const encoded =
       body.kind === 'json' ? JSON.stringify(body.value) : new URLSearchParams(body.value).toString();
@@ -142,7 +146,7 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
 
     let json: unknown;
     try {
-      json = JSON.parse(text);
+      json = (callOptions.parseJson ?? JSON.parse)(text);
     } catch {
       throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply to ${path} is not JSON`, { details: where });
     }

@@ -5,3 +5,5 @@ export {
   type PlatformHttp,
   type PlatformHttpOptions,
 } from './http.ts';
+export { createPlatformClient, type PlatformClient, type PlatformClientOptions } from './client.ts';
+export { GET_ORDER_PATH, getOrder, parseJsonExact, type GetOrderParams, type PlatformOrder } from './get-order.ts';

@@ -1,0 +1,43 @@
+import type { Dispatcher } from 'undici';
+import { getOrder, type PlatformOrder } from './get-order.ts';
+import { createPlatformHttp, type AuthenticateRequest } from './http.ts';
+
+/** Options of {@link createPlatformClient}. */
+export interface PlatformClientOptions {
+  /** The platform's `{base_url}` (`PLATFORM_BASE_URL`). */
+  baseUrl: string;
+  /** Our merchant number (`MERCHANT_NO`), sent with every request. */
+  merchantNo: string;
+  /** Path of Get order (`PLATFORM_GET_ORDER_PATH`). @defaultValue '/api/open/order/getOrder' */
+  getOrderPath?: string;
+  /** Body encoding of getPaymentMethods (`PLATFORM_CONTENT_TYPE`); Get order is always JSON. @defaultValue 'json' */
+  contentType?: 'json' | 'form';
+  /** Overall deadline of one request, in ms (`PLATFORM_TIMEOUT`); keep it well under the job lock. @defaultValue 10000 */
+  timeoutMs?: number;
+  /** The request-authentication hook (the spec does not say how requests are authenticated). */
+  authenticate?: AuthenticateRequest;
+  /** A dispatcher instead of the client's own pooled Agent (tests, proxies). */
+  dispatcher?: Dispatcher;
+}
+
+/** The platform's API as the pipeline uses it. One method per operation; each lives in its own module. */
+export interface PlatformClient {
+  /** Get order by our merchant order number; see get-order.ts for the assumed shape and the errors. */
+  getOrder(merchantOrderNo: string, opts?: { signal?: AbortSignal }): Promise<PlatformOrder>;
+  close(): Promise<void>;
+}
+
+/** A platform client: a small composition of the per-operation modules over one HTTP base. */
+export function createPlatformClient(opts: PlatformClientOptions): PlatformClient {
+  const http = createPlatformHttp({
+    baseUrl: opts.baseUrl,
+    timeoutMs: opts.timeoutMs,
+    authenticate: opts.authenticate,
+    dispatcher: opts.dispatcher,
+  });
+  return {
+    getOrder: (merchantOrderNo, callOpts) =>
+      getOrder(http, { merchantNo: opts.merchantNo, merchantOrderNo, path: opts.getOrderPath }, callOpts),
+    close: () => http.close(),
+  };
+}

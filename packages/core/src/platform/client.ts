@@ -1,6 +1,8 @@
 import type { Dispatcher } from 'undici';
 import { getOrder, type PlatformOrder } from './get-order.ts';
 import { createPlatformHttp, type AuthenticateRequest } from './http.ts';
+import type { Catalog } from '../catalog/schema.ts';
+import { getPaymentMethods } from './payment-methods.ts';
 
 /** Options of {@link createPlatformClient}. */
 export interface PlatformClientOptions {
@@ -24,6 +26,8 @@ export interface PlatformClientOptions {
 export interface PlatformClient {
   /** Get order by our merchant order number; see get-order.ts for the assumed shape and the errors. */
   getOrder(merchantOrderNo: string, opts?: { signal?: AbortSignal }): Promise<PlatformOrder>;
+  /** The payment-method catalog, narrowed to `currencyType` when given; see payment-methods.ts for the errors. */
+  getPaymentMethods(opts?: { currencyType?: string; signal?: AbortSignal }): Promise<Catalog>;
   close(): Promise<void>;
 }
 
@@ -38,6 +42,12 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
   return {
     getOrder: (merchantOrderNo, callOpts) =>
       getOrder(http, { merchantNo: opts.merchantNo, merchantOrderNo, path: opts.getOrderPath }, callOpts),
+    getPaymentMethods: (callOpts = {}) =>
+      getPaymentMethods(
+        http,
+        { merchantNo: opts.merchantNo, currencyType: callOpts.currencyType, contentType: opts.contentType ?? 'json' },
+        { signal: callOpts.signal },
+      ),
     close: () => http.close(),
   };
 }

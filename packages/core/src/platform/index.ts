@@ -7,3 +7,8 @@ export {
 } from './http.ts';
 export { createPlatformClient, type PlatformClient, type PlatformClientOptions } from './client.ts';
 export { GET_ORDER_PATH, getOrder, parseJsonExact, type GetOrderParams, type PlatformOrder } from './get-order.ts';
+export {
+  GET_PAYMENT_METHODS_PATH,
+  getPaymentMethods,
+  type GetPaymentMethodsParams,
+} from './payment-methods.ts';

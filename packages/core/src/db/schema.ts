@@ -88,7 +88,10 @@ export const callbackReceipts = pgTable(
   ],
 );
 
-/** Append-only ledger: at most one entry per order and entry type (a constraint, not a convention). */
+/**
+ * Append-only ledger: at most one entry per order and entry type (a constraint, not a convention). A trigger
+ * (migration 0001) refuses UPDATE and DELETE, so a posted entry can only be reversed by another entry.
+ */
 export const ledgerEntries = pgTable(
   'ledger_entries',
   {
@@ -104,7 +107,10 @@ export const ledgerEntries = pgTable(
       .references(() => callbackReceipts.id),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('ledger_entries_order_entry_type_key').on(t.orderId, t.entryType)],
+  (t) => [
+    uniqueIndex('ledger_entries_order_entry_type_key').on(t.orderId, t.entryType),
+    check('ledger_entries_amount_positive', sql`${t.amount} > 0`),
+  ],
 );
 
 /** Outbox of order changes, read in id order by `GET /api/events?after=`. */

@@ -1,0 +1,1 @@
+ALTER TABLE "ledger_entries" ADD CONSTRAINT "ledger_entries_amount_positive" CHECK ("ledger_entries"."amount" > 0);

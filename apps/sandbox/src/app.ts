@@ -1,0 +1,138 @@
+import { encryptRecord, parsePublicKey } from '@mcb/core/callback';
+import { AppError, coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
+import { createLogger, type Logger } from '@mcb/core/logger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { checkCallbackUrl } from './callback-url.ts';
+import { FIRST_ATTEMPT_LIMIT_MS, type EncryptRecord } from './delivery.ts';
+import { registerControlRoutes } from './routes/control.ts';
+import { registerPlatformRoutes } from './routes/platform.ts';
+import { createSimulator, type Simulator } from './simulator.ts';
+
+export type { Attempt, Delivery, GlobalFaults, OrderFaults, SandboxOrder } from './model.ts';
+export type { CreateOrderInput, ForgeInput, ForgeWhat, Simulator } from './simulator.ts';
+export { CATALOG } from './catalog.ts';
+export { MAX_ATTEMPTS, RETRY_GAPS_MS } from './delivery.ts';
+export { GET_ORDER_PATH, GET_PAYMENT_METHODS_PATH, PLATFORM_CODES } from './routes/platform.ts';
+export { isSuccessReply } from './reply-rules.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The simulator behind the routes: create, finalise, forge, await deliveries (tests and the demo). */
+    sandbox: Simulator;
+  }
+}
+
+/** Options of {@link buildApp}. */
+export interface SandboxOptions {
+  /** The merchant number the sandbox serves (and writes into every record). */
+  merchantNo: string;
+  /** The merchant's RSA public key (PEM, or Base64 DER SPKI as uploaded to a console); records are encrypted with it. */
+  merchantPublicKeyPem: string;
+  /** Platform time runs this many times faster than real time (600 turns 3 minutes into 0.3 s). @defaultValue 1 */
+  timeScale?: number;
+  /** Console default callback URL for pay-ins. @defaultValue none (orders must carry their own) */
+  payinCallbackUrl?: string;
+  /** Console default callback URL for payouts. @defaultValue none */
+  payoutCallbackUrl?: string;
+  /** Accept http(s) callback URLs on this machine (localhost, 127.0.0.0/8, ::1). @defaultValue true */
+  allowLocalCallbacks?: boolean;
+  /** Delay of attempt 1 after the order completes, in platform ms (scaled); at most 30000 (spec). @defaultValue 1000 */
+  firstAttemptDelayMs?: number;
+  /** How long the receiver may take to reply, in real ms (not scaled); longer is a failed attempt. @defaultValue 10000 */
+  replyTimeoutMs?: number;
+  /** A pino logger. @defaultValue createLogger({ name: 'sandbox', level: 'warn' }) */
+  logger?: Logger;
+  /** Replaces the codec's `encryptRecord` (tests of encryption failures). @defaultValue encryptRecord */
+  encrypt?: EncryptRecord;
+}
+
+const STATUS: Partial<Record<string, number>> = {
+  [ErrorCodes.REQUEST_INVALID]: 400,
+  [ErrorCodes.NOT_FOUND]: 404,
+  [ErrorCodes.ORDER_CONFLICT]: 409,
+};
+
+function checkOptions(o: SandboxOptions): void {
+  const problems: string[] = [];
+  if (!o.merchantNo?.trim()) problems.push('merchantNo: required');
+  try {
+    parsePublicKey(o.merchantPublicKeyPem ?? '');
+  } catch {
+    problems.push('merchantPublicKeyPem: not a usable RSA public key');
+  }
+  const scale = o.timeScale ?? 1;
+  if (!(Number.isFinite(scale) && scale > 0 && scale <= 1_000_000)) problems.push('timeScale: expected a number > 0 and ≤ 1000000');
+  const first = o.firstAttemptDelayMs ?? 1000;
+  if (!(Number.isFinite(first) && first >= 0 && first <= FIRST_ATTEMPT_LIMIT_MS)) {
+    problems.push(`firstAttemptDelayMs: expected 0 to ${FIRST_ATTEMPT_LIMIT_MS} (the spec's "within 30 seconds")`);
+  }
+  const timeout = o.replyTimeoutMs ?? 10_000;
+  if (!(Number.isFinite(timeout) && timeout >= 1 && timeout <= 600_000)) problems.push('replyTimeoutMs: expected 1 to 600000');
+  const allowLocal = o.allowLocalCallbacks ?? true;
+  for (const [name, url] of [
+    ['payinCallbackUrl', o.payinCallbackUrl],
+    ['payoutCallbackUrl', o.payoutCallbackUrl],
+  ] as const) {
+    const problem = url === undefined ? undefined : checkCallbackUrl(url, allowLocal);
+    if (problem) problems.push(`${name}: ${problem}`);
+  }
+  if (problems.length > 0) {
+    throw new AppError(ErrorCodes.CONFIG_INVALID, `invalid sandbox options:\n  - ${problems.join('\n  - ')}`, { details: { problems } });
+  }
+}
+
+/**
+ * The platform simulator as a fastify app: getPaymentMethods and Get order on the platform's paths, the control
+ * API under /control, and callback delivery on the spec's schedule. State lives in memory (see docs/sandbox.md).
+ */
+export async function buildApp(opts: SandboxOptions): Promise<FastifyInstance> {
+  checkOptions(opts);
+  const logger = opts.logger ?? createLogger({ name: 'sandbox', level: 'warn' });
+  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger });
+  const closing = new AbortController();
+  const sim = createSimulator({
+    merchantNo: opts.merchantNo.trim(),
+    merchantPublicKeyPem: opts.merchantPublicKeyPem,
+    timeScale: opts.timeScale ?? 1,
+    firstAttemptDelayMs: opts.firstAttemptDelayMs ?? 1000,
+    replyTimeoutMs: opts.replyTimeoutMs ?? 10_000,
+    payinCallbackUrl: opts.payinCallbackUrl,
+    payoutCallbackUrl: opts.payoutCallbackUrl,
+    allowLocalCallbacks: opts.allowLocalCallbacks ?? true,
+    encrypt: opts.encrypt ?? encryptRecord,
+    logger,
+  });
+  app.decorate('sandbox', sim);
+
+  // getPaymentMethods may be sent as a form (PLATFORM_CONTENT_TYPE=form); fastify parses only JSON by itself.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    if (isAppError(err)) {
+      const status = STATUS[err.code] ?? 500;
+      if (status >= 500) req.log.error({ err }, 'sandbox error');
+      return reply.code(status).send({ error: err.code, message: status >= 500 ? 'internal error' : err.message, details: status >= 500 ? undefined : err.details });
+    }
+    const e = coerceError(err);
+    const status = (err as { statusCode?: number }).statusCode;
+    if (status !== undefined && status >= 400 && status < 500) {
+      return reply.code(status).send({ error: ErrorCodes.REQUEST_INVALID, message: e.message });
+    }
+    req.log.error({ err: e }, 'sandbox error');
+    return reply.code(500).send({ error: 'INTERNAL', message: 'internal error' });
+  });
+
+  app.get('/healthz', async () => ({ ok: true }));
+  registerPlatformRoutes(app, sim, closing.signal);
+  registerControlRoutes(app, sim);
+
+  app.addHook('preClose', async () => {
+    closing.abort();
+  });
+  app.addHook('onClose', async () => {
+    await sim.close();
+  });
+  return app;
+}

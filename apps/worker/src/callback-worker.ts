@@ -1,0 +1,104 @@
+import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
+import type { Redis } from '@mcb/core/redis';
+import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, type CallbackJobInput } from '@mcb/core/queue';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { applyEvent, type ApplyDeps, type ApplyOutcome } from './apply-event.ts';
+import { callbackBackoffDelay, classifyError, toJobError, type BackoffOptions } from './retry-policy.ts';
+
+/** What {@link createCallbackWorker} needs, beyond {@link ApplyDeps}. */
+export interface CallbackWorkerDeps extends ApplyDeps {
+  /** A `worker`-role Redis connection (`createRedis(url, 'worker')`); the caller closes it after the worker. */
+  connection: Redis;
+  /** BullMQ key prefix (QUEUE_PREFIX). @defaultValue 'mcb' */
+  prefix?: string;
+  /** Jobs processed at once by this instance; the work is I/O-bound (WORKER_CONCURRENCY). @defaultValue 16 */
+  concurrency?: number;
+  /** The CALLBACK_BACKOFF strategy's scale and cap. @defaultValue base 1 s, cap 10 min */
+  backoff?: BackoffOptions;
+  /** Job lock, in ms; a job whose lock lapses (its worker died) is run again. Keep it above PLATFORM_TIMEOUT. @defaultValue 30000 */
+  lockDurationMs?: number;
+  /** How often stalled jobs are looked for, in ms. @defaultValue 30000 */
+  stalledIntervalMs?: number;
+  /** How many times a job may stall (its worker died) before it fails. @defaultValue 3 */
+  maxStalledCount?: number;
+  /** Start consuming at once. @defaultValue true */
+  autorun?: boolean;
+}
+
+/** The callbacks queue's worker. `close()` waits for the jobs in progress (graceful shutdown). */
+export type CallbackWorker = Worker<CallbackJobInput, ApplyOutcome>;
+
+function firstSeenAt(job: Job, receivedAt: string): number {
+  const received = Date.parse(receivedAt);
+  return Number.isNaN(received) ? job.timestamp : Math.min(received, job.timestamp);
+}
+
+/**
+ * A BullMQ Worker on CALLBACKS_QUEUE that runs {@link applyEvent} for each job, with the CALLBACK_BACKOFF
+ * strategy registered. A job's result is its ApplyOutcome; "deferred" and transient errors are retried with
+ * backoff; permanent errors fail the job at once (UnrecoverableError) and it is kept for replay. On its last
+ * attempt a job that would still wait is decided (sent to review) instead of failing silently.
+ */
+export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
+  const { metrics, logger } = deps;
+
+  const processor = async (job: Job<CallbackJobInput, ApplyOutcome>, _token?: string, signal?: AbortSignal): Promise<ApplyOutcome> => {
+    const started = performance.now();
+    const kind = job.name === 'payin' || job.name === 'payout' ? job.name : 'unknown';
+    const finish = (outcome: string) => {
+      metrics?.jobs.inc({ kind, outcome });
+      metrics?.jobDuration.observe({ kind, outcome }, (performance.now() - started) / 1000);
+    };
+    const parsed = callbackJobSchema.safeParse(job.data);
+    if (!parsed.success) {
+      finish('failed');
+      const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+      logger.error({ jobId: job.id, jobName: job.name }, `invalid job payload: ${issues}`);
+      throw new UnrecoverableError(`${ErrorCodes.JOB_PAYLOAD_INVALID}: ${issues}`);
+    }
+    const event = parsed.data;
+    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    try {
+      const outcome = await applyEvent(event, deps, {
+        firstSeenAt: firstSeenAt(job, event.receivedAt),
+        jobId: job.id,
+        signal,
+        noWait: lastAttempt,
+      });
+      if (outcome.status === 'deferred') throw new AppError(outcome.code, outcome.reason, { transient: true });
+      finish(outcome.status === 'applied' ? outcome.outcome : outcome.status);
+      return outcome;
+    } catch (e) {
+      const err = toJobError(e);
+      const transient = classifyError(err) === 'transient' && !lastAttempt;
+      const code = err instanceof AppError ? err.code : err instanceof UnrecoverableError ? err.message.split(':')[0]! : err.name;
+      finish(transient ? 'retry' : 'failed');
+      if (transient) metrics?.retries.inc({ kind, code });
+      const ids = { jobId: job.id, orderNo: event.orderNo, state: event.state, merchantOrderNo: event.merchantOrderNo, attempt: job.attemptsMade + 1 };
+      if (transient) logger.warn({ ...ids, code, err: coerceError(e) }, `attempt failed, will retry: ${err.message}`);
+      else logger.error({ ...ids, code, err: coerceError(e) }, `job failed for good (kept for replay): ${err.message}`);
+      throw err;
+    }
+  };
+
+  const worker = new Worker<CallbackJobInput, ApplyOutcome>(CALLBACKS_QUEUE, processor, {
+    connection: deps.connection,
+    prefix: deps.prefix ?? 'mcb',
+    concurrency: deps.concurrency ?? 16,
+    autorun: deps.autorun ?? true,
+    lockDuration: deps.lockDurationMs ?? 30_000,
+    stalledInterval: deps.stalledIntervalMs ?? 30_000,
+    maxStalledCount: deps.maxStalledCount ?? 3,
+    settings: {
+      // Registered for CALLBACK_BACKOFF; any other custom type gets the same safe delay rather than no retry.
+      backoffStrategy: (attemptsMade: number, type?: string) => {
+        if (type !== CALLBACK_BACKOFF) logger.warn({ type }, 'unknown backoff type; using the callback backoff');
+        return callbackBackoffDelay(attemptsMade, deps.backoff);
+      },
+    },
+  });
+  // An 'error' without a listener would crash the process; BullMQ reconnects on its own.
+  worker.on('error', (e) => logger.error({ err: coerceError(e) }, 'callback worker error'));
+  worker.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled (its worker died or hung); it runs again'));
+  return worker;
+}

@@ -1,0 +1,22 @@
+export { applyEvent, type ApplyDeps, type ApplyOptions, type ApplyOutcome } from './apply-event.ts';
+export { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } from './callback-worker.ts';
+export { commitEvent, type CommitInput, type CommitResult } from './commit-event.ts';
+export { createWorkerMetrics, type WorkerMetrics } from './metrics.ts';
+export { startMetricsServer, type MetricsServer } from './metrics-server.ts';
+export { recordReview } from './record-review.ts';
+export {
+  callbackBackoffDelay,
+  classifyError,
+  toJobError,
+  type BackoffOptions,
+  type ErrorClass,
+} from './retry-policy.ts';
+export {
+  checkOwnOrder,
+  PAYIN_FINAL_STATES,
+  PAYOUT_FINAL_STATES,
+  targetStatus,
+  verifyConfirmation,
+  type TargetStatus,
+  type VerifyFailure,
+} from './verify.ts';

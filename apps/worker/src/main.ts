@@ -1,0 +1,82 @@
+import { loadConfig } from '@mcb/core/config';
+import { createDb } from '@mcb/core/db';
+import { coerceError } from '@mcb/core/errors';
+import { createLogger } from '@mcb/core/logger';
+import { createMetricsRegistry } from '@mcb/core/metrics';
+import { createPlatformClient } from '@mcb/core/platform';
+import { createRedis } from '@mcb/core/redis';
+import { createCallbackWorker } from './callback-worker.ts';
+import { createWorkerMetrics } from './metrics.ts';
+import { startMetricsServer } from './metrics-server.ts';
+
+// Only wiring. Each resource registers its release here as it is created; shutdown runs them in reverse order.
+// To add a worker (e.g. the maintenance queue), create it after the callback worker and push its close.
+const releasers: { name: string; release: () => Promise<unknown> }[] = [];
+const logger = createLogger({ name: 'worker' });
+
+let stopping = false;
+async function shutdown(signal: string, exitCode = 0): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'shutting down: finishing jobs in progress');
+  for (const { name, release } of releasers.reverse()) {
+    try {
+      await release();
+    } catch (e) {
+      logger.error({ err: coerceError(e), resource: name }, 'close failed');
+    }
+  }
+  logger.info('stopped');
+  process.exit(exitCode);
+}
+
+try {
+  const config = loadConfig(process.env, 'worker');
+  logger.level = config.LOG_LEVEL;
+
+  const redis = createRedis(config.REDIS_URL, 'worker', { connectionName: 'mcb-worker' });
+  releasers.push({ name: 'redis', release: () => redis.quit() });
+  const db = createDb(config.DATABASE_URL, {
+    max: Math.min(config.WORKER_CONCURRENCY + 2, 50),
+    applicationName: 'mcb-worker',
+  });
+  releasers.push({ name: 'postgres', release: () => db.close() });
+  const platform = createPlatformClient({
+    baseUrl: config.PLATFORM_BASE_URL!,
+    merchantNo: config.MERCHANT_NO!,
+    getOrderPath: config.PLATFORM_GET_ORDER_PATH,
+    contentType: config.PLATFORM_CONTENT_TYPE,
+    timeoutMs: config.PLATFORM_TIMEOUT,
+  });
+  releasers.push({ name: 'platform', release: () => platform.close() });
+
+  const registry = createMetricsRegistry('worker');
+  const metrics = createWorkerMetrics(registry);
+  const callbacks = createCallbackWorker({
+    connection: redis,
+    prefix: config.QUEUE_PREFIX,
+    concurrency: config.WORKER_CONCURRENCY,
+    db: db.db,
+    platform,
+    logger,
+    metrics,
+    orderGracePeriodMs: config.ORDER_GRACE_PERIOD,
+    confirmMaxWaitMs: config.CONFIRM_MAX_WAIT,
+    // The lock must outlive the slowest platform call by a wide margin.
+    lockDurationMs: Math.max(30_000, config.PLATFORM_TIMEOUT * 3),
+  });
+  releasers.push({ name: 'callback worker', release: () => callbacks.close() });
+
+  const metricsServer = await startMetricsServer(registry, config.WORKER_METRICS_PORT);
+  releasers.push({ name: 'metrics server', release: () => metricsServer.close() });
+
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  logger.info(
+    { concurrency: config.WORKER_CONCURRENCY, prefix: config.QUEUE_PREFIX, metricsPort: metricsServer.port },
+    'worker started',
+  );
+} catch (e) {
+  logger.fatal({ err: coerceError(e) }, `worker failed to start: ${coerceError(e).message}`);
+  await shutdown('startup-failure', 1);
+}

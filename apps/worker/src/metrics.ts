@@ -1,0 +1,39 @@
+import { Counter, Histogram, type Registry } from '@mcb/core/metrics';
+
+/** The worker's Prometheus metrics: outcomes, durations, retries, reviews and Get order latency. */
+export interface WorkerMetrics {
+  /** Jobs finished, by kind and outcome (credited, succeeded, refused, duplicate, review, retry, failed). */
+  jobs: Counter<'kind' | 'outcome'>;
+  /** Time spent on one attempt, by kind and outcome. */
+  jobDuration: Histogram<'kind' | 'outcome'>;
+  /** Attempts that will be retried, by kind and reason code. */
+  retries: Counter<'kind' | 'code'>;
+  /** Reviews opened (or re-seen), by kind and reason code. */
+  reviews: Counter<'kind' | 'code'>;
+  /** Get order round trips, by result (ok or the error code). */
+  getOrderDuration: Histogram<'result'>;
+}
+
+/** Create and register the worker's metrics on `registry`. */
+export function createWorkerMetrics(registry: Registry): WorkerMetrics {
+  const registers = [registry];
+  return {
+    jobs: new Counter({ name: 'mcb_worker_jobs_total', help: 'Callback job attempts by outcome', labelNames: ['kind', 'outcome'], registers }),
+    jobDuration: new Histogram({
+      name: 'mcb_worker_job_duration_seconds',
+      help: 'Duration of one callback job attempt',
+      labelNames: ['kind', 'outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    retries: new Counter({ name: 'mcb_worker_retries_total', help: 'Callback job attempts that will be retried', labelNames: ['kind', 'code'], registers }),
+    reviews: new Counter({ name: 'mcb_worker_reviews_total', help: 'Events sent to review', labelNames: ['kind', 'code'], registers }),
+    getOrderDuration: new Histogram({
+      name: 'mcb_worker_get_order_duration_seconds',
+      help: 'Duration of Get order calls',
+      labelNames: ['result'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+  };
+}

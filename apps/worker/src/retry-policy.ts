@@ -1,0 +1,120 @@
+import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
+import { UnrecoverableError } from 'bullmq';
+import { DrizzleQueryError } from 'drizzle-orm';
+
+/**
+ * The one place that decides retry-or-give-up (STYLE 9). Transient failures are rethrown for BullMQ's backoff;
+ * permanent ones become UnrecoverableError so the job fails at once, with the reason, and is kept for replay.
+ */
+
+export type ErrorClass = 'transient' | 'permanent';
+
+/** Postgres SQLSTATEs worth retrying: serialization failure, deadlock, lock timeout, query cancelled (statement timeout), shutdowns. */
+const TRANSIENT_SQLSTATES = new Set(['40001', '40P01', '55P03', '57014', '57P01', '57P02', '57P03', '58000', '58030']);
+/** Whole SQLSTATE classes: 08 connection exception, 53 insufficient resources (too many connections, out of memory). */
+const TRANSIENT_SQLSTATE_CLASSES = new Set(['08', '53']);
+/** Node socket errors: the server went away or is not reachable yet. */
+const TRANSIENT_NET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+]);
+/** node-postgres reports a lost or unobtainable connection with plain Errors carrying these messages. */
+const CONNECTION_LOST =
+  /Connection terminated|timeout exceeded when trying to connect|not queryable|Client was closed|socket hang up|read ECONNRESET|connect ECONNREFUSED/i;
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+function causes(e: unknown): unknown[] {
+  const chain: unknown[] = [];
+  let cur: unknown = e;
+  while (cur !== undefined && cur !== null && chain.length < 8 && !chain.includes(cur)) {
+    chain.push(cur);
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return chain;
+}
+
+/**
+ * Whether retrying the same work may succeed. AppErrors carry their owner's decision; Postgres and socket errors
+ * are judged by code; an unknown error is transient (nothing was committed, and retrying is safe under the dedup
+ * constraint) except for programming errors (TypeError and kin), which no retry will fix.
+ */
+export function classifyError(e: unknown): ErrorClass {
+  for (const cur of causes(e)) {
+    if (cur instanceof UnrecoverableError) return 'permanent';
+    if (cur instanceof AppError) return cur.transient ? 'transient' : 'permanent';
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string') {
+      if (TRANSIENT_NET_CODES.has(code)) return 'transient';
+      if (SQLSTATE.test(code)) {
+        return TRANSIENT_SQLSTATES.has(code) || TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2)) ? 'transient' : 'permanent';
+      }
+    }
+    if (cur instanceof Error && CONNECTION_LOST.test(cur.message)) return 'transient';
+  }
+  if (e instanceof TypeError || e instanceof ReferenceError || e instanceof SyntaxError || e instanceof RangeError) {
+    return 'permanent';
+  }
+  return 'transient';
+}
+
+/**
+ * A copy of a driver error that is safe to store in Redis and show on the dashboard: drizzle's query errors carry
+ * the SQL parameters (decrypted record fields), so only the driver's own message and SQLSTATE are kept.
+ */
+function sanitize(err: Error, kind: ErrorClass): Error {
+  const chain = causes(err);
+  const wrapped = chain.some((c) => c instanceof DrizzleQueryError);
+  const root = chain.at(-1);
+  const sqlstate = (root as { code?: unknown }).code;
+  const hasSqlstate = typeof sqlstate === 'string' && SQLSTATE.test(sqlstate);
+  if (!wrapped && !hasSqlstate) return err;
+  const message = `${hasSqlstate ? `${sqlstate} ` : ''}${root instanceof Error ? root.message : 'query failed'}`;
+  return kind === 'transient'
+    ? new AppError(ErrorCodes.DB_UNAVAILABLE, message, { transient: true })
+    : new AppError(ErrorCodes.DB_QUERY_FAILED, message);
+}
+
+/**
+ * What the processor throws for a failure: transient errors as they are (BullMQ retries them with the backoff),
+ * permanent ones as UnrecoverableError `CODE: reason` (the job fails at once and is kept for replay).
+ */
+export function toJobError(e: unknown): Error {
+  const err = coerceError(e);
+  if (err instanceof UnrecoverableError) return err;
+  const kind = classifyError(err);
+  const safe = err instanceof AppError ? err : sanitize(err, kind);
+  if (kind === 'transient') return safe;
+  return new UnrecoverableError(safe instanceof AppError ? `${safe.code}: ${safe.message}` : `${safe.name}: ${safe.message}`);
+}
+
+/** Options of {@link callbackBackoffDelay}. */
+export interface BackoffOptions {
+  /** Scale of the first retry, in ms. @defaultValue 1000 */
+  baseMs?: number;
+  /** Largest delay between two attempts, in ms. @defaultValue 600000 (10 minutes) */
+  capMs?: number;
+  /** Source of randomness in [0, 1); tests pass a fixed one. @defaultValue Math.random */
+  random?: () => number;
+}
+
+/**
+ * The CALLBACK_BACKOFF strategy: exponential with full jitter, capped: `min(cap, random(0, base * 2^(n-1)))`.
+ * Early retries are spread widely (no thundering herd after a blip); once `base * 2^(n-1)` is far above the cap,
+ * almost every draw is the cap, so 60 attempts span about 8 hours: long enough to ride out an outage of Postgres
+ * or the platform. `attemptsMade` is 1 after the first failure.
+ */
+export function callbackBackoffDelay(attemptsMade: number, options: BackoffOptions = {}): number {
+  const base = options.baseMs ?? 1000;
+  const cap = options.capMs ?? 600_000;
+  const random = options.random ?? Math.random;
+  const exponent = Math.min(Math.max(attemptsMade, 1) - 1, 40);
+  return Math.round(Math.min(cap, random() * base * 2 ** exponent));
+}

@@ -1,0 +1,111 @@
+import type { Order } from '@mcb/core/db';
+import { ErrorCodes, type ErrorCode } from '@mcb/core/errors';
+import { decimalEquals } from '@mcb/core/money';
+import type { PlatformOrder } from '@mcb/core/platform';
+import type { CallbackJob } from '@mcb/core/queue';
+
+/** Pay-in states Get order may report for a finished pay-in (spec: 6 Released, 3 Success). */
+export const PAYIN_FINAL_STATES: ReadonlySet<number> = new Set([3, 6]);
+/** Payout states that finish a payout: 4 succeeded, 5 refused. */
+export const PAYOUT_FINAL_STATES: ReadonlySet<number> = new Set([4, 5]);
+
+/** Why an event may not be applied. `retry` marks the one outcome that may change with time (not final yet). */
+export interface VerifyFailure {
+  code: ErrorCode;
+  reason: string;
+  details: Record<string, unknown>;
+  retry: boolean;
+}
+
+/** The status our order moves to when the event is applied. */
+export type TargetStatus = 'credited' | 'succeeded' | 'refused';
+
+/** The status an event leads to, or undefined when its state is not one the spec defines for its kind. */
+export function targetStatus(event: CallbackJob): TargetStatus | undefined {
+  if (event.kind === 'payin') return PAYIN_FINAL_STATES.has(event.state) ? 'credited' : undefined;
+  if (event.state === 4) return 'succeeded';
+  if (event.state === 5) return 'refused';
+  return undefined;
+}
+
+function fail(code: ErrorCode, reason: string, details: Record<string, unknown>, retry = false): VerifyFailure {
+  return { code, reason, details, retry };
+}
+
+/**
+ * The spec's step 4 ("Verify with Get order, and trust its result") plus our own order's checks, as a pure
+ * function: undefined when the event may be applied, otherwise the first reason it may not. Amounts are compared
+ * as exact decimals.
+ */
+export function verifyConfirmation(event: CallbackJob, own: Order, confirmed: PlatformOrder): VerifyFailure | undefined {
+  const ids = { orderNo: event.orderNo, merchantOrderNo: event.merchantOrderNo, state: event.state };
+  if (confirmed.merchantOrderNo !== event.merchantOrderNo || confirmed.orderNo !== event.orderNo) {
+    return fail(ErrorCodes.VERIFY_ORDER_NO_MISMATCH, `Get order reports order ${confirmed.orderNo} for ${confirmed.merchantOrderNo}`, {
+      ...ids,
+      confirmedOrderNo: confirmed.orderNo,
+      confirmedMerchantOrderNo: confirmed.merchantOrderNo,
+    });
+  }
+  if (confirmed.merchantNo !== event.merchantNo) {
+    return fail(ErrorCodes.VERIFY_MERCHANT_MISMATCH, `Get order reports merchant ${confirmed.merchantNo}`, {
+      ...ids,
+      confirmedMerchantNo: confirmed.merchantNo,
+    });
+  }
+  if (confirmed.type !== event.kind) {
+    return fail(ErrorCodes.VERIFY_KIND_MISMATCH, `Get order reports a ${confirmed.type}, the event is a ${event.kind}`, {
+      ...ids,
+      confirmedType: confirmed.type,
+    });
+  }
+  const finalStates = event.kind === 'payin' ? PAYIN_FINAL_STATES : PAYOUT_FINAL_STATES;
+  if (!finalStates.has(confirmed.state)) {
+    return fail(ErrorCodes.VERIFY_NOT_FINAL, `Get order reports state ${confirmed.state}, not final`, { ...ids, confirmedState: confirmed.state }, true);
+  }
+  if (event.kind === 'payout' && confirmed.state !== event.state) {
+    return fail(ErrorCodes.VERIFY_STATE_MISMATCH, `Get order reports state ${confirmed.state}, the callback ${event.state}`, {
+      ...ids,
+      confirmedState: confirmed.state,
+    });
+  }
+  if (confirmed.currency.toUpperCase() !== own.currency.toUpperCase()) {
+    return fail(ErrorCodes.VERIFY_CURRENCY_MISMATCH, `Get order reports ${confirmed.currency}, our order is in ${own.currency}`, {
+      ...ids,
+      confirmedCurrency: confirmed.currency,
+      ownCurrency: own.currency,
+    });
+  }
+  if (event.kind === 'payin' && !decimalEquals(confirmed.amount, event.fiatAmount)) {
+    return fail(ErrorCodes.VERIFY_AMOUNT_MISMATCH, `Get order reports ${confirmed.amount}, the callback ${event.fiatAmount}`, {
+      ...ids,
+      confirmedAmount: confirmed.amount,
+      callbackAmount: event.fiatAmount,
+    });
+  }
+  if (!decimalEquals(confirmed.amount, own.amount)) {
+    return fail(ErrorCodes.VERIFY_OWN_AMOUNT_MISMATCH, `confirmed amount ${confirmed.amount} differs from our order's ${own.amount}`, {
+      ...ids,
+      confirmedAmount: confirmed.amount,
+      ownAmount: own.amount,
+    });
+  }
+  return undefined;
+}
+
+/** Checks of our own order that need no platform call: the event must match its kind and platform order number. */
+export function checkOwnOrder(event: CallbackJob, own: Order): VerifyFailure | undefined {
+  const ids = { orderNo: event.orderNo, merchantOrderNo: event.merchantOrderNo, state: event.state };
+  if (own.kind !== event.kind) {
+    return fail(ErrorCodes.VERIFY_KIND_MISMATCH, `our order ${own.merchantOrderNo} is a ${own.kind}, the event a ${event.kind}`, {
+      ...ids,
+      ownKind: own.kind,
+    });
+  }
+  if (own.platformOrderNo !== null && own.platformOrderNo !== event.orderNo) {
+    return fail(ErrorCodes.VERIFY_ORDER_NO_MISMATCH, `our order is platform order ${own.platformOrderNo}, the event ${event.orderNo}`, {
+      ...ids,
+      ownPlatformOrderNo: own.platformOrderNo,
+    });
+  }
+  return undefined;
+}

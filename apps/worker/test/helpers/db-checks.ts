@@ -1,0 +1,20 @@
+import { callbackReceipts, ledgerEntries, orderEvents, orders, reviews, type Database } from '@mcb/core/db';
+import { eq } from 'drizzle-orm';
+
+/** Everything the pipeline wrote about one of our orders, for assertions. */
+export async function orderState(db: Database, merchantOrderNo: string) {
+  const [order] = await db.select().from(orders).where(eq(orders.merchantOrderNo, merchantOrderNo));
+  if (!order) throw new Error(`no order ${merchantOrderNo}`);
+  const [ledger, receipts, events, openReviews] = await Promise.all([
+    db.select().from(ledgerEntries).where(eq(ledgerEntries.orderId, order.id)),
+    db.select().from(callbackReceipts).where(eq(callbackReceipts.orderId, order.id)),
+    db.select().from(orderEvents).where(eq(orderEvents.orderId, order.id)),
+    db.select().from(reviews).where(eq(reviews.merchantOrderNo, merchantOrderNo)),
+  ]);
+  return { order, ledger, receipts, events, reviews: openReviews };
+}
+
+/** Reviews recorded for a merchant order number (the order itself may not exist). */
+export async function reviewsFor(db: Database, merchantOrderNo: string) {
+  return db.select().from(reviews).where(eq(reviews.merchantOrderNo, merchantOrderNo));
+}

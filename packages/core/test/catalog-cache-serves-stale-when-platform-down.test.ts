@@ -88,7 +88,7 @@ describe('catalog cache', () => {
     state.failWith = down();
     const err = await createCatalogCache({ db: env.db, platform, logger, now }).get().catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'CATALOG_UNAVAILABLE', transient: true });
-    expect((err as Error).message).toContain('ECONNREFUSED');
+    expect((err as Error).message).toContain('PLATFORM_UNREACHABLE');
   });
 
   it('never masks a platform error code with the stored copy', async () => {

@@ -146,7 +146,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
           return served;
         }
         if (!err.transient) throw err;
-        throw new AppError(ErrorCodes.CATALOG_UNAVAILABLE, `no catalog is stored and the platform is unavailable (${err.message})`, {
+        throw new AppError(ErrorCodes.CATALOG_UNAVAILABLE, `no catalog is stored and the platform is unavailable (${err.code})`, {
           cause: err,
           details: { platformError: err.code },
           transient: true,

@@ -1,0 +1,89 @@
+import fastifySwagger from '@fastify/swagger';
+import { createCatalogCache, type CatalogCache } from '@mcb/core/catalog';
+import type { Config } from '@mcb/core/config';
+import type { Db } from '@mcb/core/db';
+import { AppError, ErrorCodes } from '@mcb/core/errors';
+import type { Logger } from '@mcb/core/logger';
+import { Counter, type Registry } from '@mcb/core/metrics';
+import type { PlatformClient } from '@mcb/core/platform';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { installBearerAuth } from './auth.ts';
+import { installErrorHandler } from './error-handler.ts';
+import type { RouteDeps } from './routes/deps.ts';
+import { ordersRoutes } from './routes/orders.ts';
+import { paymentMethodsRoutes } from './routes/payment-methods.ts';
+import { payoutsRoutes } from './routes/payouts.ts';
+
+/** Dependencies of {@link buildApp}; all are created by main.ts (or a test) and closed by it. */
+export interface ConsoleDeps {
+  /** Loaded with role 'console': `CONSOLE_TOKEN` is required. */
+  config: Config;
+  db: Db;
+  platform: PlatformClient;
+  logger: Logger;
+  /** The catalog cache; built from db, platform and logger when omitted (tests pass one with their own clock). */
+  catalog?: CatalogCache;
+  /** Where the console's HTTP metrics go; none are recorded when omitted. */
+  registry?: Registry;
+  /** Largest request body, in bytes. @defaultValue 65536 */
+  bodyLimit?: number;
+}
+
+/**
+ * The console: an internal JSON API behind a bearer token. Every area is one fastify plugin (routes/*.ts)
+ * registered here; the auth hook and the error handler sit on the root instance, so they cover the routes and
+ * plugins registered after them as well (later areas: add `await app.register(yourRoutes, routeDeps)` below).
+ */
+export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
+  const token = deps.config.CONSOLE_TOKEN;
+  if (!token) throw new AppError(ErrorCodes.CONFIG_INVALID, 'CONSOLE_TOKEN: required for console (unset)');
+
+  const base = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: deps.bodyLimit ?? 65_536,
+    // Routes are matched exactly; no trailing-slash or case variants that could slip past a reviewer's eye.
+    routerOptions: { ignoreTrailingSlash: false, caseSensitive: true },
+  });
+  base.setValidatorCompiler(validatorCompiler);
+  base.setSerializerCompiler(serializerCompiler);
+  installErrorHandler(base);
+  installBearerAuth(base, token);
+  if (deps.registry) installMetrics(base, deps.registry);
+  const app = base.withTypeProvider<ZodTypeProvider>();
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      info: { title: 'Merchant callbacks console API', version: '1.0.0', description: 'See docs/console.md.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+
+  const routeDeps: RouteDeps = {
+    db: deps.db,
+    catalog: deps.catalog ?? createCatalogCache({ db: deps.db, platform: deps.platform, logger: deps.logger }),
+  };
+  await app.register(ordersRoutes, routeDeps);
+  await app.register(payoutsRoutes, routeDeps);
+  await app.register(paymentMethodsRoutes, routeDeps);
+
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.setNotFoundHandler(async (req) => {
+    throw new AppError(ErrorCodes.NOT_FOUND, `no route ${req.method} ${req.url.split('?')[0]}`);
+  });
+  return base;
+}
+
+function installMetrics(app: FastifyInstance, registry: Registry): void {
+  const requests = new Counter({
+    name: 'console_http_requests_total',
+    help: 'Console API requests by route and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    requests.inc({ method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) });
+  });
+}

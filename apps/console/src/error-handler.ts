@@ -1,0 +1,103 @@
+import { coerceError, ErrorCodes, isAppError, type AppError, type ErrorCode } from '@mcb/core/errors';
+import { PlatformCodeError } from '@mcb/core/platform';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+
+/**
+ * The console's one HTTP error boundary. Which failure gets which status (docs/console.md):
+ * 400 REQUEST_INVALID, 401 UNAUTHORIZED, 403 FORBIDDEN, 404 NOT_FOUND, 409 ORDER_CONFLICT, 422 PAYOUT_INVALID,
+ * 502 the platform answered with an error code (its code and message are passed on) or a malformed reply,
+ * 503 CATALOG_UNAVAILABLE / PLATFORM_UNREACHABLE / DB_UNAVAILABLE, 504 PLATFORM_TIMEOUT, 500 anything else.
+ * Only our own AppError messages reach a body; stacks, SQL and causes stay in the logs.
+ */
+const STATUS: Partial<Record<ErrorCode, number>> = {
+  [ErrorCodes.REQUEST_INVALID]: 400,
+  [ErrorCodes.UNAUTHORIZED]: 401,
+  [ErrorCodes.FORBIDDEN]: 403,
+  [ErrorCodes.NOT_FOUND]: 404,
+  [ErrorCodes.ORDER_CONFLICT]: 409,
+  [ErrorCodes.PAYOUT_INVALID]: 422,
+  [ErrorCodes.PLATFORM_ERROR_CODE]: 502,
+  [ErrorCodes.PLATFORM_BAD_RESPONSE]: 502,
+  [ErrorCodes.PLATFORM_HTTP_ERROR]: 502,
+  [ErrorCodes.CATALOG_UNAVAILABLE]: 503,
+  [ErrorCodes.PLATFORM_UNREACHABLE]: 503,
+  [ErrorCodes.DB_UNAVAILABLE]: 503,
+  [ErrorCodes.PLATFORM_TIMEOUT]: 504,
+};
+
+/** Transport failures of the platform are described by code only: their messages name hosts and ports. */
+const PLATFORM_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  [ErrorCodes.PLATFORM_UNREACHABLE]: 'the platform is unreachable; retry later',
+  [ErrorCodes.PLATFORM_TIMEOUT]: 'the platform did not answer in time; retry later',
+  [ErrorCodes.PLATFORM_HTTP_ERROR]: 'the platform answered with an HTTP error',
+  [ErrorCodes.PLATFORM_BAD_RESPONSE]: 'the platform answered with a reply of an unexpected shape',
+};
+
+/** Postgres SQLSTATEs and socket errors that mean "the database is not there right now". */
+const DB_DOWN = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
+
+function isDatabaseDown(e: unknown): boolean {
+  for (let cur: unknown = e, depth = 0; cur && depth < 5; cur = (cur as { cause?: unknown }).cause, depth++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string' && DB_DOWN.has(code)) return true;
+    if (cur instanceof Error && /timeout exceeded when trying to connect|Connection terminated/i.test(cur.message)) return true;
+  }
+  return false;
+}
+
+/** `{field, message}` for each zod issue; body fields are named by their path (`params.accountNo`). */
+function validationProblems(err: FastifyError & { validation: { instancePath: string; message?: string }[] }) {
+  const context = err.validationContext ?? 'body';
+  return err.validation.map((v) => {
+    const path = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
+    return { field: context === 'body' ? path || 'body' : path ? `${context}.${path}` : context, message: v.message ?? 'invalid' };
+  });
+}
+
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler(async (error: unknown, req: FastifyRequest, reply: FastifyReply) => {
+    const requestId = req.id;
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      const errors = validationProblems(error);
+      req.log.info({ code: ErrorCodes.REQUEST_INVALID, fields: errors.map((e) => e.field) }, 'request invalid');
+      return reply.code(400).send({ code: ErrorCodes.REQUEST_INVALID, message: 'the request does not match the schema', errors, requestId });
+    }
+    if (isAppError(error)) return sendAppError(error, req, reply);
+
+    const fastifyStatus = (error as FastifyError).statusCode;
+    if (typeof fastifyStatus === 'number' && fastifyStatus >= 400 && fastifyStatus < 500) {
+      // Fastify's own client errors (bad JSON, wrong content type, body too large): their messages are safe.
+      const message = (error as Error).message;
+      req.log.info({ code: (error as FastifyError).code, status: fastifyStatus }, 'request refused');
+      return reply.code(fastifyStatus).send({ code: ErrorCodes.REQUEST_INVALID, message, requestId });
+    }
+    if (isDatabaseDown(error)) {
+      req.log.error({ err: coerceError(error) }, 'database unavailable');
+      reply.header('retry-after', '5');
+      return reply.code(503).send({ code: ErrorCodes.DB_UNAVAILABLE, message: 'the database is unavailable; retry later', requestId });
+    }
+    req.log.error({ err: coerceError(error) }, 'unhandled error');
+    return reply.code(500).send({ code: ErrorCodes.INTERNAL_ERROR, message: `internal error (request ${requestId})`, requestId });
+  });
+}
+
+function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply) {
+  const status = STATUS[error.code] ?? 500;
+  const requestId = req.id;
+  if (status >= 500) req.log.error({ err: error, code: error.code }, 'request failed');
+  else req.log.info({ code: error.code, status }, 'request refused');
+  if (status === 500) {
+    return reply.code(500).send({ code: ErrorCodes.INTERNAL_ERROR, message: `internal error (request ${requestId})`, requestId });
+  }
+  if (status === 503) reply.header('retry-after', '30');
+  const message = PLATFORM_MESSAGES[error.code] ?? error.message;
+  const body: Record<string, unknown> = { code: error.code, message, requestId };
+  const errors = error.details?.errors;
+  if (Array.isArray(errors)) body.errors = errors;
+  if (error instanceof PlatformCodeError) {
+    body.platformCode = error.platformCode;
+    body.platformMessage = error.platformMessage;
+  }
+  return reply.code(status).send(body);
+}

@@ -1,0 +1,60 @@
+import { loadConfig } from '@mcb/core/config';
+import { createDb } from '@mcb/core/db';
+import { coerceError } from '@mcb/core/errors';
+import { createLogger } from '@mcb/core/logger';
+import { createMetricsRegistry } from '@mcb/core/metrics';
+import { createPlatformClient } from '@mcb/core/platform';
+import { buildApp } from './app.ts';
+import { startMetricsServer } from './metrics-server.ts';
+
+// Only wiring. Each resource registers its release as it is created; shutdown runs them in reverse order.
+const releasers: { name: string; release: () => Promise<unknown> }[] = [];
+const logger = createLogger({ name: 'console' });
+
+let stopping = false;
+async function shutdown(signal: string, exitCode = 0): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'shutting down');
+  for (const { name, release } of releasers.reverse()) {
+    try {
+      await release();
+    } catch (e) {
+      logger.error({ err: coerceError(e), resource: name }, 'close failed');
+    }
+  }
+  logger.info('stopped');
+  process.exit(exitCode);
+}
+
+try {
+  const config = loadConfig(process.env, 'console');
+  logger.level = config.LOG_LEVEL;
+
+  const db = createDb(config.DATABASE_URL, { max: 10, applicationName: 'mcb-console' });
+  releasers.push({ name: 'postgres', release: () => db.close() });
+  const platform = createPlatformClient({
+    baseUrl: config.PLATFORM_BASE_URL!,
+    merchantNo: config.MERCHANT_NO!,
+    getOrderPath: config.PLATFORM_GET_ORDER_PATH,
+    contentType: config.PLATFORM_CONTENT_TYPE,
+    timeoutMs: config.PLATFORM_TIMEOUT,
+  });
+  releasers.push({ name: 'platform', release: () => platform.close() });
+
+  const registry = createMetricsRegistry('console');
+  const app = await buildApp({ config, db, platform, logger, registry });
+  // Closing the app first stops new requests and lets those in flight finish before the pools go.
+  releasers.push({ name: 'http', release: () => app.close() });
+  await app.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT });
+
+  const metricsServer = await startMetricsServer(registry, config.CONSOLE_METRICS_PORT, config.CONSOLE_HOST);
+  releasers.push({ name: 'metrics server', release: () => metricsServer.close() });
+
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  logger.info({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT, metricsPort: metricsServer.port }, 'console started');
+} catch (e) {
+  logger.fatal({ err: coerceError(e) }, `console failed to start: ${coerceError(e).message}`);
+  await shutdown('startup-failure', 1);
+}

@@ -1,0 +1,65 @@
+import { and, asc, desc, eq } from 'drizzle-orm';
+import { ledgerEntries, orders, reviews, type Db, type NewOrder, type Order } from '@mcb/core/db';
+import { normalizeDecimal } from '@mcb/core/money';
+import type { OrderView } from '../schemas.ts';
+
+/** One query per function: the console's reads and writes of orders. */
+
+export async function findOrder(db: Db, merchantOrderNo: string): Promise<Order | undefined> {
+  const [row] = await db.db.select().from(orders).where(eq(orders.merchantOrderNo, merchantOrderNo)).limit(1);
+  return row;
+}
+
+/** Insert unless the number exists; returns the new row, or undefined when another registration holds it. */
+export async function insertOrderIfAbsent(db: Db, order: NewOrder): Promise<Order | undefined> {
+  const [row] = await db.db
+    .insert(orders)
+    .values(order)
+    .onConflictDoNothing({ target: orders.merchantOrderNo })
+    .returning();
+  return row;
+}
+
+async function ledgerOf(db: Db, orderId: number) {
+  return db.db
+    .select({
+      entryType: ledgerEntries.entryType,
+      amount: ledgerEntries.amount,
+      currency: ledgerEntries.currency,
+      createdAt: ledgerEntries.createdAt,
+    })
+    .from(ledgerEntries)
+    .where(eq(ledgerEntries.orderId, orderId))
+    .orderBy(asc(ledgerEntries.id));
+}
+
+/** The newest open review of a callback for this order number (a resolved or dismissed one is history). */
+async function openReviewOf(db: Db, merchantOrderNo: string) {
+  const [row] = await db.db
+    .select({ reason: reviews.reason, at: reviews.createdAt })
+    .from(reviews)
+    .where(and(eq(reviews.merchantOrderNo, merchantOrderNo), eq(reviews.status, 'open')))
+    .orderBy(desc(reviews.id))
+    .limit(1);
+  return row;
+}
+
+/** The order as GET /api/orders/{merchantOrderNo} shows it: with its ledger and its open review. */
+export async function orderView(db: Db, order: Order): Promise<OrderView> {
+  const [ledger, review] = await Promise.all([ledgerOf(db, order.id), openReviewOf(db, order.merchantOrderNo)]);
+  return {
+    merchantOrderNo: order.merchantOrderNo,
+    kind: order.kind,
+    status: order.status,
+    currency: order.currency,
+    amount: normalizeDecimal(order.amount),
+    platformOrderNo: order.platformOrderNo,
+    ledger: ledger.map((e) => ({
+      entryType: e.entryType,
+      amount: normalizeDecimal(e.amount),
+      currency: e.currency,
+      createdAt: e.createdAt.toISOString(),
+    })),
+    review: review ? { reason: review.reason, at: review.at.toISOString() } : null,
+  };
+}

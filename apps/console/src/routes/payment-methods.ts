@@ -1,0 +1,58 @@
+import type { CatalogView } from '@mcb/core/catalog';
+import type { FastifyReply } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { catalogResponseSchema, currencySchema, errorBodySchema } from '../schemas.ts';
+import type { RouteDeps } from './deps.ts';
+
+/** The catalog as served: the platform's `currencies` plus when it was fetched; `Age` says the same in HTTP. */
+export function sendCatalog(reply: FastifyReply, view: CatalogView) {
+  reply.header('age', String(view.ageSeconds));
+  if (view.stale) reply.header('x-catalog-stale', 'true');
+  return {
+    currencies: view.catalog.currencies,
+    fetchedAt: view.fetchedAt.toISOString(),
+    ageSeconds: view.ageSeconds,
+    stale: view.stale,
+  };
+}
+
+const querystring = z.strictObject({ currency: currencySchema.optional() });
+const responses = {
+  200: catalogResponseSchema,
+  400: errorBodySchema,
+  502: errorBodySchema.describe("The platform answered with an error code (platformCode, platformMessage)"),
+  503: errorBodySchema.describe('The platform is down and no catalog is stored'),
+  504: errorBodySchema,
+};
+
+/** The payment-method catalog, from the cache (served stale with its age when the platform is down). */
+export const paymentMethodsRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { catalog }) => {
+  app.get(
+    '/api/payment-methods',
+    {
+      schema: {
+        summary: 'The payment-method catalog',
+        description: 'As the platform returned it, narrowed to `currency` when given. When the platform is down the last good copy is served with `stale: true` and its age.',
+        tags: ['catalog'],
+        querystring,
+        response: responses,
+      },
+    },
+    async (req, reply) => sendCatalog(reply, await catalog.get({ currency: req.query.currency })),
+  );
+
+  app.post(
+    '/api/payment-methods/refresh',
+    {
+      schema: {
+        summary: 'Fetch the catalog from the platform now',
+        description: 'No fallback: a platform failure is reported as such.',
+        tags: ['catalog'],
+        querystring,
+        response: responses,
+      },
+    },
+    async (req, reply) => sendCatalog(reply, await catalog.refresh({ currency: req.query.currency })),
+  );
+};

@@ -21,6 +21,8 @@ export interface CallbackWorkerDeps extends ApplyDeps {
   stalledIntervalMs?: number;
   /** How many times a job may stall (its worker died) before it fails. @defaultValue 3 */
   maxStalledCount?: number;
+  /** This instance's name, recorded on each job as `processedBy`. @defaultValue none */
+  name?: string;
   /** Start consuming at once. @defaultValue true */
   autorun?: boolean;
 }
@@ -84,6 +86,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   const worker = new Worker<CallbackJobInput, ApplyOutcome>(CALLBACKS_QUEUE, processor, {
     connection: deps.connection,
     prefix: deps.prefix ?? 'mcb',
+    name: deps.name,
     concurrency: deps.concurrency ?? 16,
     autorun: deps.autorun ?? true,
     lockDuration: deps.lockDurationMs ?? 30_000,

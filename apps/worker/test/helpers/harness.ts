@@ -54,6 +54,7 @@ export async function startHarness(env: TestEnv, platformUrl: string, options: H
         backoff: { baseMs: 20, capMs: 200 },
         ...options,
         connection,
+        name: `worker-${i}`,
         prefix: env.prefix,
         db: pool.db,
         platform,

@@ -1,0 +1,94 @@
+import { useTestEnv, waitFor } from '@mcb/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { orderState } from './helpers/db-checks.ts';
+import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
+import { createOrder, payinEvent, platformOrder, uid } from './helpers/fixtures.ts';
+import { startHarness, type Harness } from './helpers/harness.ts';
+import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
+
+const env = useTestEnv();
+let platform: FakePlatform;
+let proxy: TcpProxy;
+let h: Harness;
+
+beforeAll(async () => {
+  platform = await startFakePlatform();
+  // The workers reach Postgres only through a proxy this file controls; the shared server is never touched.
+  const target = new URL(env.databaseUrl);
+  proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+  const viaProxy = new URL(env.databaseUrl);
+  viaProxy.host = `127.0.0.1:${proxy.port}`;
+  h = await startHarness(env, platform.url, { workerDatabaseUrl: viaProxy.toString(), instances: 2 });
+});
+afterAll(async () => {
+  await h?.close();
+  await proxy?.close();
+  await platform?.close();
+});
+
+describe('transient failures are retried until the work is done, once', () => {
+  it('credits after Get order fails twice with HTTP 500', async () => {
+    const no = `PI-${uid()}`;
+    await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '42' });
+    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '42' }));
+    platform.failNext(no, 2, 500);
+    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '42' }))).id!);
+    expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
+    expect(job.attemptsMade).toBe(3);
+    expect(platform.hits.get(no)).toBe(3);
+    expect((await orderState(env.db.db, no)).ledger).toHaveLength(1);
+    const retries = await h.metrics.retries.get();
+    expect(retries.values.find((v) => v.labels.code === 'PLATFORM_HTTP_ERROR')?.value).toBeGreaterThanOrEqual(2);
+  });
+
+  it('retries jobs while Postgres is unreachable and credits each once when it is back', async () => {
+    const nos = Array.from({ length: 5 }, () => `PI-${uid()}`);
+    for (const no of nos) {
+      await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '8.10' });
+      platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '8.1' }));
+    }
+    // 1. Cut the workers off Postgres, then queue the events.
+    await proxy.cut();
+    const jobs = await Promise.all(nos.map((no) => h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '8.10' }))));
+    // 2. Every job has failed at least twice on the outage and is waiting to retry, none has failed for good.
+    await waitFor(
+      async () => {
+        const current = await Promise.all(jobs.map((j) => h.queue.getJob(j.id!)));
+        return current.every((j) => j && j.attemptsMade >= 2 && !j.finishedOn);
+      },
+      { timeoutMs: 15_000, message: 'jobs retrying on the outage' },
+    );
+    const failedEarly = await Promise.all(jobs.map((j) => h.queue.getJob(j.id!)));
+    expect(failedEarly.every((j) => /DB_UNAVAILABLE|ECONNREFUSED|Connection terminated/.test(j?.failedReason ?? ''))).toBe(true);
+    // The stored reason is the driver's message, never drizzle's query text with the record's fields as parameters.
+    expect(failedEarly.some((j) => /Failed query|params:/.test(j?.failedReason ?? ''))).toBe(false);
+    // 3. Postgres is back: each job completes and credits once.
+    await proxy.restore();
+    const done = await Promise.all(jobs.map((j) => h.settled(j.id!, 20_000)));
+    for (const job of done) expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
+    for (const no of nos) {
+      const s = await orderState(env.db.db, no);
+      expect(s.order.status).toBe('credited');
+      expect(s.ledger).toHaveLength(1);
+      expect(s.receipts).toHaveLength(1);
+    }
+  });
+
+  it('rides out a cut in the middle of work with connections already open in the pool', async () => {
+    const no = `PI-${uid()}`;
+    await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '3' });
+    // Warm the pools, then cut: idle clients die under the workers' feet.
+    const warm = `PI-${uid()}`;
+    await createOrder(env.db.db, { merchantOrderNo: warm, kind: 'payin', amount: '1' });
+    platform.setOrder(platformOrder({ orderNo: `P${warm}`, merchantOrderNo: warm, type: 'payin', state: 6, amountJson: '1' }));
+    await h.settled((await h.add(payinEvent({ orderNo: `P${warm}`, merchantOrderNo: warm, fiatAmount: '1' }))).id!);
+    await proxy.cut();
+    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '3' }));
+    const added = await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '3' }));
+    await waitFor(async () => ((await h.queue.getJob(added.id!))?.attemptsMade ?? 0) >= 1, { message: 'a failed attempt' });
+    await proxy.restore();
+    const job = await h.settled(added.id!, 20_000);
+    expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
+    expect((await orderState(env.db.db, no)).ledger).toHaveLength(1);
+  });
+});

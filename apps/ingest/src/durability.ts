@@ -1,0 +1,86 @@
+import type { Redis } from 'ioredis';
+
+/** How acknowledged writes are made durable on this Redis. */
+export type DurabilityMode = 'aof-always' | 'waitaof' | 'none';
+
+/** What {@link checkRedisDurability} found. */
+export interface DurabilityReport {
+  /** Acknowledged writes survive a Redis crash (per `mode`) and queue data is never evicted. */
+  durable: boolean;
+  /**
+   * - `aof-always`: AOF with `appendfsync always`; Redis fsyncs before it replies, so an acknowledged add is on disk.
+   * - `waitaof`: AOF on with a laxer fsync, but the server has `WAITAOF` (Redis ≥ 7.2): call it after each add.
+   * - `none`: neither; acknowledged writes can be lost.
+   */
+  mode: DurabilityMode;
+  /** One line per unsafe setting, each naming the setting, its value and the fix. Empty when durable. */
+  problems: string[];
+  /** The settings as read (`unknown` when the server hides them). */
+  settings: { appendonly: string; appendfsync: string; maxmemoryPolicy: string; waitaof: boolean };
+}
+
+async function configGet(redis: Redis, name: string): Promise<string | undefined> {
+  try {
+    const reply = (await redis.call('CONFIG', 'GET', name)) as string[];
+    return reply[1];
+  } catch {
+    return undefined; // CONFIG renamed or disabled (managed Redis): fall back to INFO below.
+  }
+}
+
+function infoField(info: string, field: string): string | undefined {
+  return new RegExp(`^${field}:(.*)$`, 'm').exec(info)?.[1]?.trim();
+}
+
+async function hasCommand(redis: Redis, name: string): Promise<boolean> {
+  const reply = (await redis.call('COMMAND', 'INFO', name)) as unknown[];
+  return Array.isArray(reply) && reply[0] !== null && reply[0] !== undefined;
+}
+
+/**
+ * Whether this Redis keeps every acknowledged write (AOF with `appendfsync always`, or `WAITAOF` available) and never
+ * evicts queue data (`maxmemory-policy noeviction`). Reads `CONFIG GET` and falls back to `INFO` where CONFIG is
+ * disabled. Throws only when Redis cannot be reached.
+ */
+export async function checkRedisDurability(redis: Redis): Promise<DurabilityReport> {
+  const [appendonlyConfig, appendfsync, maxmemoryConfig] = await Promise.all([
+    configGet(redis, 'appendonly'),
+    configGet(redis, 'appendfsync'),
+    configGet(redis, 'maxmemory-policy'),
+  ]);
+  let appendonly = appendonlyConfig;
+  let maxmemoryPolicy = maxmemoryConfig;
+  if (appendonly === undefined || maxmemoryPolicy === undefined) {
+    const info = await redis.info();
+    appendonly ??= infoField(info, 'aof_enabled') === '1' ? 'yes' : infoField(info, 'aof_enabled') === '0' ? 'no' : undefined;
+    maxmemoryPolicy ??= infoField(info, 'maxmemory_policy');
+  }
+  const waitaof = await hasCommand(redis, 'WAITAOF');
+  const settings = {
+    appendonly: appendonly ?? 'unknown',
+    appendfsync: appendfsync ?? 'unknown',
+    maxmemoryPolicy: maxmemoryPolicy ?? 'unknown',
+    waitaof,
+  };
+  const problems: string[] = [];
+  let mode: DurabilityMode = 'none';
+  if (settings.appendonly !== 'yes') {
+    problems.push(
+      `appendonly is "${settings.appendonly}": acknowledged callbacks are lost when Redis restarts; ` +
+        'set appendonly yes and appendfsync always',
+    );
+  } else if (settings.appendfsync === 'always') {
+    mode = 'aof-always';
+  } else if (waitaof) {
+    mode = 'waitaof';
+  } else {
+    problems.push(
+      `appendfsync is "${settings.appendfsync}" and this Redis has no WAITAOF: the last writes before a crash are lost; ` +
+        'set appendfsync always (or use Redis >= 7.2)',
+    );
+  }
+  if (settings.maxmemoryPolicy !== 'noeviction') {
+    problems.push(`maxmemory-policy is "${settings.maxmemoryPolicy}": Redis may evict queued callbacks; set maxmemory-policy noeviction`);
+  }
+  return { durable: problems.length === 0, mode, problems, settings };
+}

@@ -29,6 +29,7 @@ describe('getPaymentMethods', () => {
     expect(body.code).toBe(0);
     expect(body.message).toBe('success');
     const currencies = body.data!.currencies;
+    expect(currencies).toEqual(JSON.parse(JSON.stringify(CATALOG)));
     expect(currencies.map((c) => c.currency)).toEqual(['INR', 'BRL', 'VND', 'KWD']);
     expect(new Set(currencies.map((c) => c.decimals))).toEqual(new Set([0, 2, 3]));
     for (const c of currencies) {

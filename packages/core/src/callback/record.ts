@@ -100,8 +100,11 @@ function kindOf(fields: Record<string, unknown>): CallbackKind {
   return payin ? 'payin' : 'payout';
 }
 
-function schemaError(error: z.ZodError): AppError {
-  const issues = error.issues.map((i) => ({ field: i.path.join('.'), problem: i.message }));
+function schemaError(error: z.ZodError, fields: Record<string, unknown>): AppError {
+  const issues = error.issues.map((i) => {
+    const field = i.path.join('.');
+    return { field, problem: i.path.length === 1 && !(field in fields) ? 'missing' : i.message };
+  });
   return fail(ErrorCodes.CALLBACK_SCHEMA_INVALID, `record fails validation: ${issues.map((i) => `${i.field}: ${i.problem}`).join('; ')}`, { issues });
 }
 
@@ -116,12 +119,12 @@ export function parseRecord(plaintext: Buffer): CallbackRecord {
   let record: CallbackRecord;
   if (kind === 'payin') {
     const r = payinSchema.safeParse(fields);
-    if (!r.success) throw schemaError(r.error);
+    if (!r.success) throw schemaError(r.error, fields);
     const d = r.data;
     record = { kind, orderNo: d.orderno, merchantNo: d.merchantno, merchantOrderNo: d.merchantorderno, state: d.orderstate, payTime: d.paytime, quantity: d.quantity, fiatAmount: d.fiatcurrency };
   } else {
     const r = payoutSchema.safeParse(fields);
-    if (!r.success) throw schemaError(r.error);
+    if (!r.success) throw schemaError(r.error, fields);
     const d = r.data;
     record = { kind, orderNo: d.orderno, merchantNo: d.merchantno, merchantOrderNo: d.merchantorderno, state: d.state, payTime: d.paytime };
   }

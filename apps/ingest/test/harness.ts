@@ -120,6 +120,7 @@ export async function startOwnRedis(args: string[]): Promise<OwnRedis> {
       stdio: 'ignore',
     });
     const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => {}); // refused connections are expected until the server is up
     try {
       await waitFor(async () => {
         if (probe.status !== 'ready') await probe.connect().catch(() => undefined);

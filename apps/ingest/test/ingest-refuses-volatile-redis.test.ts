@@ -1,0 +1,101 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { generateKeyPair, loadKeyRing } from '@mcb/core/callback';
+import { AppError, ErrorCodes } from '@mcb/core/errors';
+import { uniquePrefix } from '@mcb/testkit';
+import { checkRedisDurability } from '../src/app.ts';
+import { captureLogger, DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis } from './harness.ts';
+
+const keys = generateKeyPair();
+const keyRing = loadKeyRing([keys.privateKeyPem]);
+const dir = mkdtempSync(join(tmpdir(), 'mcb-ingest-'));
+const keyFile = join(dir, 'merchant.pem');
+writeFileSync(keyFile, keys.privateKeyPem);
+const servers: OwnRedis[] = [];
+let volatile: OwnRedis;
+
+beforeAll(async () => {
+  volatile = await startOwnRedis(['--appendonly', 'no']);
+  servers.push(volatile);
+});
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.destroy()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function durabilityOf(args: string[]) {
+  const server = await startOwnRedis(args);
+  servers.push(server);
+  const client = new Redis(server.url, { maxRetriesPerRequest: 1 });
+  try {
+    return await checkRedisDurability(client);
+  } finally {
+    client.disconnect();
+  }
+}
+
+describe('ingest refuses a Redis that may lose acknowledged callbacks', () => {
+  it('checkRedisDurability: AOF with fsync always and noeviction is durable', async () => {
+    expect(await durabilityOf(DURABLE_REDIS_ARGS)).toMatchObject({ durable: true, mode: 'aof-always', problems: [] });
+  });
+
+  it('checkRedisDurability names appendfsync when AOF fsyncs every second on a Redis without WAITAOF', async () => {
+    const r = await durabilityOf(['--appendonly', 'yes', '--appendfsync', 'everysec']);
+    expect(r.durable).toBe(false);
+    expect(r.settings.waitaof).toBe(false); // Redis 7.0 here; WAITAOF arrived in 7.2
+    expect(r.problems.join('\n')).toMatch(/appendfsync is "everysec"/);
+  });
+
+  it('checkRedisDurability names maxmemory-policy when Redis may evict', async () => {
+    const r = await durabilityOf([...DURABLE_REDIS_ARGS.slice(0, 4), '--maxmemory-policy', 'allkeys-lru']);
+    expect(r.durable).toBe(false);
+    expect(r.problems).toEqual([expect.stringMatching(/maxmemory-policy is "allkeys-lru".*noeviction/)]);
+  });
+
+  it('buildApp throws REDIS_NOT_DURABLE naming appendonly when persistence is off', async () => {
+    const err = await startIngest({ redisUrl: volatile.url, prefix: uniquePrefix('vol'), keyRing }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).code).toBe(ErrorCodes.REDIS_NOT_DURABLE);
+    expect((err as AppError).message).toMatch(/appendonly is "no"/);
+    expect((err as AppError).message).toContain('INGEST_ALLOW_VOLATILE_REDIS');
+  });
+
+  it('with INGEST_ALLOW_VOLATILE_REDIS=true it starts and warns', async () => {
+    const { logger, lines } = captureLogger();
+    const ingest = await startIngest({ redisUrl: volatile.url, prefix: uniquePrefix('vol'), keyRing, logger, env: { INGEST_ALLOW_VOLATILE_REDIS: 'true' } });
+    try {
+      expect(lines.some((l) => l.includes('"level":40') && l.includes('INGEST_ALLOW_VOLATILE_REDIS=true'))).toBe(true);
+      expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ checks: { durability: 'volatile (allowed)' } });
+    } finally {
+      await ingest.close();
+    }
+  });
+
+  it('the ingest process exits non-zero with a message naming the setting', async () => {
+    const child = spawn(process.execPath, ['apps/ingest/src/main.ts'], {
+      env: {
+        PATH: process.env.PATH,
+        MERCHANT_NO,
+        MERCHANT_PRIVATE_KEY_FILE: keyFile,
+        REDIS_URL: volatile.url,
+        QUEUE_PREFIX: uniquePrefix('vol'),
+        INGEST_PORT: '0',
+        INGEST_METRICS_PORT: '0',
+        LOG_LEVEL: 'silent',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (c) => (stderr += String(c)));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/appendonly is "no"/);
+  });
+});

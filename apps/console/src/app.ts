@@ -45,6 +45,8 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     // Routes are matched exactly; no trailing-slash or case variants that could slip past a reviewer's eye.
     routerOptions: { ignoreTrailingSlash: false, caseSensitive: true },
   });
+  // JSON only: a text/plain body would otherwise reach the schemas as a string.
+  base.removeContentTypeParser('text/plain');
   base.setValidatorCompiler(validatorCompiler);
   base.setSerializerCompiler(serializerCompiler);
   installErrorHandler(base);

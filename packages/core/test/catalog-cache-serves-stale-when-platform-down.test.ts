@@ -144,7 +144,8 @@ describe('catalog cache', () => {
     const result = await refreshCatalog({ db: env.db, platform, logger, now });
     expect(result).toEqual({ fetchedAt: new Date(clock), currencies: 2 });
     const younger = clock;
-    await refreshCatalog({ db: env.db, platform, logger, now: () => younger - 10_000 });
+    // The drizzle instance works as well as the handle.
+    await refreshCatalog({ db: env.db.db, platform, logger, now: () => younger - 10_000 });
     const [row] = await env.db.db.select().from(catalogSnapshots);
     expect(row!.fetchedAt).toEqual(new Date(younger));
   });

@@ -1,5 +1,5 @@
 import { inArray, sql } from 'drizzle-orm';
-import type { Db } from '../db/client.ts';
+import type { Database, Db } from '../db/client.ts';
 import { catalogSnapshots } from '../db/schema.ts';
 import { AppError, coerceError, ErrorCodes, isAppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -12,7 +12,8 @@ export interface CatalogSource {
 
 /** Dependencies of {@link createCatalogCache} and {@link refreshCatalog}. */
 export interface CatalogCacheDeps {
-  db: Db;
+  /** The handle from `createDb` or its drizzle instance (`db.db`), whichever the caller holds. */
+  db: Db | Database;
   platform: CatalogSource;
   logger: Logger;
   /**
@@ -63,7 +64,8 @@ function platformGaveNoCatalog(e: unknown): boolean {
 }
 
 export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
-  const { db, platform, logger } = deps;
+  const { platform, logger } = deps;
+  const database: Database = 'pool' in deps.db && 'close' in deps.db ? deps.db.db : deps.db;
   const freshForMs = deps.freshForMs ?? 300_000;
   const now = deps.now ?? Date.now;
   const inflight = new Map<string, Promise<CatalogView>>();
@@ -80,7 +82,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
     const scopes = currency === undefined ? [''] : ['', currency];
     let rows: { scope: string; catalog: unknown; fetchedAt: Date }[];
     try {
-      rows = await db.db.select().from(catalogSnapshots).where(inArray(catalogSnapshots.scope, scopes));
+      rows = await database.select().from(catalogSnapshots).where(inArray(catalogSnapshots.scope, scopes));
     } catch (e) {
       logger.warn({ err: coerceError(e) }, 'catalog: cannot read the stored catalog; asking the platform');
       return undefined;
@@ -102,7 +104,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   async function store(scope: string, catalog: Catalog, fetchedAt: Date): Promise<void> {
     try {
       // Only a younger copy replaces the stored one, so a slow refresh cannot overwrite a newer answer.
-      await db.db
+      await database
         .insert(catalogSnapshots)
         .values({ scope, catalog: catalog as unknown as Record<string, unknown>, fetchedAt })
         .onConflictDoUpdate({

@@ -133,7 +133,7 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
   app.addHook('onRequest', async (request, reply) => {
-    if (shuttingDown() && request.url in CALLBACK_ROUTES) return sendText(reply, 503, 'fail');
+    if (shuttingDown() && (request.url.split('?')[0] ?? '') in CALLBACK_ROUTES) return sendText(reply, 503, 'fail');
   });
 
   app.setErrorHandler((error, request, reply) => {

@@ -93,6 +93,11 @@ describe('callback codec refuses bad input with a CALLBACK_* code', () => {
       { ...payin, state: 4 },
     ];
     for (const record of cases) expect(codeOf(enc(record))).toBe(ErrorCodes.CALLBACK_SCHEMA_INVALID);
+    try {
+      decodeCallback(enc(noQuantity), opts);
+    } catch (e) {
+      expect((e as AppError).details).toEqual({ issues: [{ field: 'quantity', problem: 'missing' }] });
+    }
     // Names that differ only in case would make "which one counts" ambiguous.
     expect(codeOf(enc(JSON.stringify(payin).replace('}', ',"orderno":"P2"}')))).toBe(ErrorCodes.CALLBACK_SCHEMA_INVALID);
   });

@@ -49,14 +49,16 @@ async function runServer(config: Config, logger: Logger, clustered: boolean): Pr
   const redis = createRedis(config.REDIS_URL, 'producer', { connectionName: 'ingest' });
   const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
   const registry = createMetricsRegistry('ingest');
+  if (clustered) {
+    // Answer the primary's metrics requests from the first moment: the primary's scrape waits for every worker,
+    // so a worker that only listened after its (slow) start-up would make scrapes time out meanwhile.
+    new AggregatorRegistry();
+    AggregatorRegistry.setRegistries([registry]);
+  }
   let shuttingDown = false;
   const app = await buildApp({ config, queue, redis, logger, keyRing, metricsRegistry: registry, isShuttingDown: () => shuttingDown });
   let metricsServer: MetricsServer | undefined;
-  if (clustered) {
-    // Constructing one installs the worker's listener for the primary's metrics requests.
-    new AggregatorRegistry();
-    AggregatorRegistry.setRegistries([registry]);
-  } else {
+  if (!clustered) {
     metricsServer = await startMetricsServer({
       host: config.INGEST_HOST,
       port: config.INGEST_METRICS_PORT,

@@ -48,6 +48,9 @@ export const ErrorCodes = {
   DB_MIGRATION_FAILED: 'DB_MIGRATION_FAILED',
   DB_QUERY_FAILED: 'DB_QUERY_FAILED',
 
+  // --- reconciliation (worker, console) ---
+  RECONCILE_IN_PROGRESS: 'RECONCILE_IN_PROGRESS',
+
   // --- catalog and payouts ---
   CATALOG_UNAVAILABLE: 'CATALOG_UNAVAILABLE',
   PAYOUT_INVALID: 'PAYOUT_INVALID',

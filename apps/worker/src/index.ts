@@ -20,3 +20,16 @@ export {
   type TargetStatus,
   type VerifyFailure,
 } from './verify.ts';
+export { createMaintenanceWorker, type MaintenanceResult, type MaintenanceWorker, type MaintenanceWorkerDeps } from './maintenance-worker.ts';
+export {
+  acquireSweepLock,
+  createReconcileMetrics,
+  runSweep,
+  sweepLockKey,
+  sweepSettingsFromConfig,
+  type ReconcileMetrics,
+  type SweepDeps,
+  type SweepOptions,
+  type SweepReport,
+  type SweepSettings,
+} from './reconcile/index.ts';

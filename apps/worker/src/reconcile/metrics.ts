@@ -1,0 +1,42 @@
+import { Counter, Gauge, type Registry } from '@mcb/core/metrics';
+
+/** Prometheus metrics of the reconciliation sweep. */
+export interface ReconcileMetrics {
+  /** Sweeps by trigger (schedule, manual) and result (completed, stopped, busy). */
+  sweeps: Counter<'trigger' | 'result'>;
+  /** Pending orders looked up with Get order, by kind. */
+  scanned: Counter<'kind'>;
+  /** Orders the sweep finalised, by kind and outcome (credited, succeeded, refused): what callbacks never delivered. */
+  recovered: Counter<'kind' | 'outcome'>;
+  /** Orders the sweep could not decide, by error code (the platform or Postgres failing). */
+  errors: Counter<'code'>;
+  /** When the last sweep finished, in seconds since the epoch. */
+  lastSweepTimestamp: Gauge;
+  /** How long the last sweep took, in seconds. */
+  lastSweepDuration: Gauge;
+  /** Pending orders older than RECONCILE_MAX_AGE at the last sweep: no sweep looks at them any more. */
+  pendingBeyondMaxAge: Gauge;
+}
+
+/** Create and register the reconciliation metrics on `registry` (the worker's, or the console's for manual sweeps). */
+export function createReconcileMetrics(registry: Registry): ReconcileMetrics {
+  const registers = [registry];
+  return {
+    sweeps: new Counter({ name: 'mcb_reconcile_sweeps_total', help: 'Reconciliation sweeps by trigger and result', labelNames: ['trigger', 'result'], registers }),
+    scanned: new Counter({ name: 'mcb_reconcile_orders_scanned_total', help: 'Pending orders looked up by the sweep', labelNames: ['kind'], registers }),
+    recovered: new Counter({
+      name: 'mcb_reconcile_recovered_total',
+      help: 'Orders finalised by the sweep (their callbacks never arrived)',
+      labelNames: ['kind', 'outcome'],
+      registers,
+    }),
+    errors: new Counter({ name: 'mcb_reconcile_errors_total', help: 'Orders the sweep could not decide, by error code', labelNames: ['code'], registers }),
+    lastSweepTimestamp: new Gauge({ name: 'mcb_reconcile_last_sweep_timestamp_seconds', help: 'When the last sweep finished', registers }),
+    lastSweepDuration: new Gauge({ name: 'mcb_reconcile_last_sweep_duration_seconds', help: 'Duration of the last sweep', registers }),
+    pendingBeyondMaxAge: new Gauge({
+      name: 'mcb_reconcile_pending_beyond_max_age',
+      help: 'Pending orders older than RECONCILE_MAX_AGE (no longer swept)',
+      registers,
+    }),
+  };
+}

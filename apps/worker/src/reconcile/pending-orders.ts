@@ -1,0 +1,50 @@
+import { orders, type Database } from '@mcb/core/db';
+import { and, asc, count, eq, gte, lt, lte, sql } from 'drizzle-orm';
+
+/** A pending order as the sweep sees it. */
+export interface PendingOrder {
+  id: number;
+  merchantOrderNo: string;
+  kind: 'payin' | 'payout';
+  /** `created_at` as Postgres text (microseconds kept): the keyset cursor must not lose precision in a JS Date. */
+  createdAtText: string;
+}
+
+/** Keyset position: the last (created_at, id) read. */
+export interface PendingCursor {
+  createdAtText: string;
+  id: number;
+}
+
+/**
+ * One batch of pending orders created in [oldest, newest], after `cursor`, in (created_at, id) order: keyset
+ * pagination, so a batch costs the same at any depth and orders finalised meanwhile never shift the pages.
+ */
+export async function pendingOrdersBatch(
+  db: Database,
+  params: { oldest: Date; newest: Date; after: PendingCursor | undefined; limit: number },
+): Promise<PendingOrder[]> {
+  const after = params.after
+    ? sql`(${orders.createdAt}, ${orders.id}) > (${params.after.createdAtText}::timestamptz, ${params.after.id})`
+    : undefined;
+  return db
+    .select({
+      id: orders.id,
+      merchantOrderNo: orders.merchantOrderNo,
+      kind: orders.kind,
+      createdAtText: sql<string>`${orders.createdAt}::text`,
+    })
+    .from(orders)
+    .where(and(eq(orders.status, 'pending'), gte(orders.createdAt, params.oldest), lte(orders.createdAt, params.newest), after))
+    .orderBy(asc(orders.createdAt), asc(orders.id))
+    .limit(params.limit);
+}
+
+/** Pending orders older than the sweep's window: no sweep looks at them any more, so an operator must. */
+export async function countPendingBefore(db: Database, oldest: Date): Promise<number> {
+  const [row] = await db
+    .select({ n: count() })
+    .from(orders)
+    .where(and(eq(orders.status, 'pending'), lt(orders.createdAt, oldest)));
+  return row?.n ?? 0;
+}

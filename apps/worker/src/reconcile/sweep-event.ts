@@ -1,0 +1,46 @@
+import type { PlatformClient, PlatformOrder } from '@mcb/core/platform';
+import type { CallbackJob } from '@mcb/core/queue';
+import { PAYIN_FINAL_STATES, PAYOUT_FINAL_STATES } from '../verify.ts';
+
+/** Whether Get order reports a state that finishes an order of its type (pay-in 3/6, payout 4/5). */
+export function isFinal(confirmed: PlatformOrder): boolean {
+  return (confirmed.type === 'payin' ? PAYIN_FINAL_STATES : PAYOUT_FINAL_STATES).has(confirmed.state);
+}
+
+/**
+ * The event a callback would have carried, rebuilt from Get order's answer. The dedup key is Get order's
+ * (orderNo, state), the same pair a callback of that state uses. `merchantNo` and `merchantOrderNo` are what we
+ * asked about (as ingest checks a callback's merchant), so verification still compares them with Get order's
+ * answer. Get order reports no USDT quantity and no pay time: the receipt gets quantity 0 (its `source` says
+ * 'reconcile') and no pay time.
+ */
+export function sweepEvent(confirmed: PlatformOrder, asked: { merchantNo: string; merchantOrderNo: string }, at: Date): CallbackJob {
+  const common = {
+    orderNo: confirmed.orderNo,
+    merchantNo: asked.merchantNo,
+    merchantOrderNo: asked.merchantOrderNo,
+    state: confirmed.state,
+    payTime: null,
+    receivedAt: at.toISOString(),
+    source: 'reconcile' as const,
+  };
+  return confirmed.type === 'payin'
+    ? { kind: 'payin', ...common, quantity: '0', fiatAmount: confirmed.amount }
+    : { kind: 'payout', ...common };
+}
+
+/**
+ * A platform client that answers Get order for the order the sweep asked about (`asked`, our merchant order
+ * number) with the answer it already has, so verification
+ * runs on exactly what the event was built from and the sweep's request rate is what it counted. Anything else
+ * goes to the real client.
+ */
+export function withKnownAnswer(platform: PlatformClient, asked: string, confirmed: PlatformOrder): PlatformClient {
+  return {
+    getOrder: (merchantOrderNo, opts) =>
+      merchantOrderNo === asked ? Promise.resolve(confirmed) : platform.getOrder(merchantOrderNo, opts),
+    getPaymentMethods: (opts) => platform.getPaymentMethods(opts),
+    // The real client belongs to the caller.
+    close: async () => {},
+  };
+}

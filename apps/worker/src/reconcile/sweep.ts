@@ -1,0 +1,268 @@
+import { AppError, coerceError, ErrorCodes } from '@mcb/core/errors';
+import { PlatformCodeError, type PlatformOrder } from '@mcb/core/platform';
+import type { Redis } from '@mcb/core/redis';
+import { applyEvent, type ApplyDeps } from '../apply-event.ts';
+import { toJobError } from '../retry-policy.ts';
+import type { ReconcileMetrics } from './metrics.ts';
+import { countPendingBefore, pendingOrdersBatch, type PendingCursor, type PendingOrder } from './pending-orders.ts';
+import { createRateLimiter, type RateLimiter } from './rate-limiter.ts';
+import { isFinal, sweepEvent, withKnownAnswer } from './sweep-event.ts';
+import { acquireSweepLock } from './sweep-lock.ts';
+
+/** How a sweep looks for orders; the worker fills it from RECONCILE_*. */
+export interface SweepSettings {
+  /** Pending orders younger than this are left to their callbacks (RECONCILE_MIN_AGE), in ms. @defaultValue 600000 */
+  minAgeMs: number;
+  /** Pending orders older than this are no longer looked up (RECONCILE_MAX_AGE), in ms. @defaultValue 604800000 */
+  maxAgeMs: number;
+  /** Get order requests per second across the sweep (RECONCILE_RATE). @defaultValue 20 */
+  ratePerSecond: number;
+  /** Orders read from Postgres per batch (RECONCILE_BATCH_SIZE). @defaultValue 100 */
+  batchSize: number;
+  /** Get order requests in flight at once (the rate still caps their starts). @defaultValue min(4, ceil(ratePerSecond)) */
+  concurrency?: number;
+  /** Failures in a row (platform down, Postgres down) after which the sweep stops; the next run starts over. @defaultValue 3 */
+  maxConsecutiveErrors?: number;
+}
+
+/** What {@link runSweep} needs: applyEvent's dependencies plus the lock's Redis and the settings. */
+export interface SweepDeps extends ApplyDeps {
+  /** Holds the "one sweep at a time" lock. */
+  redis: Redis;
+  /** Key of the lock (`sweepLockKey(QUEUE_PREFIX)`): every worker and the console must use the same. */
+  lockKey: string;
+  /** Lock time to live, in ms; renewed while the sweep runs. @defaultValue 60000 */
+  lockTtlMs?: number;
+  /** Our merchant number (MERCHANT_NO): the events are checked against it as ingest checks a callback's. */
+  merchantNo: string;
+  settings: SweepSettings;
+  reconcileMetrics?: ReconcileMetrics;
+}
+
+/** What one sweep found. */
+export interface SweepReport {
+  trigger: 'schedule' | 'manual';
+  startedAt: string;
+  /** The creation-time window swept (oldest and newest `created_at`). */
+  window: { oldest: string; newest: string };
+  /** Pending orders looked up with Get order. */
+  scanned: number;
+  /** Orders finalised by this sweep, by outcome. */
+  recovered: { credited: number; succeeded: number; refused: number };
+  /** Get order reports them not final: left pending, no review. */
+  stillPending: number;
+  /** The platform refused to report them (e.g. 40404 unknown order): left pending, no review. */
+  unknown: number;
+  /** Already applied by a callback meanwhile (the dedup key held). */
+  duplicates: number;
+  /** Get order's answer failed verification (e.g. amount differs from ours): sent to review, not credited. */
+  reviews: number;
+  /** Orders the sweep could not decide (the platform or Postgres failing). */
+  errors: number;
+  /** Pending orders older than the window, which no sweep looks at any more. */
+  beyondMaxAge: number;
+  stoppedEarly: boolean;
+  /** Why the sweep stopped early, or null. */
+  stopReason: string | null;
+  durationMs: number;
+}
+
+/** Options of one {@link runSweep} call. */
+export interface SweepOptions {
+  /** @defaultValue 'manual' */
+  trigger?: 'schedule' | 'manual';
+  /** Stops the sweep between orders (and aborts the request in flight), e.g. on shutdown. */
+  signal?: AbortSignal;
+}
+
+type Outcome = 'credited' | 'succeeded' | 'refused' | 'stillPending' | 'unknown' | 'duplicates' | 'reviews';
+
+/**
+ * One reconciliation sweep: pending orders created between MAX_AGE and MIN_AGE ago are looked up with Get order,
+ * in keyset batches, at RECONCILE_RATE; a final state goes through {@link applyEvent} (the callback's own
+ * verification and transaction, same dedup key), so a sweep and a late callback never both credit. Runs only
+ * while it holds the Redis lock shared by every worker and the console.
+ *
+ * @throws AppError RECONCILE_IN_PROGRESS when another sweep holds the lock; Redis errors when the lock cannot be
+ *   asked for. Everything else is counted in the report: a failing platform or database stops the sweep early.
+ */
+export async function runSweep(deps: SweepDeps, options: SweepOptions = {}): Promise<SweepReport> {
+  const trigger = options.trigger ?? 'manual';
+  const log = deps.logger.child({ sweep: trigger });
+  const lock = await acquireSweepLock(deps.redis, { key: deps.lockKey, ttlMs: deps.lockTtlMs, logger: log });
+  if (!lock) {
+    deps.reconcileMetrics?.sweeps.inc({ trigger, result: 'busy' });
+    throw new AppError(ErrorCodes.RECONCILE_IN_PROGRESS, 'a reconciliation sweep is already running', { transient: true });
+  }
+  try {
+    const signal = options.signal ? AbortSignal.any([options.signal, lock.lost]) : lock.lost;
+    const report = await sweep(deps, trigger, signal);
+    deps.reconcileMetrics?.sweeps.inc({ trigger, result: report.stoppedEarly ? 'stopped' : 'completed' });
+    deps.reconcileMetrics?.lastSweepTimestamp.set(Date.now() / 1000);
+    deps.reconcileMetrics?.lastSweepDuration.set(report.durationMs / 1000);
+    deps.reconcileMetrics?.pendingBeyondMaxAge.set(report.beyondMaxAge);
+    const summary = { ...report, window: undefined };
+    if (report.stoppedEarly) log.warn(summary, `reconciliation sweep stopped early: ${report.stopReason}`);
+    else log.info(summary, 'reconciliation sweep done');
+    return report;
+  } finally {
+    await lock.release();
+  }
+}
+
+async function sweep(deps: SweepDeps, trigger: 'schedule' | 'manual', signal: AbortSignal): Promise<SweepReport> {
+  const now = deps.now ?? Date.now;
+  const started = performance.now();
+  const startedAt = new Date(now());
+  const { settings, logger } = deps;
+  const oldest = new Date(startedAt.getTime() - settings.maxAgeMs);
+  const newest = new Date(startedAt.getTime() - settings.minAgeMs);
+  const report: SweepReport = {
+    trigger,
+    startedAt: startedAt.toISOString(),
+    window: { oldest: oldest.toISOString(), newest: newest.toISOString() },
+    scanned: 0,
+    recovered: { credited: 0, succeeded: 0, refused: 0 },
+    stillPending: 0,
+    unknown: 0,
+    duplicates: 0,
+    reviews: 0,
+    errors: 0,
+    beyondMaxAge: 0,
+    stoppedEarly: false,
+    stopReason: null,
+    durationMs: 0,
+  };
+  const maxConsecutive = settings.maxConsecutiveErrors ?? 3;
+  let consecutiveErrors = 0;
+  // Stops the batch loop and the requests in flight once errors pile up.
+  const stop = new AbortController();
+  const halted = AbortSignal.any([signal, stop.signal]);
+  const halt = (reason: string) => {
+    if (report.stoppedEarly) return;
+    report.stoppedEarly = true;
+    report.stopReason = reason;
+    stop.abort(new Error(reason));
+  };
+  // The report reaches the console's API: it names codes only, never messages (hosts, SQL); the log has those.
+  const failed = (code: string) => {
+    report.errors += 1;
+    consecutiveErrors += 1;
+    deps.reconcileMetrics?.errors.inc({ code });
+    if (consecutiveErrors >= maxConsecutive) halt(`${consecutiveErrors} failures in a row, the last ${code}`);
+  };
+  const count = (order: PendingOrder, outcome: Outcome) => {
+    consecutiveErrors = 0;
+    if (outcome === 'credited' || outcome === 'succeeded' || outcome === 'refused') {
+      report.recovered[outcome] += 1;
+      deps.reconcileMetrics?.recovered.inc({ kind: order.kind, outcome });
+    } else {
+      report[outcome] += 1;
+    }
+  };
+
+  const limiter = createRateLimiter(settings.ratePerSecond);
+  const concurrency = Math.max(1, settings.concurrency ?? Math.min(4, Math.ceil(settings.ratePerSecond)));
+  try {
+    report.beyondMaxAge = await countPendingBefore(deps.db, oldest);
+    let cursor: PendingCursor | undefined;
+    for (;;) {
+      if (halted.aborted) break;
+      const batch = await pendingOrdersBatch(deps.db, { oldest, newest, after: cursor, limit: settings.batchSize });
+      if (batch.length === 0) break;
+      let next = 0;
+      const lane = async () => {
+        while (next < batch.length && !halted.aborted) {
+          const order = batch[next++]!;
+          await reconcileOne(deps, order, { limiter, signal: halted, startedAt, count, failed, report });
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(concurrency, batch.length) }, lane));
+      const last = batch.at(-1)!;
+      cursor = { createdAtText: last.createdAtText, id: last.id };
+      if (batch.length < settings.batchSize) break;
+    }
+  } catch (e) {
+    // Reading the batches failed (Postgres down): report it; the next run starts over.
+    const err = toJobError(e);
+    logger.error({ err }, `reconciliation sweep could not read pending orders: ${err.message}`);
+    report.errors += 1;
+    deps.reconcileMetrics?.errors.inc({ code: ErrorCodes.DB_UNAVAILABLE });
+    halt(`reading pending orders failed (${ErrorCodes.DB_UNAVAILABLE})`);
+  }
+  if (signal.aborted && !report.stoppedEarly) halt(`aborted: ${coerceError(signal.reason).message}`);
+  report.durationMs = Math.round(performance.now() - started);
+  return report;
+}
+
+interface OneContext {
+  limiter: RateLimiter;
+  signal: AbortSignal;
+  startedAt: Date;
+  count: (order: PendingOrder, outcome: Outcome) => void;
+  failed: (code: string) => void;
+  report: SweepReport;
+}
+
+/** Look one order up and, when Get order reports it final, apply it as its callback would have been. */
+async function reconcileOne(deps: SweepDeps, order: PendingOrder, ctx: OneContext): Promise<void> {
+  const log = deps.logger.child({ merchantOrderNo: order.merchantOrderNo, kind: order.kind, source: 'reconcile' });
+  try {
+    await ctx.limiter.take(ctx.signal);
+  } catch {
+    return; // stopped while waiting for a slot: the order was not looked up
+  }
+  const scanned = () => {
+    ctx.report.scanned += 1;
+    deps.reconcileMetrics?.scanned.inc({ kind: order.kind });
+  };
+
+  let confirmed: PlatformOrder;
+  const started = performance.now();
+  try {
+    confirmed = await deps.platform.getOrder(order.merchantOrderNo, { signal: ctx.signal });
+    deps.metrics?.getOrderDuration.observe({ result: 'ok' }, (performance.now() - started) / 1000);
+    scanned();
+  } catch (e) {
+    // Cut off by the stop (lock lost, shutdown, too many errors): not an answer, not counted.
+    if (ctx.signal.aborted) return;
+    const code = e instanceof AppError ? e.code : 'error';
+    deps.metrics?.getOrderDuration.observe({ result: code }, (performance.now() - started) / 1000);
+    scanned();
+    if (e instanceof PlatformCodeError) {
+      // The platform answered but will not report the order (e.g. it was never created there): nothing to recover.
+      log.info({ platformCode: e.platformCode }, `reconcile: Get order refused (${e.platformCode}); left pending`);
+      ctx.count(order, 'unknown');
+      return;
+    }
+    const err = coerceError(e);
+    log.warn({ code, err }, `reconcile: Get order failed: ${err.message}`);
+    ctx.failed(code);
+    return;
+  }
+
+  if (!isFinal(confirmed)) {
+    log.debug({ state: confirmed.state }, 'reconcile: not final yet; left pending');
+    ctx.count(order, 'stillPending');
+    return;
+  }
+
+  const event = sweepEvent(confirmed, { merchantNo: deps.merchantNo, merchantOrderNo: order.merchantOrderNo }, ctx.startedAt);
+  try {
+    const applied = await applyEvent(
+      event,
+      { ...deps, platform: withKnownAnswer(deps.platform, order.merchantOrderNo, confirmed) },
+      { noWait: true, signal: ctx.signal, jobId: `reconcile-${ctx.startedAt.getTime()}` },
+    );
+    if (applied.status === 'applied') ctx.count(order, applied.outcome);
+    else if (applied.status === 'duplicate') ctx.count(order, 'duplicates');
+    else if (applied.status === 'review') ctx.count(order, 'reviews');
+    else ctx.count(order, 'stillPending'); // 'deferred' cannot happen with noWait; nothing was written
+  } catch (e) {
+    // Sanitised: drizzle's errors carry the query's parameters.
+    const err = toJobError(e);
+    const code = err instanceof AppError ? err.code : err.message.split(':')[0]!;
+    log.error({ code, err, orderNo: event.orderNo, state: event.state }, `reconcile: applying the confirmed state failed: ${err.message}`);
+    ctx.failed(code);
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The whole pipeline on this machine, for `pnpm dev` and `pnpm demo`: check Postgres and Redis, make keys and the
+ * console token, migrate, then start sandbox, ingest, worker and console as child processes and wait until each
+ * answers. `stop()` ends them in reverse order.
+ */
+import type { DurabilityReport } from '../../apps/ingest/src/app.ts';
+import { childEnv, ensureConsoleToken, ensureKeys, settlePorts, type LocalSettings, type StackPorts } from './local-env.ts';
+import { migrate, redisDurability, requireServices, volatileRedisWarning } from './preflight.ts';
+import { spawnApp, stopAll, waitReady, type AppName, type AppProcess, type OutputMode } from './processes.ts';
+
+export { readLocalSettings, type LocalSettings, type StackMode, type StackPorts } from './local-env.ts';
+
+/** Options of {@link startLocalStack}. */
+export interface StartOptions {
+  /** Replace ports not set in the environment by free ones. @defaultValue false (contract ports) */
+  freePorts?: boolean;
+  /** Where app output goes. */
+  output: OutputMode;
+  /** Progress messages ("migrating", "starting ingest"). */
+  say: (line: string) => void;
+  /** How long one app may take to answer, in ms. @defaultValue 30000 */
+  readyTimeoutMs?: number;
+}
+
+/** URLs of a running stack. */
+export interface StackUrls {
+  sandbox: string;
+  ingest: string;
+  console: string;
+  /** The queue dashboard (served by the console). */
+  dashboard: string;
+  ingestMetrics: string;
+  workerMetrics: string;
+  consoleMetrics: string;
+}
+
+/** A running local stack. */
+export interface LocalStack {
+  settings: LocalSettings;
+  ports: StackPorts;
+  urls: StackUrls;
+  consoleToken: string;
+  keysGenerated: boolean;
+  durability: DurabilityReport;
+  /** Ingest runs with INGEST_ALLOW_VOLATILE_REDIS=true because Redis is not durable. */
+  volatileRedis: boolean;
+  procs: AppProcess[];
+  /** Resolves with the first app that exits while the stack is meant to be running. */
+  firstExit: Promise<{ name: AppName; code: number | string }>;
+  stop(): Promise<void>;
+}
+
+function urlsOf(ports: StackPorts): StackUrls {
+  const at = (port: number) => `http://127.0.0.1:${port}`;
+  return {
+    sandbox: at(ports.sandbox),
+    ingest: at(ports.ingest),
+    console: at(ports.console),
+    dashboard: `${at(ports.console)}/queues`,
+    ingestMetrics: at(ports.ingestMetrics),
+    workerMetrics: at(ports.workerMetrics),
+    consoleMetrics: at(ports.consoleMetrics),
+  };
+}
+
+/** Where each app says it is ready. */
+function readyUrl(name: AppName, urls: StackUrls): string {
+  switch (name) {
+    case 'sandbox':
+      return `${urls.sandbox}/healthz`;
+    case 'ingest':
+      return `${urls.ingest}/readyz`;
+    case 'worker':
+      return `${urls.workerMetrics}/healthz`;
+    case 'console':
+      return `${urls.consoleMetrics}/healthz`;
+  }
+}
+
+/**
+ * Preflight and start. On any failure everything started so far is stopped and the error is rethrown; its
+ * message says what to do (start Postgres/Redis, free a port, read an app's log).
+ */
+export async function startLocalStack(settings: LocalSettings, opts: StartOptions): Promise<LocalStack> {
+  const { say } = opts;
+  await requireServices(settings.databaseUrl, settings.redisUrl);
+  const durability = await redisDurability(settings.redisUrl);
+  const volatileRedis = !durability.durable;
+  if (volatileRedis) say(volatileRedisWarning(durability));
+
+  const keys = ensureKeys(settings);
+  if (keys.generated) say(`generated a merchant key pair in ${keys.privateKeyFile.replace(/-private\.pem$/, '-*')} (private key mode 0600)`);
+  const consoleToken = ensureConsoleToken(settings);
+
+  const db = new URL(settings.databaseUrl);
+  const migrated = await migrate(settings.databaseUrl);
+  say(
+    `database ${db.pathname.slice(1)} on ${db.host}: ${migrated.createdDatabase ? 'created, ' : ''}` +
+      `${migrated.applied} migration(s) applied`,
+  );
+
+  const ports = await settlePorts(settings, opts.freePorts ?? false);
+  const urls = urlsOf(ports);
+  const env = childEnv(settings, ports, { consoleToken, allowVolatileRedis: volatileRedis });
+  const procs: AppProcess[] = [];
+  const stop = () => stopAll(procs);
+  try {
+    for (const name of ['sandbox', 'ingest', 'worker', 'console'] as const) {
+      say(`starting ${name}`);
+      const proc = spawnApp(name, settings.root, env, opts.output);
+      procs.push(proc);
+      await waitReady(proc, readyUrl(name, urls), opts.readyTimeoutMs ?? 30_000);
+    }
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const firstExit = Promise.race(procs.map((p) => p.exited.then((code) => ({ name: p.name, code }))));
+  return { settings, ports, urls, consoleToken, keysGenerated: keys.generated, durability, volatileRedis, procs, firstExit, stop };
+}

@@ -1,0 +1,109 @@
+/**
+ * The apps as child processes (`node apps/<app>/src/main.ts`): start, wait until they answer, stop in reverse
+ * order. Output goes to a log file per app (demo) or to our stdout with a `[app]` prefix (dev).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+/** The four apps, in start order. */
+export type AppName = 'sandbox' | 'ingest' | 'worker' | 'console';
+
+/** Where a child's output goes. */
+export type OutputMode = { kind: 'file'; dir: string } | { kind: 'prefix'; write: (line: string) => void };
+
+/** One running app. */
+export interface AppProcess {
+  name: AppName;
+  child: ChildProcess;
+  /** The log file, when output goes to files. */
+  logFile: string | undefined;
+  /** Resolves with the exit code (or the signal's name) when the process ends. */
+  exited: Promise<number | string>;
+  /** Whether it has ended. */
+  hasExited(): boolean;
+}
+
+/** Start `node apps/<name>/src/main.ts` with `env`. */
+export function spawnApp(name: AppName, root: string, env: Record<string, string>, output: OutputMode): AppProcess {
+  let logFile: string | undefined;
+  let fd: number | undefined;
+  if (output.kind === 'file') {
+    mkdirSync(output.dir, { recursive: true });
+    logFile = join(output.dir, `${name}.log`);
+    fd = openSync(logFile, 'w', 0o600);
+  }
+  const child = spawn(process.execPath, [join('apps', name, 'src', 'main.ts')], {
+    cwd: root,
+    env,
+    stdio: fd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd],
+  });
+  if (fd !== undefined) closeSync(fd); // the child holds its own copy
+  if (output.kind === 'prefix') {
+    const label = `[${name}]`.padEnd(10);
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream) createInterface({ input: stream }).on('line', (line) => output.write(`${label}${line}`));
+    }
+  }
+  let ended = false;
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, signal) => {
+      ended = true;
+      resolve(code ?? signal ?? 'unknown');
+    });
+    child.once('error', (e) => {
+      ended = true;
+      resolve(`spawn failed: ${e.message}`);
+    });
+  });
+  return { name, child, logFile, exited, hasExited: () => ended };
+}
+
+/** The last lines of an app's log file, for an error message (apps never log bodies or keys). */
+export function tailLog(proc: AppProcess, lines = 15): string {
+  if (!proc.logFile) return '';
+  try {
+    const text = readFileSync(proc.logFile, 'utf8').trimEnd().split('\n');
+    return text.slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Poll `url` until it answers 2xx. Fails early, with the reason, when the process exits meanwhile.
+ * @throws Error naming the app, the URL and its exit code or the last answer
+ */
+export async function waitReady(proc: AppProcess, url: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = 'no answer yet';
+  while (Date.now() < deadline) {
+    if (proc.hasExited()) {
+      const code = await proc.exited;
+      const tail = tailLog(proc);
+      throw new Error(`${proc.name} exited (${code}) before it was ready${tail ? `; last log lines:\n${tail}` : ''}`);
+    }
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      if (res.ok) return;
+      last = `HTTP ${res.status}`;
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${proc.name} not ready at ${url} within ${timeoutMs / 1000} s (${last})${proc.logFile ? `; see ${proc.logFile}` : ''}`);
+}
+
+/** SIGTERM each app in reverse start order, waiting for it to end (SIGKILL after `graceMs`). */
+export async function stopAll(procs: readonly AppProcess[], graceMs = 15_000): Promise<void> {
+  for (const proc of [...procs].reverse()) {
+    if (proc.hasExited()) continue;
+    const timer = setTimeout(() => proc.child.kill('SIGKILL'), graceMs);
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+    clearTimeout(timer);
+  }
+}

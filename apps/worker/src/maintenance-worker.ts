@@ -1,0 +1,114 @@
+import { refreshCatalog } from '@mcb/core/catalog';
+import { coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
+import { MAINTENANCE_QUEUE, MaintenanceJobs } from '@mcb/core/queue';
+import type { Redis } from '@mcb/core/redis';
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { runSweep, type SweepDeps, type SweepReport } from './reconcile/sweep.ts';
+
+/** What {@link createMaintenanceWorker} needs. */
+export interface MaintenanceWorkerDeps extends SweepDeps {
+  /** A `worker`-role Redis connection; the caller closes it after the worker. Also holds the sweep lock when `redis` is it. */
+  connection: Redis;
+  /** BullMQ key prefix (QUEUE_PREFIX). @defaultValue 'mcb' */
+  prefix?: string;
+  /** Interval of the reconciliation sweep (RECONCILE_INTERVAL), in ms. @defaultValue 300000 */
+  reconcileEveryMs?: number;
+  /** Interval of the catalog refresh (CATALOG_REFRESH_INTERVAL), in ms. @defaultValue 900000 */
+  catalogRefreshEveryMs?: number;
+  /** This instance's name, recorded on each job as `processedBy`. */
+  name?: string;
+}
+
+/** The maintenance queue's worker and its queue (for the schedulers). `close()` stops a running sweep first. */
+export interface MaintenanceWorker {
+  worker: Worker;
+  queue: Queue;
+  close(): Promise<void>;
+}
+
+/** What a maintenance job returns: the sweep's report, a skip, or the refreshed catalog's summary. */
+export type MaintenanceResult = SweepReport | { skipped: 'sweep-in-progress' } | { fetchedAt: string; currencies: number };
+
+/** Jobs of a scheduler are kept for a look on the dashboard; the next interval is the retry, so one attempt each. */
+const templateOpts = { attempts: 1, removeOnComplete: { count: 200 }, removeOnFail: { count: 500 } };
+
+/**
+ * The `maintenance` queue: two BullMQ job schedulers (upserted by every worker process; the same ids make it one
+ * schedule) and a Worker with concurrency 1 in each process. A scheduler makes its next job when the current one
+ * starts, so sweeps do not pile up; the Redis lock in {@link runSweep} keeps a second sweep (a slow one overrunning
+ * its interval, or a manual one from the console) from running at the same time: the later one is skipped.
+ */
+export async function createMaintenanceWorker(deps: MaintenanceWorkerDeps): Promise<MaintenanceWorker> {
+  const { logger } = deps;
+  const prefix = deps.prefix ?? 'mcb';
+  const queue = new Queue(MAINTENANCE_QUEUE, { connection: deps.connection, prefix });
+  // Aborts a running sweep on close, so shutdown does not wait for thousands of Get order calls.
+  const closing = new AbortController();
+
+  const processor = async (job: Job, _token?: string, signal?: AbortSignal): Promise<MaintenanceResult> => {
+    const stop = signal ? AbortSignal.any([signal, closing.signal]) : closing.signal;
+    if (job.name === MaintenanceJobs.reconcile) {
+      try {
+        return await runSweep(deps, { trigger: 'schedule', signal: stop });
+      } catch (e) {
+        if (isAppError(e, ErrorCodes.RECONCILE_IN_PROGRESS)) {
+          logger.info({ jobId: job.id }, 'reconciliation skipped: another sweep is running');
+          return { skipped: 'sweep-in-progress' };
+        }
+        // Only the lock's Redis calls get here (the sweep reports everything else); the next interval tries again.
+        logger.error({ err: coerceError(e), jobId: job.id }, 'reconciliation could not start');
+        throw e;
+      }
+    }
+    if (job.name === MaintenanceJobs.catalogRefresh) {
+      try {
+        const fresh = await refreshCatalog({ db: deps.db, platform: deps.platform, logger }, { signal: stop });
+        logger.info({ currencies: fresh.currencies }, 'catalog refreshed');
+        return { fetchedAt: fresh.fetchedAt.toISOString(), currencies: fresh.currencies };
+      } catch (e) {
+        // Never fatal: the stored copy stays, the next interval tries again.
+        const err = coerceError(e);
+        logger.warn({ err, code: isAppError(err) ? err.code : undefined }, `catalog refresh failed; next try in one interval: ${err.message}`);
+        throw err;
+      }
+    }
+    throw new UnrecoverableError(`unknown maintenance job ${job.name}`);
+  };
+
+  const worker = new Worker(MAINTENANCE_QUEUE, processor, {
+    connection: deps.connection,
+    prefix,
+    name: deps.name,
+    concurrency: 1,
+    // One re-run if the process dies mid-job; the lock expires meanwhile, so the re-run may sweep.
+    maxStalledCount: 1,
+  });
+  worker.on('error', (e) => logger.error({ err: coerceError(e) }, 'maintenance worker error'));
+
+  try {
+    await queue.upsertJobScheduler(MaintenanceJobs.reconcile, { every: deps.reconcileEveryMs ?? 300_000 }, {
+      name: MaintenanceJobs.reconcile,
+      data: {},
+      opts: templateOpts,
+    });
+    await queue.upsertJobScheduler(MaintenanceJobs.catalogRefresh, { every: deps.catalogRefreshEveryMs ?? 900_000 }, {
+      name: MaintenanceJobs.catalogRefresh,
+      data: {},
+      opts: templateOpts,
+    });
+  } catch (e) {
+    await worker.close();
+    await queue.close();
+    throw e;
+  }
+
+  return {
+    worker,
+    queue,
+    async close() {
+      closing.abort(new Error('worker shutting down'));
+      await worker.close();
+      await queue.close();
+    },
+  };
+}

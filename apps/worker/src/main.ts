@@ -6,6 +6,8 @@ import { createMetricsRegistry } from '@mcb/core/metrics';
 import { createPlatformClient } from '@mcb/core/platform';
 import { createRedis } from '@mcb/core/redis';
 import { createCallbackWorker } from './callback-worker.ts';
+import { createMaintenanceWorker } from './maintenance-worker.ts';
+import { createReconcileMetrics, sweepLockKey, sweepSettingsFromConfig } from './reconcile/index.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { startMetricsServer } from './metrics-server.ts';
 
@@ -80,6 +82,24 @@ try {
     stalledIntervalMs,
   });
   releasers.push({ name: 'callback worker', release: () => callbacks.close() });
+
+  // Reconciliation sweep and catalog refresh on the maintenance queue (docs/reconciliation.md).
+  const maintenance = await createMaintenanceWorker({
+    connection: redis,
+    prefix: config.QUEUE_PREFIX,
+    db: db.db,
+    platform,
+    logger,
+    metrics,
+    redis,
+    lockKey: sweepLockKey(config.QUEUE_PREFIX),
+    merchantNo: config.MERCHANT_NO!,
+    settings: sweepSettingsFromConfig(config),
+    reconcileMetrics: createReconcileMetrics(registry),
+    reconcileEveryMs: config.RECONCILE_INTERVAL,
+    catalogRefreshEveryMs: config.CATALOG_REFRESH_INTERVAL,
+  });
+  releasers.push({ name: 'maintenance worker', release: () => maintenance.close() });
 
   const metricsServer = await startMetricsServer(registry, config.WORKER_METRICS_PORT);
   releasers.push({ name: 'metrics server', release: () => metricsServer.close() });

@@ -6,14 +6,23 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import { Counter, type Registry } from '@mcb/core/metrics';
 import type { PlatformClient } from '@mcb/core/platform';
+import type { Redis } from '@mcb/core/redis';
+import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { installBearerAuth } from './auth.ts';
+import { dashboardPlugin } from './dashboard/dashboard.ts';
 import { installErrorHandler } from './error-handler.ts';
+import { callbacksRoutes } from './routes/callbacks.ts';
 import type { RouteDeps } from './routes/deps.ts';
+import { eventsRoutes } from './routes/events.ts';
 import { ordersRoutes } from './routes/orders.ts';
 import { paymentMethodsRoutes } from './routes/payment-methods.ts';
 import { payoutsRoutes } from './routes/payouts.ts';
+import { reconcileRouteDeps, reconcileRoutes } from './routes/reconcile.ts';
+import { reviewsRoutes } from './routes/reviews.ts';
+import { loginRoutes } from './session/login-routes.ts';
+import { createSessionCodec } from './session/session-cookie.ts';
 
 /** Dependencies of {@link buildApp}; all are created by main.ts (or a test) and closed by it. */
 export interface ConsoleDeps {
@@ -28,6 +37,18 @@ export interface ConsoleDeps {
   registry?: Registry;
   /** Largest request body, in bytes. @defaultValue 65536 */
   bodyLimit?: number;
+  /** Redis for the reconciliation lock (shared with the workers): enables `POST /api/reconcile`. @defaultValue none (no such route) */
+  redis?: Redis;
+  /** The callbacks queue: enables the dashboard at /queues and job lookups in GET /api/callbacks. @defaultValue none (no dashboard) */
+  queue?: Queue;
+  /** Further queues to show on the dashboard (e.g. maintenance). @defaultValue none */
+  extraQueues?: Queue[];
+  /** Session lifetime after login, in ms. @defaultValue 14400000 (4 h) */
+  sessionTtlMs?: number;
+  /** `Secure` on the session cookie: auto (when the request came over https), always, never. @defaultValue 'auto' */
+  cookieSecure?: 'auto' | 'always' | 'never';
+  /** How long GET /api/events waits at a hole in the ids before stepping over it, in ms. @defaultValue 10000 */
+  eventsGapGraceMs?: number;
 }
 
 /**
@@ -50,7 +71,8 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   base.setValidatorCompiler(validatorCompiler);
   base.setSerializerCompiler(serializerCompiler);
   installErrorHandler(base);
-  installBearerAuth(base, token);
+  const sessions = createSessionCodec({ token, ttlMs: deps.sessionTtlMs });
+  installBearerAuth(base, token, sessions);
   if (deps.registry) installMetrics(base, deps.registry);
   const app = base.withTypeProvider<ZodTypeProvider>();
 
@@ -70,6 +92,12 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   await app.register(ordersRoutes, routeDeps);
   await app.register(payoutsRoutes, routeDeps);
   await app.register(paymentMethodsRoutes, routeDeps);
+  if (deps.redis) await app.register(reconcileRoutes, reconcileRouteDeps({ ...deps, redis: deps.redis }));
+  await app.register(reviewsRoutes, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
+  await app.register(eventsRoutes, { db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs });
+  await app.register(callbacksRoutes, { db: deps.db.db, queue: deps.queue });
+  await app.register(loginRoutes, { token, sessions, cookieSecure: deps.cookieSecure });
+  if (deps.queue) await app.register(dashboardPlugin, { queues: [deps.queue, ...(deps.extraQueues ?? [])] });
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   app.setNotFoundHandler(async (req) => {

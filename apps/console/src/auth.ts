@@ -1,23 +1,64 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { AppError, ErrorCodes } from '@mcb/core/errors';
-import type { FastifyInstance } from 'fastify';
+import { ErrorCodes } from '@mcb/core/errors';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { loginRequiredPage } from './session/pages.ts';
+import { isSafeMethod, isSameOrigin } from './session/same-origin.ts';
+import { readCookie, SESSION_COOKIE, type SessionCodec } from './session/session-cookie.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
+/** How a request was authenticated. */
+export type AuthMethod = 'bearer' | 'session';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the auth hook on every request it lets through (except /login and /logout). */
+    authMethod?: AuthMethod;
+  }
+}
+
+/** Paths served without authentication: the login form and its post, and logout (it only clears the cookie). */
+const OPEN_PATHS = new Set(['/login', '/logout']);
+
 /**
- * Bearer authentication for every route of the app, including routes and plugins registered later and the 404
- * handler: an onRequest hook on the root instance runs before routing decisions leak anything. The compare runs on
- * SHA-256 digests, so neither the content nor the length of the token shows in the timing.
+ * Authentication for every route of the app, including routes and plugins registered later and the 404
+ * handler: an onRequest hook on the root instance runs before routing decisions leak anything. Accepted:
+ * `Authorization: Bearer <CONSOLE_TOKEN>` (compared on SHA-256 digests, so neither content nor length shows in
+ * the timing), or, when `sessions` is given, the session cookie set by `POST /login`. A cookie-authenticated
+ * request that changes state must also come from this origin (CSRF; see session/same-origin.ts), else 403.
+ * Refusals are sent from the hook itself, not thrown: plugins such as bull-board install their own error
+ * handlers, which would turn a thrown 401 into a 500.
  */
-export function installBearerAuth(app: FastifyInstance, token: string): void {
+export function installBearerAuth(app: FastifyInstance, token: string, sessions?: SessionCodec): void {
   const expected = digest(token);
   app.addHook('onRequest', async (req, reply) => {
+    const path = req.url.split('?')[0]!;
+    if (sessions && OPEN_PATHS.has(path)) return;
     const header = req.headers.authorization ?? '';
     const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-    const ok = match !== null && timingSafeEqual(digest(match[1]!), expected);
-    if (!ok) {
-      reply.header('www-authenticate', 'Bearer realm="console"');
-      throw new AppError(ErrorCodes.UNAUTHORIZED, header ? 'invalid bearer token' : 'missing bearer token (Authorization: Bearer <CONSOLE_TOKEN>)');
+    if (match !== null && timingSafeEqual(digest(match[1]!), expected)) {
+      req.authMethod = 'bearer';
+      return;
     }
+    if (!header && sessions?.verify(readCookie(req.headers.cookie, SESSION_COOKIE))) {
+      if (!isSafeMethod(req.method) && !isSameOrigin(req)) {
+        req.log.warn({ method: req.method, path, origin: req.headers.origin, site: req.headers['sec-fetch-site'] }, 'cross-origin request refused');
+        return refuse(req, reply, 403, ErrorCodes.FORBIDDEN, 'cross-origin request refused (session requests that change state must come from the console itself)');
+      }
+      req.authMethod = 'session';
+      return;
+    }
+    reply.header('www-authenticate', 'Bearer realm="console"');
+    // A browser opening a page gets a 401 page that links to the login form; everything else gets the JSON 401.
+    if (sessions && req.method === 'GET' && !path.startsWith('/api/') && !path.includes('/api/') && /\btext\/html\b/.test(req.headers.accept ?? '')) {
+      return reply.code(401).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(loginRequiredPage(req.url));
+    }
+    const message = header ? 'invalid bearer token' : 'missing bearer token (Authorization: Bearer <CONSOLE_TOKEN>) or session';
+    return refuse(req, reply, 401, ErrorCodes.UNAUTHORIZED, message);
   });
+}
+
+function refuse(req: FastifyRequest, reply: FastifyReply, status: number, code: string, message: string) {
+  req.log.info({ code, status }, 'request refused');
+  return reply.code(status).send({ code, message, requestId: req.id });
 }

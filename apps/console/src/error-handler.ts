@@ -16,6 +16,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.FORBIDDEN]: 403,
   [ErrorCodes.NOT_FOUND]: 404,
   [ErrorCodes.ORDER_CONFLICT]: 409,
+  [ErrorCodes.REVIEW_NOT_OPEN]: 409,
   [ErrorCodes.PAYOUT_INVALID]: 422,
   [ErrorCodes.PLATFORM_ERROR_CODE]: 502,
   [ErrorCodes.PLATFORM_BAD_RESPONSE]: 502,

@@ -2,8 +2,11 @@ import { loadConfig } from '@mcb/core/config';
 import { createDb } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createLogger } from '@mcb/core/logger';
-import { createMetricsRegistry } from '@mcb/core/metrics';
+import { createMetricsRegistry, registerQueueDepthGauge } from '@mcb/core/metrics';
 import { createPlatformClient } from '@mcb/core/platform';
+import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
+import { createRedis } from '@mcb/core/redis';
+import { Queue } from 'bullmq';
 import { buildApp } from './app.ts';
 import { startMetricsServer } from './metrics-server.ts';
 
@@ -42,8 +45,27 @@ try {
   });
   releasers.push({ name: 'platform', release: () => platform.close() });
 
+  // The dashboard's Redis connection fails fast (an operator gets an error, not a hang) while Redis is down.
+  const redis = createRedis(config.REDIS_URL, 'producer', { connectionName: 'mcb-console', commandTimeoutMs: 5000 });
+  redis.on('error', (e) => logger.warn({ err: coerceError(e) }, 'redis connection error'));
+  releasers.push({ name: 'redis', release: () => redis.quit().catch(() => redis.disconnect()) });
+  const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
+  const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
+  releasers.push({ name: 'queues', release: () => Promise.all([queue.close(), maintenance.close()]) });
+
   const registry = createMetricsRegistry('console');
-  const app = await buildApp({ config, db, platform, logger, registry });
+  registerQueueDepthGauge(registry, [queue, maintenance]);
+  const app = await buildApp({
+    config,
+    db,
+    platform,
+    logger,
+    registry,
+    queue,
+    extraQueues: [maintenance],
+    sessionTtlMs: config.CONSOLE_SESSION_TTL,
+    cookieSecure: config.CONSOLE_COOKIE_SECURE,
+  });
   // Closing the app first stops new requests and lets those in flight finish before the pools go.
   releasers.push({ name: 'http', release: () => app.close() });
   await app.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT });

@@ -2,6 +2,7 @@ import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
 import type { Redis } from '@mcb/core/redis';
 import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, type CallbackJobInput } from '@mcb/core/queue';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { newlyOpenedReview, type Alerter } from './alerts.ts';
 import { applyEvent, type ApplyDeps, type ApplyOutcome } from './apply-event.ts';
 import { callbackBackoffDelay, classifyError, toJobError, type BackoffOptions } from './retry-policy.ts';
 
@@ -25,6 +26,8 @@ export interface CallbackWorkerDeps extends ApplyDeps {
   name?: string;
   /** Start consuming at once. @defaultValue true */
   autorun?: boolean;
+  /** Told when a job fails for good and when a review is opened (not when an open one is seen again). @defaultValue none */
+  alerts?: Alerter;
 }
 
 /** The callbacks queue's worker. `close()` waits for the jobs in progress (graceful shutdown). */
@@ -68,6 +71,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
         noWait: lastAttempt,
       });
       if (outcome.status === 'deferred') throw new AppError(outcome.code, outcome.reason, { transient: true });
+      if (outcome.status === 'review' && deps.alerts) await alertIfOpened(deps, outcome.reviewId);
       finish(outcome.status === 'applied' ? outcome.outcome : outcome.status);
       return outcome;
     } catch (e) {
@@ -103,5 +107,43 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   // An 'error' without a listener would crash the process; BullMQ reconnects on its own.
   worker.on('error', (e) => logger.error({ err: coerceError(e) }, 'callback worker error'));
   worker.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled (its worker died or hung); it runs again'));
+  // 'failed' fires for every failed attempt; only the last one (or a permanent error) is worth a person's time.
+  worker.on('failed', (job, err) => {
+    if (!deps.alerts || !job) return;
+    const permanent = err instanceof UnrecoverableError || err.name === 'UnrecoverableError';
+    if (!permanent && job.attemptsMade < (job.opts.attempts ?? 1)) return;
+    const data = (job.data ?? {}) as Partial<Record<'orderNo' | 'merchantOrderNo', unknown> & { state: unknown }>;
+    deps.alerts.notify({
+      type: 'job.exhausted',
+      queue: CALLBACKS_QUEUE,
+      jobId: job.id ?? '',
+      jobName: job.name,
+      orderNo: typeof data.orderNo === 'string' ? data.orderNo : undefined,
+      state: typeof data.state === 'number' ? data.state : undefined,
+      merchantOrderNo: typeof data.merchantOrderNo === 'string' ? data.merchantOrderNo : undefined,
+      attemptsMade: job.attemptsMade,
+      reason: (job.failedReason ?? err.message).slice(0, 500),
+    });
+  });
   return worker;
+}
+
+/** Alert on a review this job opened; a failed lookup is logged and never fails the job (the review is stored). */
+async function alertIfOpened(deps: CallbackWorkerDeps, reviewId: number): Promise<void> {
+  try {
+    const review = await newlyOpenedReview(deps.db, reviewId);
+    if (!review) return;
+    deps.alerts?.notify({
+      type: 'review.opened',
+      reviewId,
+      kind: review.kind,
+      orderNo: review.orderNo,
+      state: review.state,
+      merchantOrderNo: review.merchantOrderNo,
+      code: review.reasonCode,
+      reason: review.reason.slice(0, 500),
+    });
+  } catch (e) {
+    deps.logger.warn({ reviewId, err: coerceError(e) }, 'could not check whether the review is new; no alert sent');
+  }
 }

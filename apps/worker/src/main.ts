@@ -2,9 +2,12 @@ import { loadConfig, parseDuration } from '@mcb/core/config';
 import { createDb } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createLogger } from '@mcb/core/logger';
-import { createMetricsRegistry } from '@mcb/core/metrics';
+import { createMetricsRegistry, registerQueueDepthGauge } from '@mcb/core/metrics';
 import { createPlatformClient } from '@mcb/core/platform';
+import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
+import { Queue } from 'bullmq';
+import { createAlerter } from './alerts.ts';
 import { createCallbackWorker } from './callback-worker.ts';
 import { createMaintenanceWorker } from './maintenance-worker.ts';
 import { createReconcileMetrics, sweepLockKey, sweepSettingsFromConfig } from './reconcile/index.ts';
@@ -67,7 +70,15 @@ try {
 
   const registry = createMetricsRegistry('worker');
   const metrics = createWorkerMetrics(registry);
+  // Alerts (ALERT_WEBHOOK_URL): closed after the workers, so their last messages still go out.
+  const alerts = createAlerter({ url: config.ALERT_WEBHOOK_URL, logger });
+  releasers.push({ name: 'alerts', release: () => alerts.close() });
+  // Queue depth by state for Prometheus, read at scrape time.
+  const depthQueues = [CALLBACKS_QUEUE, MAINTENANCE_QUEUE].map((name) => new Queue(name, { connection: redis, prefix: config.QUEUE_PREFIX }));
+  registerQueueDepthGauge(registry, depthQueues);
+  releasers.push({ name: 'depth queues', release: () => Promise.all(depthQueues.map((q) => q.close())) });
   const callbacks = createCallbackWorker({
+    alerts,
     connection: redis,
     prefix: config.QUEUE_PREFIX,
     concurrency: config.WORKER_CONCURRENCY,

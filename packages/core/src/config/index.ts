@@ -108,6 +108,10 @@ const schema = z.object({
   CONSOLE_METRICS_PORT: port(9466),
   /** Bearer token for the console API and dashboard. */
   CONSOLE_TOKEN: optionalString.pipe(z.string().min(16, 'expected at least 16 characters').optional()),
+  /** Lifetime of a dashboard login session (fixed, not sliding). */
+  CONSOLE_SESSION_TTL: duration('4h'),
+  /** `Secure` on the session cookie: auto (when the request came over https), always (behind a TLS proxy), never. */
+  CONSOLE_COOKIE_SECURE: z.enum(['auto', 'always', 'never']).default('auto'),
 
   SANDBOX_HOST: z.string().default('127.0.0.1'),
   SANDBOX_PORT: port(8090),

@@ -1,0 +1,153 @@
+import { callbackReceipts, reviews, type Database } from '@mcb/core/db';
+import { AppError, ErrorCodes } from '@mcb/core/errors';
+import { callbackJobId, type CallbackKind } from '@mcb/core/queue';
+import type { Queue } from 'bullmq';
+import { and, asc, eq } from 'drizzle-orm';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { errorBodySchema, merchantOrderNoSchema } from '../schemas.ts';
+
+/** Options of {@link callbacksRoutes}. */
+export interface CallbacksDeps {
+  db: Database;
+  /** The callbacks queue; when given and `orderNo` is asked, the jobs of that order are listed too. */
+  queue?: Queue;
+}
+
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+/** The contract's job ids of one platform order: every final state of either kind. */
+const JOB_STATES: [CallbackKind, number][] = [['payin', 6], ['payin', 3], ['payout', 4], ['payout', 5]];
+
+const receiptSchema = z.object({
+  orderNo: z.string(),
+  state: z.number().int(),
+  kind: z.enum(['payin', 'payout']),
+  merchantOrderNo: z.string(),
+  source: z.enum(['callback', 'reconcile', 'review']),
+  outcome: z.enum(['credited', 'succeeded', 'refused']),
+  payTime: z.string().nullable(),
+  fiatAmount: z.string().nullable().describe('Pay-in FiatCurrency as the callback sent it'),
+  confirmedAmount: z.string().describe('The amount Get order confirmed'),
+  jobId: z.string().nullable(),
+  receivedAt: z.string().nullable(),
+  appliedAt: z.string(),
+});
+const reviewSchema = z.object({
+  id: z.number().int(),
+  orderNo: z.string(),
+  state: z.number().int(),
+  merchantOrderNo: z.string(),
+  reasonCode: z.string(),
+  reason: z.string(),
+  status: z.enum(['open', 'resolved', 'dismissed']),
+  occurrences: z.number().int(),
+  createdAt: z.string(),
+  closedAt: z.string().nullable(),
+});
+const jobSchema = z.object({
+  jobId: z.string(),
+  state: z.string().describe('BullMQ state: waiting, active, delayed, completed, failed, ...'),
+  attemptsMade: z.number().int(),
+  failedReason: z.string().nullable(),
+  timestamp: z.string(),
+  finishedOn: z.string().nullable(),
+});
+
+/**
+ * `GET /api/callbacks?orderNo=&merchantOrderNo=`: what arrived for an order, when, and what happened. Receipts
+ * (applied events), reviews (events that failed verification) and, by platform OrderNo, the queue's jobs (still
+ * waiting, retrying or failed). What bull-board cannot search, this can.
+ */
+export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app, { db, queue }) => {
+  app.get(
+    '/api/callbacks',
+    {
+      schema: {
+        summary: 'Search callbacks by order number',
+        description: 'At least one of `orderNo` (the platform\'s) and `merchantOrderNo` (ours) is required; both narrow together.',
+        tags: ['callbacks'],
+        querystring: z.strictObject({
+          orderNo: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected a platform OrderNo').optional(),
+          merchantOrderNo: merchantOrderNoSchema.optional(),
+        }),
+        response: {
+          200: z.object({ receipts: z.array(receiptSchema), reviews: z.array(reviewSchema), jobs: z.array(jobSchema) }),
+          400: errorBodySchema,
+        },
+      },
+    },
+    async (req) => {
+      const { orderNo, merchantOrderNo } = req.query;
+      if (!orderNo && !merchantOrderNo) {
+        throw new AppError(ErrorCodes.REQUEST_INVALID, 'give orderNo or merchantOrderNo', {
+          details: { errors: [{ field: 'querystring', message: 'orderNo or merchantOrderNo is required' }] },
+        });
+      }
+      const [receiptRows, reviewRows, jobs] = await Promise.all([
+        db
+          .select()
+          .from(callbackReceipts)
+          .where(
+            and(
+              orderNo ? eq(callbackReceipts.orderNo, orderNo) : undefined,
+              merchantOrderNo ? eq(callbackReceipts.merchantOrderNo, merchantOrderNo) : undefined,
+            ),
+          )
+          .orderBy(asc(callbackReceipts.id))
+          .limit(200),
+        db
+          .select()
+          .from(reviews)
+          .where(and(orderNo ? eq(reviews.orderNo, orderNo) : undefined, merchantOrderNo ? eq(reviews.merchantOrderNo, merchantOrderNo) : undefined))
+          .orderBy(asc(reviews.id))
+          .limit(200),
+        orderNo && queue ? findJobs(queue, orderNo, merchantOrderNo) : Promise.resolve([]),
+      ]);
+      return {
+        receipts: receiptRows.map((r) => ({
+          orderNo: r.orderNo,
+          state: r.state,
+          kind: r.kind,
+          merchantOrderNo: r.merchantOrderNo,
+          source: r.source,
+          outcome: r.outcome,
+          payTime: iso(r.payTime),
+          fiatAmount: r.fiatAmount,
+          confirmedAmount: r.confirmedAmount,
+          jobId: r.jobId,
+          receivedAt: iso(r.receivedAt),
+          appliedAt: r.appliedAt.toISOString(),
+        })),
+        reviews: reviewRows.map((r) => ({
+          id: r.id,
+          orderNo: r.orderNo,
+          state: r.state,
+          merchantOrderNo: r.merchantOrderNo,
+          reasonCode: r.reasonCode,
+          reason: r.reason,
+          status: r.status,
+          occurrences: r.occurrences,
+          createdAt: r.createdAt.toISOString(),
+          closedAt: iso(r.closedAt),
+        })),
+        jobs,
+      };
+    },
+  );
+};
+
+async function findJobs(queue: Queue, orderNo: string, merchantOrderNo: string | undefined) {
+  const found = await Promise.all(JOB_STATES.map(([kind, state]) => queue.getJob(callbackJobId(kind, orderNo, state))));
+  const jobs = found.filter((j) => j !== undefined && j !== null);
+  const matching = jobs.filter((j) => !merchantOrderNo || (j.data as { merchantOrderNo?: unknown }).merchantOrderNo === merchantOrderNo);
+  return Promise.all(
+    matching.map(async (j) => ({
+      jobId: j.id ?? '',
+      state: await j.getState(),
+      attemptsMade: j.attemptsMade,
+      failedReason: j.failedReason ?? null,
+      timestamp: new Date(j.timestamp).toISOString(),
+      finishedOn: j.finishedOn ? new Date(j.finishedOn).toISOString() : null,
+    })),
+  );
+}

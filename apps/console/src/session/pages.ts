@@ -1,0 +1,36 @@
+/** The console's two HTML pages (login and "log in first"); everything else it serves is JSON or bull-board. */
+
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** A local path to return to after login; anything else (other hosts, `//x`, `/\x`, control characters) becomes /queues. */
+export function safeNext(next: unknown): string {
+  if (typeof next !== 'string' || next.length > 512) return '/queues';
+  return /^\/(?![/\\])[\x21-\x7e]*$/.test(next) && !next.includes('\\') ? next : '/queues';
+}
+
+const STYLE =
+  'body{font-family:system-ui,sans-serif;max-width:26rem;margin:4rem auto;padding:0 1rem;color:#222}' +
+  'label,input,button{display:block;width:100%;box-sizing:border-box;font-size:1rem}' +
+  'input{margin:.4rem 0 1rem;padding:.5rem}button{padding:.6rem;cursor:pointer}.error{color:#b00020}';
+
+export function loginPage(next: string, error?: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Console login</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"><style>${STYLE}</style></head>
+<body><h1>Merchant console</h1>
+${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
+<form method="post" action="/login">
+<label for="token">Console token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+<input type="hidden" name="next" value="${escapeHtml(next)}">
+<button type="submit">Log in</button>
+</form></body></html>`;
+}
+
+export function loginRequiredPage(next: string): string {
+  const href = `/login?next=${encodeURIComponent(next)}`;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Log in first</title><style>${STYLE}</style></head>
+<body><h1>401: log in first</h1><p><a id="login" href="${escapeHtml(href)}">Log in to the console</a></p></body></html>`;
+}

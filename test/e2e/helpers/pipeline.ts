@@ -1,0 +1,181 @@
+/**
+ * The whole pipeline in one test process: sandbox (the platform) → ingest (public receiver) → BullMQ on the
+ * file's own prefix → worker → the file's own Postgres database, plus the console app (inject only) to register
+ * orders as the merchant's shop does. Everything is real except time, which the sandbox scales.
+ */
+import { generateKeyPair, loadKeyRing } from '@mcb/core/callback';
+import { loadConfig } from '@mcb/core/config';
+import { createDb, type Db } from '@mcb/core/db';
+import { createLogger } from '@mcb/core/logger';
+import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
+import { CALLBACKS_QUEUE } from '@mcb/core/queue';
+import { createRedis, type Redis } from '@mcb/core/redis';
+import type { TestEnv } from '@mcb/testkit';
+import { Queue } from 'bullmq';
+import { buildApp as buildConsole } from '../../../apps/console/src/app.ts';
+import { buildApp as buildIngest, checkRedisDurability, type IngestApp } from '../../../apps/ingest/src/app.ts';
+import { buildApp as buildSandbox, type Simulator } from '../../../apps/sandbox/src/app.ts';
+import { createCallbackWorker, type CallbackWorker } from '../../../apps/worker/src/index.ts';
+
+export const MERCHANT_NO = 'M100001';
+const CONSOLE_TOKEN = 'e2e-console-token-0123456789';
+
+type FastifyInstance = Awaited<ReturnType<typeof buildConsole>>;
+
+/** Options of {@link startPipeline}. */
+export interface PipelineOptions {
+  /** Sandbox time scale. @defaultValue 6000 (the 3-minute retry gap takes 30 ms) */
+  timeScale?: number;
+  /** Worker: how long an event may wait for its order. @defaultValue 15 min (the contract default) */
+  orderGracePeriodMs?: number;
+  /** Worker: how long Get order may report "not final". @defaultValue 2 h */
+  confirmMaxWaitMs?: number;
+}
+
+/** A running pipeline and handles on each part. */
+export interface Pipeline {
+  sandbox: FastifyInstance;
+  sim: Simulator;
+  sandboxUrl: string;
+  ingest: IngestApp;
+  ingestUrl: string;
+  worker: CallbackWorker;
+  queue: Queue;
+  console: FastifyInstance;
+  /** The merchant's public key, as uploaded to the platform. */
+  publicKeyPem: string;
+  /** Register a pay-in in the console (as the shop does before the customer pays). */
+  registerPayin(merchantOrderNo: string, amount: string, currency?: string): Promise<void>;
+  /** Register a payout in the console (validated against the sandbox's catalog). */
+  registerPayout(merchantOrderNo: string, amount: string): Promise<void>;
+  /** Our order with its ledger, receipts and reviews, straight from Postgres. */
+  orderState(merchantOrderNo: string): Promise<OrderState>;
+  close(): Promise<void>;
+}
+
+/** What the pipeline wrote about one order. */
+export interface OrderState {
+  status: string;
+  ledger: { entryType: string; amount: string }[];
+  receipts: { orderNo: string; state: number }[];
+  reviews: { reasonCode: string; state: number; status: string }[];
+}
+
+/**
+ * Start sandbox, ingest, worker and console for one test file on `env`'s database and prefix. Ingest gets the
+ * volatile-Redis allowance only when the shared Redis is not durable (the local one keeps nothing on disk).
+ */
+export async function startPipeline(env: TestEnv, options: PipelineOptions = {}): Promise<Pipeline> {
+  const logger = createLogger({ name: 'e2e', level: 'silent' });
+  const pair = generateKeyPair(2048);
+  const closers: (() => Promise<unknown>)[] = [];
+  const close = async () => {
+    for (const c of closers.reverse()) await c().catch(() => {});
+  };
+  try {
+    // 1. The platform, with its console default callback URLs set once ingest listens.
+    const sandbox = await buildSandbox({ merchantNo: MERCHANT_NO, merchantPublicKeyPem: pair.publicKeyPem, timeScale: options.timeScale ?? 6000, logger });
+    closers.push(() => sandbox.close());
+    const sandboxUrl = await sandbox.listen({ host: '127.0.0.1', port: 0 });
+
+    // 2. Ingest on its own producer connection and queue, with the file's prefix.
+    const producer = createRedis(env.redisUrl, 'producer', { connectionName: 'e2e-ingest' });
+    closers.push(async () => producer.disconnect());
+    const queue = new Queue(CALLBACKS_QUEUE, { connection: producer, prefix: env.prefix });
+    closers.push(() => queue.close());
+    await new Promise<void>((resolve) => (producer.status === 'ready' ? resolve() : producer.once('ready', () => resolve())));
+    const durable = (await checkRedisDurability(producer)).durable;
+    const ingestConfig = loadConfig(
+      {
+        MERCHANT_NO,
+        MERCHANT_PRIVATE_KEY_FILE: '/unused-in-process.pem',
+        REDIS_URL: env.redisUrl,
+        QUEUE_PREFIX: env.prefix,
+        INGEST_ALLOW_VOLATILE_REDIS: durable ? 'false' : 'true',
+        LOG_LEVEL: 'silent',
+      },
+      'ingest',
+    );
+    const ingest = await buildIngest({ config: ingestConfig, queue, redis: producer, logger, keyRing: loadKeyRing([pair.privateKeyPem]) });
+    closers.push(() => ingest.close());
+    const ingestUrl = await ingest.listen({ host: '127.0.0.1', port: 0 });
+    sandbox.sandbox.setCallbackUrls({ payinCallbackUrl: `${ingestUrl}/callbacks/payin`, payoutCallbackUrl: `${ingestUrl}/callbacks/payout` });
+
+    // 3. The worker, confirming with the sandbox's Get order, writing to the file's database.
+    const platform: PlatformClient = createPlatformClient({ baseUrl: sandboxUrl, merchantNo: MERCHANT_NO, timeoutMs: 5000 });
+    closers.push(() => platform.close());
+    const workerDb: Db = createDb(env.databaseUrl, { max: 6 });
+    closers.push(() => workerDb.close());
+    const workerRedis: Redis = createRedis(env.redisUrl, 'worker', { connectionName: 'e2e-worker' });
+    closers.push(() => workerRedis.quit().catch(() => workerRedis.disconnect()));
+    const worker = createCallbackWorker({
+      connection: workerRedis,
+      prefix: env.prefix,
+      concurrency: 8,
+      db: workerDb.db,
+      platform,
+      logger,
+      backoff: { baseMs: 20, capMs: 200 },
+      orderGracePeriodMs: options.orderGracePeriodMs,
+      confirmMaxWaitMs: options.confirmMaxWaitMs,
+    });
+    closers.push(() => worker.close());
+    await worker.waitUntilReady();
+
+    // 4. The console (no listener: requests are injected), as the merchant's shop registers orders.
+    const consoleDb = createDb(env.databaseUrl, { max: 2 });
+    closers.push(() => consoleDb.close());
+    const consoleConfig = loadConfig(
+      { MERCHANT_NO, PLATFORM_BASE_URL: sandboxUrl, CONSOLE_TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' },
+      'console',
+    );
+    const consoleApp = await buildConsole({ config: consoleConfig, db: consoleDb, platform, logger });
+    closers.push(() => consoleApp.close());
+
+    const register = async (path: string, body: Record<string, unknown>) => {
+      const res = await consoleApp.inject({ method: 'POST', url: path, headers: { authorization: `Bearer ${CONSOLE_TOKEN}` }, payload: body });
+      if (res.statusCode !== 201 && res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${res.body}`);
+    };
+
+    return {
+      sandbox,
+      sim: sandbox.sandbox,
+      sandboxUrl,
+      ingest,
+      ingestUrl,
+      worker,
+      queue,
+      console: consoleApp,
+      publicKeyPem: pair.publicKeyPem,
+      registerPayin: (merchantOrderNo, amount, currency = 'INR') => register('/api/payins', { merchantOrderNo, currency, amount }),
+      registerPayout: (merchantOrderNo, amount) =>
+        register('/api/payouts', {
+          merchantOrderNo,
+          currency: 'INR',
+          amount,
+          paymentMethod: 102,
+          params: { accountName: 'Asha Rao', upiId: 'asha.rao@okaxis' },
+        }),
+      async orderState(merchantOrderNo) {
+        const q = <T extends object>(sql: string) => env.db.pool.query<T>(sql, [merchantOrderNo]).then((r) => r.rows);
+        const [order] = await q<{ status: string }>('select status from orders where merchant_order_no = $1');
+        if (!order) throw new Error(`no order ${merchantOrderNo}`);
+        const [ledger, receipts, reviewRows] = await Promise.all([
+          q<{ entryType: string; amount: string }>(
+            `select l.entry_type as "entryType", l.amount::text as amount from ledger_entries l
+               join orders o on o.id = l.order_id where o.merchant_order_no = $1 order by l.id`,
+          ),
+          q<{ orderNo: string; state: number }>('select order_no as "orderNo", state from callback_receipts where merchant_order_no = $1 order by id'),
+          q<{ reasonCode: string; state: number; status: string }>(
+            'select reason_code as "reasonCode", state, status from reviews where merchant_order_no = $1 order by id',
+          ),
+        ]);
+        return { status: order.status, ledger, receipts, reviews: reviewRows };
+      },
+      close,
+    };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}

@@ -50,6 +50,7 @@ export const ErrorCodes = {
 
   // --- reconciliation (worker, console) ---
   RECONCILE_IN_PROGRESS: 'RECONCILE_IN_PROGRESS',
+  RECONCILE_UNAVAILABLE: 'RECONCILE_UNAVAILABLE',
 
   // --- catalog and payouts ---
   CATALOG_UNAVAILABLE: 'CATALOG_UNAVAILABLE',

@@ -83,13 +83,21 @@ type Outcome = 'credited' | 'succeeded' | 'refused' | 'stillPending' | 'unknown'
  * verification and transaction, same dedup key), so a sweep and a late callback never both credit. Runs only
  * while it holds the Redis lock shared by every worker and the console.
  *
- * @throws AppError RECONCILE_IN_PROGRESS when another sweep holds the lock; Redis errors when the lock cannot be
- *   asked for. Everything else is counted in the report: a failing platform or database stops the sweep early.
+ * @throws AppError RECONCILE_IN_PROGRESS when another sweep holds the lock; RECONCILE_UNAVAILABLE when the lock
+ *   cannot be asked for (Redis down). Everything else is counted in the report: a failing platform or database stops the sweep early.
  */
 export async function runSweep(deps: SweepDeps, options: SweepOptions = {}): Promise<SweepReport> {
   const trigger = options.trigger ?? 'manual';
   const log = deps.logger.child({ sweep: trigger });
-  const lock = await acquireSweepLock(deps.redis, { key: deps.lockKey, ttlMs: deps.lockTtlMs, logger: log });
+  let lock: Awaited<ReturnType<typeof acquireSweepLock>>;
+  try {
+    lock = await acquireSweepLock(deps.redis, { key: deps.lockKey, ttlMs: deps.lockTtlMs, logger: log });
+  } catch (e) {
+    throw new AppError(ErrorCodes.RECONCILE_UNAVAILABLE, 'the reconciliation lock could not be asked for (Redis unreachable)', {
+      cause: e,
+      transient: true,
+    });
+  }
   if (!lock) {
     deps.reconcileMetrics?.sweeps.inc({ trigger, result: 'busy' });
     throw new AppError(ErrorCodes.RECONCILE_IN_PROGRESS, 'a reconciliation sweep is already running', { transient: true });

@@ -63,6 +63,8 @@ try {
     registry,
     queue,
     extraQueues: [maintenance],
+    // Holds the reconciliation lock for POST /api/reconcile (the workers' lock, same key).
+    redis,
     sessionTtlMs: config.CONSOLE_SESSION_TTL,
     cookieSecure: config.CONSOLE_COOKIE_SECURE,
   });

@@ -1,0 +1,91 @@
+/**
+ * A private Postgres cluster (initdb + pg_ctl in a temporary folder, on a free port) that a test may restart.
+ * initdb refuses to run as root, so as root every command runs as the `postgres` user (runuser), with the folder
+ * owned by it. Never the shared server.
+ */
+import { execFile, spawnSync } from 'node:child_process';
+import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { onProcessExit } from './cleanup.ts';
+import { freePort } from './net.ts';
+
+const run = promisify(execFile);
+const BIN = process.env.PG_BIN_DIR ?? '/usr/lib/postgresql/15/bin';
+
+/** Options of {@link startOwnPostgres}. */
+export interface OwnPostgresOptions {
+  /** fsync on the server; off is faster and fine unless Postgres durability is the point. @defaultValue false */
+  fsync?: boolean;
+  /** max_connections. @defaultValue 200 */
+  maxConnections?: number;
+}
+
+export interface OwnPostgres {
+  port: number;
+  /** URL of database `name` on this server. */
+  url(name: string): string;
+  /** `pg_ctl restart -m fast`: every connection is cut, the server is back when this resolves. */
+  restart(): Promise<void>;
+  /** Stop (immediate) and remove the folder. */
+  destroy(): Promise<void>;
+}
+
+function asPostgres(cmd: string, args: string[]): [string, string[]] {
+  const root = typeof process.getuid === 'function' && process.getuid() === 0;
+  return root ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
+}
+
+async function pgExec(cmd: string, args: string[]): Promise<void> {
+  const [file, argv] = asPostgres(join(BIN, cmd), args);
+  await run(file, argv, { timeout: 60_000 });
+}
+
+export async function startOwnPostgres(opts: OwnPostgresOptions = {}): Promise<OwnPostgres> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'mcb-rel-pg-'));
+  if (process.getuid?.() === 0) {
+    const pwd = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
+    const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
+    chownSync(dir, Number(pwd.stdout.trim()), Number(gid.stdout.trim()));
+  }
+  const data = join(dir, 'data');
+  const options = [
+    `-p ${port}`,
+    `-k ${dir}`,
+    '-c listen_addresses=127.0.0.1',
+    `-c fsync=${opts.fsync ? 'on' : 'off'}`,
+    `-c synchronous_commit=${opts.fsync ? 'on' : 'off'}`,
+    '-c full_page_writes=off',
+    `-c max_connections=${opts.maxConnections ?? 200}`,
+  ].join(' ');
+  const ctl = (...args: string[]) => pgExec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', ...args]);
+  const unregister = onProcessExit(() => {
+    const [file, argv] = asPostgres(join(BIN, 'pg_ctl'), ['-D', data, 'stop', '-m', 'immediate', '-w', '-t', '10']);
+    spawnSync(file, argv, { stdio: 'ignore' });
+    rmSync(dir, { recursive: true, force: true });
+  });
+  try {
+    const user = process.getuid?.() === 0 ? 'postgres' : userInfo().username;
+    await pgExec('initdb', ['-D', data, '-A', 'trust', '-U', user, '-E', 'UTF8', '--no-sync', '--no-instructions']);
+    await ctl('-o', options, 'start');
+  } catch (e) {
+    unregister();
+    const [file, argv] = asPostgres(join(BIN, 'pg_ctl'), ['-D', data, 'stop', '-m', 'immediate']);
+    spawnSync(file, argv, { stdio: 'ignore' });
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+  const user = process.getuid?.() === 0 ? 'postgres' : userInfo().username;
+  return {
+    port,
+    url: (name) => `postgres://${user}@127.0.0.1:${port}/${name}`,
+    restart: () => ctl('-o', options, '-m', 'fast', 'restart'),
+    destroy: async () => {
+      await ctl('-m', 'immediate', 'stop').catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+      unregister();
+    },
+  };
+}

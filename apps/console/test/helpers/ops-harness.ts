@@ -1,0 +1,122 @@
+import type { AddressInfo } from 'node:net';
+import { loadConfig } from '@mcb/core/config';
+import { ledgerEntries, orders, type Database } from '@mcb/core/db';
+import { createLogger } from '@mcb/core/logger';
+import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
+import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
+import { createRedis, type Redis } from '@mcb/core/redis';
+import type { TestEnv } from '@mcb/testkit';
+import { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } from '@mcb/worker';
+import { Queue } from 'bullmq';
+import { eq } from 'drizzle-orm';
+import type { FastifyInstance } from 'fastify';
+import { buildApp, type ConsoleDeps } from '../../src/app.ts';
+import { startFakePlatform, type FakePlatform } from '../../../worker/test/helpers/fake-platform.ts';
+import { TOKEN } from './fake-platform.ts';
+
+export { TOKEN };
+export const MERCHANT_NO = 'M100200';
+
+/** A console with the dashboard, a callbacks queue, optionally a worker, and a local Get order platform. */
+export interface OpsStack {
+  app: FastifyInstance;
+  queue: Queue<CallbackJobInput>;
+  platform: FakePlatform;
+  client: PlatformClient;
+  worker?: CallbackWorker;
+  /** Base URL when started with `listen: true`. */
+  url?: string;
+  /** Enqueue an event as ingest does, with `attempts` (default 2) so failures end quickly. */
+  add(event: CallbackJobInput, attempts?: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface OpsStackOptions {
+  /** Run a callback worker too. @defaultValue false */
+  worker?: boolean | Partial<CallbackWorkerDeps>;
+  /** Listen on 127.0.0.1 port 0 (for a browser). @defaultValue false */
+  listen?: boolean;
+  consoleDeps?: Partial<ConsoleDeps>;
+}
+
+export async function startOpsStack(env: TestEnv, options: OpsStackOptions = {}): Promise<OpsStack> {
+  const platform = await startFakePlatform();
+  const logger = createLogger({ name: 'ops-test', level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent' });
+  const client = createPlatformClient({ baseUrl: platform.url, merchantNo: MERCHANT_NO, timeoutMs: 2000 });
+  const connections: Redis[] = [];
+  const redis = createRedis(env.redisUrl, 'worker');
+  connections.push(redis);
+  const queue = new Queue<CallbackJobInput>(CALLBACKS_QUEUE, { connection: redis, prefix: env.prefix });
+  const config = loadConfig(
+    { MERCHANT_NO, PLATFORM_BASE_URL: platform.url, CONSOLE_TOKEN: TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' },
+    'console',
+  );
+  const app = await buildApp({ config, db: env.db, platform: client, logger, queue: queue as Queue, ...options.consoleDeps });
+  let url: string | undefined;
+  if (options.listen) {
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  } else {
+    await app.ready();
+  }
+  let worker: CallbackWorker | undefined;
+  if (options.worker) {
+    const connection = createRedis(env.redisUrl, 'worker');
+    connections.push(connection);
+    worker = createCallbackWorker({
+      connection,
+      prefix: env.prefix,
+      db: env.db.db,
+      platform: client,
+      logger,
+      concurrency: 4,
+      backoff: { baseMs: 10, capMs: 50 },
+      ...(typeof options.worker === 'object' ? options.worker : {}),
+    });
+    await worker.waitUntilReady();
+  }
+  return {
+    app,
+    queue,
+    platform,
+    client,
+    worker,
+    url,
+    async add(event, attempts = 2) {
+      const jobId = callbackJobId(event.kind, event.orderNo, event.state);
+      await queue.add(event.kind, event, { ...callbackJobOptions, attempts, jobId });
+      return jobId;
+    },
+    async close() {
+      await worker?.close();
+      await app.close();
+      await queue.close();
+      await client.close();
+      await platform.close();
+      await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
+    },
+  };
+}
+
+/** Log in through POST /login as a browser would; returns the Cookie header value. */
+export async function login(app: FastifyInstance): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/login',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://console.test', host: 'console.test' },
+    payload: new URLSearchParams({ token: TOKEN, next: '/queues' }).toString(),
+  });
+  if (res.statusCode !== 303) throw new Error(`login failed: ${res.statusCode} ${res.body}`);
+  const cookie = String(res.headers['set-cookie']).split(';')[0]!;
+  return cookie;
+}
+
+/** Headers of a same-origin browser request with the session cookie. */
+export const browserHeaders = (cookie: string) => ({ cookie, origin: 'http://console.test', host: 'console.test' });
+
+/** Ledger entries of one of our orders. */
+export async function ledgerOf(db: Database, merchantOrderNo: string) {
+  const [order] = await db.select().from(orders).where(eq(orders.merchantOrderNo, merchantOrderNo));
+  if (!order) throw new Error(`no order ${merchantOrderNo}`);
+  return { order, ledger: await db.select().from(ledgerEntries).where(eq(ledgerEntries.orderId, order.id)) };
+}

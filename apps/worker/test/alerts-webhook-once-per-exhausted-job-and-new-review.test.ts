@@ -1,0 +1,106 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '@mcb/core/logger';
+import { useTestEnv, waitFor } from '@mcb/testkit';
+import { createAlerter, type Alerter } from '../src/alerts.ts';
+import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
+import { createOrder, payinEvent, platformOrder, uid } from './helpers/fixtures.ts';
+import { startHarness, type Harness } from './helpers/harness.ts';
+
+const env = useTestEnv();
+let platform: FakePlatform;
+let hook: { server: Server; url: string; received: Record<string, unknown>[]; status: number; hang: boolean };
+let alerts: Alerter;
+let harness: Harness;
+const logger = createLogger({ name: 'alerts-test', level: 'silent' });
+
+beforeAll(async () => {
+  platform = await startFakePlatform();
+  const received: Record<string, unknown>[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      if (hook.hang) return; // never answers: the alerter's deadline must end it
+      received.push(JSON.parse(body) as Record<string, unknown>);
+      res.writeHead(hook.status).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  hook = { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`, received, status: 204, hang: false };
+  alerts = createAlerter({ url: hook.url, logger, timeoutMs: 300 });
+  harness = await startHarness(env, platform.url, { alerts });
+});
+afterAll(async () => {
+  await harness?.close();
+  await alerts?.close();
+  hook.server.closeAllConnections();
+  await new Promise((r) => hook.server.close(r));
+  await platform?.close();
+});
+
+const alertsFor = (orderNo: string) => hook.received.filter((m) => m.orderNo === orderNo);
+
+describe('alerts', () => {
+  it('sends one message when a job exhausts its attempts, and the job stays in the failed list', async () => {
+    const no = uid();
+    const [merchantOrderNo, orderNo] = [`MO-${no}`, `P-${no}`];
+    await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10.00' });
+    platform.failNext(merchantOrderNo, 1_000, 500);
+    const event = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '10.00' });
+    const job = await harness.queue.add(event.kind, event, { jobId: `payin-${orderNo}-6`, attempts: 3, backoff: { type: 'callback-backoff' } });
+    await harness.settled(job.id!);
+    expect(await harness.queue.getJobState(job.id!)).toBe('failed');
+    expect((await harness.queue.getFailed()).map((j) => j.id)).toContain(job.id);
+    await waitFor(() => alertsFor(orderNo).length > 0, { message: 'no alert' });
+    await alerts.close();
+    const sent = alertsFor(orderNo);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({ type: 'job.exhausted', jobId: job.id, orderNo, merchantOrderNo, state: 6, attemptsMade: 3, source: 'worker' });
+    expect(String(sent[0]!.reason)).toMatch(/HTTP 500/);
+    // Nothing of the record's amounts travels in the alert.
+    expect(JSON.stringify(sent[0])).not.toContain('17.3');
+    platform.failNext(merchantOrderNo, 0, 500);
+  });
+
+  it('sends one message when a review is opened, none when the same event lands on the open review again', async () => {
+    const no = uid();
+    const [merchantOrderNo, orderNo] = [`MO-${no}`, `P-${no}`];
+    await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10.00' });
+    platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '11.00' }));
+    const event = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '10.00' });
+    await harness.settled((await harness.add(event)).id!);
+    // The same pair again (as a reconciliation sweep or a replay would bring it): occurrences 2, no new alert.
+    await harness.settled((await harness.add(event, `again-${orderNo}`)).id!);
+    await alerts.close();
+    const sent = alertsFor(orderNo);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({ type: 'review.opened', orderNo, merchantOrderNo, state: 6, code: 'VERIFY_AMOUNT_MISMATCH', kind: 'payin' });
+  });
+
+  it('never holds up or fails the job path when the webhook hangs or refuses', async () => {
+    hook.hang = true;
+    try {
+      const no = uid();
+      const [merchantOrderNo, orderNo] = [`MO-${no}`, `P-${no}`];
+      await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10.00' });
+      platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '12.00' }));
+      const started = Date.now();
+      const job = await harness.settled((await harness.add(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '10.00' }))).id!);
+      expect(job.returnvalue).toMatchObject({ status: 'review' });
+      expect(Date.now() - started).toBeLessThan(2000);
+      await alerts.close(); // bounded by the 300 ms deadline
+    } finally {
+      hook.hang = false;
+    }
+    hook.status = 500;
+    const refused = createAlerter({ url: hook.url, logger, timeoutMs: 300 });
+    refused.notify({ type: 'review.opened', reviewId: 1, kind: 'payin', orderNo: 'X', state: 6, merchantOrderNo: 'Y', code: 'C', reason: 'r' });
+    await expect(refused.close()).resolves.toBeUndefined();
+    const unreachable = createAlerter({ url: 'http://127.0.0.1:1/alerts', logger, timeoutMs: 300 });
+    unreachable.notify({ type: 'review.opened', reviewId: 1, kind: 'payin', orderNo: 'X', state: 6, merchantOrderNo: 'Y', code: 'C', reason: 'r' });
+    await expect(unreachable.close()).resolves.toBeUndefined();
+    hook.status = 204;
+  });
+});

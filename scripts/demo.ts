@@ -23,7 +23,7 @@ const USAGE = `usage: pnpm demo [--once] [--orders N] [--free-ports] [--timeout 
   --summary-file F  also write the summary as JSON to F
 
 Environment: DEMO_DATABASE_URL (default database merchant_callbacks_demo on the DATABASE_URL server),
-DEMO_QUEUE_PREFIX (default mcb-demo), REDIS_URL, MERCHANT_NO, KEYS_DIR, CONSOLE_TOKEN, SANDBOX_TIME_SCALE (600),
+DEMO_QUEUE_PREFIX (default mcb-demo), DEMO_LOG_DIR (default .data/demo/logs), REDIS_URL, MERCHANT_NO, KEYS_DIR, CONSOLE_TOKEN, SANDBOX_TIME_SCALE (600),
 INGEST_PORT, CONSOLE_PORT, SANDBOX_PORT, *_METRICS_PORT.`;
 
 const root = resolve(import.meta.dirname, '..');
@@ -90,7 +90,7 @@ try {
 let exitCode = 1;
 try {
   const settings = readLocalSettings(process.env, 'demo', root);
-  const logDir = join(root, '.data', 'demo', 'logs');
+  const logDir = resolve(root, process.env.DEMO_LOG_DIR?.trim() || join('.data', 'demo', 'logs'));
   stack = await startLocalStack(settings, { freePorts: options.freePorts, output: { kind: 'file', dir: logDir }, say });
   say(`services up (logs in ${logDir}); driving ${options.orders} orders at sandbox time scale ${settings.timeScale}`);
   const running = stack;

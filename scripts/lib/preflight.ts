@@ -99,7 +99,7 @@ export function volatileRedisWarning(report: DurabilityReport): string {
   return [
     'NOTE: this Redis does not keep acknowledged writes:',
     ...report.problems.map((p) => `  - ${p}`),
-    '  This run starts ingest with INGEST_ALLOW_VOLATILE_REDIS=true: fine for a demo, never for production.',
+    '  This run starts ingest with INGEST_ALLOW_VOLATILE_REDIS=true: fine for a demo or local development, never for production.',
     '  Production needs the compose Redis (appendonly yes, appendfsync always, maxmemory-policy noeviction).',
   ].join('\n');
 }

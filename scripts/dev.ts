@@ -1,0 +1,64 @@
+/**
+ * `pnpm dev [--free-ports]`: sandbox, ingest, worker and console on this machine against the local Postgres and
+ * Redis, logs prefixed with the app's name, until Ctrl-C (then stopped in reverse order). Uses the contract
+ * defaults (database merchant_callbacks, QUEUE_PREFIX mcb, ports 8080/8081/8090); see docs/demo.md.
+ */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { coerceError } from '@mcb/core/errors';
+import { readLocalSettings, startLocalStack, type LocalStack } from './lib/local-stack.ts';
+
+const root = resolve(import.meta.dirname, '..');
+let stack: LocalStack | undefined;
+let stopping = false;
+
+async function shutdown(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    if (stack) {
+      console.log('dev: stopping console, worker, ingest, sandbox');
+      await stack.stop();
+    }
+  }
+  process.exit(code);
+}
+process.once('SIGINT', () => void shutdown(0));
+process.once('SIGTERM', () => void shutdown(0));
+
+let freePorts = false;
+try {
+  freePorts = parseArgs({ options: { 'free-ports': { type: 'boolean', default: false } }, strict: true }).values['free-ports'];
+} catch (e) {
+  console.error(`dev: ${coerceError(e).message}\nusage: pnpm dev [--free-ports]`);
+  process.exit(2);
+}
+
+try {
+  const settings = readLocalSettings(process.env, 'dev', root);
+  stack = await startLocalStack(settings, {
+    freePorts,
+    output: { kind: 'prefix', write: (line) => console.log(line) },
+    say: (line) => console.log(`dev: ${line}`),
+  });
+  const u = stack.urls;
+  console.log(
+    [
+      'dev: all four apps are up (Ctrl-C stops them):',
+      `  ingest    ${u.ingest}/callbacks/payin, /callbacks/payout   (metrics ${u.ingestMetrics}/metrics)`,
+      `  console   ${u.console}/api   dashboard ${u.dashboard}   (bearer token: ${settings.consoleTokenGiven ? 'CONSOLE_TOKEN' : settings.consoleTokenFile})`,
+      `  sandbox   ${u.sandbox}   time scale ${settings.timeScale}   try: SANDBOX_URL=${u.sandbox} pnpm sandbox trigger payin --currency INR --amount 1000`,
+      `  worker    metrics ${u.workerMetrics}/metrics`,
+      stack.volatileRedis ? 'dev: NOTE: volatile Redis; ingest runs with INGEST_ALLOW_VOLATILE_REDIS=true (never in production).' : '',
+    ]
+      .filter(Boolean)
+      .join('\n'),
+  );
+  const { name, code } = await stack.firstExit;
+  if (!stopping) {
+    console.error(`dev: ${name} exited (${code}); stopping the others`);
+    await shutdown(1);
+  }
+} catch (e) {
+  console.error(`dev: ${coerceError(e).message}`);
+  await shutdown(1);
+}

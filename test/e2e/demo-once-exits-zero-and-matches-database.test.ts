@@ -1,0 +1,123 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { useTestEnv } from '@mcb/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DemoSummary } from '../../scripts/lib/demo-report.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+/** Run `pnpm demo` as the user would (node scripts/demo.ts), with this file's database, prefix and keys. */
+function runDemo(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
+  const childEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    // Settings the demo reads must come from this test, never from the shell that runs the suite.
+    if (v !== undefined && !/^(CONSOLE_TOKEN|MERCHANT_PRIVATE_KEY_FILE|DATABASE_URL|QUEUE_PREFIX|.*_PORT|SANDBOX_.*|DEMO_.*)$/.test(k)) childEnv[k] = v;
+  }
+  const child = spawn(process.execPath, ['scripts/demo.ts', ...args], { cwd: ROOT, env: { ...childEnv, ...env } });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c) => (out += String(c)));
+  child.stderr.on('data', (c) => (err += String(c)));
+  return new Promise((resolvePromise) => child.once('exit', (code) => resolvePromise({ code, out, err })));
+}
+
+describe('pnpm demo --once', () => {
+  const env = useTestEnv();
+  let dir: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'mcb-demo-test-'));
+  });
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('exits 0 after a run whose summary matches the database', { timeout: 90_000 }, async () => {
+    const summaryFile = join(dir, 'summary.json');
+    const { code, out, err } = await runDemo(['--once', '--orders', '40', '--free-ports', '--summary-file', summaryFile], {
+      DEMO_DATABASE_URL: env.databaseUrl,
+      DEMO_QUEUE_PREFIX: env.prefix,
+      REDIS_URL: env.redisUrl,
+      KEYS_DIR: join(dir, 'keys'),
+      DEMO_LOG_DIR: join(dir, 'logs'),
+      SANDBOX_TIME_SCALE: '600',
+      LOG_LEVEL: 'warn',
+    });
+    expect(err, out).toBe('');
+    expect(code, out).toBe(0);
+    expect(out).toContain('All checks held.');
+    expect(out).toMatch(/generated a merchant key pair/);
+    expect(statSync(join(dir, 'keys', 'merchant-private.pem')).mode & 0o777).toBe(0o600);
+
+    // The summary's numbers, recounted from the database the demo wrote to.
+    const s = JSON.parse(readFileSync(summaryFile, 'utf8')) as DemoSummary;
+    const like = `${s.runId}-%`;
+    const count = async (sql: string) => Number((await env.db.pool.query<{ count: string }>(sql, [like])).rows[0]?.count);
+    expect(s.orders).toBe(40);
+    expect(s.credited).toBe(await count(`select count(*) from orders where kind = 'payin' and status = 'credited' and merchant_order_no like $1`));
+    expect(s.credited).toBe(
+      await count(`select count(*) from ledger_entries l join orders o on o.id = l.order_id where l.entry_type = 'payin_credit' and o.merchant_order_no like $1`),
+    );
+    expect(s.refunds).toBe(
+      await count(`select count(*) from ledger_entries l join orders o on o.id = l.order_id where l.entry_type = 'payout_refund' and o.merchant_order_no like $1`),
+    );
+    expect(s.refunds).toBe(await count(`select count(*) from orders where kind = 'payout' and status = 'refused' and merchant_order_no like $1`));
+    expect(s.refunds).toBeGreaterThan(0);
+    expect(s.payoutsSucceeded).toBe(await count(`select count(*) from orders where status = 'succeeded' and merchant_order_no like $1`));
+    expect(s.forgeriesCaught).toBe(2);
+    expect(await count(`select count(*) from reviews where status = 'open' and merchant_order_no like $1`)).toBe(2);
+    const receipts = await count(`select count(*) from callback_receipts where merchant_order_no like $1`);
+    expect(s.duplicatesDropped).toBeGreaterThan(0);
+    expect(s.received).toBe(receipts + s.duplicatesDropped + s.forgeriesSent);
+    expect(s.latencyMs.count).toBe(s.credited);
+    expect(s.checks.every((c) => c.ok)).toBe(true);
+  });
+
+  it('says exactly how to start Redis when it is unreachable, and exits 1', async () => {
+    const port = await new Promise<number>((resolvePromise) => {
+      const server = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port: p } = server.address() as net.AddressInfo;
+        server.close(() => resolvePromise(p));
+      });
+    });
+    const { code, err } = await runDemo(['--once', '--free-ports'], {
+      DEMO_DATABASE_URL: env.databaseUrl,
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      KEYS_DIR: join(dir, 'keys'),
+    });
+    expect(code).toBe(1);
+    expect(err).toContain(`Redis at 127.0.0.1:${port} is not reachable`);
+    expect(err).toContain('docker compose up -d postgres redis');
+    expect(err).toContain('redis-server --daemonize yes');
+    expect(err).not.toContain('Postgres at');
+  });
+
+  it('names a port that is taken instead of starting half the services', async () => {
+    const server = net.createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as net.AddressInfo;
+    try {
+      const { code, err } = await runDemo(['--once', '--free-ports'], {
+        DEMO_DATABASE_URL: env.databaseUrl,
+        DEMO_QUEUE_PREFIX: env.prefix,
+        REDIS_URL: env.redisUrl,
+        KEYS_DIR: join(dir, 'keys'),
+        DEMO_LOG_DIR: join(dir, 'logs'),
+        SANDBOX_PORT: String(port),
+      });
+      expect(code).toBe(1);
+      expect(err).toContain(`port already in use: SANDBOX_PORT=${port}`);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('refuses a bad flag with usage and status 2', async () => {
+    const { code, err } = await runDemo(['--orders', 'many'], {});
+    expect(code).toBe(2);
+    expect(err).toContain('--orders: expected a whole number');
+  });
+});

@@ -6,7 +6,6 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { migrateDatabase } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { waitFor } from '@mcb/testkit';
@@ -81,14 +80,14 @@ export async function startChaosStack(opts: StackOptions): Promise<ChaosStack> {
     await migrateDatabase(databaseUrl);
     const prefix = 'chaos';
 
-    const sandbox = (await buildSandbox({
+    const sandbox = await buildSandbox({
       merchantNo: CHAOS_MERCHANT_NO,
       merchantPublicKeyPem: keys.publicKeyPem,
       timeScale: opts.timeScale,
       firstAttemptDelayMs: 1000,
       replyTimeoutMs: 5000,
       logger: createLogger({ name: 'sandbox', level: 'silent' }),
-    })) as FastifyInstance & { sandbox: Simulator };
+    });
     closers.push(() => sandbox.close());
     const sandboxUrl = await sandbox.listen({ host: '127.0.0.1', port: 0 });
 

@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { driveDemo, planOrders } from './lib/demo-driver.ts';
 import { buildSummary, formatSummary } from './lib/demo-report.ts';
-import { readLocalSettings, startLocalStack, type LocalStack } from './lib/local-stack.ts';
+import { readLocalSettings, startLocalStack, stopAll, type AppProcess, type LocalStack } from './lib/local-stack.ts';
 
 const USAGE = `usage: pnpm demo [--once] [--orders N] [--free-ports] [--timeout 60s] [--summary-file FILE]
 
@@ -65,16 +65,21 @@ function parseOptions(): { once: boolean; orders: number; freePorts: boolean; ti
 }
 
 let stack: LocalStack | undefined;
+/** Apps spawned so far, also during start-up (Ctrl-C then must not leave any behind). */
+const started: AppProcess[] = [];
 let stopping = false;
-async function shutdown(code: number): Promise<never> {
-  if (!stopping) {
-    stopping = true;
-    if (stack) {
+let stopped: Promise<never> | undefined;
+/** Stop the apps (reverse order) and exit; later calls wait for the first one and keep its exit code. */
+function shutdown(code: number): Promise<never> {
+  stopping = true;
+  stopped ??= (async () => {
+    if (started.length > 0) {
       say('stopping console, worker, ingest, sandbox');
-      await stack.stop();
+      await stopAll(started);
     }
-  }
-  process.exit(code);
+    process.exit(code);
+  })();
+  return stopped;
 }
 process.once('SIGINT', () => void shutdown(130));
 process.once('SIGTERM', () => void shutdown(143));
@@ -91,7 +96,7 @@ let exitCode = 1;
 try {
   const settings = readLocalSettings(process.env, 'demo', root);
   const logDir = resolve(root, process.env.DEMO_LOG_DIR?.trim() || join('.data', 'demo', 'logs'));
-  stack = await startLocalStack(settings, { freePorts: options.freePorts, output: { kind: 'file', dir: logDir }, say });
+  stack = await startLocalStack(settings, { started, freePorts: options.freePorts, output: { kind: 'file', dir: logDir }, say });
   say(`services up (logs in ${logDir}); driving ${options.orders} orders at sandbox time scale ${settings.timeScale}`);
   const running = stack;
   // An app that dies mid-run is a failure of the run, whatever the driver is doing.

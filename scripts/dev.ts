@@ -6,21 +6,25 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { coerceError } from '@mcb/core/errors';
-import { readLocalSettings, startLocalStack, type LocalStack } from './lib/local-stack.ts';
+import { readLocalSettings, startLocalStack, stopAll, type AppProcess, type LocalStack } from './lib/local-stack.ts';
 
 const root = resolve(import.meta.dirname, '..');
 let stack: LocalStack | undefined;
+/** Apps spawned so far, also during start-up (Ctrl-C then must not leave any behind). */
+const started: AppProcess[] = [];
 let stopping = false;
-
-async function shutdown(code: number): Promise<never> {
-  if (!stopping) {
-    stopping = true;
-    if (stack) {
+let stopped: Promise<never> | undefined;
+/** Stop the apps (reverse order) and exit; later calls wait for the first one and keep its exit code. */
+function shutdown(code: number): Promise<never> {
+  stopping = true;
+  stopped ??= (async () => {
+    if (started.length > 0) {
       console.log('dev: stopping console, worker, ingest, sandbox');
-      await stack.stop();
+      await stopAll(started);
     }
-  }
-  process.exit(code);
+    process.exit(code);
+  })();
+  return stopped;
 }
 process.once('SIGINT', () => void shutdown(0));
 process.once('SIGTERM', () => void shutdown(0));
@@ -36,6 +40,7 @@ try {
 try {
   const settings = readLocalSettings(process.env, 'dev', root);
   stack = await startLocalStack(settings, {
+    started,
     freePorts,
     output: { kind: 'prefix', write: (line) => console.log(line) },
     say: (line) => console.log(`dev: ${line}`),

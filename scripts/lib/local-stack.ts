@@ -8,6 +8,7 @@ import { childEnv, ensureConsoleToken, ensureKeys, settlePorts, type LocalSettin
 import { migrate, redisDurability, requireServices, volatileRedisWarning } from './preflight.ts';
 import { spawnApp, stopAll, waitReady, type AppName, type AppProcess, type OutputMode } from './processes.ts';
 
+export { stopAll, type AppProcess } from './processes.ts';
 export { readLocalSettings, type LocalSettings, type StackMode, type StackPorts } from './local-env.ts';
 
 /** Options of {@link startLocalStack}. */
@@ -20,6 +21,8 @@ export interface StartOptions {
   say: (line: string) => void;
   /** How long one app may take to answer, in ms. @defaultValue 30000 */
   readyTimeoutMs?: number;
+  /** Receives each app as it is spawned, so a caller interrupted during start-up (Ctrl-C) can stop them. */
+  started?: AppProcess[];
 }
 
 /** URLs of a running stack. */
@@ -102,7 +105,7 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   const ports = await settlePorts(settings, opts.freePorts ?? false);
   const urls = urlsOf(ports);
   const env = childEnv(settings, ports, { consoleToken, allowVolatileRedis: volatileRedis });
-  const procs: AppProcess[] = [];
+  const procs: AppProcess[] = opts.started ?? [];
   const stop = () => stopAll(procs);
   try {
     for (const name of ['sandbox', 'ingest', 'worker', 'console'] as const) {

@@ -9,8 +9,24 @@ import type { DemoSummary } from '../../scripts/lib/demo-report.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
-/** Run `pnpm demo` as the user would (node scripts/demo.ts), with this file's database, prefix and keys. */
-function runDemo(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
+/** Whether something still listens on the port. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolvePromise) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => (socket.destroy(), resolvePromise(true)));
+    socket.once('error', () => resolvePromise(false));
+  });
+}
+
+/**
+ * Run `pnpm demo` as the user would (node scripts/demo.ts), with this file's database, prefix and keys.
+ * `onOutput` sees stdout as it grows and may signal the child.
+ */
+function runDemo(
+  args: string[],
+  env: Record<string, string>,
+  onOutput?: (out: string, child: ReturnType<typeof spawn>) => void,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }> {
   const childEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     // Settings the demo reads must come from this test, never from the shell that runs the suite.
@@ -19,9 +35,12 @@ function runDemo(args: string[], env: Record<string, string>): Promise<{ code: n
   const child = spawn(process.execPath, ['scripts/demo.ts', ...args], { cwd: ROOT, env: { ...childEnv, ...env } });
   let out = '';
   let err = '';
-  child.stdout.on('data', (c) => (out += String(c)));
+  child.stdout.on('data', (c) => {
+    out += String(c);
+    onOutput?.(out, child);
+  });
   child.stderr.on('data', (c) => (err += String(c)));
-  return new Promise((resolvePromise) => child.once('exit', (code) => resolvePromise({ code, out, err })));
+  return new Promise((resolvePromise) => child.once('exit', (code, signal) => resolvePromise({ code, signal, out, err })));
 }
 
 describe('pnpm demo --once', () => {
@@ -74,6 +93,34 @@ describe('pnpm demo --once', () => {
     expect(s.received).toBe(receipts + s.duplicatesDropped + s.forgeriesSent);
     expect(s.latencyMs.count).toBe(s.credited);
     expect(s.checks.every((c) => c.ok)).toBe(true);
+  });
+
+  it('without --once keeps the services up with the dashboard URL, and Ctrl-C stops every one of them', { timeout: 90_000 }, async () => {
+    let interrupted = false;
+    const { code, out } = await runDemo(
+      ['--orders', '10', '--free-ports'],
+      {
+        DEMO_DATABASE_URL: env.databaseUrl,
+        DEMO_QUEUE_PREFIX: env.prefix,
+        REDIS_URL: env.redisUrl,
+        KEYS_DIR: join(dir, 'keys'),
+        DEMO_LOG_DIR: join(dir, 'logs-up'),
+        LOG_LEVEL: 'warn',
+      },
+      (text, child) => {
+        if (!interrupted && text.includes('The services stay up until Ctrl-C')) {
+          interrupted = true;
+          child.kill('SIGINT');
+        }
+      },
+    );
+    expect(interrupted, out).toBe(true);
+    expect(code, out).toBe(130);
+    expect(out).toMatch(/dashboard {3}http:\/\/127\.0\.0\.1:\d+\/queues/);
+    // Every listener the demo printed is gone: the apps were stopped, not orphaned.
+    const ports = [...out.matchAll(/http:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
+    expect(ports.length).toBeGreaterThanOrEqual(3);
+    for (const port of new Set(ports)) expect(await listening(port), `port ${port}`).toBe(false);
   });
 
   it('says exactly how to start Redis when it is unreachable, and exits 1', async () => {

@@ -1,0 +1,54 @@
+/** The benchmark's own database on the shared Postgres: created and migrated at the start, dropped at the end. */
+import { randomBytes } from 'node:crypto';
+import { migrateDatabase } from '@mcb/core/db';
+import pg from 'pg';
+
+export interface BenchDatabase {
+  url: string;
+  name: string;
+  drop: () => Promise<void>;
+}
+
+const DEFAULT_SERVER = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+export async function adminQuery(serverUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Create `mcb_bench_<time>_<random>` and apply the migrations (migrateDatabase creates it). */
+export async function createBenchDatabase(serverUrl = process.env.BENCH_POSTGRES_URL ?? DEFAULT_SERVER): Promise<BenchDatabase> {
+  const name = `mcb_bench_${Date.now()}_${randomBytes(3).toString('hex')}`;
+  const url = withDatabase(serverUrl, name);
+  await migrateDatabase(url);
+  return { url, name, drop: () => adminQuery(serverUrl, `drop database if exists "${name}" with (force)`) };
+}
+
+/** Empty the pipeline's tables between phases (TRUNCATE is allowed on the append-only ledger). */
+export async function truncateAll(pool: pg.Pool): Promise<void> {
+  await pool.query('truncate order_events, ledger_entries, callback_receipts, reviews, orders restart identity cascade');
+}
+
+/**
+ * Register `count` pending pay-ins in one statement (server-side generate_series, no client round trips):
+ * merchant order numbers `${prefix}${i}`, amount `amount` INR.
+ */
+export async function insertPendingPayins(pool: pg.Pool, prefix: string, count: number, amount: string, from = 1): Promise<void> {
+  await pool.query(
+    `insert into orders (merchant_order_no, kind, currency, amount, request_hash)
+     select $1 || g, 'payin', 'INR', $2::numeric, md5($1 || g)
+       from generate_series($3::int, $4::int) g`,
+    [prefix, amount, from, from + count - 1],
+  );
+}

@@ -1,0 +1,70 @@
+/**
+ * Summarise a V8 `.cpuprofile` (node --cpu-prof): self time by function and by coarse category (RSA, JSON/schema,
+ * HTTP/fastify, Redis/BullMQ, logging, GC, idle), so a report can say where the time goes.
+ */
+import { readFileSync } from 'node:fs';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface ProfileSummary {
+  totalMs: number;
+  byCategory: { category: string; ms: number; share: number }[];
+  topFunctions: { fn: string; ms: number; share: number }[];
+}
+
+function category(fn: string, url: string): string {
+  if (fn === '(idle)') return 'idle';
+  if (fn === '(garbage collector)') return 'gc';
+  if (fn === '(program)') return 'program (native, outside JS)';
+  if (/privateDecrypt|publicEncrypt/.test(fn)) return 'rsa';
+  if (/bullmq|ioredis|redis-parser|msgpackr/.test(url)) return 'redis/bullmq';
+  if (/pino|sonic-boom|thread-stream/.test(url)) return 'logging';
+  if (/zod|lossless-json|re2js/.test(url) || /JSON|parse/.test(fn) && /callback/.test(url)) return 'decode (json/schema)';
+  if (/fastify|find-my-way|light-my-request|avvio/.test(url)) return 'fastify';
+  if (/prom-client/.test(url)) return 'metrics';
+  if (/node:(_http|http|net|stream|internal\/streams|_stream)|^node:internal\/(http|net|stream)/.test(url) || /writev|writeBuffer|onStreamRead|readableAddChunk/.test(fn)) {
+    return 'node http/net';
+  }
+  if (/apps\/ingest|packages\/core/.test(url)) return 'ingest/core code';
+  if (url.startsWith('node:')) return 'node internals';
+  return url ? 'other js' : `native (${fn || 'anonymous'})`;
+}
+
+export function summarizeProfile(file: string, top = 12): ProfileSummary {
+  const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const self = new Map<number, number>();
+  for (let i = 0; i < p.samples.length; i++) {
+    const id = p.samples[i]!;
+    self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0) / 1000);
+  }
+  const cats = new Map<string, number>();
+  const fns = new Map<string, number>();
+  let total = 0;
+  for (const [id, ms] of self) {
+    const n = byId.get(id);
+    if (!n) continue;
+    total += ms;
+    const { functionName, url, lineNumber } = n.callFrame;
+    const c = category(functionName, url);
+    cats.set(c, (cats.get(c) ?? 0) + ms);
+    const short = url.replace(/^.*node_modules\/(\.pnpm\/[^/]+\/node_modules\/)?/, '').replace(/^file:\/\/.*\/work\/main\//, '');
+    const key = `${functionName || '(anonymous)'} ${short ? `${short}:${lineNumber + 1}` : ''}`.trim();
+    fns.set(key, (fns.get(key) ?? 0) + ms);
+  }
+  const sorted = (m: Map<string, number>) => [...m.entries()].sort((a, b) => b[1] - a[1]);
+  return {
+    totalMs: total,
+    byCategory: sorted(cats).map(([category, ms]) => ({ category, ms, share: ms / total })),
+    topFunctions: sorted(fns).slice(0, top).map(([fn, ms]) => ({ fn, ms, share: ms / total })),
+  };
+}

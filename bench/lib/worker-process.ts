@@ -1,0 +1,25 @@
+/** Launch `apps/worker/src/main.ts` as production runs it, against the benchmark's Redis, database and platform. */
+import { BENCH_MERCHANT_NO } from './callbacks.ts';
+import { REPO_ROOT } from './ingest-process.ts';
+import { freePort, launch, waitForHttp, type Child } from './proc.ts';
+
+export async function startWorker(opts: { redisUrl: string; databaseUrl: string; platformUrl: string; concurrency: number; logLevel: string }): Promise<Child> {
+  const metricsPort = await freePort();
+  const child = launch({
+    name: 'worker',
+    args: ['apps/worker/src/main.ts'],
+    cwd: REPO_ROOT,
+    env: {
+      REDIS_URL: opts.redisUrl,
+      DATABASE_URL: opts.databaseUrl,
+      QUEUE_PREFIX: 'mcb',
+      MERCHANT_NO: BENCH_MERCHANT_NO,
+      PLATFORM_BASE_URL: opts.platformUrl,
+      WORKER_CONCURRENCY: String(opts.concurrency),
+      WORKER_METRICS_PORT: String(metricsPort),
+      LOG_LEVEL: opts.logLevel,
+    },
+  });
+  await waitForHttp(child, `http://127.0.0.1:${metricsPort}/healthz`, 60_000);
+  return child;
+}

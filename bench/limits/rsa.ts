@@ -1,0 +1,63 @@
+/**
+ * Limit: RSA PKCS#1 v1.5 private decryptions per second with the ingest key size, one key-size block at a time
+ * (what decodeCallback does per block), on one core and then on every core at once (worker threads).
+ */
+import { constants, createPrivateKey, privateDecrypt, publicEncrypt } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+
+export interface RsaLimit {
+  bits: number;
+  /** Decryptions per second on one core. */
+  perCore: number;
+  /** Decryptions per second with one thread per core, all at once. */
+  allCores: number;
+  cores: number;
+}
+
+/** Decrypt for `ms` milliseconds; returns decryptions per second. Runs in whichever thread calls it. */
+export function decryptLoop(privateKeyPem: string, publicKeyPem: string, ms: number): number {
+  const key = createPrivateKey(privateKeyPem);
+  const block = publicEncrypt({ key: publicKeyPem, padding: constants.RSA_PKCS1_PADDING }, Buffer.from('{"OrderNo":"bench"}'));
+  for (let i = 0; i < 20; i++) privateDecrypt({ key, padding: constants.RSA_PKCS1_PADDING }, block); // warm up
+  let n = 0;
+  const t0 = performance.now();
+  let now = t0;
+  while (now - t0 < ms) {
+    for (let i = 0; i < 10; i++) privateDecrypt({ key, padding: constants.RSA_PKCS1_PADDING }, block);
+    n += 10;
+    now = performance.now();
+  }
+  return n / ((now - t0) / 1000);
+}
+
+const THREAD_SOURCE = `
+const { workerData, parentPort } = require('node:worker_threads');
+const { constants, createPrivateKey, privateDecrypt, publicEncrypt } = require('node:crypto');
+const key = createPrivateKey(workerData.priv);
+const block = publicEncrypt({ key: workerData.pub, padding: constants.RSA_PKCS1_PADDING }, Buffer.from('{"OrderNo":"bench"}'));
+for (let i = 0; i < 20; i++) privateDecrypt({ key, padding: constants.RSA_PKCS1_PADDING }, block);
+let n = 0; const t0 = performance.now(); let now = t0;
+while (now - t0 < workerData.ms) { for (let i = 0; i < 10; i++) privateDecrypt({ key, padding: constants.RSA_PKCS1_PADDING }, block); n += 10; now = performance.now(); }
+parentPort.postMessage(n / ((now - t0) / 1000));
+`;
+
+export async function measureRsa(opts: { privateKeyFile: string; publicKeyPem: string; bits: number; seconds: number }): Promise<RsaLimit> {
+  const priv = readFileSync(opts.privateKeyFile, 'utf8');
+  const ms = opts.seconds * 1000;
+  const perCore = decryptLoop(priv, opts.publicKeyPem, ms);
+  const cores = availableParallelism();
+  const rates = await Promise.all(
+    Array.from(
+      { length: cores },
+      () =>
+        new Promise<number>((resolve, reject) => {
+          const w = new Worker(THREAD_SOURCE, { eval: true, workerData: { priv, pub: opts.publicKeyPem, ms } });
+          w.once('message', (rate: number) => resolve(rate));
+          w.once('error', reject);
+        }),
+    ),
+  );
+  return { bits: opts.bits, perCore, allCores: rates.reduce((a, b) => a + b, 0), cores };
+}

@@ -1,0 +1,172 @@
+/**
+ * `pnpm bench`: the pipeline's throughput and latency as ratios to this machine's own limits, measured in the same
+ * run. Progress goes to stderr, the table to stdout, everything to bench/results/latest.json.
+ *
+ *   pnpm bench [--quick] [--only limits,ingest,e2e,backlog] [--e2e-orders N] [--backlog N]
+ *              [--backlog-drain-seconds S | --backlog-drain-all] [--step-seconds S] [--half-seconds S]
+ *              [--limit-seconds S] [--bits 2048] [--concurrency 16] [--log-level info] [--profile] [--keep-db]
+ */
+import { writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { runBacklog, type BacklogResult } from './backlog.ts';
+import { runE2e, type E2eResult } from './e2e.ts';
+import { runIngest, type IngestResult } from './ingest.ts';
+import { measurePostgres, type PostgresLimit } from './limits/postgres.ts';
+import { measureRedis, type RedisLimit } from './limits/redis.ts';
+import { measureRsa, type RsaLimit } from './limits/rsa.ts';
+import { createKeys } from './lib/callbacks.ts';
+import { createBenchDatabase } from './lib/database.ts';
+import { REPO_ROOT } from './lib/ingest-process.ts';
+import { progress, section } from './lib/progress.ts';
+import { startRedis } from './lib/redis-server.ts';
+import { renderTable } from './table.ts';
+
+const { values: a } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'e2e-orders': { type: 'string' },
+    backlog: { type: 'string' },
+    'backlog-drain-seconds': { type: 'string' },
+    'backlog-drain-all': { type: 'boolean', default: false },
+    'step-seconds': { type: 'string' },
+    'half-seconds': { type: 'string' },
+    'limit-seconds': { type: 'string' },
+    bits: { type: 'string', default: '2048' },
+    concurrency: { type: 'string', default: '16' },
+    'log-level': { type: 'string', default: 'info' },
+    profile: { type: 'boolean', default: false },
+    'keep-db': { type: 'boolean', default: false },
+  },
+});
+
+const quick = a.quick;
+const num = (v: string | undefined, full: number, q: number) => (v === undefined ? (quick ? q : full) : Number(v));
+const opts = {
+  only: new Set((a.only ?? 'limits,ingest,e2e,backlog').split(',')),
+  e2eOrders: num(a['e2e-orders'], 6000, 1000),
+  backlog: num(a.backlog, 200_000, 20_000),
+  backlogDrainSeconds: a['backlog-drain-all'] ? Infinity : num(a['backlog-drain-seconds'], 60, 15),
+  stepSeconds: num(a['step-seconds'], 4, 1.5),
+  halfSeconds: num(a['half-seconds'], 10, 4),
+  limitSeconds: num(a['limit-seconds'], 4, 1.5),
+  bits: Number(a.bits),
+  concurrency: Number(a.concurrency),
+  logLevel: a['log-level'] ?? 'info',
+  profile: a.profile,
+};
+
+/** Everything the run measured; written to bench/results/latest.json. */
+export interface BenchReport {
+  at: string;
+  machine: { cores: number; cpu: string; memoryBytes: number; node: string; quick: boolean };
+  options: Omit<typeof opts, 'only'> & { only: string[] };
+  limits: { rsa?: RsaLimit; postgres?: PostgresLimit; redis?: RedisLimit };
+  ingest?: { one?: IngestResult; all?: IngestResult };
+  e2e?: E2eResult;
+  backlog?: BacklogResult;
+  targets: { name: string; target: string; value: string; met: boolean | null }[];
+}
+
+const report: BenchReport = {
+  at: new Date().toISOString(),
+  machine: { cores: availableParallelism(), cpu: cpus()[0]?.model ?? 'unknown', memoryBytes: totalmem(), node: process.version, quick },
+  options: { ...opts, only: [...opts.only] },
+  limits: {},
+  targets: [],
+};
+
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+let interrupted = false;
+process.once('SIGINT', () => {
+  interrupted = true;
+  progress('interrupted: cleaning up');
+  void cleanup().then(() => process.exit(130));
+});
+async function cleanup(): Promise<void> {
+  for (const c of cleanups.splice(0).reverse()) {
+    try {
+      await c();
+    } catch (e) {
+      progress(`cleanup: ${String(e)}`);
+    }
+  }
+}
+
+try {
+  section(`setup (${quick ? 'quick' : 'full'} sizes; ${report.machine.cores} cores, ${report.machine.cpu})`);
+  const keys = createKeys(opts.bits);
+  cleanups.push(keys.remove);
+  const redis = await startRedis();
+  cleanups.push(redis.close);
+  progress(`own redis-server on port ${redis.port} (appendonly yes, appendfsync always)`);
+  const db = await createBenchDatabase();
+  if (!a['keep-db']) cleanups.push(db.drop);
+  progress(`own database ${db.name} (migrated)`);
+
+  const need = (what: string) => opts.only.has(what);
+  // The ingest and e2e ratios need the limits; measure them whenever those run.
+  if (need('limits') || need('ingest') || need('e2e')) {
+    section('limits of this machine');
+    report.limits.rsa = await measureRsa({ privateKeyFile: keys.privateKeyFile, publicKeyPem: keys.publicKeyPem, bits: opts.bits, seconds: opts.limitSeconds });
+    progress(`RSA-${opts.bits} private decrypt: ${report.limits.rsa.perCore.toFixed(0)}/s on one core, ${report.limits.rsa.allCores.toFixed(0)}/s on ${report.limits.rsa.cores}`);
+    report.limits.postgres = await measurePostgres({ databaseUrl: db.url, seconds: opts.limitSeconds, concurrency: opts.concurrency, maxTransactions: quick ? 20_000 : 60_000 });
+    progress(`Postgres credit transaction (plain SQL, ${opts.concurrency} clients): ${report.limits.postgres.transactionsPerSecond.toFixed(0)}/s`);
+    report.limits.redis = await measureRedis({ url: redis.url, seconds: Math.min(2, opts.limitSeconds), inFlight: opts.concurrency });
+    await redis.flush();
+    progress(
+      `Redis: PING ${report.limits.redis.pingSequential.toFixed(0)}/s one at a time, ${report.limits.redis.pingConcurrent.toFixed(0)}/s with ${opts.concurrency} in flight; ` +
+        `fsynced SET ${report.limits.redis.durableWritesConcurrent.toFixed(0)}/s with ${opts.concurrency} in flight`,
+    );
+  }
+
+  const rsa = report.limits.rsa;
+  if (need('ingest') && rsa) {
+    section('ingest: one process (INGEST_WORKERS=1)');
+    const base = { keys, redis, stepSeconds: opts.stepSeconds, halfSeconds: opts.halfSeconds, maxConnections: 64, logLevel: opts.logLevel, decryptsPerCore: rsa.perCore };
+    const one = await runIngest({ ...base, workers: 1, decryptsPerSecond: rsa.perCore, profile: opts.profile });
+    section(`ingest: all cores (INGEST_WORKERS=0, ${rsa.cores} processes)`);
+    const all = await runIngest({ ...base, workers: 0, decryptsPerSecond: rsa.allCores, profile: false });
+    report.ingest = { one, all };
+  }
+
+  if (need('e2e') && report.limits.postgres) {
+    section(`end to end: ${opts.e2eOrders} orders, sandbox → ingest → worker → Postgres`);
+    report.e2e = await runE2e({ keys, redis, databaseUrl: db.url, orders: opts.e2eOrders, concurrency: opts.concurrency, logLevel: opts.logLevel, postgresTps: report.limits.postgres.transactionsPerSecond });
+  }
+
+  if (need('backlog')) {
+    section(`backlog: ${opts.backlog} queued events`);
+    report.backlog = await runBacklog({ redis, databaseUrl: db.url, jobs: opts.backlog, drainSeconds: opts.backlogDrainSeconds, concurrency: opts.concurrency, logLevel: opts.logLevel });
+  }
+
+  report.targets = targets(report);
+  const file = join(REPO_ROOT, 'bench/results/latest.json');
+  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`\n${renderTable(report)}\n`);
+  progress(`written ${file}`);
+} catch (e) {
+  if (!interrupted) {
+    console.error(e);
+    process.exitCode = 1;
+  }
+} finally {
+  await cleanup();
+}
+
+function targets(r: BenchReport): BenchReport['targets'] {
+  const t: BenchReport['targets'] = [];
+  const one = r.ingest?.one;
+  if (one) {
+    t.push({ name: 'ingest.ratio', target: '>= 0.8', value: one.ratio.toFixed(2), met: one.ratio >= 0.8 });
+    t.push({ name: 'ingest p99 at half of peak', target: '< 20 ms', value: `${one.halfPeak.latencyMs.p99.toFixed(1)} ms`, met: one.halfPeak.latencyMs.p99 < 20 });
+  }
+  if (r.e2e) t.push({ name: 'e2e.ratio', target: '>= 0.5', value: r.e2e.ratio.toFixed(2), met: r.e2e.ratio >= 0.5 });
+  if (r.backlog) {
+    t.push({ name: 'Redis memory per waiting job', target: '< 2 KiB', value: `${(r.backlog.redisBytesPerJob / 1024).toFixed(2)} KiB`, met: r.backlog.redisBytesPerJob < 2048 });
+    t.push({ name: 'worker RSS flat while draining', target: 'flat', value: `${(r.backlog.rss.slopeBytesPerKiloJob / 1024).toFixed(0)} KiB per 1000 jobs`, met: r.backlog.rss.flat });
+  }
+  return t;
+}

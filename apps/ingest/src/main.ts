@@ -11,7 +11,7 @@ import { assertImplicitRejection, loadKeyRingFromFiles } from '@mcb/core/callbac
 import { loadConfig, type Config } from '@mcb/core/config';
 import { coerceError } from '@mcb/core/errors';
 import { createLogger, type Logger } from '@mcb/core/logger';
-import { createMetricsRegistry } from '@mcb/core/metrics';
+import { createMetricsRegistry, registerQueueDepthGauge } from '@mcb/core/metrics';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
 import { buildApp, checkRedisDurability, enforceDurability } from './app.ts';
@@ -49,6 +49,8 @@ async function runServer(config: Config, logger: Logger, clustered: boolean): Pr
   const redis = createRedis(config.REDIS_URL, 'producer', { connectionName: 'ingest' });
   const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
   const registry = createMetricsRegistry('ingest');
+  // Queue depth by state, read at scrape time (max across cluster workers: they all read the same queue).
+  registerQueueDepthGauge(registry, queue);
   if (clustered) {
     // Answer the primary's metrics requests from the first moment: the primary's scrape waits for every worker,
     // so a worker that only listened after its (slow) start-up would make scrapes time out meanwhile.

@@ -36,6 +36,10 @@ export function createDb(url: string, options: CreateDbOptions = {}): Db {
   });
   // An idle client that loses its server emits 'error' on the pool; without a listener that kills the process.
   pool.on('error', () => {});
+  // A checked-out client (a drizzle transaction holds one between its queries) has no pool listener: when the server
+  // goes away (restart, failover) it emits 'error' and, unheard, kills the process. Its queries still fail with the
+  // error, which the caller handles, and the pool drops the dead client on release.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = drizzle(pool, { schema });
   let closed = false;
   return {

@@ -12,6 +12,9 @@ import { BENCH_MERCHANT_NO, type BenchKeys } from './lib/callbacks.ts';
 import { insertPendingPayins, truncateAll } from './lib/database.ts';
 import { startIngest } from './lib/ingest-process.ts';
 import { sampleMemory, treeCpuSeconds } from './lib/proc.ts';
+import { profileSession, type ProfileSummary } from './lib/profile-summary.ts';
+import { join } from 'node:path';
+import { REPO_ROOT } from './lib/ingest-process.ts';
 import { progress, sleep } from './lib/progress.ts';
 import type { BenchRedis } from './lib/redis-server.ts';
 import { summarize, type LatencySummary } from './lib/stats.ts';
@@ -31,6 +34,8 @@ export interface E2eResult {
   peakRssBytes: { ingest: number; worker: number };
   /** Credits per second ÷ the Postgres credit-transaction limit. */
   ratio: number;
+  /** CPU profile of the worker (with --profile). */
+  workerProfile?: ProfileSummary;
 }
 
 export async function runE2e(o: {
@@ -43,7 +48,9 @@ export async function runE2e(o: {
   postgresTps: number;
   inFlight?: number;
   ingestWorkers?: number;
+  profile?: boolean;
 }): Promise<E2eResult> {
+  const prof = o.profile ? profileSession(join(REPO_ROOT, 'bench/results/profiles')) : undefined;
   const inFlight = o.inFlight ?? 64;
   await o.redis.flush();
   const pool = new pg.Pool({ connectionString: o.databaseUrl, max: 2 });
@@ -63,7 +70,7 @@ export async function runE2e(o: {
   await sandbox.listen({ host: '127.0.0.1', port: 0 });
   const address = sandbox.server.address();
   const platformUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const worker = await startWorker({ redisUrl: o.redis.url, databaseUrl: o.databaseUrl, platformUrl, concurrency: o.concurrency, logLevel: o.logLevel });
+  const worker = await startWorker({ redisUrl: o.redis.url, databaseUrl: o.databaseUrl, platformUrl, concurrency: o.concurrency, logLevel: o.logLevel, nodeArgs: prof?.nodeArgs });
   const memIngest = sampleMemory(ingest.child.pid, 500);
   const memWorker = sampleMemory(worker.pid, 500);
 
@@ -119,7 +126,10 @@ export async function runE2e(o: {
       `  ${creditedOrders} credited in ${seconds.toFixed(1)} s: ${creditsPerSecond.toFixed(0)}/s; callback→credit p50 ${latencyMs.p50.toFixed(0)} ms, ` +
         `p99 ${latencyMs.p99.toFixed(0)} ms; CPU ingest ${cpu.ingest.toFixed(2)}, worker ${cpu.worker.toFixed(2)}, sandbox+driver ${cpu.sandboxAndDriver.toFixed(2)}`,
     );
+    await worker.stop();
+    const workerProfile = prof?.collect();
     return {
+      ...(workerProfile ? { workerProfile } : {}),
       orders: o.orders,
       credited: creditedOrders,
       inFlight,

@@ -3,13 +3,12 @@
  * cores. Peak = closed loop with rising concurrency until throughput stops rising; latency target = open loop at half
  * the peak rate. The load generator shares the cores with ingest (and Redis): its CPU time is reported.
  */
-import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { prepareCallbacks, type BenchKeys } from './lib/callbacks.ts';
 import { startIngest, REPO_ROOT } from './lib/ingest-process.ts';
 import { closedLoop, openLoop, type LoadResult } from './lib/load.ts';
 import { processTree, sampleMemory, treeCpuSeconds } from './lib/proc.ts';
-import { summarizeProfile, type ProfileSummary } from './lib/profile-summary.ts';
+import { profileSession, type ProfileSummary } from './lib/profile-summary.ts';
 import { progress } from './lib/progress.ts';
 import type { BenchRedis } from './lib/redis-server.ts';
 import { round, summarize, type LatencySummary } from './lib/stats.ts';
@@ -65,15 +64,13 @@ function addFailures(into: Record<string, number>, r: LoadResult): void {
 
 export async function runIngest(o: IngestOptions): Promise<IngestResult> {
   await o.redis.flush();
-  const profileDir = join(REPO_ROOT, 'bench/results/profiles');
-  if (o.profile) mkdirSync(profileDir, { recursive: true });
-  const before = o.profile ? new Set(readdirSync(profileDir)) : new Set<string>();
+  const prof = o.profile ? profileSession(join(REPO_ROOT, 'bench/results/profiles')) : undefined;
   const ingest = await startIngest({
     redisUrl: o.redis.url,
     privateKeyFile: o.keys.privateKeyFile,
     workers: o.workers,
     logLevel: o.logLevel,
-    nodeArgs: o.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
+    nodeArgs: prof?.nodeArgs ?? [],
   });
   const mem = sampleMemory(ingest.child.pid);
   const failures: Record<string, number> = {};
@@ -132,11 +129,7 @@ export async function runIngest(o: IngestOptions): Promise<IngestResult> {
     const memory = mem.stop();
     const processes = o.workers === 1 ? 1 : Math.max(1, processTree(ingest.child.pid).length - 1);
     await ingest.child.stop();
-    let profile: ProfileSummary | undefined;
-    if (o.profile) {
-      const fresh = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile') && !before.has(f));
-      if (fresh[0]) profile = summarizeProfile(join(profileDir, fresh[0]));
-    }
+    const profile = prof?.collect();
     return {
       workers: o.workers === 0 ? 'all' : o.workers,
       processes,

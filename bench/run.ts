@@ -134,7 +134,7 @@ try {
 
   if (need('e2e') && report.limits.postgres) {
     section(`end to end: ${opts.e2eOrders} orders, sandbox → ingest → worker → Postgres`);
-    report.e2e = await runE2e({ keys, redis, databaseUrl: db.url, orders: opts.e2eOrders, concurrency: opts.concurrency, logLevel: opts.logLevel, postgresTps: report.limits.postgres.transactionsPerSecond });
+    report.e2e = await runE2e({ keys, redis, databaseUrl: db.url, orders: opts.e2eOrders, concurrency: opts.concurrency, logLevel: opts.logLevel, postgresTps: report.limits.postgres.transactionsPerSecond, profile: opts.profile });
   }
 
   if (need('backlog')) {

@@ -60,6 +60,11 @@ export function renderTable(r: BenchReport): string {
         `${e.cpu.ingest.toFixed(2)}/${e.cpu.worker.toFixed(2)}/${e.cpu.sandboxAndDriver.toFixed(2)}`, String(e.failedAttempts), e.ratio.toFixed(2)],
     ]));
   }
+  const wp = r.e2e?.workerProfile;
+  if (wp) {
+    out.push('  worker CPU profile (end to end), self time by category:');
+    out.push(`    ${wp.byCategory.slice(0, 10).map((c) => `${c.category} ${(c.share * 100).toFixed(1)}%`).join(', ')}`);
+  }
   if (r.backlog) {
     const b = r.backlog;
     out.push('', 'BACKLOG (BullMQ addBulk with the contract ids/options; one worker drains it)');

@@ -2,7 +2,8 @@
  * Summarise a V8 `.cpuprofile` (node --cpu-prof): self time by function and by coarse category (RSA, JSON/schema,
  * HTTP/fastify, Redis/BullMQ, logging, GC, idle), so a report can say where the time goes.
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 interface ProfileNode {
   id: number;
@@ -34,7 +35,10 @@ function category(fn: string, url: string): string {
   if (/node:(_http|http|net|stream|internal\/streams|_stream)|^node:internal\/(http|net|stream)/.test(url) || /writev|writeBuffer|onStreamRead|readableAddChunk/.test(fn)) {
     return 'node http/net';
   }
-  if (/apps\/ingest|packages\/core/.test(url)) return 'ingest/core code';
+  if (/drizzle-orm/.test(url)) return 'drizzle';
+  if (/node_modules\/(\.pnpm\/)?pg[@/-]|pg-protocol|pg-pool|pg-types/.test(url)) return 'pg client';
+  if (/undici/.test(url)) return 'undici (Get order)';
+  if (/apps\/(ingest|worker)|packages\/core/.test(url)) return 'our code';
   if (url.startsWith('node:')) return 'node internals';
   return url ? 'other js' : `native (${fn || 'anonymous'})`;
 }
@@ -66,5 +70,18 @@ export function summarizeProfile(file: string, top = 12): ProfileSummary {
     totalMs: total,
     byCategory: sorted(cats).map(([category, ms]) => ({ category, ms, share: ms / total })),
     topFunctions: sorted(fns).slice(0, top).map(([fn, ms]) => ({ fn, ms, share: ms / total })),
+  };
+}
+
+/** `--cpu-prof` into `dir`, and afterwards the summary of the profile the process wrote there (if any). */
+export function profileSession(dir: string): { nodeArgs: string[]; collect: () => ProfileSummary | undefined } {
+  mkdirSync(dir, { recursive: true });
+  const before = new Set(readdirSync(dir));
+  return {
+    nodeArgs: ['--cpu-prof', '--cpu-prof-dir', dir],
+    collect() {
+      const fresh = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile') && !before.has(f));
+      return fresh[0] ? summarizeProfile(join(dir, fresh[0])) : undefined;
+    },
   };
 }

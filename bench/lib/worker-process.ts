@@ -3,12 +3,13 @@ import { BENCH_MERCHANT_NO } from './callbacks.ts';
 import { REPO_ROOT } from './ingest-process.ts';
 import { freePort, launch, waitForHttp, type Child } from './proc.ts';
 
-export async function startWorker(opts: { redisUrl: string; databaseUrl: string; platformUrl: string; concurrency: number; logLevel: string }): Promise<Child> {
+export async function startWorker(opts: { redisUrl: string; databaseUrl: string; platformUrl: string; concurrency: number; logLevel: string; nodeArgs?: string[] }): Promise<Child> {
   const metricsPort = await freePort();
   const child = launch({
     name: 'worker',
     args: ['apps/worker/src/main.ts'],
     cwd: REPO_ROOT,
+    nodeArgs: opts.nodeArgs,
     env: {
       REDIS_URL: opts.redisUrl,
       DATABASE_URL: opts.databaseUrl,

@@ -2,6 +2,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createCatalogCache, type CatalogCache } from '@mcb/core/catalog';
 import { loadConfig } from '@mcb/core/config';
+import { CALLBACKS_QUEUE } from '@mcb/core/queue';
+import { createRedis } from '@mcb/core/redis';
+import { Queue } from 'bullmq';
 import type { Db } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
@@ -100,7 +103,15 @@ export interface TestConsole {
 }
 
 /** buildApp against this file's database and a platform at `baseUrl`, with a controllable clock for the cache. */
-export async function startConsole(opts: { db: Db; databaseUrl: string; baseUrl: string; now?: () => number; freshForMs?: number }): Promise<TestConsole> {
+export async function startConsole(opts: {
+  db: Db;
+  databaseUrl: string;
+  baseUrl: string;
+  now?: () => number;
+  freshForMs?: number;
+  /** With Redis and a prefix, the console also serves the dashboard and POST /api/reconcile. */
+  redis?: { url: string; prefix: string };
+}): Promise<TestConsole> {
   const config = loadConfig(
     { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: opts.baseUrl, CONSOLE_TOKEN: TOKEN, DATABASE_URL: opts.databaseUrl, LOG_LEVEL: 'silent' },
     'console',
@@ -108,7 +119,9 @@ export async function startConsole(opts: { db: Db; databaseUrl: string; baseUrl:
   const logger = createLogger({ name: 'console-test', level: 'silent' });
   const platform = createPlatformClient({ baseUrl: opts.baseUrl, merchantNo: 'M100', timeoutMs: 2000 });
   const catalog = createCatalogCache({ db: opts.db, platform, logger, now: opts.now, freshForMs: opts.freshForMs });
-  const app = await buildApp({ config, db: opts.db, platform, logger, catalog });
+  const redis = opts.redis ? createRedis(opts.redis.url, 'worker') : undefined;
+  const queue = opts.redis && redis ? new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: opts.redis.prefix }) : undefined;
+  const app = await buildApp({ config, db: opts.db, platform, logger, catalog, redis, queue });
   await app.ready();
   return {
     app,
@@ -117,6 +130,8 @@ export async function startConsole(opts: { db: Db; databaseUrl: string; baseUrl:
     async close() {
       await app.close();
       await platform.close();
+      await queue?.close();
+      redis?.disconnect();
     },
   };
 }

@@ -26,7 +26,9 @@ function category(fn: string, url: string): string {
   if (fn === '(idle)') return 'idle';
   if (fn === '(garbage collector)') return 'gc';
   if (fn === '(program)') return 'program (native, outside JS)';
-  if (/privateDecrypt|publicEncrypt/.test(fn)) return 'rsa';
+  if (/privateDecrypt|publicEncrypt/.test(fn) || url === 'node:internal/crypto/cipher') return 'rsa';
+  if (url.startsWith('node:internal/crypto')) return 'crypto key handling';
+  if (/^(writev|writeBuffer|writeString|writeUtf8String|writeLatin1String)$/.test(fn)) return 'socket/fd writes (syscalls)';
   if (/bullmq|ioredis|redis-parser|msgpackr/.test(url)) return 'redis/bullmq';
   if (/pino|sonic-boom|thread-stream/.test(url)) return 'logging';
   if (/zod|lossless-json|re2js/.test(url) || /JSON|parse/.test(fn) && /callback/.test(url)) return 'decode (json/schema)';

@@ -1,8 +1,7 @@
-import { reviews, type Database } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
-import { eq } from 'drizzle-orm';
 import { request } from 'undici';
+import type { OpenedReview } from './apply-event.ts';
 
 /** What an operator is told. Order numbers, states, codes and reasons; never a callback record or an amount field of it. */
 export type AlertMessage =
@@ -109,11 +108,7 @@ function summarize(m: AlertMessage): string {
     : `review ${m.reviewId} opened for ${m.kind} ${m.orderNo} state ${m.state} (order ${m.merchantOrderNo}): ${m.code}`;
 }
 
-/**
- * The review if this occurrence opened it (its first occurrence, still open), else undefined: a review that is
- * seen again (the same pair failing again while open) alerts no one a second time.
- */
-export async function newlyOpenedReview(db: Database, reviewId: number) {
-  const [row] = await db.select().from(reviews).where(eq(reviews.id, reviewId));
-  return row && row.status === 'open' && row.occurrences === 1 ? row : undefined;
+/** The {@link ApplyDeps.onReviewOpened} hook that tells an operator about each review as it opens. */
+export function alertOnReviewOpened(alerts: Alerter): (review: OpenedReview) => void {
+  return (review) => alerts.notify({ type: 'review.opened', ...review, reason: review.reason.slice(0, 500) });
 }

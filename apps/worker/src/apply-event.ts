@@ -21,6 +21,11 @@ export interface ApplyDeps {
   confirmMaxWaitMs?: number;
   /** Clock, in ms since the epoch. @defaultValue Date.now */
   now?: () => number;
+  /**
+   * Told once when an event opens a review (not when it counts another occurrence of an open one), whichever path
+   * it came by: a callback job, a reconciliation sweep or a console re-verify. Must not throw or block.
+   */
+  onReviewOpened?: (review: OpenedReview) => void;
   /** Called right after the transaction commits, before anything else (the crash tests die here). */
   afterCommit?: (outcome: ApplyOutcome) => void | Promise<void>;
 }
@@ -37,11 +42,22 @@ export interface ApplyOptions {
   noWait?: boolean;
 }
 
+/** A review just opened: order numbers, state and reason, never the record's amounts. */
+export interface OpenedReview {
+  reviewId: number;
+  kind: CallbackJob['kind'];
+  orderNo: string;
+  state: number;
+  merchantOrderNo: string;
+  code: ErrorCode;
+  reason: string;
+}
+
 /** What applying an event came to. */
 export type ApplyOutcome =
   | { status: 'applied'; outcome: TargetStatus; orderId: number; receiptId: number }
   | { status: 'duplicate'; reason: 'receipt-exists' | 'already-final' }
-  | { status: 'review'; code: ErrorCode; reason: string; reviewId: number }
+  | { status: 'review'; code: ErrorCode; reason: string; reviewId: number; opened: boolean }
   /** Not decidable yet (order not registered, Get order not final); try again later. Nothing was written. */
   | { status: 'deferred'; code: ErrorCode; reason: string };
 
@@ -80,10 +96,25 @@ export async function applyEvent(event: CallbackJob, deps: ApplyDeps, options: A
   }
 
   const review = async (failure: Omit<VerifyFailure, 'retry'>): Promise<ApplyOutcome> => {
-    const reviewId = await recordReview(deps.db, event, failure);
+    const { id: reviewId, opened } = await recordReview(deps.db, event, failure);
     deps.metrics?.reviews.inc({ kind: event.kind, code: failure.code });
-    log.warn({ code: failure.code, reviewId, details: failure.details }, `event sent to review: ${failure.reason}`);
-    return { status: 'review', code: failure.code, reason: failure.reason, reviewId };
+    log.warn({ code: failure.code, reviewId, opened, details: failure.details }, `event sent to review: ${failure.reason}`);
+    if (opened) {
+      try {
+        deps.onReviewOpened?.({
+          reviewId,
+          kind: event.kind,
+          orderNo: event.orderNo,
+          state: event.state,
+          merchantOrderNo: event.merchantOrderNo,
+          code: failure.code,
+          reason: failure.reason,
+        });
+      } catch (e) {
+        log.warn({ reviewId, err: e }, 'review-opened hook failed; the review is stored');
+      }
+    }
+    return { status: 'review', code: failure.code, reason: failure.reason, reviewId, opened };
   };
   const waitOrReview = async (failure: Omit<VerifyFailure, 'retry'>, boundMs: number): Promise<ApplyOutcome> => {
     if (!options.noWait && waited < boundMs) {

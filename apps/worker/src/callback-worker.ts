@@ -2,7 +2,7 @@ import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
 import type { Redis } from '@mcb/core/redis';
 import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, type CallbackJobInput } from '@mcb/core/queue';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import { newlyOpenedReview, type Alerter } from './alerts.ts';
+import { alertOnReviewOpened, type Alerter } from './alerts.ts';
 import { applyEvent, type ApplyDeps, type ApplyOutcome } from './apply-event.ts';
 import { callbackBackoffDelay, classifyError, toJobError, type BackoffOptions } from './retry-policy.ts';
 
@@ -28,6 +28,14 @@ export interface CallbackWorkerDeps extends ApplyDeps {
   autorun?: boolean;
   /** Told when a job fails for good and when a review is opened (not when an open one is seen again). @defaultValue none */
   alerts?: Alerter;
+  /**
+   * Remove a job once it ends in review, so its id is free again. Job ids are the contract's
+   * `{kind}-{OrderNo}-{state}`: a forged callback for a real pair that reaches review first would otherwise keep
+   * the genuine callback's job id taken for days, and the genuine one would wait for the reconciliation sweep.
+   * The review itself stays in Postgres. Tests that read a review job's return value turn this off.
+   * @defaultValue true
+   */
+  releaseReviewedJobIds?: boolean;
 }
 
 /** The callbacks queue's worker. `close()` waits for the jobs in progress (graceful shutdown). */
@@ -46,6 +54,7 @@ function firstSeenAt(job: Job, receivedAt: string): number {
  */
 export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   const { metrics, logger } = deps;
+  const applyDeps: ApplyDeps = deps.alerts && !deps.onReviewOpened ? { ...deps, onReviewOpened: alertOnReviewOpened(deps.alerts) } : deps;
 
   const processor = async (job: Job<CallbackJobInput, ApplyOutcome>, _token?: string, signal?: AbortSignal): Promise<ApplyOutcome> => {
     const started = performance.now();
@@ -64,14 +73,13 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     const event = parsed.data;
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     try {
-      const outcome = await applyEvent(event, deps, {
+      const outcome = await applyEvent(event, applyDeps, {
         firstSeenAt: firstSeenAt(job, event.receivedAt),
         jobId: job.id,
         signal,
         noWait: lastAttempt,
       });
       if (outcome.status === 'deferred') throw new AppError(outcome.code, outcome.reason, { transient: true });
-      if (outcome.status === 'review' && deps.alerts) await alertIfOpened(deps, outcome.reviewId);
       finish(outcome.status === 'applied' ? outcome.outcome : outcome.status);
       return outcome;
     } catch (e) {
@@ -106,6 +114,14 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   });
   // An 'error' without a listener would crash the process; BullMQ reconnects on its own.
   worker.on('error', (e) => logger.error({ err: coerceError(e) }, 'callback worker error'));
+  if (deps.releaseReviewedJobIds ?? true) {
+    worker.on('completed', (job, result) => {
+      if (result?.status !== 'review') return;
+      job.remove().catch((e: unknown) =>
+        logger.warn({ jobId: job.id, err: coerceError(e) }, 'could not release the job id of a reviewed job'),
+      );
+    });
+  }
   worker.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled (its worker died or hung); it runs again'));
   // 'failed' fires for every failed attempt; only the last one (or a permanent error) is worth a person's time.
   worker.on('failed', (job, err) => {
@@ -126,24 +142,4 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     });
   });
   return worker;
-}
-
-/** Alert on a review this job opened; a failed lookup is logged and never fails the job (the review is stored). */
-async function alertIfOpened(deps: CallbackWorkerDeps, reviewId: number): Promise<void> {
-  try {
-    const review = await newlyOpenedReview(deps.db, reviewId);
-    if (!review) return;
-    deps.alerts?.notify({
-      type: 'review.opened',
-      reviewId,
-      kind: review.kind,
-      orderNo: review.orderNo,
-      state: review.state,
-      merchantOrderNo: review.merchantOrderNo,
-      code: review.reasonCode,
-      reason: review.reason.slice(0, 500),
-    });
-  } catch (e) {
-    deps.logger.warn({ reviewId, err: coerceError(e) }, 'could not check whether the review is new; no alert sent');
-  }
 }

@@ -7,7 +7,7 @@ import { createPlatformClient } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
 import { Queue } from 'bullmq';
-import { createAlerter } from './alerts.ts';
+import { alertOnReviewOpened, createAlerter } from './alerts.ts';
 import { createCallbackWorker } from './callback-worker.ts';
 import { createMaintenanceWorker } from './maintenance-worker.ts';
 import { createReconcileMetrics, sweepLockKey, sweepSettingsFromConfig } from './reconcile/index.ts';
@@ -96,6 +96,7 @@ try {
 
   // Reconciliation sweep and catalog refresh on the maintenance queue (docs/reconciliation.md).
   const maintenance = await createMaintenanceWorker({
+    onReviewOpened: alertOnReviewOpened(alerts),
     connection: redis,
     prefix: config.QUEUE_PREFIX,
     db: db.db,

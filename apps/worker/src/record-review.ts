@@ -3,12 +3,24 @@ import type { CallbackJob } from '@mcb/core/queue';
 import { sql } from 'drizzle-orm';
 import type { VerifyFailure } from './verify.ts';
 
+/** The review an event landed in, and whether this occurrence opened it. */
+export interface RecordedReview {
+  id: number;
+  /** True when this call inserted the review; false when it counted another occurrence of an open one. */
+  opened: boolean;
+}
+
 /**
  * Open a review for an event that failed verification, or count one more occurrence of the open review of the
  * same pair (OrderNo, state); the partial unique index keeps one open review per pair. Nothing is credited.
- * @returns the review's id.
+ * `opened` comes from the same statement (a freshly inserted row has xmax = 0), so two workers racing on the
+ * same pair can never both believe they opened it.
  */
-export async function recordReview(db: Database, event: CallbackJob, failure: Omit<VerifyFailure, 'retry'>): Promise<number> {
+export async function recordReview(
+  db: Database,
+  event: CallbackJob,
+  failure: Omit<VerifyFailure, 'retry'>,
+): Promise<RecordedReview> {
   const rows = await db
     .insert(reviews)
     .values({
@@ -33,6 +45,6 @@ export async function recordReview(db: Database, event: CallbackJob, failure: Om
         updatedAt: sql`now()`,
       },
     })
-    .returning({ id: reviews.id });
-  return rows[0]!.id;
+    .returning({ id: reviews.id, opened: sql<boolean>`(xmax = 0)` });
+  return rows[0]!;
 }

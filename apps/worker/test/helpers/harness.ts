@@ -52,6 +52,8 @@ export async function startHarness(env: TestEnv, platformUrl: string, options: H
       createCallbackWorker({
         concurrency: 4,
         backoff: { baseMs: 20, capMs: 200 },
+        // Tests read a settled job's return value, reviews included; release-on-review has its own test.
+        releaseReviewedJobIds: false,
         ...options,
         connection,
         name: `worker-${i}`,

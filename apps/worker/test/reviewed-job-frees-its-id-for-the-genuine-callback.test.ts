@@ -1,0 +1,57 @@
+import { useTestEnv, waitFor } from '@mcb/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { orderState } from './helpers/db-checks.ts';
+import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
+import { createOrder, payinEvent, platformOrder, uid } from './helpers/fixtures.ts';
+import { startHarness, type Harness } from './helpers/harness.ts';
+
+// The contract's job id is {kind}-{OrderNo}-{state}. A forged callback for a real pair that reaches review first
+// must not keep that id taken: the genuine callback arriving later has to make a job of its own and be credited
+// now, not at the next reconciliation sweep.
+const env = useTestEnv();
+let platform: FakePlatform;
+let h: Harness;
+
+beforeAll(async () => {
+  platform = await startFakePlatform();
+  h = await startHarness(env, platform.url, { releaseReviewedJobIds: true });
+});
+afterAll(async () => {
+  await h?.close();
+  await platform?.close();
+});
+
+describe('a reviewed job releases its id', () => {
+  it('credits the genuine callback that arrives after a forged one of the same pair went to review', async () => {
+    const no = `PI-${uid()}`;
+    const orderNo = `P${no}`;
+    await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100' });
+    platform.setOrder(platformOrder({ orderNo, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100' }));
+
+    // 1. The forgery: the real pair (OrderNo, 6) with ten times the amount. Get order contradicts it → review.
+    const forged = await h.add(payinEvent({ orderNo, merchantOrderNo: no, fiatAmount: '1000' }));
+    await waitFor(async () => (await orderState(env.db.db, no)).reviews.length === 1, { message: 'forgery reviewed' });
+    // 2. Its job is removed once completed, so the id is free.
+    await waitFor(async () => (await h.queue.getJob(forged.id!)) === undefined, { message: 'reviewed job released' });
+
+    // 3. The genuine callback of the same pair gets the same contract id, a new job, and the credit.
+    const genuine = await h.add(payinEvent({ orderNo, merchantOrderNo: no, fiatAmount: '100' }));
+    expect(genuine.id).toBe(forged.id);
+    await waitFor(async () => (await orderState(env.db.db, no)).order.status === 'credited', { message: 'credited' });
+    const s = await orderState(env.db.db, no);
+    expect(s.ledger).toHaveLength(1);
+    expect(s.receipts).toHaveLength(1);
+    // The review of the forgery is closed by the same transaction that applied the genuine event.
+    expect(s.reviews[0]).toMatchObject({ status: 'resolved' });
+  });
+
+  it('keeps applied jobs, so a late duplicate collapses onto them', async () => {
+    const no = `PI-${uid()}`;
+    const orderNo = `P${no}`;
+    await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });
+    platform.setOrder(platformOrder({ orderNo, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '7' }));
+    const job = await h.settled((await h.add(payinEvent({ orderNo, merchantOrderNo: no, fiatAmount: '7' }))).id!);
+    expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
+    expect(await h.queue.getJob(job.id!)).toBeDefined();
+  });
+});

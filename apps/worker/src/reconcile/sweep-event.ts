@@ -11,8 +11,8 @@ export function isFinal(confirmed: PlatformOrder): boolean {
  * The event a callback would have carried, rebuilt from Get order's answer. The dedup key is Get order's
  * (orderNo, state), the same pair a callback of that state uses. `merchantNo` and `merchantOrderNo` are what we
  * asked about (as ingest checks a callback's merchant), so verification still compares them with Get order's
- * answer. Get order reports no USDT quantity and no pay time: the receipt gets quantity 0 (its `source` says
- * 'reconcile') and no pay time.
+ * answer. Get order reports no USDT quantity and no pay time, so the receipt records neither (NULL, not a made-up
+ * zero; its `source` says 'reconcile').
  */
 export function sweepEvent(confirmed: PlatformOrder, asked: { merchantNo: string; merchantOrderNo: string }, at: Date): CallbackJob {
   const common = {
@@ -25,7 +25,7 @@ export function sweepEvent(confirmed: PlatformOrder, asked: { merchantNo: string
     source: 'reconcile' as const,
   };
   return confirmed.type === 'payin'
-    ? { kind: 'payin', ...common, quantity: '0', fiatAmount: confirmed.amount }
+    ? { kind: 'payin', ...common, quantity: null, fiatAmount: confirmed.amount }
     : { kind: 'payout', ...common };
 }
 

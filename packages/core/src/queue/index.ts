@@ -36,8 +36,8 @@ export const callbackJobSchema = z.discriminatedUnion('kind', [
     state: z.number().int(),
     /** PayTime as an ISO-8601 instant (the platform sends UTC+8 local time), or null. */
     payTime: z.string().nullable(),
-    /** USDT quantity, exact text. */
-    quantity: decimalText,
+    /** USDT quantity, exact text; null when the event was rebuilt from Get order, which does not report it. */
+    quantity: decimalText.nullable(),
     /** Fiat amount (`FiatCurrency`), exact text. */
     fiatAmount: decimalText,
     /** When ingest accepted it (ISO-8601). */

@@ -1,5 +1,5 @@
 import { createBullBoard } from '@bull-board/api';
-import type { IServerAdapter, QueueAdapterOptions } from '@bull-board/api/typings/app';
+import type { QueueAdapterOptions } from '@bull-board/api/typings/app';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { ErrorCodes } from '@mcb/core/errors';
@@ -39,9 +39,7 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
   });
   createBullBoard({
     queues: adapters,
-    // @bull-board/fastify 9.10.1 declares its types against @bull-board/api 9.10.1 (the catalog has 9.10.2): the
-    // shapes are the same, the private fields make TypeScript see two classes.
-    serverAdapter: serverAdapter as unknown as IServerAdapter,
+    serverAdapter,
     options: { uiConfig: { boardTitle: 'Callbacks', hideRedisDetails: true } },
   });
 

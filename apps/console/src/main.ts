@@ -2,13 +2,12 @@ import { loadConfig } from '@mcb/core/config';
 import { createDb } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createLogger } from '@mcb/core/logger';
-import { createMetricsRegistry, registerQueueDepthGauge } from '@mcb/core/metrics';
+import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { createPlatformClient } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
 import { Queue } from 'bullmq';
 import { buildApp } from './app.ts';
-import { startMetricsServer } from './metrics-server.ts';
 
 // Only wiring. Each resource registers its release as it is created; shutdown runs them in reverse order.
 const releasers: { name: string; release: () => Promise<unknown> }[] = [];
@@ -72,7 +71,7 @@ try {
   releasers.push({ name: 'http', release: () => app.close() });
   await app.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT });
 
-  const metricsServer = await startMetricsServer(registry, config.CONSOLE_METRICS_PORT, config.CONSOLE_HOST);
+  const metricsServer = await startMetricsServer({ source: registry, port: config.CONSOLE_METRICS_PORT, host: config.CONSOLE_HOST, logger });
   releasers.push({ name: 'metrics server', release: () => metricsServer.close() });
 
   process.once('SIGTERM', () => void shutdown('SIGTERM'));

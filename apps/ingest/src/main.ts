@@ -11,11 +11,10 @@ import { assertImplicitRejection, loadKeyRingFromFiles } from '@mcb/core/callbac
 import { loadConfig, type Config } from '@mcb/core/config';
 import { coerceError } from '@mcb/core/errors';
 import { createLogger, type Logger } from '@mcb/core/logger';
-import { createMetricsRegistry, registerQueueDepthGauge } from '@mcb/core/metrics';
+import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer, type MetricsServer } from '@mcb/core/metrics';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
 import { buildApp, checkRedisDurability, enforceDurability } from './app.ts';
-import { startMetricsServer, type MetricsServer } from './metrics-server.ts';
 
 const SHUTDOWN_GRACE_MS = 25_000;
 
@@ -65,7 +64,7 @@ async function runServer(config: Config, logger: Logger, clustered: boolean): Pr
       host: config.INGEST_HOST,
       port: config.INGEST_METRICS_PORT,
       logger,
-      render: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
+      source: registry,
     });
   }
   await app.listen({ host: config.INGEST_HOST, port: config.INGEST_PORT });
@@ -94,7 +93,7 @@ async function runPrimary(config: Config, logger: Logger, workers: number): Prom
     host: config.INGEST_HOST,
     port: config.INGEST_METRICS_PORT,
     logger,
-    render: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() }),
+    source: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() }),
   });
   let stopping = false;
   const recentExits: number[] = [];

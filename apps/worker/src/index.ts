@@ -2,7 +2,6 @@ export { applyEvent, type ApplyDeps, type ApplyOptions, type ApplyOutcome } from
 export { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } from './callback-worker.ts';
 export { commitEvent, type CommitInput, type CommitResult } from './commit-event.ts';
 export { createWorkerMetrics, type WorkerMetrics } from './metrics.ts';
-export { startMetricsServer, type MetricsServer } from './metrics-server.ts';
 export { recordReview } from './record-review.ts';
 export {
   callbackBackoffDelay,

@@ -2,7 +2,7 @@ import { loadConfig, parseDuration } from '@mcb/core/config';
 import { createDb } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createLogger } from '@mcb/core/logger';
-import { createMetricsRegistry, registerQueueDepthGauge } from '@mcb/core/metrics';
+import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { createPlatformClient } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
@@ -12,7 +12,6 @@ import { createCallbackWorker } from './callback-worker.ts';
 import { createMaintenanceWorker } from './maintenance-worker.ts';
 import { createReconcileMetrics, sweepLockKey, sweepSettingsFromConfig } from './reconcile/index.ts';
 import { createWorkerMetrics } from './metrics.ts';
-import { startMetricsServer } from './metrics-server.ts';
 
 // Only wiring. Each resource registers its release here as it is created; shutdown runs them in reverse order.
 // To add a worker (e.g. the maintenance queue), create it after the callback worker and push its close.
@@ -113,7 +112,7 @@ try {
   });
   releasers.push({ name: 'maintenance worker', release: () => maintenance.close() });
 
-  const metricsServer = await startMetricsServer(registry, config.WORKER_METRICS_PORT);
+  const metricsServer = await startMetricsServer({ source: registry, port: config.WORKER_METRICS_PORT, logger });
   releasers.push({ name: 'metrics server', release: () => metricsServer.close() });
 
   process.once('SIGTERM', () => void shutdown('SIGTERM'));

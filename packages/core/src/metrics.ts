@@ -1,6 +1,7 @@
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
+export { startMetricsServer, type MetricsServer, type MetricsServerOptions, type MetricsSource } from './metrics-server.ts';
 
 /** A fresh prom-client registry with the process's default metrics, labelled with the app's name. */
 export function createMetricsRegistry(app: string): Registry {

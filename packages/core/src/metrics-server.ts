@@ -1,0 +1,64 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import type { Logger } from './logger.ts';
+
+/** Prometheus text to serve: one registry, or a renderer (e.g. ingest's primary aggregating its cluster workers). */
+export type MetricsSource = Registry | (() => Promise<{ contentType: string; body: string }>);
+
+/** Options of {@link startMetricsServer}. */
+export interface MetricsServerOptions {
+  source: MetricsSource;
+  port: number;
+  /** Listen address. @defaultValue '0.0.0.0' */
+  host?: string;
+  /** Told when rendering fails. */
+  logger?: Logger;
+}
+
+/** A listening ops server. */
+export interface MetricsServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * An app's ops listener: `GET /metrics` (Prometheus text) and `GET /healthz`, on its own port and never on the
+ * public one, so nobody on the callback path can read our traffic and failure counts.
+ */
+export async function startMetricsServer(opts: MetricsServerOptions): Promise<MetricsServer> {
+  const { source } = opts;
+  const render =
+    typeof source === 'function'
+      ? source
+      : async () => ({ contentType: source.contentType, body: await source.metrics() });
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method === 'GET' && path === '/metrics') {
+      render()
+        .then(({ contentType, body }) => res.writeHead(200, { 'content-type': contentType }).end(body))
+        .catch((e: unknown) => {
+          opts.logger?.error({ err: e }, 'metrics render failed');
+          res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable');
+        });
+      return;
+    }
+    if (req.method === 'GET' && path === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}

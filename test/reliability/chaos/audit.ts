@@ -171,10 +171,21 @@ export async function audit(input: {
     const pipeline = redis.pipeline();
     for (const id of input.jobIds) pipeline.hmget(`${input.prefix}:callbacks:${id}`, 'atm', 'stc', 'returnvalue', 'finishedOn');
     const results = (await pipeline.exec()) ?? [];
+    // A job that ends in review is removed so its id is free for a genuine callback of the same pair (worker's
+    // releaseReviewedJobIds); such a job may be gone, but only for a refused pair whose review is in Postgres.
+    const reviewedPairs = new Set(reviewRows.rows.map((r) => `${r.order_no}/${r.state}`));
+    const refusedJobIds = new Map(input.refused.map((p) => [`${p.orderNo}/${p.state}`, p]));
     results.forEach(([err, value], i) => {
       const [atm, stc, returnvalue, finishedOn] = (err ? [] : (value as (string | null)[])) as (string | null | undefined)[];
+      const id = input.jobIds[i] ?? '';
+      const pair = /^(?:payin|payout)-(.+)-(\d+)$/.exec(id);
+      const pairKey = pair ? `${pair[1]}/${pair[2]}` : '';
+      if (!finishedOn && atm === null && refusedJobIds.has(pairKey) && reviewedPairs.has(pairKey)) {
+        jobOutcomes['review (job id released)'] = (jobOutcomes['review (job id released)'] ?? 0) + 1;
+        return;
+      }
       if (!finishedOn) {
-        violations.push(`acknowledged job ${input.jobIds[i]} is missing or unfinished`);
+        violations.push(`acknowledged job ${id} is missing or unfinished`);
         return;
       }
       jobRetries += Math.max(0, Number(atm ?? 1) - 1);

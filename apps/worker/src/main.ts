@@ -1,4 +1,4 @@
-import { loadConfig, parseDuration } from '@mcb/core/config';
+import { loadConfig } from '@mcb/core/config';
 import { createDb } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createLogger } from '@mcb/core/logger';
@@ -34,22 +34,13 @@ async function shutdown(signal: string, exitCode = 0): Promise<void> {
   process.exit(exitCode);
 }
 
-/** An optional duration knob outside the shared schema (tests and tuning); an invalid value stops the process. */
-function durationKnob(name: string): number | undefined {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return undefined;
-  const ms = parseDuration(raw.trim());
-  if (ms === undefined || ms <= 0) throw new Error(`${name}: expected a duration such as 500ms, 30s or 5m (got ${JSON.stringify(raw)})`);
-  return ms;
-}
-
 try {
   const config = loadConfig(process.env, 'worker');
   logger.level = config.LOG_LEVEL;
   // How soon a dead worker's jobs run again: the lock must lapse, then a stalled check must see it. The defaults
   // (lock max(30 s, 3 × PLATFORM_TIMEOUT), check every 30 s) suit production; the chaos suite shortens both.
-  const lockDurationMs = durationKnob('WORKER_LOCK_DURATION') ?? Math.max(30_000, config.PLATFORM_TIMEOUT * 3);
-  const stalledIntervalMs = durationKnob('WORKER_STALLED_INTERVAL');
+  const lockDurationMs = config.WORKER_LOCK_DURATION ?? Math.max(30_000, config.PLATFORM_TIMEOUT * 3);
+  const stalledIntervalMs = config.WORKER_STALLED_INTERVAL;
 
   const redis = createRedis(config.REDIS_URL, 'worker', { connectionName: 'mcb-worker' });
   releasers.push({ name: 'redis', release: () => redis.quit() });

@@ -51,3 +51,13 @@ describe('loadConfig', () => {
     );
   });
 });
+
+describe('worker tuning knobs', () => {
+  it('reads WORKER_LOCK_DURATION and WORKER_STALLED_INTERVAL as durations, unset by default', () => {
+    const base = { MERCHANT_NO: 'M1', PLATFORM_BASE_URL: 'http://p' };
+    expect(loadConfig(base, 'worker').WORKER_LOCK_DURATION).toBeUndefined();
+    const set = loadConfig({ ...base, WORKER_LOCK_DURATION: '2s', WORKER_STALLED_INTERVAL: '500ms' }, 'worker');
+    expect([set.WORKER_LOCK_DURATION, set.WORKER_STALLED_INTERVAL]).toEqual([2000, 500]);
+    expect(() => loadConfig({ ...base, WORKER_LOCK_DURATION: '0s' }, 'worker')).toThrow(/WORKER_LOCK_DURATION: expected a duration/);
+  });
+});

@@ -25,6 +25,18 @@ const duration = (fallback: string) =>
       }
       return ms;
     });
+const optionalDuration = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v.trim() === '') return undefined;
+    const ms = parseDuration(v);
+    if (ms === undefined || ms <= 0) {
+      ctx.addIssue({ code: 'custom', message: 'expected a duration such as 500ms, 30s or 5m' });
+      return z.NEVER;
+    }
+    return ms;
+  });
 const url = (protocols: readonly string[], what: string) =>
   z.string().refine(
     (v) => {
@@ -85,6 +97,13 @@ const schema = z.object({
 
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
   WORKER_METRICS_PORT: port(9465),
+  /**
+   * Job lock; a job whose worker died runs again once it lapses and a stalled check sees it.
+   * @defaultValue max(30s, 3 × PLATFORM_TIMEOUT) when unset
+   */
+  WORKER_LOCK_DURATION: optionalDuration,
+  /** How often each worker looks for stalled jobs. @defaultValue 30s when unset (BullMQ's default) */
+  WORKER_STALLED_INTERVAL: optionalDuration,
   /** How long an event may wait for its order to be registered before it goes to review. */
   ORDER_GRACE_PERIOD: duration('15m'),
   /** How long Get order may answer "not final" before the event goes to review. */

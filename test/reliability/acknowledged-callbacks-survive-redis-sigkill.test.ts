@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { startIngest, type TestIngest } from '../../apps/ingest/test/harness.ts';
 import { callbackBody, payinRecord } from './support/callbacks.ts';
 import { createTestKeys, type TestKeys } from './support/keys.ts';
-import { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from './support/own-redis.ts';
+import { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from '@mcb/testkit';
 
 // DESIGN invariant 1: an acknowledged callback survives a Redis crash. Ingest acknowledges N callbacks, Redis is
 // SIGKILLed right after the last reply and restarted from its AOF: all N jobs are there. The control case runs the

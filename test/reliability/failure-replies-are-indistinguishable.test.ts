@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIngest, type TestIngest } from '../../apps/ingest/test/harness.ts';
 import { callbackBody, encryptBytes, payinRecord } from './support/callbacks.ts';
 import { createTestKeys, type TestKeys } from './support/keys.ts';
-import { startOwnRedis, type OwnRedis } from './support/own-redis.ts';
+import { startOwnRedis, type OwnRedis } from '@mcb/testkit';
 
 // No oracle (DESIGN invariant 4): decryption failure, JSON failure, schema failure and merchant mismatch get
 // byte-identical replies (status, headers except Date, body) over a real socket. The timing of each kind is

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIngest, type TestIngest } from '../../apps/ingest/test/harness.ts';
 import { callbackBody, encryptBytes, payinRecord } from './support/callbacks.ts';
 import { createTestKeys, type TestKeys } from './support/keys.ts';
-import { startOwnRedis, type OwnRedis } from './support/own-redis.ts';
+import { startOwnRedis, type OwnRedis } from '@mcb/testkit';
 
 // Hostile input, property-based: the codec and the live ingest route never acknowledge invalid input, never
 // enqueue it, never crash (no 500, no throw other than a CALLBACK_* AppError), and never touch Object.prototype.

@@ -7,9 +7,9 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callbackBody, payinRecord } from './support/callbacks.ts';
 import { createTestKeys, type TestKeys } from './support/keys.ts';
-import { freePort } from './support/net.ts';
+import { freePort } from '@mcb/testkit';
 import { startNodeProcess, type NodeProcess } from './support/node-process.ts';
-import { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from './support/own-redis.ts';
+import { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from '@mcb/testkit';
 
 // Overload: a burst far above what ingest can store (its Redis is capped with maxmemory + noeviction, so adds fail
 // once it is full, and far more requests are in flight than one process decrypts at once). Every `success` has its

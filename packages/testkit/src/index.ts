@@ -7,6 +7,9 @@ import type { TestServices } from './services.ts';
 
 export { canConnect, HOW_TO_START, type TestServices } from './services.ts';
 export { waitFor, type WaitForOptions } from './wait-for.ts';
+export { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from './own-redis.ts';
+export { freePort } from './free-port.ts';
+export { killQuietly, onProcessExit } from './cleanup.ts';
 
 /** The run's services, as the global setup found them. */
 export function testServices(): TestServices {

@@ -11,10 +11,10 @@ import { createLogger } from '@mcb/core/logger';
 import { waitFor } from '@mcb/testkit';
 import { buildApp as buildSandbox, type Simulator } from '../../../apps/sandbox/src/app.ts';
 import { createTestKeys, type TestKeys } from '../support/keys.ts';
-import { freePort } from '../support/net.ts';
+import { freePort } from '@mcb/testkit';
 import { startNodeProcess, type NodeProcess } from '../support/node-process.ts';
 import { startOwnPostgres, type OwnPostgres } from '../support/own-postgres.ts';
-import { startOwnRedis, type OwnRedis } from '../support/own-redis.ts';
+import { startOwnRedis, type OwnRedis } from '@mcb/testkit';
 
 export const CHAOS_MERCHANT_NO = 'M-CHAOS-1';
 

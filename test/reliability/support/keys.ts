@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPair, loadKeyRing, type KeyRing } from '@mcb/core/callback';
-import { onProcessExit } from './cleanup.ts';
+import { onProcessExit } from '@mcb/testkit';
 
 /** A fresh merchant key pair, its private key in a 0600 file for ingest processes, removed by `remove()`. */
 export interface TestKeys {

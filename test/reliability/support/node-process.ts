@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { killQuietly, onProcessExit } from './cleanup.ts';
+import { killQuietly, onProcessExit } from '@mcb/testkit';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 

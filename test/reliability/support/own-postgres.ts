@@ -8,8 +8,8 @@ import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { onProcessExit } from './cleanup.ts';
-import { freePort } from './net.ts';
+import { onProcessExit } from '@mcb/testkit';
+import { freePort } from '@mcb/testkit';
 
 const run = promisify(execFile);
 const BIN = process.env.PG_BIN_DIR ?? '/usr/lib/postgresql/15/bin';

@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { waitFor } from '@mcb/testkit';
+import { waitFor } from './wait-for.ts';
 import { killQuietly, onProcessExit } from './cleanup.ts';
-import { freePort } from './net.ts';
+import { freePort } from './free-port.ts';
 
 /** Durable settings ingest accepts: every acknowledged write is fsynced before the reply, nothing is evicted. */
 export const DURABLE_REDIS_ARGS = ['--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'];
@@ -28,7 +28,7 @@ export interface OwnRedis {
 
 export async function startOwnRedis(args: string[] = DURABLE_REDIS_ARGS): Promise<OwnRedis> {
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'mcb-rel-redis-'));
+  const dir = mkdtempSync(join(tmpdir(), 'mcb-redis-'));
   const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   const unregister = onProcessExit(() => {

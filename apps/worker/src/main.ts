@@ -1,6 +1,7 @@
 import { loadConfig } from '@mcb/core/config';
 import { createDb } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
+import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { createPlatformClient } from '@mcb/core/platform';
@@ -14,25 +15,9 @@ import { createReconcileMetrics, sweepLockKey, sweepSettingsFromConfig } from '.
 import { createWorkerMetrics } from './metrics.ts';
 
 // Only wiring. Each resource registers its release here as it is created; shutdown runs them in reverse order.
-// To add a worker (e.g. the maintenance queue), create it after the callback worker and push its close.
-const releasers: { name: string; release: () => Promise<unknown> }[] = [];
+// To add a worker, create it after the callback worker and add its close.
 const logger = createLogger({ name: 'worker' });
-
-let stopping = false;
-async function shutdown(signal: string, exitCode = 0): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  logger.info({ signal }, 'shutting down: finishing jobs in progress');
-  for (const { name, release } of releasers.reverse()) {
-    try {
-      await release();
-    } catch (e) {
-      logger.error({ err: coerceError(e), resource: name }, 'close failed');
-    }
-  }
-  logger.info('stopped');
-  process.exit(exitCode);
-}
+const releasers = createReleasers(logger, { stoppingMessage: 'shutting down: finishing jobs in progress' });
 
 try {
   const config = loadConfig(process.env, 'worker');
@@ -43,12 +28,12 @@ try {
   const stalledIntervalMs = config.WORKER_STALLED_INTERVAL;
 
   const redis = createRedis(config.REDIS_URL, 'worker', { connectionName: 'mcb-worker' });
-  releasers.push({ name: 'redis', release: () => redis.quit() });
+  releasers.add('redis', () => redis.quit());
   const db = createDb(config.DATABASE_URL, {
     max: Math.min(config.WORKER_CONCURRENCY + 2, 50),
     applicationName: 'mcb-worker',
   });
-  releasers.push({ name: 'postgres', release: () => db.close() });
+  releasers.add('postgres', () => db.close());
   const platform = createPlatformClient({
     baseUrl: config.PLATFORM_BASE_URL!,
     merchantNo: config.MERCHANT_NO!,
@@ -56,17 +41,17 @@ try {
     contentType: config.PLATFORM_CONTENT_TYPE,
     timeoutMs: config.PLATFORM_TIMEOUT,
   });
-  releasers.push({ name: 'platform', release: () => platform.close() });
+  releasers.add('platform', () => platform.close());
 
   const registry = createMetricsRegistry('worker');
   const metrics = createWorkerMetrics(registry);
   // Alerts (ALERT_WEBHOOK_URL): closed after the workers, so their last messages still go out.
   const alerts = createAlerter({ url: config.ALERT_WEBHOOK_URL, logger });
-  releasers.push({ name: 'alerts', release: () => alerts.close() });
+  releasers.add('alerts', () => alerts.close());
   // Queue depth by state for Prometheus, read at scrape time.
   const depthQueues = [CALLBACKS_QUEUE, MAINTENANCE_QUEUE].map((name) => new Queue(name, { connection: redis, prefix: config.QUEUE_PREFIX }));
   registerQueueDepthGauge(registry, depthQueues);
-  releasers.push({ name: 'depth queues', release: () => Promise.all(depthQueues.map((q) => q.close())) });
+  releasers.add('depth queues', () => Promise.all(depthQueues.map((q) => q.close())));
   const callbacks = createCallbackWorker({
     alerts,
     connection: redis,
@@ -82,7 +67,7 @@ try {
     lockDurationMs,
     stalledIntervalMs,
   });
-  releasers.push({ name: 'callback worker', release: () => callbacks.close() });
+  releasers.add('callback worker', () => callbacks.close());
 
   // Reconciliation sweep and catalog refresh on the maintenance queue (docs/reconciliation.md).
   const maintenance = await createMaintenanceWorker({
@@ -101,18 +86,17 @@ try {
     reconcileEveryMs: config.RECONCILE_INTERVAL,
     catalogRefreshEveryMs: config.CATALOG_REFRESH_INTERVAL,
   });
-  releasers.push({ name: 'maintenance worker', release: () => maintenance.close() });
+  releasers.add('maintenance worker', () => maintenance.close());
 
   const metricsServer = await startMetricsServer({ source: registry, port: config.WORKER_METRICS_PORT, logger });
-  releasers.push({ name: 'metrics server', release: () => metricsServer.close() });
+  releasers.add('metrics server', () => metricsServer.close());
 
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  releasers.onSignals();
   logger.info(
     { concurrency: config.WORKER_CONCURRENCY, prefix: config.QUEUE_PREFIX, metricsPort: metricsServer.port },
     'worker started',
   );
 } catch (e) {
   logger.fatal({ err: coerceError(e) }, `worker failed to start: ${coerceError(e).message}`);
-  await shutdown('startup-failure', 1);
+  await releasers.shutdown('startup-failure', 1);
 }

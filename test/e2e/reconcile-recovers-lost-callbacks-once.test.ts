@@ -1,10 +1,9 @@
-import net from 'node:net';
 import { catalogSnapshots } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { callbackJobId } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
-import { useTestEnv, waitFor } from '@mcb/testkit';
+import { freePort, useTestEnv, waitFor } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createMaintenanceWorker,
@@ -24,17 +23,6 @@ let platform: PlatformClient;
 let redis: Redis;
 let closedPort: number;
 const logger = createLogger({ name: 'e2e-reconcile', level: 'silent' });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** The sweep as the worker runs it, on the pipeline's database; MIN_AGE 0 so orders registered just now count. */
 function sweepDeps(): SweepDeps {

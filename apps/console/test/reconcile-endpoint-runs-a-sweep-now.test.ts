@@ -5,7 +5,7 @@ import { createLogger } from '@mcb/core/logger';
 import { createMetricsRegistry } from '@mcb/core/metrics';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
-import { useTestEnv } from '@mcb/testkit';
+import { freePort, useTestEnv } from '@mcb/testkit';
 import { sweepLockKey } from '@mcb/worker';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,17 +40,6 @@ function config(extra: Record<string, string> = {}) {
     },
     'console',
   );
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 beforeAll(async () => {

@@ -1,4 +1,4 @@
-import net from 'node:net';
+import type net from 'node:net';
 import { generateKeyPair } from '@mcb/core/callback';
 import { loadConfig } from '@mcb/core/config';
 import { createLogger } from '@mcb/core/logger';

@@ -4,7 +4,7 @@ import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
-import { createPlatformClient } from '@mcb/core/platform';
+import { createPlatformClientFromConfig } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
 import { Queue } from 'bullmq';
@@ -34,13 +34,7 @@ try {
     applicationName: 'mcb-worker',
   });
   releasers.add('postgres', () => db.close());
-  const platform = createPlatformClient({
-    baseUrl: config.PLATFORM_BASE_URL!,
-    merchantNo: config.MERCHANT_NO!,
-    getOrderPath: config.PLATFORM_GET_ORDER_PATH,
-    contentType: config.PLATFORM_CONTENT_TYPE,
-    timeoutMs: config.PLATFORM_TIMEOUT,
-  });
+  const platform = createPlatformClientFromConfig(config);
   releasers.add('platform', () => platform.close());
 
   const registry = createMetricsRegistry('worker');

@@ -1,4 +1,6 @@
 import type { Dispatcher } from 'undici';
+import type { Config } from '../config/index.ts';
+import { AppError, ErrorCodes } from '../errors.ts';
 import { getOrder, type PlatformOrder } from './get-order.ts';
 import { createPlatformHttp, type AuthenticateRequest } from './http.ts';
 import type { Catalog } from '../catalog/schema.ts';
@@ -50,4 +52,30 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       ),
     close: () => http.close(),
   };
+}
+
+/**
+ * A platform client from the environment (`PLATFORM_*`, `MERCHANT_NO`), for the apps' main.ts files and CLIs.
+ * `loadConfig` with role worker or console already requires both; a caller with another role gets the same error.
+ */
+export function createPlatformClientFromConfig(
+  config: Pick<Config, 'PLATFORM_BASE_URL' | 'MERCHANT_NO' | 'PLATFORM_GET_ORDER_PATH' | 'PLATFORM_CONTENT_TYPE' | 'PLATFORM_TIMEOUT'>,
+  extra: Pick<PlatformClientOptions, 'authenticate' | 'dispatcher'> = {},
+): PlatformClient {
+  const missing = (['MERCHANT_NO', 'PLATFORM_BASE_URL'] as const).filter((name) => config[name] === undefined);
+  if (missing.length > 0 || !config.PLATFORM_BASE_URL || !config.MERCHANT_NO) {
+    throw new AppError(
+      ErrorCodes.CONFIG_INVALID,
+      `invalid configuration:\n  - ${missing.map((n) => `${n}: required to reach the platform (unset)`).join('\n  - ')}`,
+      { details: { problems: missing.map((n) => `${n}: required to reach the platform (unset)`) } },
+    );
+  }
+  return createPlatformClient({
+    baseUrl: config.PLATFORM_BASE_URL,
+    merchantNo: config.MERCHANT_NO,
+    getOrderPath: config.PLATFORM_GET_ORDER_PATH,
+    contentType: config.PLATFORM_CONTENT_TYPE,
+    timeoutMs: config.PLATFORM_TIMEOUT,
+    ...extra,
+  });
 }

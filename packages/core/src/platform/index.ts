@@ -5,7 +5,12 @@ export {
   type PlatformHttp,
   type PlatformHttpOptions,
 } from './http.ts';
-export { createPlatformClient, type PlatformClient, type PlatformClientOptions } from './client.ts';
+export {
+  createPlatformClient,
+  createPlatformClientFromConfig,
+  type PlatformClient,
+  type PlatformClientOptions,
+} from './client.ts';
 export { GET_ORDER_PATH, getOrder, parseJsonExact, type GetOrderParams, type PlatformOrder } from './get-order.ts';
 export {
   GET_PAYMENT_METHODS_PATH,

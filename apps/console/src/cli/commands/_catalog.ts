@@ -1,9 +1,9 @@
 import { createCatalogCache, type CatalogCache } from '@mcb/core/catalog';
 import { loadConfig } from '@mcb/core/config';
 import { createDb } from '@mcb/core/db';
-import { AppError, ErrorCodes } from '@mcb/core/errors';
+import { isAppError } from '@mcb/core/errors';
 import { createLogger } from '@mcb/core/logger';
-import { createPlatformClient } from '@mcb/core/platform';
+import { createPlatformClientFromConfig, PlatformCodeError } from '@mcb/core/platform';
 
 /** Not a command (leading underscore): the catalog cache as the CLI uses it, with everything it opened. */
 export interface CliCatalog {
@@ -17,18 +17,10 @@ export interface CliCatalog {
  */
 export function openCatalog(env: Record<string, string | undefined>): CliCatalog {
   const config = loadConfig(env, 'cli');
-  const missing = (['MERCHANT_NO', 'PLATFORM_BASE_URL'] as const).filter((name) => config[name] === undefined);
-  if (missing.length > 0) {
-    throw new AppError(ErrorCodes.CONFIG_INVALID, `invalid configuration:\n  - ${missing.map((n) => `${n}: required for this command (unset)`).join('\n  - ')}`);
-  }
+  // First: it refuses a missing MERCHANT_NO or PLATFORM_BASE_URL before anything is opened.
+  const platform = createPlatformClientFromConfig(config);
   const logger = createLogger({ name: 'cli', level: env.LOG_LEVEL ?? 'warn', destination: process.stderr });
   const db = createDb(config.DATABASE_URL, { max: 2, applicationName: 'mcb-cli', connectionTimeoutMs: 3000 });
-  const platform = createPlatformClient({
-    baseUrl: config.PLATFORM_BASE_URL!,
-    merchantNo: config.MERCHANT_NO!,
-    contentType: config.PLATFORM_CONTENT_TYPE,
-    timeoutMs: config.PLATFORM_TIMEOUT,
-  });
   return {
     catalog: createCatalogCache({ db, platform, logger }),
     async close() {
@@ -36,4 +28,20 @@ export function openCatalog(env: Record<string, string | undefined>): CliCatalog
       await db.close();
     },
   };
+}
+
+/**
+ * The exit status of a catalog command that failed: the platform's refusal and our own coded errors are said in one
+ * line on stderr (status 1); anything else is a bug and is rethrown for the dispatcher.
+ */
+export function reportCatalogFailure(e: unknown): number {
+  if (e instanceof PlatformCodeError) {
+    console.error(`the platform refused: code ${e.platformCode}: ${e.platformMessage || '(no message)'}`);
+    return 1;
+  }
+  if (isAppError(e)) {
+    console.error(`${e.code}: ${e.message}`);
+    return 1;
+  }
+  throw e;
 }

@@ -1,8 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { CatalogView, MethodEntry } from '@mcb/core/catalog';
-import { isAppError } from '@mcb/core/errors';
-import { PlatformCodeError } from '@mcb/core/platform';
-import { openCatalog } from './_catalog.ts';
+import { openCatalog, reportCatalogFailure } from './_catalog.ts';
 
 export const summary = 'print the payment-method catalog as a table: methods [--currency PHP] [--refresh] [--json]';
 
@@ -69,15 +67,7 @@ export async function run(args: string[]): Promise<number> {
     console.log(values.json ? JSON.stringify({ ...view.catalog, fetchedAt: view.fetchedAt, ageSeconds: view.ageSeconds, stale: view.stale }, null, 2) : renderCatalog(view));
     return 0;
   } catch (e) {
-    if (e instanceof PlatformCodeError) {
-      console.error(`the platform refused: code ${e.platformCode}: ${e.platformMessage || '(no message)'}`);
-      return 1;
-    }
-    if (isAppError(e)) {
-      console.error(`${e.code}: ${e.message}`);
-      return 1;
-    }
-    throw e;
+    return reportCatalogFailure(e);
   } finally {
     await close();
   }

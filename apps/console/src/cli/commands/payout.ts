@@ -1,8 +1,6 @@
 import { parseArgs } from 'node:util';
 import { validatePayout } from '@mcb/core/catalog';
-import { isAppError } from '@mcb/core/errors';
-import { PlatformCodeError } from '@mcb/core/platform';
-import { openCatalog } from './_catalog.ts';
+import { openCatalog, reportCatalogFailure } from './_catalog.ts';
 
 export const summary = 'validate a payout against the catalog: payout validate --currency PHP --amount 100.00 --method 1 --param key=value ...';
 
@@ -82,15 +80,7 @@ export async function run(args: string[]): Promise<number> {
     }
     return result.ok ? 0 : 1;
   } catch (e) {
-    if (e instanceof PlatformCodeError) {
-      console.error(`the platform refused: code ${e.platformCode}: ${e.platformMessage || '(no message)'}`);
-      return 1;
-    }
-    if (isAppError(e)) {
-      console.error(`${e.code}: ${e.message}`);
-      return 1;
-    }
-    throw e;
+    return reportCatalogFailure(e);
   } finally {
     await close();
   }

@@ -12,7 +12,8 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { driveDemo, planOrders } from './lib/demo-driver.ts';
 import { buildSummary, formatSummary } from './lib/demo-report.ts';
-import { readLocalSettings, startLocalStack, stopAll, type AppProcess, type LocalStack } from './lib/local-stack.ts';
+import { readLocalSettings, startLocalStack, type LocalStack } from './lib/local-stack.ts';
+import { stopOnSignals } from './lib/processes.ts';
 
 const USAGE = `usage: pnpm demo [--once] [--orders N] [--free-ports] [--timeout 60s] [--summary-file FILE]
 
@@ -65,24 +66,8 @@ function parseOptions(): { once: boolean; orders: number; freePorts: boolean; ti
 }
 
 let stack: LocalStack | undefined;
-/** Apps spawned so far, also during start-up (Ctrl-C then must not leave any behind). */
-const started: AppProcess[] = [];
-let stopping = false;
-let stopped: Promise<never> | undefined;
-/** Stop the apps (reverse order) and exit; later calls wait for the first one and keep its exit code. */
-function shutdown(code: number): Promise<never> {
-  stopping = true;
-  stopped ??= (async () => {
-    if (started.length > 0) {
-      say('stopping console, worker, ingest, sandbox');
-      await stopAll(started);
-    }
-    process.exit(code);
-  })();
-  return stopped;
-}
-process.once('SIGINT', () => void shutdown(130));
-process.once('SIGTERM', () => void shutdown(143));
+const exit = stopOnSignals(say, { SIGINT: 130, SIGTERM: 143 });
+const { started, shutdown } = exit;
 
 let options;
 try {
@@ -101,7 +86,7 @@ try {
   const running = stack;
   // An app that dies mid-run is a failure of the run, whatever the driver is doing.
   void running.firstExit.then(({ name, code }) => {
-    if (stopping) return;
+    if (exit.stopping) return;
     say(`demo: ${name} exited unexpectedly (${code}); see ${join(logDir, `${name}.log`)}`);
     void shutdown(1);
   });

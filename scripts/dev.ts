@@ -6,28 +6,13 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { coerceError } from '@mcb/core/errors';
-import { readLocalSettings, startLocalStack, stopAll, type AppProcess, type LocalStack } from './lib/local-stack.ts';
+import { readLocalSettings, startLocalStack, type LocalStack } from './lib/local-stack.ts';
+import { stopOnSignals } from './lib/processes.ts';
 
 const root = resolve(import.meta.dirname, '..');
 let stack: LocalStack | undefined;
-/** Apps spawned so far, also during start-up (Ctrl-C then must not leave any behind). */
-const started: AppProcess[] = [];
-let stopping = false;
-let stopped: Promise<never> | undefined;
-/** Stop the apps (reverse order) and exit; later calls wait for the first one and keep its exit code. */
-function shutdown(code: number): Promise<never> {
-  stopping = true;
-  stopped ??= (async () => {
-    if (started.length > 0) {
-      console.log('dev: stopping console, worker, ingest, sandbox');
-      await stopAll(started);
-    }
-    process.exit(code);
-  })();
-  return stopped;
-}
-process.once('SIGINT', () => void shutdown(0));
-process.once('SIGTERM', () => void shutdown(0));
+const exit = stopOnSignals((line) => console.log(`dev: ${line}`), { SIGINT: 0, SIGTERM: 0 });
+const { started, shutdown } = exit;
 
 let freePorts = false;
 try {
@@ -59,7 +44,7 @@ try {
       .join('\n'),
   );
   const { name, code } = await stack.firstExit;
-  if (!stopping) {
+  if (!exit.stopping) {
     console.error(`dev: ${name} exited (${code}); stopping the others`);
     await shutdown(1);
   }

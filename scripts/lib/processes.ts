@@ -107,3 +107,40 @@ export async function stopAll(procs: readonly AppProcess[], graceMs = 15_000): P
     clearTimeout(timer);
   }
 }
+
+/** What {@link stopOnSignals} gives a script: the list to record spawned apps in, and its way out. */
+export interface StackExit {
+  /** Apps spawned so far, also during start-up (Ctrl-C then must not leave any behind). */
+  readonly started: AppProcess[];
+  /** Whether a shutdown has begun (an app exiting then is expected, not a failure). */
+  readonly stopping: boolean;
+  /** Stop the apps (reverse order) and exit; later calls wait for the first one and keep its exit code. */
+  shutdown(code: number): Promise<never>;
+}
+
+/** Stop every started app, then exit with `codes[signal]`, on SIGINT and SIGTERM. Used by `pnpm demo` and `pnpm dev`. */
+export function stopOnSignals(say: (line: string) => void, codes: { SIGINT: number; SIGTERM: number }): StackExit {
+  const started: AppProcess[] = [];
+  let stopping = false;
+  let stopped: Promise<never> | undefined;
+  const shutdown = (code: number): Promise<never> => {
+    stopping = true;
+    stopped ??= (async () => {
+      if (started.length > 0) {
+        say('stopping console, worker, ingest, sandbox');
+        await stopAll(started);
+      }
+      process.exit(code);
+    })();
+    return stopped;
+  };
+  process.once('SIGINT', () => void shutdown(codes.SIGINT));
+  process.once('SIGTERM', () => void shutdown(codes.SIGTERM));
+  return {
+    started,
+    get stopping() {
+      return stopping;
+    },
+    shutdown,
+  };
+}

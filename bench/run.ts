@@ -28,6 +28,7 @@ const { values: a } = parseArgs({
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     'e2e-orders': { type: 'string' },
+    'e2e-in-flight': { type: 'string' },
     backlog: { type: 'string' },
     'backlog-drain-seconds': { type: 'string' },
     'backlog-drain-all': { type: 'boolean', default: false },
@@ -47,6 +48,7 @@ const num = (v: string | undefined, full: number, q: number) => (v === undefined
 const opts = {
   only: new Set((a.only ?? 'limits,ingest,e2e,backlog').split(',')),
   e2eOrders: num(a['e2e-orders'], 6000, 1000),
+  e2eInFlight: num(a['e2e-in-flight'], 64, 64),
   backlog: num(a.backlog, 200_000, 20_000),
   backlogDrainSeconds: a['backlog-drain-all'] ? Infinity : num(a['backlog-drain-seconds'], 60, 15),
   stepSeconds: num(a['step-seconds'], 4, 1.5),
@@ -134,7 +136,7 @@ try {
 
   if (need('e2e') && report.limits.postgres) {
     section(`end to end: ${opts.e2eOrders} orders, sandbox → ingest → worker → Postgres`);
-    report.e2e = await runE2e({ keys, redis, databaseUrl: db.url, orders: opts.e2eOrders, concurrency: opts.concurrency, logLevel: opts.logLevel, postgresTps: report.limits.postgres.transactionsPerSecond, profile: opts.profile });
+    report.e2e = await runE2e({ keys, redis, databaseUrl: db.url, orders: opts.e2eOrders, inFlight: opts.e2eInFlight, concurrency: opts.concurrency, logLevel: opts.logLevel, postgresTps: report.limits.postgres.transactionsPerSecond, profile: opts.profile });
   }
 
   if (need('backlog')) {

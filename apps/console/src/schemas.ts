@@ -1,3 +1,4 @@
+import { bankEntrySchema, currencyEntrySchema, methodEntrySchema } from '@mcb/core/catalog';
 import { isDecimalString, isPositiveDecimal } from '@mcb/core/money';
 import { z } from 'zod';
 
@@ -99,22 +100,6 @@ export const payoutOrderViewSchema = orderViewSchema.extend({
 
 export type OrderView = z.output<typeof orderViewSchema>;
 
-const fieldSchema = z.object({
-  key: z.string(),
-  apiParam: z.string(),
-  label: z.string(),
-  required: z.boolean(),
-  pattern: z.string(),
-  hint: z.string(),
-});
-const methodSchema = z.object({
-  paymentMethod: z.number().int(),
-  name: z.string(),
-  kind: z.enum(['bank', 'wallet', 'qrcode']),
-  fields: z.array(fieldSchema),
-  banks: z.array(z.object({ name: z.string(), code: z.string() })).optional(),
-});
-
 /** Where a served catalog stands in time. */
 export const catalogAgeSchema = z.object({
   fetchedAt: z.string().describe('When the platform returned it (ISO-8601)'),
@@ -122,10 +107,16 @@ export const catalogAgeSchema = z.object({
   stale: z.boolean().describe('True when the platform could not be asked and this is the last good copy'),
 });
 
+/**
+ * The catalog as the platform returned it, plus its age: core's schemas (the ones the client parses with), except
+ * `banks`, whose parsed form reads `null` as absent through a transform that response encoding cannot run backwards.
+ */
 export const catalogResponseSchema = z
   .object({
     currencies: z.array(
-      z.object({ currency: z.string(), symbol: z.string(), decimals: z.number().int(), methods: z.array(methodSchema) }),
+      currencyEntrySchema.extend({
+        methods: z.array(methodEntrySchema.extend({ banks: z.array(bankEntrySchema).optional() })),
+      }),
     ),
   })
   .extend(catalogAgeSchema.shape);

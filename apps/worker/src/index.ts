@@ -1,8 +1,8 @@
-export { applyEvent, type ApplyDeps, type ApplyOptions, type ApplyOutcome } from './apply-event.ts';
+export { applyEvent, type ApplyDeps, type ApplyOptions, type ApplyOutcome, type OpenedReview } from './apply-event.ts';
 export { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } from './callback-worker.ts';
 export { commitEvent, type CommitInput, type CommitResult } from './commit-event.ts';
 export { createWorkerMetrics, type WorkerMetrics } from './metrics.ts';
-export { recordReview } from './record-review.ts';
+export { recordReview, type RecordedReview } from './record-review.ts';
 export {
   callbackBackoffDelay,
   classifyError,

@@ -54,12 +54,21 @@ fi
 
 # node-gyp must build native addons against the Node that runs them, not the system's headers.
 # The npm `node` package ships them in its platform package (node-<os>-<arch>/include/node).
-_bs_node_dir="$(ls -d "$_bs_tools"/node/node_modules/node/node_modules/node-*-*/include/node 2>/dev/null | head -n 1)"
-_bs_node_dir="${_bs_node_dir%/include/node}"
-if [ -n "$_bs_node_dir" ] && [ -d "$_bs_node_dir/include/node" ]; then
+# A glob, not `ls` in a command substitution: under the caller's `set -euo pipefail` a failing `ls` (no .tools/node,
+# because Node was already on PATH) would stop the caller's script without a word.
+_bs_node_dir=""
+for _bs_candidate in "$_bs_tools"/node/node_modules/node/node_modules/node-*-*/include/node; do
+  if [ -d "$_bs_candidate" ]; then _bs_node_dir="${_bs_candidate%/include/node}"; break; fi
+done
+# A Node found on PATH ships its headers beside its binary (<prefix>/include/node).
+if [ -z "$_bs_node_dir" ]; then
+  _bs_candidate="$(dirname "$(dirname "$(command -v node)")")"
+  if [ -d "$_bs_candidate/include/node" ]; then _bs_node_dir="$_bs_candidate"; fi
+fi
+if [ -n "$_bs_node_dir" ]; then
   export npm_config_nodedir="$_bs_node_dir"
 fi
 
 echo "bootstrap: node $(node --version), pnpm $(pnpm --version)" >&2
 unset -f _bs_node_ok _bs_fail
-unset _bs_root _bs_tools _bs_node_version _bs_pnpm_version _bs_node_dir
+unset _bs_root _bs_tools _bs_node_version _bs_pnpm_version _bs_node_dir _bs_candidate

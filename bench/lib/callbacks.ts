@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encryptRecord, generateKeyPair } from '@mcb/core/callback';
+import { encryptRecord, generateKeyPair, payinRecordJson as buildPayinRecordJson } from '@mcb/core/callback';
+import { PayinState } from '@mcb/core/spec';
 
 export const BENCH_MERCHANT_NO = 'M-BENCH-1';
 
@@ -26,15 +27,17 @@ export function createKeys(bits: number): BenchKeys {
   return { privateKeyFile, publicKeyPem: pair.publicKeyPem, bits, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-const UTC8_MS = 8 * 3600_000;
-
-/** A pay-in record's JSON text as the spec writes it (amounts as JSON numbers with their exact text). */
+/** A pay-in record's JSON text as the platform writes it (the core builder: amounts as exact JSON numbers). */
 export function payinRecordJson(orderNo: string, merchantOrderNo: string, amount: string, at = new Date()): string {
-  const payTime = new Date(at.getTime() + UTC8_MS).toISOString().slice(0, 19);
-  return (
-    `{"OrderNo":"${orderNo}","MerchantNo":"${BENCH_MERCHANT_NO}","MerchantOrderNo":"${merchantOrderNo}",` +
-    `"PayTime":"${payTime}","OrderState":6,"Quantity":12.345678,"FiatCurrency":${amount}}`
-  );
+  return buildPayinRecordJson({
+    orderNo,
+    merchantNo: BENCH_MERCHANT_NO,
+    merchantOrderNo,
+    payTime: at,
+    orderState: PayinState.Released,
+    quantity: '12.345678',
+    fiatAmount: amount,
+  });
 }
 
 /** Complete HTTP/1.1 requests, one per distinct callback. */

@@ -88,7 +88,8 @@ function checkOptions(o: SandboxOptions): void {
 export async function buildApp(opts: SandboxOptions): Promise<FastifyInstance> {
   checkOptions(opts);
   const logger = opts.logger ?? createLogger({ name: 'sandbox', level: 'warn' });
-  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger });
+  // Closing must not wait for a request the apiDown=hang switch holds open: drop every connection on close.
+  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, forceCloseConnections: true });
   const closing = new AbortController();
   const sim = createSimulator({
     merchantNo: opts.merchantNo.trim(),

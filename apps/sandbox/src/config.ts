@@ -1,10 +1,9 @@
-import { parseDuration } from '@mcb/core/config';
-import { AppError, ErrorCodes } from '@mcb/core/errors';
+import { loadConfig, type Config } from '@mcb/core/config';
 
 /**
- * The sandbox's own environment (SANDBOX_* variables; SANDBOX_HOST, SANDBOX_PORT and LOG_LEVEL come from the core
- * config). Kept here rather than in the shared schema because only the simulator reads them. Receives the env
- * from main.ts; reads nothing by itself.
+ * The sandbox's settings, from the one config schema (`@mcb/core/config`, SANDBOX_* variables with their fallbacks
+ * on the pipeline's own MERCHANT_NO and MERCHANT_PRIVATE_KEY_FILE). Receives the env from main.ts; reads nothing by
+ * itself.
  */
 export interface SandboxEnvConfig {
   merchantNo: string;
@@ -18,62 +17,23 @@ export interface SandboxEnvConfig {
   replyTimeoutMs: number;
 }
 
-const TRUE = ['true', '1', 'yes'];
-const FALSE = ['false', '0', 'no'];
-
-/** Parse the SANDBOX_* variables; throws one CONFIG_INVALID error naming every problem. */
-export function loadSandboxConfig(env: Record<string, string | undefined>): SandboxEnvConfig {
-  const problems: string[] = [];
-  const text = (name: string) => {
-    const v = env[name]?.trim();
-    return v === '' ? undefined : v;
-  };
-
-  const merchantNo = text('SANDBOX_MERCHANT_NO') ?? text('MERCHANT_NO');
-  if (!merchantNo) problems.push('SANDBOX_MERCHANT_NO: required (or MERCHANT_NO) (unset)');
-
-  const publicFile = text('SANDBOX_MERCHANT_PUBLIC_KEY_FILE');
-  const privateFile = text('MERCHANT_PRIVATE_KEY_FILE')?.split(',')[0]?.trim();
-  if (!publicFile && !privateFile) {
-    problems.push('SANDBOX_MERCHANT_PUBLIC_KEY_FILE: required (or MERCHANT_PRIVATE_KEY_FILE to derive it from) (unset)');
-  }
-
-  const scaleText = text('SANDBOX_TIME_SCALE') ?? '1';
-  const timeScale = Number(scaleText);
-  if (!/^\d+(\.\d+)?$/.test(scaleText) || !(timeScale > 0) || timeScale > 1_000_000) {
-    problems.push(`SANDBOX_TIME_SCALE: expected a number > 0 and ≤ 1000000 (got ${JSON.stringify(scaleText)})`);
-  }
-
-  const localText = (text('SANDBOX_ALLOW_LOCAL_CALLBACKS') ?? 'true').toLowerCase();
-  if (!TRUE.includes(localText) && !FALSE.includes(localText)) {
-    problems.push(`SANDBOX_ALLOW_LOCAL_CALLBACKS: expected true or false (got ${JSON.stringify(localText)})`);
-  }
-
-  const duration = (name: string, fallback: string, max: number): number => {
-    const raw = text(name) ?? fallback;
-    const ms = parseDuration(raw);
-    if (ms === undefined || ms > max) {
-      problems.push(`${name}: expected a duration such as 500ms or 10s, at most ${max} ms (got ${JSON.stringify(raw)})`);
-      return 0;
-    }
-    return ms;
-  };
-  const firstAttemptDelayMs = duration('SANDBOX_FIRST_ATTEMPT_DELAY', '1s', 30_000);
-  const replyTimeoutMs = duration('SANDBOX_REPLY_TIMEOUT', '10s', 600_000);
-
-  if (problems.length > 0 || !merchantNo) {
-    throw new AppError(ErrorCodes.CONFIG_INVALID, `invalid configuration:\n  - ${problems.join('\n  - ')}`, {
-      details: { problems },
-    });
-  }
+/** The simulator's settings from a loaded config (role sandbox, which requires the merchant and a key). */
+export function sandboxSettings(config: Config): SandboxEnvConfig {
+  const publicFile = config.SANDBOX_MERCHANT_PUBLIC_KEY_FILE;
+  const privateFile = config.MERCHANT_PRIVATE_KEY_FILE?.split(',')[0]?.trim();
   return Object.freeze({
-    merchantNo,
+    merchantNo: (config.SANDBOX_MERCHANT_NO ?? config.MERCHANT_NO)!,
     publicKey: publicFile ? { file: publicFile, derive: false as const } : { file: privateFile!, derive: true as const },
-    payinCallbackUrl: text('SANDBOX_PAYIN_CALLBACK_URL'),
-    payoutCallbackUrl: text('SANDBOX_PAYOUT_CALLBACK_URL'),
-    timeScale,
-    allowLocalCallbacks: TRUE.includes(localText),
-    firstAttemptDelayMs,
-    replyTimeoutMs,
+    payinCallbackUrl: config.SANDBOX_PAYIN_CALLBACK_URL,
+    payoutCallbackUrl: config.SANDBOX_PAYOUT_CALLBACK_URL,
+    timeScale: config.SANDBOX_TIME_SCALE,
+    allowLocalCallbacks: config.SANDBOX_ALLOW_LOCAL_CALLBACKS,
+    firstAttemptDelayMs: config.SANDBOX_FIRST_ATTEMPT_DELAY,
+    replyTimeoutMs: config.SANDBOX_REPLY_TIMEOUT,
   });
+}
+
+/** Parse the environment for the sandbox; throws one CONFIG_INVALID error naming every problem. */
+export function loadSandboxConfig(env: Record<string, string | undefined>): SandboxEnvConfig {
+  return sandboxSettings(loadConfig(env, 'sandbox'));
 }

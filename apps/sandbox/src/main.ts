@@ -2,9 +2,10 @@ import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '@mcb/core/config';
 import { AppError, coerceError, ErrorCodes } from '@mcb/core/errors';
+import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger } from '@mcb/core/logger';
 import { buildApp } from './app.ts';
-import { loadSandboxConfig } from './config.ts';
+import { sandboxSettings } from './config.ts';
 
 /** `pnpm start:sandbox`: wire the sandbox from the environment (docs/sandbox.md) and listen. */
 function readPublicKey(source: { file: string; derive: boolean }): string {
@@ -17,10 +18,13 @@ function readPublicKey(source: { file: string; derive: boolean }): string {
   }
 }
 
+const logger = createLogger({ name: 'sandbox' });
+const releasers = createReleasers(logger, { stoppingMessage: 'sandbox stopping' });
+
 try {
   const config = loadConfig(process.env, 'sandbox');
-  const sandbox = loadSandboxConfig(process.env);
-  const logger = createLogger({ name: 'sandbox', level: config.LOG_LEVEL });
+  logger.level = config.LOG_LEVEL;
+  const sandbox = sandboxSettings(config);
   const app = await buildApp({
     merchantNo: sandbox.merchantNo,
     merchantPublicKeyPem: readPublicKey(sandbox.publicKey),
@@ -32,18 +36,11 @@ try {
     replyTimeoutMs: sandbox.replyTimeoutMs,
     logger,
   });
+  releasers.add('http server', () => app.close());
   await app.listen({ host: config.SANDBOX_HOST, port: config.SANDBOX_PORT });
+  releasers.onSignals();
   logger.info({ merchantNo: sandbox.merchantNo, timeScale: sandbox.timeScale }, 'sandbox listening');
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'sandbox stopping');
-    await app.close();
-  };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
 } catch (e) {
   console.error(`sandbox: ${coerceError(e).message}`);
-  process.exitCode = 1;
+  await releasers.shutdown('startup-failure', 1);
 }

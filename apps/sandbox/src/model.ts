@@ -4,10 +4,6 @@ export type OrderType = 'payin' | 'payout';
 
 /** Pending state of a new order. The spec shows only final states; "anything else = not final" (DESIGN.md). */
 export const PENDING_STATE = 1;
-/** Pay-in final states: 3 Success (no callback), 6 Released (callback). */
-export const PAYIN_FINAL_STATES: readonly number[] = [3, 6];
-/** Payout final states: 4 Succeeded, 5 Refused (both send a callback for API payouts). */
-export const PAYOUT_FINAL_STATES: readonly number[] = [4, 5];
 
 /** Per-order fault switches; unset fields fall back to the global ones. */
 export interface OrderFaults {

@@ -2,14 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
+import { CALLBACK_SENT_STATES, FINAL_STATES, PayinState, PayoutState } from '@mcb/core/spec';
 import { checkCallbackUrl } from './callback-url.ts';
 import { findCurrency, USDT_RATES } from './catalog.ts';
 import { fitsDecimals, multiplyDecimal } from './decimal.ts';
 import { createDeliveryScheduler, type EncryptRecord } from './delivery.ts';
 import {
   DEFAULT_FAULTS,
-  PAYIN_FINAL_STATES,
-  PAYOUT_FINAL_STATES,
   PENDING_STATE,
   type Attempt,
   type Delivery,
@@ -19,7 +18,7 @@ import {
   type OrderType,
   type SandboxOrder,
 } from './model.ts';
-import { payinRecordJson, payoutRecordJson } from './records.ts';
+import { payinRecordJson, payoutRecordJson } from '@mcb/core/callback';
 
 /** Options of {@link createSimulator}; see `SandboxOptions` in app.ts for their meaning and defaults. */
 export interface SimulatorOptions {
@@ -66,8 +65,6 @@ export interface ForgeInput {
 
 /** Event names of {@link Simulator.events}. */
 export type SimulatorEventName = 'attempt' | 'delivered' | 'gave-up' | 'cancelled' | 'settled' | 'held' | 'state';
-
-const CALLBACK_STATES: Record<OrderType, readonly number[]> = { payin: [6], payout: [4, 5] };
 
 /** The platform's state and the operations the control API, tests and the demo drive. */
 export interface Simulator {
@@ -261,18 +258,18 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
 
   function finalize(ref: string, state: number): { order: SandboxOrder; deliveries: Delivery[] } {
     const order = get(ref);
-    const finals = order.type === 'payin' ? PAYIN_FINAL_STATES : PAYOUT_FINAL_STATES;
+    const finals = FINAL_STATES[order.type];
     if (!finals.includes(state)) {
       throw invalid(`a ${order.type} can be moved to ${finals.join(' or ')}, not ${state}`, { field: 'state' });
     }
     // Pay-ins may go 1→3, 1→6 and 3→6; payouts 1→4 or 1→5. Final is final otherwise.
-    const allowed = order.state === PENDING_STATE || (order.type === 'payin' && order.state === 3 && state === 6);
+    const allowed = order.state === PENDING_STATE || (order.type === 'payin' && order.state === PayinState.Success && state === PayinState.Released);
     if (!allowed) {
       throw new AppError(ErrorCodes.ORDER_CONFLICT, `order ${order.orderNo} is in state ${order.state}; cannot move to ${state}`, {
         details: { orderNo: order.orderNo, state: order.state, requested: state },
       });
     }
-    const sendsCallback = CALLBACK_STATES[order.type].includes(state) && order.createdVia === 'api';
+    const sendsCallback = CALLBACK_SENT_STATES[order.type].includes(state) && order.createdVia === 'api';
     // Resolve the URL before changing anything, so a missing URL refuses the whole step.
     const url = sendsCallback ? urlFor(order) : undefined;
     const at = new Date();
@@ -283,12 +280,12 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
     opts.logger.info({ orderNo: order.orderNo, state }, 'order state changed');
     const created: Delivery[] = [];
     if (url) {
-      const payTime = order.type === 'payout' && state === 5 ? null : new Date(order.finishedAt);
+      const payTime = order.type === 'payout' && state === PayoutState.Refused ? null : new Date(order.finishedAt);
       const d = makeDelivery(order, 'genuine', state, recordFor(order, state, payTime), url);
       created.push(d);
       dispatch(d);
       if (order.type === 'payout' && order.faults.stale) {
-        const other = state === 4 ? 5 : 4;
+        const other = state === PayoutState.Succeeded ? PayoutState.Refused : PayoutState.Succeeded;
         const stale = makeDelivery(order, 'stale', other, recordFor(order, other, new Date(at.getTime() - 60_000)), url);
         stale.status = 'held';
         created.push(stale);
@@ -322,7 +319,7 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
         history: [],
         faults: {},
       };
-      const state = type === 'payin' ? 6 : 4;
+      const state = type === 'payin' ? PayinState.Released : PayoutState.Succeeded;
       const d = makeDelivery(ghost, 'forged', state, recordFor(ghost, state, new Date()), urlFor(ghost));
       scheduler.schedule(d);
       return d;
@@ -335,15 +332,15 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
       if (order.type !== 'payin') throw invalid('a payout record carries no amount; forge its state instead', { field: 'what' });
       const amount = multiplyDecimal(order.amount, '10');
       const quantity = multiplyDecimal(order.quantity ?? '0', '10');
-      d = makeDelivery(order, 'forged', 6, recordFor(order, 6, new Date(), amount, quantity), url);
+      d = makeDelivery(order, 'forged', PayinState.Released, recordFor(order, PayinState.Released, new Date(), amount, quantity), url);
     } else {
       // A state the order never reached: 6 for a pay-in that has not been released, the other final state for a payout.
       let state: number;
       if (order.type === 'payin') {
-        if (order.state === 6) throw invalid('this pay-in did reach 6; forge its amount instead', { field: 'what' });
-        state = 6;
+        if (order.state === PayinState.Released) throw invalid('this pay-in did reach 6; forge its amount instead', { field: 'what' });
+        state = PayinState.Released;
       } else {
-        state = order.state === 4 ? 5 : 4;
+        state = order.state === PayoutState.Succeeded ? PayoutState.Refused : PayoutState.Succeeded;
       }
       d = makeDelivery(order, 'forged', state, recordFor(order, state, new Date()), url);
     }

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { decodeCallback, loadKeyRing } from '@mcb/core/callback';
 import type { FastifyInstance } from 'fastify';
-import { MERCHANT_NO, startReceiver, startSandbox, testKeys, type Receiver } from './helpers.ts';
+import { MERCHANT_NO, startReceiver, startSandbox, testKeys, type Receiver } from './helpers/sandbox.ts';
 
 let app: FastifyInstance;
 let receiver: Receiver;

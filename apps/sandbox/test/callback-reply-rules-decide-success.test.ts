@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { isSuccessReply } from '../src/app.ts';
-import { startReceiver, startSandbox, type Receiver, type ScriptedReply } from './helpers.ts';
+import { startReceiver, startSandbox, type Receiver, type ScriptedReply } from './helpers/sandbox.ts';
 
 describe('isSuccessReply (spec: 2xx and exactly success/ok in any case, or {"code":200})', () => {
   it.each([

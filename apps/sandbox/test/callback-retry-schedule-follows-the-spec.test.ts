@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { MAX_ATTEMPTS, RETRY_GAPS_MS } from '../src/app.ts';
-import { startReceiver, startSandbox, type Receiver } from './helpers.ts';
+import { startReceiver, startSandbox, type Receiver } from './helpers/sandbox.ts';
 
 describe('retry schedule', () => {
   let app: FastifyInstance | undefined;

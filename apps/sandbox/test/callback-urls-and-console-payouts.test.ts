@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@mcb/testkit';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
-import { MERCHANT_NO, startReceiver, startSandbox, testKeys, type Receiver } from './helpers.ts';
+import { MERCHANT_NO, startReceiver, startSandbox, testKeys, type Receiver } from './helpers/sandbox.ts';
 
 let app: FastifyInstance;
 let payins: Receiver;

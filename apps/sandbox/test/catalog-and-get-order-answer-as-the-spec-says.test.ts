@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, CATALOG, GET_ORDER_PATH, GET_PAYMENT_METHODS_PATH, PLATFORM_CODES } from '../src/app.ts';
-import { MERCHANT_NO, testKeys } from './helpers.ts';
+import { MERCHANT_NO, testKeys } from './helpers/sandbox.ts';
 
 let app: FastifyInstance;
 beforeAll(async () => {

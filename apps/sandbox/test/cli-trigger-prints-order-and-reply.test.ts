@@ -3,10 +3,10 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { startReceiver, startSandbox, type Receiver } from './helpers.ts';
+import { startReceiver, startSandbox, type Receiver } from './helpers/sandbox.ts';
 
 const run = promisify(execFile);
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 
 let app: FastifyInstance;
 let url: string;

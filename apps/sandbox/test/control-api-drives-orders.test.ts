@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { startReceiver, startSandbox, type Receiver } from './helpers.ts';
+import { startReceiver, startSandbox, type Receiver } from './helpers/sandbox.ts';
 
 let app: FastifyInstance;
 let receiver: Receiver;

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@mcb/testkit';
 import type { FastifyInstance } from 'fastify';
 import { GET_ORDER_PATH, GET_PAYMENT_METHODS_PATH } from '../src/app.ts';
-import { MERCHANT_NO, postJson, startReceiver, startSandbox, type Receiver } from './helpers.ts';
+import { MERCHANT_NO, postJson, startReceiver, startSandbox, type Receiver } from './helpers/sandbox.ts';
 
 let app: FastifyInstance;
 let base: string;

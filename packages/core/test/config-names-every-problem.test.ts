@@ -1,4 +1,4 @@
-import { loadConfig } from '@mcb/core/config';
+import { configWarnings, loadConfig } from '@mcb/core/config';
 import { AppError } from '@mcb/core/errors';
 import { describe, expect, it } from 'vitest';
 
@@ -6,7 +6,7 @@ describe('loadConfig', () => {
   it('names a missing MERCHANT_NO and a malformed DATABASE_URL in one error', () => {
     let caught: unknown;
     try {
-      loadConfig({ DATABASE_URL: 'not-a-url', PLATFORM_BASE_URL: 'http://127.0.0.1:1' }, 'worker');
+      loadConfig({ DATABASE_URL: 'not-a-url', PLATFORM_BASE_URL: 'https://127.0.0.1:1' }, 'worker');
     } catch (e) {
       caught = e;
     }
@@ -54,10 +54,22 @@ describe('loadConfig', () => {
 
 describe('worker tuning knobs', () => {
   it('reads WORKER_LOCK_DURATION and WORKER_STALLED_INTERVAL as durations, unset by default', () => {
-    const base = { MERCHANT_NO: 'M1', PLATFORM_BASE_URL: 'http://p' };
+    const base = { MERCHANT_NO: 'M1', PLATFORM_BASE_URL: 'https://p' };
     expect(loadConfig(base, 'worker').WORKER_LOCK_DURATION).toBeUndefined();
     const set = loadConfig({ ...base, WORKER_LOCK_DURATION: '2s', WORKER_STALLED_INTERVAL: '500ms' }, 'worker');
     expect([set.WORKER_LOCK_DURATION, set.WORKER_STALLED_INTERVAL]).toEqual([2000, 500]);
     expect(() => loadConfig({ ...base, WORKER_LOCK_DURATION: '0s' }, 'worker')).toThrow(/WORKER_LOCK_DURATION: expected a duration/);
+  });
+});
+
+describe('the trust anchor', () => {
+  it('refuses an http PLATFORM_BASE_URL unless PLATFORM_ALLOW_HTTP=true, and warns when it is allowed', () => {
+    const env = { MERCHANT_NO: 'M1', PLATFORM_BASE_URL: 'http://platform.example' };
+    expect(() => loadConfig(env, 'worker')).toThrow(/PLATFORM_BASE_URL: expected an https URL[\s\S]*PLATFORM_ALLOW_HTTP=true/);
+    const allowed = loadConfig({ ...env, PLATFORM_ALLOW_HTTP: 'true' }, 'worker');
+    expect(allowed.PLATFORM_BASE_URL).toBe('http://platform.example');
+    expect(configWarnings(allowed)).toEqual([expect.stringContaining('PLATFORM_ALLOW_HTTP=true')]);
+    const https = loadConfig({ ...env, PLATFORM_BASE_URL: 'https://platform.example' }, 'worker');
+    expect(configWarnings(https)).toEqual([]);
   });
 });

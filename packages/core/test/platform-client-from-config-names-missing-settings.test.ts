@@ -13,7 +13,7 @@ describe('createPlatformClientFromConfig', () => {
   });
 
   it('builds a client from the environment', async () => {
-    const client = createPlatformClientFromConfig(loadConfig({ MERCHANT_NO: 'M1', PLATFORM_BASE_URL: 'http://127.0.0.1:1' }, 'cli'));
+    const client = createPlatformClientFromConfig(loadConfig({ MERCHANT_NO: 'M1', PLATFORM_BASE_URL: 'http://127.0.0.1:1', PLATFORM_ALLOW_HTTP: 'true' }, 'cli'));
     await expect(client.getOrder('X', {})).rejects.toMatchObject({ code: 'PLATFORM_UNREACHABLE' });
     await client.close();
   });

@@ -106,6 +106,25 @@ describe('Get order', () => {
     expect(e).toMatchObject({ code: 'PLATFORM_HTTP_ERROR', transient: false, details: { status: 403 } });
   });
 
+  it('bounds a chunked reply that declares no length: over the limit is PLATFORM_BAD_RESPONSE, not unbounded memory', async () => {
+    handler = (_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' }); // no content-length: chunked
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      let sent = 0;
+      const pump = () => {
+        while (sent < 6 * 1024 * 1024) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end('{}');
+      };
+      pump();
+    };
+    const err = await withClient((c) => c.getOrder('MO1')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect(err).toMatchObject({ code: 'PLATFORM_BAD_RESPONSE', message: expect.stringMatching(/over the limit/) });
+  });
+
   it('classifies a reply that is not JSON as PLATFORM_BAD_RESPONSE', async () => {
     handler = reply(200, '<html>gateway</html>');
     const e = await failure((c) => c.getOrder('MO1'));

@@ -5,8 +5,11 @@ import type { KeyRing, RingKey } from './key-ring.ts';
 import { parseRecord, type CallbackRecord } from './record.ts';
 import { decryptBlocks } from './rsa-blocks.ts';
 
-/** Blocks one callback may have: a few KiB body limit allows ~24 blocks of 2048-bit keys; this bounds CPU anyway. */
-export const MAX_CALLBACK_BLOCKS = 64;
+/**
+ * Blocks one callback may have unless configured (INGEST_MAX_BLOCKS). A genuine record fits in one block of a
+ * 2048-bit key; every block costs one RSA private operation, so the count is checked before any decryption.
+ */
+export const MAX_CALLBACK_BLOCKS = 4;
 
 /** Options of {@link decodeCallback}. */
 export interface DecodeCallbackOptions {
@@ -17,6 +20,8 @@ export interface DecodeCallbackOptions {
   expectedKind?: CallbackKind;
   /** Clock for `receivedAt`. @defaultValue () => new Date() */
   now?: () => Date;
+  /** Most RSA blocks accepted, checked before any decryption (INGEST_MAX_BLOCKS). @defaultValue {@link MAX_CALLBACK_BLOCKS} */
+  maxBlocks?: number;
 }
 
 /** A decoded callback and which key of the ring opened it (its index: 0 is current, more means pre-rotation). */
@@ -31,12 +36,17 @@ function fail(code: (typeof ErrorCodes)[keyof typeof ErrorCodes], message: strin
 }
 
 /** The ciphertext carried by a body `{ "encryptedData": "<Base64>" }`. */
-function ciphertextOf(body: unknown): Buffer {
+function ciphertextOf(body: unknown, ring: KeyRing, maxBlocks: number): Buffer {
   if (typeof body !== 'object' || body === null || Array.isArray(body) || !Object.hasOwn(body, 'encryptedData')) {
     throw fail(ErrorCodes.CALLBACK_BAD_REQUEST, 'body is not a JSON object with encryptedData');
   }
   const encrypted = (body as { encryptedData: unknown }).encryptedData;
   if (typeof encrypted !== 'string') throw fail(ErrorCodes.CALLBACK_BAD_REQUEST, 'encryptedData is not a string');
+  // Longer than the most blocks of the ring's largest key could be: refused before it is even Base64-decoded.
+  const largest = Math.max(...ring.keys.map((k) => k.blockBytes));
+  if (encrypted.length > Math.ceil((maxBlocks * largest) / 3) * 4) {
+    throw fail(ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH, `ciphertext has more than ${maxBlocks} blocks`, { chars: encrypted.length });
+  }
   const ciphertext = decodeStrictBase64(encrypted);
   if (ciphertext === undefined) throw fail(ErrorCodes.CALLBACK_BASE64_INVALID, 'encryptedData is not strict Base64');
   return ciphertext;
@@ -51,7 +61,7 @@ const PROGRESS: Partial<Record<string, number>> = {
 };
 
 /** Try the ring's keys in order (current first); the first that yields a valid record wins. */
-function openWithRing(ciphertext: Buffer, ring: KeyRing): { record: CallbackRecord; key: RingKey; index: number } {
+function openWithRing(ciphertext: Buffer, ring: KeyRing, maxBlocks: number): { record: CallbackRecord; key: RingKey; index: number } {
   const candidates = ring.keys
     .map((key, index) => ({ key, index }))
     .filter(({ key }) => ciphertext.length > 0 && ciphertext.length % key.blockBytes === 0);
@@ -60,11 +70,13 @@ function openWithRing(ciphertext: Buffer, ring: KeyRing): { record: CallbackReco
       bytes: ciphertext.length,
     });
   }
+  // Before any RSA work: a ciphertext of more blocks than allowed costs one length check, not N decryptions.
+  if (candidates.every(({ key }) => ciphertext.length / key.blockBytes > maxBlocks)) {
+    throw fail(ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH, `ciphertext has more than ${maxBlocks} blocks`, { bytes: ciphertext.length });
+  }
   let best: AppError | undefined;
   for (const { key, index } of candidates) {
-    if (ciphertext.length / key.blockBytes > MAX_CALLBACK_BLOCKS) {
-      throw fail(ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH, `ciphertext has more than ${MAX_CALLBACK_BLOCKS} blocks`);
-    }
+    if (ciphertext.length / key.blockBytes > maxBlocks) continue;
     const plaintext = decryptBlocks(ciphertext, key);
     let error: AppError;
     if (plaintext === undefined) {
@@ -87,7 +99,8 @@ function openWithRing(ciphertext: Buffer, ring: KeyRing): { record: CallbackReco
 
 /** {@link decodeCallback}, also saying which key opened the record (for rotation monitoring). */
 export function decodeCallbackDetailed(body: unknown, opts: DecodeCallbackOptions): DecodedCallback {
-  const { record, key, index } = openWithRing(ciphertextOf(body), opts.keyRing);
+  const maxBlocks = opts.maxBlocks ?? MAX_CALLBACK_BLOCKS;
+  const { record, key, index } = openWithRing(ciphertextOf(body, opts.keyRing, maxBlocks), opts.keyRing, maxBlocks);
   const ids = { kind: record.kind, orderNo: record.orderNo, state: record.state };
   if (record.merchantNo !== opts.merchantNo) {
     throw fail(ErrorCodes.CALLBACK_MERCHANT_MISMATCH, 'MerchantNo is not ours', { ...ids, merchantNo: record.merchantNo.slice(0, 32) });

@@ -16,3 +16,4 @@ export { generateKeyPair, parsePublicKey, type GeneratedKeyPair } from './keys.t
 export { platformTimeToIso } from './pay-time.ts';
 export { CALLBACK_STATES, parseRecord, type CallbackRecord } from './record.ts';
 export { encryptRecord, PKCS1_OVERHEAD, type EncryptRecordOptions } from './rsa-blocks.ts';
+export { formatPayTime, payinRecordJson, payoutRecordJson, type PayinRecordFields, type PayoutRecordFields } from './records.ts';

@@ -2,28 +2,20 @@ import { isLosslessNumber, parse as parseLossless, type LosslessNumber } from 'l
 import { z } from 'zod';
 import { AppError, ErrorCodes } from '../errors.ts';
 import { isDecimalString, normalizeDecimal } from '../money.ts';
-import type { CallbackKind } from '../queue/index.ts';
+import type { CallbackJob } from '../queue/index.ts';
+import { FINAL_STATES, type CallbackKind } from '../spec.ts';
 import { platformTimeToIso } from './pay-time.ts';
 
-/** States the spec defines for each kind (pay-in OrderState 3/6, payout state 4/5); anything else is refused. */
-export const CALLBACK_STATES: Readonly<Record<CallbackKind, readonly number[]>> = {
-  payin: [3, 6],
-  payout: [4, 5],
-};
+/** States a callback may carry: the spec's final states of its kind (pay-in 3/6, payout 4/5); anything else is refused. */
+export const CALLBACK_STATES = FINAL_STATES;
 
-/** A decrypted, validated record, normalised. Amounts are exact decimal text; times are ISO instants. */
-export type CallbackRecord =
-  | {
-      kind: 'payin';
-      orderNo: string;
-      merchantNo: string;
-      merchantOrderNo: string;
-      state: number;
-      payTime: string;
-      quantity: string;
-      fiatAmount: string;
-    }
-  | { kind: 'payout'; orderNo: string; merchantNo: string; merchantOrderNo: string; state: number; payTime: string | null };
+type WithoutEnvelope<T> = T extends unknown ? Omit<T, 'receivedAt' | 'source'> : never;
+
+/**
+ * A decrypted, validated record, normalised: the job payload (`callbackJobSchema`) without what ingest adds
+ * (`receivedAt`, `source`). Amounts are exact decimal text; times are ISO instants.
+ */
+export type CallbackRecord = WithoutEnvelope<CallbackJob>;
 
 // OrderNo becomes part of the BullMQ job id, which must not contain ':'; platform numbers are plain tokens.
 const orderNo = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected 1-64 letters, digits, "_", "." or "-"');
@@ -32,7 +24,16 @@ const jsonNumber = z.custom<LosslessNumber>((v) => isLosslessNumber(v), 'expecte
 const int = jsonNumber.refine((n) => /^-?\d{1,9}$/.test(n.value), 'expected an integer').transform((n) => Number(n.value));
 // Exact decimal text: kept as sent when it is a plain decimal, exponent forms (1e3) spelled out exactly.
 const amount = jsonNumber
-  .transform((n) => (isDecimalString(n.value) ? n.value : normalizeDecimal(n.value)))
+  .transform((n, ctx) => {
+    if (isDecimalString(n.value)) return n.value;
+    try {
+      return normalizeDecimal(n.value);
+    } catch {
+      // e.g. 1e1001: out of range. The issue names the field, never the value (it is decrypted text).
+      ctx.addIssue({ code: 'custom', message: 'expected a decimal amount with an exponent of at most 1000' });
+      return z.NEVER;
+    }
+  })
   .refine((s) => !s.startsWith('-'), 'expected a non-negative amount');
 const payTime = z.string().transform((s, ctx) => {
   const iso = platformTimeToIso(s);

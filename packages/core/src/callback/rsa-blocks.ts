@@ -14,20 +14,21 @@ export interface EncryptRecordOptions {
 /**
  * The PLATFORM's side of a callback: the record's JSON text (UTF-8) encrypted with RSA PKCS#1 v1.5 in chunks of at
  * most k-11 bytes, each chunk one k-byte block, Base64 of the concatenation. Used by the sandbox, tests, benchmarks.
- * @param record an object (serialised with JSON.stringify) or JSON text as is (to keep exact number text)
+ * @param record an object (serialised with JSON.stringify), JSON text as is (to keep exact number text), or raw
+ *   bytes (tests of wrong encodings; empty bytes make one block)
  * @param publicKeyPem the merchant's public key: PEM, or Base64 DER SPKI as uploaded to the console
  */
-export function encryptRecord(record: object | string, publicKeyPem: string, opts: EncryptRecordOptions = {}): string {
+export function encryptRecord(record: object | string | Buffer, publicKeyPem: string, opts: EncryptRecordOptions = {}): string {
   const key = parsePublicKey(publicKeyPem);
   const k = Math.ceil((key.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
-  const plaintext = Buffer.from(typeof record === 'string' ? record : JSON.stringify(record), 'utf8');
+  const plaintext = Buffer.isBuffer(record) ? record : Buffer.from(typeof record === 'string' ? record : JSON.stringify(record), 'utf8');
   const minBlocks = Math.max(1, Math.floor(opts.minBlocks ?? 1));
-  if (plaintext.length < minBlocks) {
+  if (plaintext.length < minBlocks && plaintext.length > 0) {
     throw new RangeError(`cannot split ${plaintext.length} bytes into ${minBlocks} non-empty blocks`);
   }
-  const chunkSize = Math.min(k - PKCS1_OVERHEAD, Math.ceil(plaintext.length / minBlocks));
+  const chunkSize = Math.max(1, Math.min(k - PKCS1_OVERHEAD, Math.ceil(plaintext.length / minBlocks)));
   const blocks: Buffer[] = [];
-  for (let at = 0; at < plaintext.length; at += chunkSize) {
+  for (let at = 0; at < Math.max(plaintext.length, 1); at += chunkSize) {
     blocks.push(publicEncrypt({ key, padding: constants.RSA_PKCS1_PADDING }, plaintext.subarray(at, at + chunkSize)));
   }
   return Buffer.concat(blocks).toString('base64');

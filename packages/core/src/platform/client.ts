@@ -22,6 +22,8 @@ export interface PlatformClientOptions {
   authenticate?: AuthenticateRequest;
   /** A dispatcher instead of the client's own pooled Agent (tests, proxies). */
   dispatcher?: Dispatcher;
+  /** Keep-alive connections to the platform at most (the worker: WORKER_CONCURRENCY). @defaultValue no limit */
+  connections?: number;
 }
 
 /** The platform's API as the pipeline uses it. One method per operation; each lives in its own module. */
@@ -40,6 +42,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
     timeoutMs: opts.timeoutMs,
     authenticate: opts.authenticate,
     dispatcher: opts.dispatcher,
+    connections: opts.connections,
   });
   return {
     getOrder: (merchantOrderNo, callOpts) =>
@@ -60,7 +63,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
  */
 export function createPlatformClientFromConfig(
   config: Pick<Config, 'PLATFORM_BASE_URL' | 'MERCHANT_NO' | 'PLATFORM_GET_ORDER_PATH' | 'PLATFORM_CONTENT_TYPE' | 'PLATFORM_TIMEOUT'>,
-  extra: Pick<PlatformClientOptions, 'authenticate' | 'dispatcher'> = {},
+  extra: Pick<PlatformClientOptions, 'authenticate' | 'dispatcher' | 'connections'> = {},
 ): PlatformClient {
   const missing = (['MERCHANT_NO', 'PLATFORM_BASE_URL'] as const).filter((name) => config[name] === undefined);
   if (missing.length > 0 || !config.PLATFORM_BASE_URL || !config.MERCHANT_NO) {

@@ -1,5 +1,6 @@
 import { parse as parseLossless } from 'lossless-json';
 import { z } from 'zod';
+import { CALLBACK_KINDS } from '../spec.ts';
 import { AppError, ErrorCodes } from '../errors.ts';
 import { normalizeDecimal } from '../money.ts';
 import type { PlatformHttp } from './http.ts';
@@ -12,20 +13,6 @@ import type { PlatformHttp } from './http.ts';
 
 /** Default path of Get order under `{base_url}` (`PLATFORM_GET_ORDER_PATH`). */
 export const GET_ORDER_PATH = '/api/open/order/getOrder';
-
-/** An order as Get order reports it. The platform is the authority on `state` and `amount`. */
-export interface PlatformOrder {
-  /** The platform's order number (callbacks' `OrderNo`). */
-  orderNo: string;
-  merchantNo: string;
-  merchantOrderNo: string;
-  type: 'payin' | 'payout';
-  /** The spec's numbers: pay-in 3/6, payout 4/5; anything else is not final. */
-  state: number;
-  /** Fiat amount, exact decimal text in canonical form ("100.5", never a float). */
-  amount: string;
-  currency: string;
-}
 
 /** Parameters of {@link getOrder}. */
 export interface GetOrderParams {
@@ -58,15 +45,22 @@ const amountSchema = z.union([z.string(), z.number()]).transform((v, ctx) => {
   }
 });
 
-const platformOrderSchema = z.object({
+/** An order as Get order reports it. The platform is the authority on `state` and `amount`. */
+export const platformOrderSchema = z.object({
+  /** The platform's order number (callbacks' `OrderNo`). */
   orderNo: z.union([z.string().min(1), z.number().int()]).transform(String),
   merchantNo: z.union([z.string().min(1), z.number().int()]).transform(String),
   merchantOrderNo: z.string().min(1),
-  type: z.enum(['payin', 'payout']),
+  type: z.enum(CALLBACK_KINDS),
+  /** The spec's numbers (`@mcb/core/spec`): pay-in 3/6, payout 4/5; anything else is not final. */
   state: z.number().int(),
+  /** Fiat amount, exact decimal text in canonical form ("100.5", never a float). */
   amount: amountSchema,
   currency: z.string().min(1),
 });
+
+/** An order as Get order reports it (the schema's output). */
+export type PlatformOrder = z.output<typeof platformOrderSchema>;
 
 /**
  * `POST {base_url}{path}` with JSON `{merchantNo, merchantOrderNo}`; the reply's `data` is the order.

@@ -1,6 +1,7 @@
 import { Agent, request, errors as undiciErrors, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { AppError, ErrorCodes } from '../errors.ts';
+import { TRANSIENT_NETWORK_CODES } from '../spec.ts';
 
 /**
  * The hook for request authentication. The spec does not show how API requests are authenticated, so every
@@ -27,6 +28,11 @@ export interface PlatformHttpOptions {
   authenticate?: AuthenticateRequest;
   /** A dispatcher to use instead of the client's own pooled Agent (tests, proxies). */
   dispatcher?: Dispatcher;
+  /**
+   * Keep-alive connections to the platform at most; requests beyond it queue in the client. Size it for the Get
+   * orders in flight (the worker passes WORKER_CONCURRENCY). @defaultValue no limit
+   */
+  connections?: number;
 }
 
 /** The platform's reply envelope: `{code, message, data}`; `code` 0 is success. */
@@ -56,7 +62,7 @@ function isTransientNetworkError(e: unknown): boolean {
   return (
     e instanceof undiciErrors.SocketError ||
     e instanceof undiciErrors.ConnectTimeoutError ||
-    ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT'].includes(code)
+    TRANSIENT_NETWORK_CODES.has(code)
   );
 }
 
@@ -70,6 +76,7 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
         keepAliveTimeout: 10_000,
+        ...(options.connections ? { connections: options.connections } : {}),
       });
   const dispatcher = options.dispatcher ?? ownAgent!;
   const base = options.baseUrl.replace(/\/+$/, '');
@@ -105,7 +112,20 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
           details: where,
         });
       }
-      text = await res.body.text();
+      // Counted as it streams: a chunked reply declares no length and must not grow without bound either.
+      const chunks: Buffer[] = [];
+      let received = 0;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        received += chunk.length;
+        if (received > maxBytes) {
+          res.body.destroy();
+          throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply is over the limit of ${maxBytes} bytes`, {
+            details: where,
+          });
+        }
+        chunks.push(chunk);
+      }
+      text = Buffer.concat(chunks).toString('utf8');
     } catch (e) {
       if (e instanceof AppError) throw e;
       if (callOptions.signal?.aborted) {
@@ -139,6 +159,8 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
       });
     }
     if (statusCode < 200 || statusCode >= 300) {
+      // 3xx/4xx: not a confirmation, and not a transport failure either. Get order's caller waits for a bounded time
+      // (as for a refusal), then decides; it is not retried blindly and not given up at once.
       throw new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, `platform answered HTTP ${statusCode} for ${path}`, {
         details: { ...where, status: statusCode },
       });

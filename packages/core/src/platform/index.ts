@@ -11,7 +11,7 @@ export {
   type PlatformClient,
   type PlatformClientOptions,
 } from './client.ts';
-export { GET_ORDER_PATH, getOrder, parseJsonExact, type GetOrderParams, type PlatformOrder } from './get-order.ts';
+export { GET_ORDER_PATH, getOrder, parseJsonExact, platformOrderSchema, type GetOrderParams, type PlatformOrder } from './get-order.ts';
 export {
   GET_PAYMENT_METHODS_PATH,
   getPaymentMethods,

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { coerceError } from '@mcb/core/errors';
+import { loadConfig } from '@mcb/core/config';
 
 /**
  * `pnpm sandbox <command>`: drive a running sandbox over its control API, in the style of `stripe trigger`.
@@ -18,7 +19,7 @@ const USAGE = `usage:
   pnpm sandbox reset
 env: SANDBOX_URL (default http://127.0.0.1:8090)`;
 
-const base = (process.env.SANDBOX_URL ?? 'http://127.0.0.1:8090').replace(/\/+$/, '');
+const base = loadConfig(process.env, 'cli').SANDBOX_URL.replace(/\/+$/, '');
 
 interface AttemptView {
   number: number;

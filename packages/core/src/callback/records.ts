@@ -1,7 +1,9 @@
 /**
- * The decrypted callback records, built as JSON text by hand: `Quantity` and `FiatCurrency` are JSON numbers
+ * The platform's side of a callback: the decrypted record, as the sandbox, benchmarks and tests build it before
+ * `encryptRecord`. Built as JSON text by hand: `Quantity` and `FiatCurrency` are JSON numbers
  * written with their exact decimal text ("1000.10" stays 1000.10), which JSON.stringify of a number cannot do.
  */
+
 
 const UTC8_MS = 8 * 3600_000;
 

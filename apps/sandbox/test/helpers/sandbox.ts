@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { generateKeyPair, type GeneratedKeyPair } from '@mcb/core/callback';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type SandboxOptions } from '../src/app.ts';
+import { buildApp, type SandboxOptions } from '../../src/app.ts';
 
 /** One key pair per test process: RSA generation is slow and the tests do not need distinct keys. */
 let keys: GeneratedKeyPair | undefined;

@@ -5,13 +5,8 @@ import { callbackJobId } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { freePort, useTestEnv, waitFor } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createMaintenanceWorker,
-  runSweep,
-  sweepLockKey,
-  type SweepDeps,
-  type SweepReport,
-} from '../../apps/worker/src/index.ts';
+import { runSweep, sweepLockKey, type SweepDeps, type SweepReport } from '@mcb/settlement';
+import { createMaintenanceWorker } from '../../apps/worker/src/index.ts';
 import { MERCHANT_NO, startPipeline, type Pipeline } from './helpers/pipeline.ts';
 
 // 3, 9, 27, 81 platform minutes → 9, 27, 81, 243 ms: the whole retry schedule in well under a second.

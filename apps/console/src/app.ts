@@ -8,7 +8,7 @@ import { Counter, type Registry } from '@mcb/core/metrics';
 import type { PlatformClient } from '@mcb/core/platform';
 import type { Redis } from '@mcb/core/redis';
 import type { Queue } from 'bullmq';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { installBearerAuth } from './auth.ts';
 import { dashboardPlugin } from './dashboard/dashboard.ts';
@@ -60,8 +60,18 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const token = deps.config.CONSOLE_TOKEN;
   if (!token) throw new AppError(ErrorCodes.CONFIG_INVALID, 'CONSOLE_TOKEN: required for console (unset)');
 
+  // Errors fastify raises before routing (a path parameter over maxParamLength, a malformed URL) would answer
+  // before the authentication hook, telling a stranger which routes exist: authenticate first, then answer.
+  const auth: { check?: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> } = {};
   const base = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
+    frameworkErrors: async (error, req, reply) => {
+      await auth.check?.(req as unknown as FastifyRequest, reply as unknown as FastifyReply);
+      if (reply.sent) return;
+      const r = reply as unknown as FastifyReply;
+      const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
+      return r.code(status).send({ code: ErrorCodes.REQUEST_INVALID, message: 'malformed request URL', requestId: req.id });
+    },
     bodyLimit: deps.bodyLimit ?? 65_536,
     // Routes are matched exactly; no trailing-slash or case variants that could slip past a reviewer's eye.
     routerOptions: { ignoreTrailingSlash: false, caseSensitive: true },
@@ -72,7 +82,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   base.setSerializerCompiler(serializerCompiler);
   installErrorHandler(base);
   const sessions = createSessionCodec({ token, ttlMs: deps.sessionTtlMs });
-  installBearerAuth(base, token, sessions);
+  auth.check = installBearerAuth(base, token, sessions);
   if (deps.registry) installMetrics(base, deps.registry);
   const app = base.withTypeProvider<ZodTypeProvider>();
 

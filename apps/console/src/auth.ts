@@ -29,9 +29,13 @@ const OPEN_PATHS = new Set(['/login', '/logout']);
  * Refusals are sent from the hook itself, not thrown: plugins such as bull-board install their own error
  * handlers, which would turn a thrown 401 into a 500.
  */
-export function installBearerAuth(app: FastifyInstance, token: string, sessions?: SessionCodec): void {
+export function installBearerAuth(
+  app: FastifyInstance,
+  token: string,
+  sessions?: SessionCodec,
+): (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
   const expected = digest(token);
-  app.addHook('onRequest', async (req, reply) => {
+  const check = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const path = req.url.split('?')[0]!;
     if (sessions && OPEN_PATHS.has(path)) return;
     const header = req.headers.authorization ?? '';
@@ -55,7 +59,9 @@ export function installBearerAuth(app: FastifyInstance, token: string, sessions?
     }
     const message = header ? 'invalid bearer token' : 'missing bearer token (Authorization: Bearer <CONSOLE_TOKEN>) or session';
     return refuse(req, reply, 401, ErrorCodes.UNAUTHORIZED, message);
-  });
+  };
+  app.addHook('onRequest', check);
+  return check;
 }
 
 function refuse(req: FastifyRequest, reply: FastifyReply, status: number, code: string, message: string) {

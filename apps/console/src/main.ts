@@ -1,4 +1,4 @@
-import { loadConfig } from '@mcb/core/config';
+import { configWarnings, loadConfig } from '@mcb/core/config';
 import { createDb } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
@@ -17,6 +17,7 @@ const releasers = createReleasers(logger);
 try {
   const config = loadConfig(process.env, 'console');
   logger.level = config.LOG_LEVEL;
+  for (const warning of configWarnings(config)) logger.warn(warning);
 
   const db = createDb(config.DATABASE_URL, { max: 10, applicationName: 'mcb-console' });
   releasers.add('postgres', () => db.close());
@@ -50,7 +51,7 @@ try {
   releasers.add('http', () => app.close());
   await app.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT });
 
-  const metricsServer = await startMetricsServer({ source: registry, port: config.CONSOLE_METRICS_PORT, host: config.CONSOLE_HOST, logger });
+  const metricsServer = await startMetricsServer({ source: registry, port: config.CONSOLE_METRICS_PORT, host: config.CONSOLE_METRICS_HOST, logger });
   releasers.add('metrics server', () => metricsServer.close());
 
   releasers.onSignals();

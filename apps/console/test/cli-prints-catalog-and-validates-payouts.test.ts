@@ -22,7 +22,7 @@ function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr:
       process.execPath,
       [CLI, ...args],
       {
-        env: { PATH: process.env.PATH, MERCHANT_NO: 'M100', PLATFORM_BASE_URL: platform.baseUrl, DATABASE_URL: env.databaseUrl },
+        env: { PATH: process.env.PATH, MERCHANT_NO: 'M100', PLATFORM_BASE_URL: platform.baseUrl, PLATFORM_ALLOW_HTTP: 'true', DATABASE_URL: env.databaseUrl },
         timeout: 20_000,
       },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),

@@ -12,7 +12,7 @@ import { AUTH, TOKEN } from './helpers/fake-platform.ts';
 
 const env = useTestEnv();
 const logger = createLogger({ name: 'console-test', level: 'silent' });
-const config = loadConfig({ MERCHANT_NO: 'M100', PLATFORM_BASE_URL: 'http://127.0.0.1:9', CONSOLE_TOKEN: TOKEN }, 'console');
+const config = loadConfig({ MERCHANT_NO: 'M100', PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN }, 'console');
 const platform = createPlatformClient({ baseUrl: 'http://127.0.0.1:9', merchantNo: 'M100', timeoutMs: 1000 });
 // Port 1 refuses connections: a Postgres that is down.
 const deadDb = createDb('postgres://postgres@127.0.0.1:1/none', { connectionTimeoutMs: 1000 });

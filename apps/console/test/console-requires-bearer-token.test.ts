@@ -34,6 +34,8 @@ const ROUTES: { method: 'GET' | 'POST' | 'PUT'; url: string; payload?: unknown }
   { method: 'PUT', url: '/queues/api/queues/callbacks/retry/failed' },
   { method: 'GET', url: '/api/no-such-route' },
   { method: 'GET', url: '/' },
+  // A path parameter longer than the router accepts: authentication still answers first (not 414).
+  { method: 'GET', url: `/api/orders/${'x'.repeat(150)}` },
 ];
 
 beforeAll(async () => {
@@ -95,9 +97,15 @@ describe('console bearer authentication', () => {
     }
   });
 
+  it('answers an authenticated request with an over-long path parameter in the uniform error shape', async () => {
+    const res = await console_.app.inject({ method: 'GET', url: `/api/orders/${'x'.repeat(150)}`, headers: AUTH });
+    expect(res.statusCode).toBe(414);
+    expect(res.json()).toMatchObject({ code: 'REQUEST_INVALID' });
+  });
+
   it('covers routes registered after buildApp returned', async () => {
     const config = loadConfig(
-      { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: platform.baseUrl, CONSOLE_TOKEN: TOKEN, LOG_LEVEL: 'silent' },
+      { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: platform.baseUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, LOG_LEVEL: 'silent' },
       'console',
     );
     const app = await buildApp({ config, db: env.db, platform: console_.platform, logger: createLogger({ name: 't', level: 'silent' }) });

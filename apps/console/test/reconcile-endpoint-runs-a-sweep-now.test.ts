@@ -6,7 +6,7 @@ import { createMetricsRegistry } from '@mcb/core/metrics';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { freePort, useTestEnv } from '@mcb/testkit';
-import { sweepLockKey } from '@mcb/worker';
+import { sweepLockKey } from '@mcb/settlement';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
@@ -30,6 +30,7 @@ function config(extra: Record<string, string> = {}) {
     {
       MERCHANT_NO,
       PLATFORM_BASE_URL: 'http://127.0.0.1:1',
+      PLATFORM_ALLOW_HTTP: 'true',
       CONSOLE_TOKEN: TOKEN,
       QUEUE_PREFIX: env.prefix,
       // Orders registered a moment ago are in the window; the sandbox answers fast, so no need to be polite.

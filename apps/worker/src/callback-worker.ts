@@ -2,17 +2,37 @@ import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
 import type { Redis } from '@mcb/core/redis';
 import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, type CallbackJobInput } from '@mcb/core/queue';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import {
+  applyEvent,
+  callbackBackoffDelay,
+  classifyError,
+  createSettlementBatchers,
+  giveUp,
+  jobErrorCode,
+  toJobError,
+  type ApplyDeps,
+  type ApplyOutcome,
+  type BackoffOptions,
+} from '@mcb/settlement';
 import { alertOnReviewOpened, type Alerter } from './alerts.ts';
-import { applyEvent, type ApplyDeps, type ApplyOutcome } from './apply-event.ts';
-import { callbackBackoffDelay, classifyError, toJobError, type BackoffOptions } from './retry-policy.ts';
+import type { WorkerMetrics } from './metrics.ts';
 
 /** What {@link createCallbackWorker} needs, beyond {@link ApplyDeps}. */
 export interface CallbackWorkerDeps extends ApplyDeps {
+  metrics?: WorkerMetrics;
+  /**
+   * Largest group commit: verified events of concurrent jobs are committed together, one transaction per batch
+   * (WORKER_COMMIT_BATCH). Ignored when `batchers` is given. @defaultValue 64
+   */
+  commitBatch?: number;
   /** A `worker`-role Redis connection (`createRedis(url, 'worker')`); the caller closes it after the worker. */
   connection: Redis;
   /** BullMQ key prefix (QUEUE_PREFIX). @defaultValue 'mcb' */
   prefix?: string;
-  /** Jobs processed at once by this instance; the work is I/O-bound (WORKER_CONCURRENCY). @defaultValue 16 */
+  /**
+   * Jobs processed at once by this instance (WORKER_CONCURRENCY). Most of a job's time is spent waiting on Get
+   * order, which holds no Postgres connection, so size it as target rate × Get order latency. @defaultValue 256
+   */
   concurrency?: number;
   /** The CALLBACK_BACKOFF strategy's scale and cap. @defaultValue base 1 s, cap 10 min */
   backoff?: BackoffOptions;
@@ -36,6 +56,14 @@ export interface CallbackWorkerDeps extends ApplyDeps {
    * @defaultValue true
    */
   releaseReviewedJobIds?: boolean;
+  /**
+   * Most events waiting at once for their order to be registered (VERIFY_ORDER_UNKNOWN), tracked in Redis. Beyond
+   * it a new one goes to review at once (a row in Postgres) instead of holding ~1 KiB of Redis for
+   * ORDER_GRACE_PERIOD: forged callbacks for unknown orders cannot fill Redis. A genuine one that landed in review
+   * is still credited by the reconciliation sweep once its order is registered (WORKER_MAX_UNKNOWN_WAITING).
+   * 0 disables the cap. @defaultValue 10000
+   */
+  maxUnknownWaiting?: number;
 }
 
 /** The callbacks queue's worker. `close()` waits for the jobs in progress (graceful shutdown). */
@@ -54,7 +82,36 @@ function firstSeenAt(job: Job, receivedAt: string): number {
  */
 export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   const { metrics, logger } = deps;
-  const applyDeps: ApplyDeps = deps.alerts && !deps.onReviewOpened ? { ...deps, onReviewOpened: alertOnReviewOpened(deps.alerts) } : deps;
+  const applyDeps: ApplyDeps = {
+    ...deps,
+    batchers:
+      deps.batchers ??
+      createSettlementBatchers(deps.db, {
+        maxCommitBatch: deps.commitBatch,
+        onBatch: metrics && ((batch, size) => metrics.batchSize.observe({ batch }, size)),
+      }),
+    ...(deps.alerts && !deps.onReviewOpened ? { onReviewOpened: alertOnReviewOpened(deps.alerts) } : {}),
+  };
+
+  const prefix = deps.prefix ?? 'mcb';
+  const unknownKey = `${prefix}:${CALLBACKS_QUEUE}:unknown-order-waiting`;
+  const maxUnknown = deps.maxUnknownWaiting ?? 10_000;
+  const graceMs = deps.orderGracePeriodMs ?? 15 * 60_000;
+  /** Count this job among those waiting for their order; true when the cap is exceeded (decide it now). */
+  const overUnknownCap = async (jobId: string): Promise<boolean> => {
+    if (maxUnknown <= 0) return false;
+    const now = Date.now();
+    const replies = await deps.connection
+      .multi()
+      .zremrangebyscore(unknownKey, 0, now - graceMs - 3_600_000)
+      .zadd(unknownKey, 'NX', now, jobId)
+      .zcard(unknownKey)
+      .exec();
+    const count = Number(replies?.[2]?.[1] ?? 0);
+    if (count <= maxUnknown) return false;
+    await deps.connection.zrem(unknownKey, jobId);
+    return true;
+  };
 
   const processor = async (job: Job<CallbackJobInput, ApplyOutcome>, _token?: string, signal?: AbortSignal): Promise<ApplyOutcome> => {
     const started = performance.now();
@@ -68,24 +125,27 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
       finish('failed');
       const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
       logger.error({ jobId: job.id, jobName: job.name }, `invalid job payload: ${issues}`);
-      throw new UnrecoverableError(`${ErrorCodes.JOB_PAYLOAD_INVALID}: ${issues}`);
+      throw giveUp(new AppError(ErrorCodes.JOB_PAYLOAD_INVALID, issues));
     }
     const event = parsed.data;
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     try {
-      const outcome = await applyEvent(event, applyDeps, {
-        firstSeenAt: firstSeenAt(job, event.receivedAt),
-        jobId: job.id,
-        signal,
-        noWait: lastAttempt,
-      });
+      const options = { firstSeenAt: firstSeenAt(job, event.receivedAt), jobId: job.id, signal, noWait: lastAttempt };
+      let outcome = await applyEvent(event, applyDeps, options);
+      if (outcome.status === 'deferred' && outcome.code === ErrorCodes.VERIFY_ORDER_UNKNOWN && (await overUnknownCap(job.id!))) {
+        logger.warn({ jobId: job.id, orderNo: event.orderNo, maxUnknownWaiting: maxUnknown }, 'too many events wait for unknown orders: this one goes to review now');
+        outcome = await applyEvent(event, applyDeps, { ...options, noWait: true });
+      } else if (outcome.status !== 'deferred' && job.attemptsMade > 0 && maxUnknown > 0) {
+        // It may have waited for its order before: no longer.
+        await deps.connection.zrem(unknownKey, job.id!).catch(() => 0);
+      }
       if (outcome.status === 'deferred') throw new AppError(outcome.code, outcome.reason, { transient: true });
       finish(outcome.status === 'applied' ? outcome.outcome : outcome.status);
       return outcome;
     } catch (e) {
       const err = toJobError(e);
       const transient = classifyError(err) === 'transient' && !lastAttempt;
-      const code = err instanceof AppError ? err.code : err instanceof UnrecoverableError ? err.message.split(':')[0]! : err.name;
+      const code = jobErrorCode(err);
       finish(transient ? 'retry' : 'failed');
       if (transient) metrics?.retries.inc({ kind, code });
       const ids = { jobId: job.id, orderNo: event.orderNo, state: event.state, merchantOrderNo: event.merchantOrderNo, attempt: job.attemptsMade + 1 };
@@ -99,7 +159,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     connection: deps.connection,
     prefix: deps.prefix ?? 'mcb',
     name: deps.name,
-    concurrency: deps.concurrency ?? 16,
+    concurrency: deps.concurrency ?? 256,
     autorun: deps.autorun ?? true,
     lockDuration: deps.lockDurationMs ?? 30_000,
     stalledInterval: deps.stalledIntervalMs ?? 30_000,
@@ -112,8 +172,37 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
       },
     },
   });
-  // An 'error' without a listener would crash the process; BullMQ reconnects on its own.
-  worker.on('error', (e) => logger.error({ err: coerceError(e) }, 'callback worker error'));
+  // An 'error' without a listener would crash the process; BullMQ reconnects on its own. A Redis at maxmemory
+  // (noeviction) refuses every BullMQ script with OOM and BullMQ's loop would retry at once, spinning: pause fetching
+  // with a growing backoff instead, and log at most one line per 10 s. Jobs in flight still try to complete.
+  let oomBackoffMs = 0;
+  let resumeTimer: NodeJS.Timeout | undefined;
+  let lastErrorLog = 0;
+  let errorsSinceLog = 0;
+  const logThrottled = (message: string, e: unknown, extra: Record<string, unknown> = {}) => {
+    errorsSinceLog++;
+    if (Date.now() - lastErrorLog < 10_000) return;
+    logger.error({ err: coerceError(e), errorsSinceLastLine: errorsSinceLog, ...extra }, message);
+    lastErrorLog = Date.now();
+    errorsSinceLog = 0;
+  };
+  worker.on('error', (e) => {
+    if (!/\bOOM\b/.test(coerceError(e).message)) return logThrottled('callback worker error', e);
+    metrics?.redisOom.inc();
+    if (resumeTimer) return;
+    oomBackoffMs = Math.min(oomBackoffMs ? oomBackoffMs * 2 : 500, 30_000);
+    logThrottled('Redis is out of memory (maxmemory, noeviction): pausing job fetching', e, { backoffMs: oomBackoffMs });
+    void worker.pause(true).catch(() => {});
+    resumeTimer = setTimeout(() => {
+      resumeTimer = undefined;
+      void worker.resume();
+    }, oomBackoffMs);
+    resumeTimer.unref();
+  });
+  worker.on('completed', () => {
+    oomBackoffMs = 0;
+  });
+  worker.on('closing', () => clearTimeout(resumeTimer));
   if (deps.releaseReviewedJobIds ?? true) {
     worker.on('completed', (job, result) => {
       if (result?.status !== 'review') return;

@@ -1,4 +1,4 @@
-import { loadConfig } from '@mcb/core/config';
+import { configWarnings, loadConfig } from '@mcb/core/config';
 import { createDb } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
@@ -11,7 +11,7 @@ import { Queue } from 'bullmq';
 import { alertOnReviewOpened, createAlerter } from './alerts.ts';
 import { createCallbackWorker } from './callback-worker.ts';
 import { createMaintenanceWorker } from './maintenance-worker.ts';
-import { createReconcileMetrics, sweepLockKey, sweepSettingsFromConfig } from './reconcile/index.ts';
+import { createReconcileMetrics, sweepLockKey, sweepSettingsFromConfig } from '@mcb/settlement';
 import { createWorkerMetrics } from './metrics.ts';
 
 // Only wiring. Each resource registers its release here as it is created; shutdown runs them in reverse order.
@@ -22,6 +22,7 @@ const releasers = createReleasers(logger, { stoppingMessage: 'shutting down: fin
 try {
   const config = loadConfig(process.env, 'worker');
   logger.level = config.LOG_LEVEL;
+  for (const warning of configWarnings(config)) logger.warn(warning);
   // How soon a dead worker's jobs run again: the lock must lapse, then a stalled check must see it. The defaults
   // (lock max(30 s, 3 × PLATFORM_TIMEOUT), check every 30 s) suit production; the chaos suite shortens both.
   const lockDurationMs = config.WORKER_LOCK_DURATION ?? Math.max(30_000, config.PLATFORM_TIMEOUT * 3);
@@ -29,12 +30,15 @@ try {
 
   const redis = createRedis(config.REDIS_URL, 'worker', { connectionName: 'mcb-worker' });
   releasers.add('redis', () => redis.quit());
+  // Jobs waiting on Get order hold no connection: the pool serves the batchers (one commit and two look-ups in
+  // flight), reviews and the sweep, not WORKER_CONCURRENCY.
   const db = createDb(config.DATABASE_URL, {
-    max: Math.min(config.WORKER_CONCURRENCY + 2, 50),
+    max: config.WORKER_DB_POOL,
     applicationName: 'mcb-worker',
   });
   releasers.add('postgres', () => db.close());
-  const platform = createPlatformClientFromConfig(config);
+  // One keep-alive connection per Get order in flight at most.
+  const platform = createPlatformClientFromConfig(config, { connections: config.WORKER_CONCURRENCY });
   releasers.add('platform', () => platform.close());
 
   const registry = createMetricsRegistry('worker');
@@ -51,6 +55,8 @@ try {
     connection: redis,
     prefix: config.QUEUE_PREFIX,
     concurrency: config.WORKER_CONCURRENCY,
+    commitBatch: config.WORKER_COMMIT_BATCH,
+    maxUnknownWaiting: config.WORKER_MAX_UNKNOWN_WAITING,
     db: db.db,
     platform,
     logger,
@@ -82,12 +88,12 @@ try {
   });
   releasers.add('maintenance worker', () => maintenance.close());
 
-  const metricsServer = await startMetricsServer({ source: registry, port: config.WORKER_METRICS_PORT, logger });
+  const metricsServer = await startMetricsServer({ source: registry, host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT, logger });
   releasers.add('metrics server', () => metricsServer.close());
 
   releasers.onSignals();
   logger.info(
-    { concurrency: config.WORKER_CONCURRENCY, prefix: config.QUEUE_PREFIX, metricsPort: metricsServer.port },
+    { concurrency: config.WORKER_CONCURRENCY, commitBatch: config.WORKER_COMMIT_BATCH, dbPool: config.WORKER_DB_POOL, prefix: config.QUEUE_PREFIX, metricsPort: metricsServer.port },
     'worker started',
   );
 } catch (e) {

@@ -3,7 +3,7 @@ import { coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import { MAINTENANCE_QUEUE, MaintenanceJobs } from '@mcb/core/queue';
 import type { Redis } from '@mcb/core/redis';
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import { runSweep, type SweepDeps, type SweepReport } from './reconcile/sweep.ts';
+import { runSweep, type SweepDeps, type SweepReport } from '@mcb/settlement';
 
 /** What {@link createMaintenanceWorker} needs. */
 export interface MaintenanceWorkerDeps extends SweepDeps {

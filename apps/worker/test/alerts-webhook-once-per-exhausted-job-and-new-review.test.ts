@@ -2,10 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@mcb/core/logger';
-import { useTestEnv, waitFor } from '@mcb/testkit';
+import { createOrder, type FakePlatform, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { createAlerter, type Alerter } from '../src/alerts.ts';
-import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
-import { createOrder, payinEvent, platformOrder, uid } from './helpers/fixtures.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
 
 const env = useTestEnv();
@@ -102,5 +100,23 @@ describe('alerts', () => {
     unreachable.notify({ type: 'review.opened', reviewId: 1, kind: 'payin', orderNo: 'X', state: 6, merchantOrderNo: 'Y', code: 'C', reason: 'r' });
     await expect(unreachable.close()).resolves.toBeUndefined();
     hook.status = 204;
+  });
+
+  it('aggregates a flood of reviews into one message per window, so a job.exhausted alert is never crowded out', async () => {
+    const flood = createAlerter({ url: hook.url, logger, timeoutMs: 1000, reviewWindowMs: 60_000, maxInFlight: 100 });
+    const before = hook.received.length;
+    for (let i = 0; i < 300; i++) {
+      flood.notify({ type: 'review.opened', reviewId: 10_000 + i, kind: 'payin', orderNo: `FLOOD-${i}`, state: 6, merchantOrderNo: `M-FLOOD-${i}`, code: i % 3 ? 'VERIFY_ORDER_UNKNOWN' : 'VERIFY_AMOUNT_MISMATCH', reason: 'forged' });
+    }
+    flood.notify({ type: 'job.exhausted', queue: 'callbacks', jobId: 'payin-GENUINE-6', jobName: 'payin', orderNo: 'GENUINE', state: 6, attemptsMade: 60, reason: 'DB_UNAVAILABLE: x' });
+    await flood.close(); // ends the window: its summary goes out now
+    const sent = hook.received.slice(before);
+    expect(sent.map((m) => m.type).sort()).toEqual(['job.exhausted', 'review.opened', 'reviews.opened']);
+    expect(sent.find((m) => m.type === 'review.opened')).toMatchObject({ reviewId: 10_000, orderNo: 'FLOOD-0' });
+    expect(sent.find((m) => m.type === 'reviews.opened')).toMatchObject({
+      count: 299,
+      byCode: { VERIFY_ORDER_UNKNOWN: 200, VERIFY_AMOUNT_MISMATCH: 99 },
+    });
+    expect(sent.find((m) => m.type === 'job.exhausted')).toMatchObject({ jobId: 'payin-GENUINE-6' });
   });
 });

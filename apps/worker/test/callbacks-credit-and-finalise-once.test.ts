@@ -1,8 +1,6 @@
-import { useTestEnv } from '@mcb/testkit';
+import { createOrder, type FakePlatform, payinEvent, payoutEvent, platformOrder, startFakePlatform, uid, useTestEnv } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderState } from './helpers/db-checks.ts';
-import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
-import { createOrder, payinEvent, payoutEvent, platformOrder, uid } from './helpers/fixtures.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
 
 const env = useTestEnv();

@@ -1,9 +1,7 @@
 import { callbackJobOptions } from '@mcb/core/queue';
-import { useTestEnv, waitFor } from '@mcb/testkit';
+import { createOrder, type FakePlatform, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderState, reviewsFor } from './helpers/db-checks.ts';
-import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
-import { createOrder, payinEvent, platformOrder, uid } from './helpers/fixtures.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
 
 const env = useTestEnv();
@@ -113,15 +111,30 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect(s.ledger).toHaveLength(0);
   });
 
-  it('fails a job at once, with the reason, when Get order answers a 4xx (a configuration problem, kept for replay)', async () => {
+  it('treats a Get order HTTP 4xx (a proxy, a maintenance page) as unconfirmed: asks again and credits once it answers', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });
+    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '7' }));
     platform.failNext(no, 1, 401);
     const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))).id!);
-    expect(await job.getState()).toBe('failed');
-    expect(job.attemptsMade).toBe(1);
-    expect(job.failedReason).toMatch(/^PLATFORM_HTTP_ERROR: platform answered HTTP 401/);
-    expect((await orderState(env.db.db, no)).ledger).toHaveLength(0);
+    expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
+    expect(job.attemptsMade).toBeGreaterThan(1);
+    const s = await orderState(env.db.db, no);
+    expect(s.ledger).toHaveLength(1);
+    expect(s.reviews).toHaveLength(0);
+  });
+
+  it('opens a review PLATFORM_HTTP_ERROR, with the status, when Get order keeps answering 4xx beyond CONFIRM_MAX_WAIT', async () => {
+    const no = `PI-${uid()}`;
+    await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });
+    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '7' }));
+    platform.failNext(no, 1000, 403);
+    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))).id!);
+    expect(job.returnvalue).toMatchObject({ status: 'review', code: 'PLATFORM_HTTP_ERROR' });
+    expect(job.attemptsMade).toBeGreaterThan(1);
+    const s = await orderState(env.db.db, no);
+    expect(s.reviews[0]).toMatchObject({ reasonCode: 'PLATFORM_HTTP_ERROR', details: expect.objectContaining({ status: 403 }) });
+    expect(s.ledger).toHaveLength(0);
   });
 
   it('fails an invalid job payload at once with JOB_PAYLOAD_INVALID', async () => {

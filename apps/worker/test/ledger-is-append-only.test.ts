@@ -1,11 +1,10 @@
 import { ledgerEntries } from '@mcb/core/db';
-import { useTestEnv } from '@mcb/testkit';
+import { createOrder, payinEvent, uid, useTestEnv } from '@mcb/testkit';
 import { eq, sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { callbackJobSchema } from '@mcb/core/queue';
-import { commitEvent } from '../src/commit-event.ts';
-import { findOrder } from '../src/queries.ts';
-import { createOrder, payinEvent, uid } from './helpers/fixtures.ts';
+import { commitEvent } from '@mcb/settlement';
+import { findOrder } from '@mcb/settlement';
 
 const env = useTestEnv();
 let entryId: number;

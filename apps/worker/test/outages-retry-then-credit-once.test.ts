@@ -1,8 +1,6 @@
-import { useTestEnv, waitFor } from '@mcb/testkit';
+import { createOrder, type FakePlatform, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderState } from './helpers/db-checks.ts';
-import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
-import { createOrder, payinEvent, platformOrder, uid } from './helpers/fixtures.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 
@@ -39,6 +37,33 @@ describe('transient failures are retried until the work is done, once', () => {
     expect((await orderState(env.db.db, no)).ledger).toHaveLength(1);
     const retries = await h.metrics.retries.get();
     expect(retries.values.find((v) => v.labels.code === 'PLATFORM_HTTP_ERROR')?.value).toBeGreaterThanOrEqual(2);
+  });
+
+  it('treats HTTP 3xx/4xx from Get order as "ask again later": credits after two 404s, never fails the job at once', async () => {
+    const no = `PI-${uid()}`;
+    await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '9' });
+    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '9' }));
+    platform.failNext(no, 2, 404);
+    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '9' }))).id!);
+    expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
+    expect(job.attemptsMade).toBe(3);
+    expect((await orderState(env.db.db, no)).ledger).toHaveLength(1);
+  });
+
+  it('sends an event whose Get order keeps answering 4xx past CONFIRM_MAX_WAIT to review, not to the failed list', async () => {
+    const bounded = await startHarness(env, platform.url, { confirmMaxWaitMs: 100, releaseReviewedJobIds: false });
+    try {
+      const no = `PI-${uid()}`;
+      await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '9' });
+      platform.failNext(no, 1_000, 403);
+      const job = await bounded.settled((await bounded.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '9' }))).id!);
+      expect(await job.getState()).toBe('completed');
+      expect(job.returnvalue).toMatchObject({ status: 'review', code: 'PLATFORM_HTTP_ERROR' });
+      expect((await orderState(env.db.db, no)).order.status).toBe('pending');
+      platform.failNext(no, 0, 403);
+    } finally {
+      await bounded.close();
+    }
   });
 
   it('retries jobs while Postgres is unreachable and credits each once when it is back', async () => {

@@ -6,19 +6,11 @@ import { createMetricsRegistry } from '@mcb/core/metrics';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { MAINTENANCE_QUEUE, MaintenanceJobs } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
-import { useTestEnv, waitFor } from '@mcb/testkit';
+import { type FakePlatform, MERCHANT_NO, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createMaintenanceWorker,
-  createReconcileMetrics,
-  runSweep,
-  sweepLockKey,
-  type MaintenanceWorker,
-  type SweepDeps,
-} from '../src/index.ts';
-import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
-import { MERCHANT_NO, platformOrder, uid } from './helpers/fixtures.ts';
+import { createReconcileMetrics, runSweep, sweepLockKey, type SweepDeps } from '@mcb/settlement';
+import { createMaintenanceWorker, type MaintenanceWorker } from '../src/index.ts';
 
 const env = useTestEnv();
 let fake: FakePlatform;

@@ -3,13 +3,11 @@ import { createLogger } from '@mcb/core/logger';
 import { createMetricsRegistry } from '@mcb/core/metrics';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
-import { useTestEnv } from '@mcb/testkit';
+import { type FakePlatform, MERCHANT_NO, platformOrder, startFakePlatform, uid, useTestEnv } from '@mcb/testkit';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createReconcileMetrics, runSweep, sweepLockKey, type SweepDeps, type SweepSettings } from '../src/index.ts';
+import { createReconcileMetrics, runSweep, sweepLockKey, type SweepDeps, type SweepSettings } from '@mcb/settlement';
 import { orderState } from './helpers/db-checks.ts';
-import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
-import { MERCHANT_NO, platformOrder, uid } from './helpers/fixtures.ts';
 
 const env = useTestEnv();
 let fake: FakePlatform;

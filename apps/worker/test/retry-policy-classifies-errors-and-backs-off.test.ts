@@ -2,7 +2,7 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { UnrecoverableError } from 'bullmq';
 import { DrizzleQueryError } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { callbackBackoffDelay, classifyError, toJobError } from '../src/retry-policy.ts';
+import { callbackBackoffDelay, classifyError, toJobError } from '@mcb/settlement';
 
 const pgError = (code: string, message = 'pg error') => Object.assign(new Error(message), { code });
 

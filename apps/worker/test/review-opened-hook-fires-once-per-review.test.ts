@@ -1,11 +1,9 @@
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { callbackJobSchema } from '@mcb/core/queue';
-import { useTestEnv } from '@mcb/testkit';
+import { createOrder, type FakePlatform, MERCHANT_NO, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyEvent, recordReview, type OpenedReview } from '../src/index.ts';
-import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
-import { createOrder, MERCHANT_NO, payinEvent, platformOrder, uid } from './helpers/fixtures.ts';
+import { applyEvent, recordReview, type OpenedReview } from '@mcb/settlement';
 
 // The review-opened alert must fire once per review whichever path opened it (callback job, sweep, re-verify), and
 // never again for repeat occurrences, even when two workers record the same event at once.

@@ -1,8 +1,6 @@
-import { useTestEnv, waitFor } from '@mcb/testkit';
+import { createOrder, type FakePlatform, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderState } from './helpers/db-checks.ts';
-import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
-import { createOrder, payinEvent, platformOrder, uid } from './helpers/fixtures.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
 
 // The contract's job id is {kind}-{OrderNo}-{state}. A forged callback for a real pair that reaches review first

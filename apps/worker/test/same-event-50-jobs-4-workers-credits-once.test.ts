@@ -1,11 +1,9 @@
-import { useTestEnv } from '@mcb/testkit';
+import { createOrder, type FakePlatform, payinEvent, payoutEvent, platformOrder, startFakePlatform, uid, useTestEnv } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callbackJobSchema } from '@mcb/core/queue';
-import { commitEvent } from '../src/commit-event.ts';
-import { findOrder } from '../src/queries.ts';
+import { commitEvent } from '@mcb/settlement';
+import { findOrder } from '@mcb/settlement';
 import { orderState } from './helpers/db-checks.ts';
-import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
-import { createOrder, payinEvent, payoutEvent, platformOrder, uid } from './helpers/fixtures.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
 
 const env = useTestEnv();

@@ -1,14 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { useTestEnv } from '@mcb/testkit';
+import { createOrder, type FakePlatform, MERCHANT_NO, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv } from '@mcb/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { orderState } from './helpers/db-checks.ts';
-import { startFakePlatform, type FakePlatform } from './helpers/fake-platform.ts';
-import { createOrder, MERCHANT_NO, payinEvent, platformOrder, uid } from './helpers/fixtures.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
 
 const env = useTestEnv();
-const FIXTURE = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
+const FIXTURE = fileURLToPath(new URL('./helpers/worker-process.ts', import.meta.url));
 let platform: FakePlatform;
 const children: ChildProcess[] = [];
 let h: Harness | undefined;
@@ -99,6 +97,58 @@ describe('a worker that dies after the commit but before the acknowledgement', (
     expect(after.ledger).toHaveLength(1);
     expect(after.receipts).toHaveLength(1);
     expect(after.events).toHaveLength(1);
+  });
+
+  it('re-runs every job of a group-committed batch as a duplicate when the worker dies after the batch commit', async () => {
+    const nos = Array.from({ length: 12 }, () => `PI-${uid()}`);
+    for (const no of nos) {
+      await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });
+      platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '7' }));
+    }
+    // 1. The jobs wait in the queue before the worker starts, so it takes them all at once and commits them together.
+    h = await startHarness(env, platform.url, { instances: 0 });
+    const added = await Promise.all(nos.map((no) => h!.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))));
+    // The first credit commits alone (the batcher is idle); the others gather meanwhile and commit together. The
+    // worker dies right after the second commit, before it acknowledges any job of that batch.
+    const victim = startWorkerProcess({
+      WORKER_KILL_AFTER_COMMIT: '2',
+      WORKER_CONCURRENCY: String(nos.length),
+      WORKER_LOCK_DURATION_MS: '1000',
+      WORKER_STALLED_INTERVAL_MS: '300',
+    });
+    expect(await victim.exited).toBe('SIGKILL');
+
+    // 2. A batch of several events is committed in one transaction, and its jobs are still active (unacknowledged).
+    const { rows } = await env.db.pool.query<{ order_no: string; xmin: string }>(
+      'SELECT order_no, xmin::text FROM callback_receipts WHERE merchant_order_no = ANY($1)',
+      [nos],
+    );
+    const perTransaction = new Map<string, number>();
+    for (const r of rows) perTransaction.set(r.xmin, (perTransaction.get(r.xmin) ?? 0) + 1);
+    expect(Math.max(...perTransaction.values())).toBeGreaterThan(1);
+    const committed = new Set(rows.map((r) => r.order_no));
+    const unacknowledged = new Set<string>();
+    for (const a of added) {
+      const job = (await h.queue.getJob(a.id!))!;
+      if ((await job.getState()) === 'active' && committed.has(job.data.orderNo)) unacknowledged.add(job.data.orderNo);
+    }
+    expect(unacknowledged.size).toBeGreaterThan(1);
+
+    // 3. A healthy worker runs them again: each unacknowledged committed job is a duplicate; each order credited once.
+    await h.close();
+    h = await startHarness(env, platform.url, { lockDurationMs: 1000, stalledIntervalMs: 300 });
+    const jobs = await Promise.all(added.map((a) => h!.settled(a.id!, 20_000)));
+    for (const job of jobs) {
+      const orderNo = (job.data as { orderNo: string }).orderNo;
+      if (unacknowledged.has(orderNo)) expect(job.returnvalue).toEqual({ status: 'duplicate', reason: 'receipt-exists' });
+      else expect(job.returnvalue).toMatchObject({ status: 'applied' });
+    }
+    for (const no of nos) {
+      const s = await orderState(env.db.db, no);
+      expect(s.order.status).toBe('credited');
+      expect(s.ledger).toHaveLength(1);
+      expect(s.receipts).toHaveLength(1);
+    }
   });
 
   it('a worker process that is not told to die completes the job and exits cleanly on SIGTERM', async () => {

@@ -20,6 +20,8 @@ export interface ReleasersOptions {
   stoppingMessage?: string;
   /** How the process ends; tests pass a stub. @defaultValue process.exit */
   exit?: (code: number) => void;
+  /** A shutdown still running after this many ms is cut short: logged, and the process exits 1. @defaultValue none */
+  graceMs?: number;
 }
 
 /** The wiring habit of every app's `main.ts` (graphile-worker's `withReleasers`), written once. */
@@ -30,6 +32,12 @@ export function createReleasers(logger: Logger, options: ReleasersOptions = {}):
     if (stopping) return;
     stopping = true;
     logger.info({ reason }, options.stoppingMessage ?? 'shutting down');
+    if (options.graceMs !== undefined) {
+      setTimeout(() => {
+        logger.fatal({ graceMs: options.graceMs }, 'shutdown took too long; exiting');
+        (options.exit ?? process.exit)(1);
+      }, options.graceMs).unref();
+    }
     for (const { name, release } of releasers.reverse()) {
       try {
         await release();

@@ -9,7 +9,10 @@ export { canConnect, HOW_TO_START, type TestServices } from './services.ts';
 export { waitFor, type WaitForOptions } from './wait-for.ts';
 export { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from './own-redis.ts';
 export { freePort } from './free-port.ts';
+export { listeningAddresses } from './listening.ts';
 export { killQuietly, onProcessExit } from './cleanup.ts';
+export { createOrder, MERCHANT_NO, payinEvent, payoutEvent, platformOrder, uid } from './fixtures.ts';
+export { startFakePlatform, type CatalogMode, type FakeOrder, type FakePlatform, type FakePlatformOptions } from './platform-double.ts';
 
 /** The run's services, as the global setup found them. */
 export function testServices(): TestServices {

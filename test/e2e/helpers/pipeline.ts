@@ -126,7 +126,7 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     const consoleDb = createDb(env.databaseUrl, { max: 2 });
     closers.push(() => consoleDb.close());
     const consoleConfig = loadConfig(
-      { MERCHANT_NO, PLATFORM_BASE_URL: sandboxUrl, CONSOLE_TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' },
+      { MERCHANT_NO, PLATFORM_BASE_URL: sandboxUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' },
       'console',
     );
     const consoleApp = await buildConsole({ config: consoleConfig, db: consoleDb, platform, logger });

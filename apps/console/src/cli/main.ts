@@ -3,11 +3,11 @@ import { coerceError } from '@mcb/core/errors';
 
 /**
  * `pnpm cli <command> [args]`. Each command is a module in ./commands exporting
- * `summary` (one line) and `run(args: string[]): Promise<number>` (the exit status).
+ * `summary` (one line) and `run(args, env): Promise<number>` (the exit status); only this main reads process.env.
  */
 interface CommandModule {
   summary: string;
-  run(args: string[]): Promise<number>;
+  run(args: string[], env: Record<string, string | undefined>): Promise<number>;
 }
 
 const commandsDir = new URL('./commands/', import.meta.url);
@@ -35,7 +35,7 @@ try {
     console.error(`unknown command "${name}"\n\n${await usage()}`);
     process.exitCode = 2;
   } else {
-    process.exitCode = await (await load(name)).run(args);
+    process.exitCode = await (await load(name)).run(args, process.env);
   }
 } catch (e) {
   console.error(`cli ${name}: ${coerceError(e).message}`);

@@ -5,7 +5,7 @@ import type { Logger } from '@mcb/core/logger';
 import type { Registry } from '@mcb/core/metrics';
 import type { PlatformClient } from '@mcb/core/platform';
 import type { Redis } from '@mcb/core/redis';
-import { createReconcileMetrics, runSweep, sweepLockKey, sweepSettingsFromConfig, type SweepDeps } from '@mcb/worker';
+import { createReconcileMetrics, runSweep, sweepLockKey, sweepSettingsFromConfig, type SweepDeps } from '@mcb/settlement';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorBodySchema } from '../schemas.ts';

@@ -4,7 +4,7 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import type { PlatformClient } from '@mcb/core/platform';
 import { callbackJobSchema } from '@mcb/core/queue';
-import { applyEvent } from '@mcb/worker';
+import { applyEvent } from '@mcb/settlement';
 import { and, desc, eq, lt, sql } from 'drizzle-orm';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';

@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createCatalogCache, type CatalogCache } from '@mcb/core/catalog';
 import { loadConfig } from '@mcb/core/config';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
@@ -8,6 +6,7 @@ import { Queue } from 'bullmq';
 import type { Db } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
+import { startFakePlatform as startPlatformDouble, type CatalogMode } from '@mcb/testkit';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 
@@ -54,43 +53,20 @@ export const WIRE_CATALOG = {
   ],
 };
 
-export type PlatformMode = { kind: 'ok' } | { kind: 'code'; code: number; message: string } | { kind: 'http'; status: number };
+export type PlatformMode = CatalogMode;
 
-/** A local platform over HTTP: getPaymentMethods answers per `mode`; every request body is recorded. */
+/** The tests' platform double serving {@link WIRE_CATALOG}: `state.mode` scripts getPaymentMethods' answer. */
 export async function startFakePlatform() {
-  const state = { mode: { kind: 'ok' } as PlatformMode, requests: [] as Record<string, string>[] };
-  const server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c: Buffer) => (raw += c.toString()));
-    req.on('end', () => {
-      const body = (raw ? JSON.parse(raw) : {}) as Record<string, string>;
-      state.requests.push(body);
-      const mode = state.mode;
-      if (req.url !== '/api/open/order/getPaymentMethods') return void res.writeHead(404).end();
-      if (mode.kind === 'http') return void res.writeHead(mode.status).end('unavailable');
-      const reply =
-        mode.kind === 'code'
-          ? { code: mode.code, message: mode.message, data: null }
-          : {
-              code: 0,
-              message: 'success',
-              data: { currencies: WIRE_CATALOG.currencies.filter((c) => !body.currencyType || c.currency === body.currencyType) },
-            };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(reply));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const double = await startPlatformDouble({ currencies: WIRE_CATALOG.currencies });
   let closed = false;
   return {
-    state,
-    baseUrl,
+    state: double.catalog,
+    baseUrl: double.url,
     /** Stop listening: later requests get ECONNREFUSED, as when the platform is down. */
     async stop() {
       if (closed) return;
       closed = true;
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
+      await double.close();
     },
   };
 }
@@ -113,7 +89,7 @@ export async function startConsole(opts: {
   redis?: { url: string; prefix: string };
 }): Promise<TestConsole> {
   const config = loadConfig(
-    { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: opts.baseUrl, CONSOLE_TOKEN: TOKEN, DATABASE_URL: opts.databaseUrl, LOG_LEVEL: 'silent' },
+    { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: opts.baseUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: opts.databaseUrl, LOG_LEVEL: 'silent' },
     'console',
   );
   const logger = createLogger({ name: 'console-test', level: 'silent' });

@@ -4,11 +4,10 @@ import { createMetricsRegistry } from '@mcb/core/metrics';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
-import { waitFor, type TestEnv } from '@mcb/testkit';
+import { MERCHANT_NO, waitFor, type TestEnv } from '@mcb/testkit';
 import { Queue, type Job } from 'bullmq';
 import { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } from '../../src/callback-worker.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../../src/metrics.ts';
-import { MERCHANT_NO } from './fixtures.ts';
 
 /** Options of {@link startHarness}: worker settings tests tune so retries take milliseconds. */
 export interface HarnessOptions extends Partial<Omit<CallbackWorkerDeps, 'db' | 'platform' | 'logger' | 'connection'>> {

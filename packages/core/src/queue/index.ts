@@ -5,8 +5,8 @@ export const CALLBACKS_QUEUE = 'callbacks';
 /** Repeatable housekeeping: reconciliation sweeps and catalog refresh. */
 export const MAINTENANCE_QUEUE = 'maintenance';
 
-export type CallbackKind = 'payin' | 'payout';
-export const CALLBACK_KINDS: readonly CallbackKind[] = ['payin', 'payout'];
+export { CALLBACK_KINDS, type CallbackKind } from '../spec.ts';
+import type { CallbackKind } from '../spec.ts';
 
 /** Job names on the `callbacks` queue: the event's kind. */
 export const JobNames = { payin: 'payin', payout: 'payout' } as const;
@@ -70,13 +70,14 @@ export const CALLBACK_BACKOFF = 'callback-backoff';
  * Options of every callback job, set by the producer (BullMQ stores attempts and backoff with the job).
  * - attempts: with the worker's capped exponential backoff (about 10 minutes at most between tries), 60 attempts
  *   ride out more than 8 hours of a Postgres or platform outage; permanent errors fail at once.
- * - completed jobs are kept 3 days, longer than the platform's ~2-hour retry window, so a late duplicate callback
- *   collapses onto the completed job id instead of running again (the database would drop it anyway).
+ * - completed jobs are kept 1 day (at most 100,000 of them), well past the platform's ~2-hour retry window, so a
+ *   late duplicate callback collapses onto the completed job id instead of running again (the database would drop
+ *   it anyway). That bounds their Redis budget to about 100 MiB (~1 KiB each), leaving headroom (docs/runbook.md).
  * - failed jobs are kept 30 days for replay from the dashboard.
  */
 export const callbackJobOptions = {
   attempts: 60,
   backoff: { type: CALLBACK_BACKOFF },
-  removeOnComplete: { age: 3 * 24 * 3600, count: 1_000_000 },
+  removeOnComplete: { age: 24 * 3600, count: 100_000 },
   removeOnFail: { age: 30 * 24 * 3600 },
 } as const;

@@ -45,7 +45,7 @@ export function renderCatalog(view: CatalogView): string {
   return lines.join('\n');
 }
 
-export async function run(args: string[]): Promise<number> {
+export async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
   let values: { currency?: string; refresh?: boolean; json?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
@@ -60,7 +60,7 @@ export async function run(args: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const { catalog, close } = openCatalog(process.env);
+  const { catalog, close } = openCatalog(env);
   try {
     const options = { currency: values.currency };
     const view = values.refresh ? await catalog.refresh(options) : await catalog.get(options);

@@ -22,7 +22,7 @@ export function parseParams(pairs: string[]): { params: Record<string, string> }
   return { params };
 }
 
-export async function run(args: string[]): Promise<number> {
+export async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
   const [sub, ...rest] = args;
   if (sub !== 'validate') {
     console.error(sub === undefined || sub === '--help' || sub === '-h' ? USAGE : `unknown subcommand "${sub}"\n${USAGE}`);
@@ -59,7 +59,7 @@ export async function run(args: string[]): Promise<number> {
     return 2;
   }
 
-  const { catalog, close } = openCatalog(process.env);
+  const { catalog, close } = openCatalog(env);
   try {
     const view = await catalog.get({ currency: values.currency });
     const result = validatePayout(view.catalog, {

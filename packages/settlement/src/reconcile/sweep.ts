@@ -1,12 +1,12 @@
 import { AppError, coerceError, ErrorCodes } from '@mcb/core/errors';
 import { PlatformCodeError, type PlatformOrder } from '@mcb/core/platform';
 import type { Redis } from '@mcb/core/redis';
-import { applyEvent, type ApplyDeps } from '../apply-event.ts';
-import { toJobError } from '../retry-policy.ts';
+import { applyConfirmed, type ApplyDeps } from '../settle.ts';
+import { jobErrorCode, toJobError } from '../retry-policy.ts';
 import type { ReconcileMetrics } from './metrics.ts';
 import { countPendingBefore, pendingOrdersBatch, type PendingCursor, type PendingOrder } from './pending-orders.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limiter.ts';
-import { isFinal, sweepEvent, withKnownAnswer } from './sweep-event.ts';
+import { isFinal, sweepEvent } from './sweep-event.ts';
 import { acquireSweepLock } from './sweep-lock.ts';
 
 /** How a sweep looks for orders; the worker fills it from RECONCILE_*. */
@@ -79,7 +79,7 @@ type Outcome = 'credited' | 'succeeded' | 'refused' | 'stillPending' | 'unknown'
 
 /**
  * One reconciliation sweep: pending orders created between MAX_AGE and MIN_AGE ago are looked up with Get order,
- * in keyset batches, at RECONCILE_RATE; a final state goes through {@link applyEvent} (the callback's own
+ * in keyset batches, at RECONCILE_RATE; a final state goes through {@link applyConfirmed} (the callback's own
  * verification and transaction, same dedup key), so a sweep and a late callback never both credit. Runs only
  * while it holds the Redis lock shared by every worker and the console.
  *
@@ -257,11 +257,12 @@ async function reconcileOne(deps: SweepDeps, order: PendingOrder, ctx: OneContex
 
   const event = sweepEvent(confirmed, { merchantNo: deps.merchantNo, merchantOrderNo: order.merchantOrderNo }, ctx.startedAt);
   try {
-    const applied = await applyEvent(
-      event,
-      { ...deps, platform: withKnownAnswer(deps.platform, order.merchantOrderNo, confirmed) },
-      { noWait: true, signal: ctx.signal, jobId: `reconcile-${ctx.startedAt.getTime()}` },
-    );
+    // The answer is in hand: decide on it, with no second Get order.
+    const applied = await applyConfirmed(event, confirmed, deps, {
+      noWait: true,
+      signal: ctx.signal,
+      jobId: `reconcile-${ctx.startedAt.getTime()}`,
+    });
     if (applied.status === 'applied') ctx.count(order, applied.outcome);
     else if (applied.status === 'duplicate') ctx.count(order, 'duplicates');
     else if (applied.status === 'review') ctx.count(order, 'reviews');
@@ -269,7 +270,7 @@ async function reconcileOne(deps: SweepDeps, order: PendingOrder, ctx: OneContex
   } catch (e) {
     // Sanitised: drizzle's errors carry the query's parameters.
     const err = toJobError(e);
-    const code = err instanceof AppError ? err.code : err.message.split(':')[0]!;
+    const code = jobErrorCode(err);
     log.error({ code, err, orderNo: event.orderNo, state: event.state }, `reconcile: applying the confirmed state failed: ${err.message}`);
     ctx.failed(code);
   }

@@ -1,3 +1,4 @@
+import { startFakePlatform, type FakePlatform } from '@mcb/testkit';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '@mcb/core/config';
 import { ledgerEntries, orders, type Database } from '@mcb/core/db';
@@ -6,16 +7,16 @@ import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import type { TestEnv } from '@mcb/testkit';
-import { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } from '@mcb/worker';
 import { Queue } from 'bullmq';
 import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type ConsoleDeps } from '../../src/app.ts';
-import { startFakePlatform, type FakePlatform } from '../../../worker/test/helpers/fake-platform.ts';
-import { TOKEN } from './fake-platform.ts';
+import { buildApp, type ConsoleDeps } from '../../../apps/console/src/app.ts';
+import { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } from '../../../apps/worker/src/index.ts';
 
-export { TOKEN };
 export const MERCHANT_NO = 'M100200';
+
+/** The console's bearer token in these tests. */
+export const TOKEN = 'test-console-token-0123456789abcdef';
 
 /** A console with the dashboard, a callbacks queue, optionally a worker, and a local Get order platform. */
 export interface OpsStack {
@@ -48,7 +49,7 @@ export async function startOpsStack(env: TestEnv, options: OpsStackOptions = {})
   connections.push(redis);
   const queue = new Queue<CallbackJobInput>(CALLBACKS_QUEUE, { connection: redis, prefix: env.prefix });
   const config = loadConfig(
-    { MERCHANT_NO, PLATFORM_BASE_URL: platform.url, CONSOLE_TOKEN: TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' },
+    { MERCHANT_NO, PLATFORM_BASE_URL: platform.url, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' },
     'console',
   );
   const app = await buildApp({ config, db: env.db, platform: client, logger, queue: queue as Queue, ...options.consoleDeps });

@@ -1,4 +1,6 @@
 import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
+import { scrubDatabaseMessage } from '@mcb/core/logger';
+import { TRANSIENT_NETWORK_CODES } from '@mcb/core/spec';
 import { UnrecoverableError } from 'bullmq';
 import { DrizzleQueryError } from 'drizzle-orm';
 
@@ -13,19 +15,6 @@ export type ErrorClass = 'transient' | 'permanent';
 const TRANSIENT_SQLSTATES = new Set(['40001', '40P01', '55P03', '57014', '57P01', '57P02', '57P03', '58000', '58030']);
 /** Whole SQLSTATE classes: 08 connection exception, 53 insufficient resources (too many connections, out of memory). */
 const TRANSIENT_SQLSTATE_CLASSES = new Set(['08', '53']);
-/** Node socket errors: the server went away or is not reachable yet. */
-const TRANSIENT_NET_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENETDOWN',
-]);
 /** node-postgres reports a lost or unobtainable connection with plain Errors carrying these messages. */
 const CONNECTION_LOST =
   /Connection terminated|timeout exceeded when trying to connect|not queryable|Client was closed|socket hang up|read ECONNRESET|connect ECONNREFUSED/i;
@@ -52,7 +41,7 @@ export function classifyError(e: unknown): ErrorClass {
     if (cur instanceof AppError) return cur.transient ? 'transient' : 'permanent';
     const code = (cur as { code?: unknown }).code;
     if (typeof code === 'string') {
-      if (TRANSIENT_NET_CODES.has(code)) return 'transient';
+      if (TRANSIENT_NETWORK_CODES.has(code)) return 'transient';
       if (SQLSTATE.test(code)) {
         return TRANSIENT_SQLSTATES.has(code) || TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2)) ? 'transient' : 'permanent';
       }
@@ -76,15 +65,33 @@ function sanitize(err: Error, kind: ErrorClass): Error {
   const sqlstate = (root as { code?: unknown }).code;
   const hasSqlstate = typeof sqlstate === 'string' && SQLSTATE.test(sqlstate);
   if (!wrapped && !hasSqlstate) return err;
-  const message = `${hasSqlstate ? `${sqlstate} ` : ''}${root instanceof Error ? root.message : 'query failed'}`;
+  const message = `${hasSqlstate ? `${sqlstate} ` : ''}${root instanceof Error ? scrubDatabaseMessage(root.message) : 'query failed'}`;
   return kind === 'transient'
     ? new AppError(ErrorCodes.DB_UNAVAILABLE, message, { transient: true })
     : new AppError(ErrorCodes.DB_QUERY_FAILED, message);
 }
 
 /**
+ * A permanent failure: BullMQ fails the job at once (no retry) and keeps it for replay. The reason is an
+ * error carried as `cause` (an {@link AppError}, or the programming error no retry fixes); the message
+ * (`CODE: reason`) is what the dashboard shows.
+ */
+export function giveUp(reason: Error): UnrecoverableError {
+  const err = new UnrecoverableError(`${reason instanceof AppError ? reason.code : reason.name}: ${reason.message}`);
+  err.cause = reason;
+  return err;
+}
+
+/** The code a job error stands for: its AppError's (itself or the give-up's cause), else the error's name. */
+export function jobErrorCode(err: Error): string {
+  if (err instanceof AppError) return err.code;
+  if (err instanceof UnrecoverableError && err.cause instanceof Error) return jobErrorCode(err.cause);
+  return err.name;
+}
+
+/**
  * What the processor throws for a failure: transient errors as they are (BullMQ retries them with the backoff),
- * permanent ones as UnrecoverableError `CODE: reason` (the job fails at once and is kept for replay).
+ * permanent ones as {@link giveUp} (the job fails at once and is kept for replay), the AppError as its cause.
  */
 export function toJobError(e: unknown): Error {
   const err = coerceError(e);
@@ -92,7 +99,7 @@ export function toJobError(e: unknown): Error {
   const kind = classifyError(err);
   const safe = err instanceof AppError ? err : sanitize(err, kind);
   if (kind === 'transient') return safe;
-  return new UnrecoverableError(safe instanceof AppError ? `${safe.code}: ${safe.message}` : `${safe.name}: ${safe.message}`);
+  return giveUp(safe);
 }
 
 /** Options of {@link callbackBackoffDelay}. */

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reviews } from '@mcb/core/db';
-import { useTestEnv, waitFor } from '@mcb/testkit';
+import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { eq } from 'drizzle-orm';
-import { createOrder, payinEvent, platformOrder, uid } from '../../worker/test/helpers/fixtures.ts';
 import { ledgerOf, startOpsStack, TOKEN, type OpsStack } from './helpers/ops-harness.ts';
 
 const env = useTestEnv();

@@ -13,9 +13,18 @@ export interface FakeOrder {
   currency: string;
 }
 
-/** A local stand-in for the platform's Get order, with scripted failures. */
+/** How getPaymentMethods answers: the catalog, a platform error code, or an HTTP status. */
+export type CatalogMode = { kind: 'ok' } | { kind: 'code'; code: number; message: string } | { kind: 'http'; status: number };
+
+/**
+ * The one platform double of the tests: Get order with scripted answers and failures, and getPaymentMethods
+ * serving a given catalog (filtered by `currencyType`) or a scripted failure. Apps' own end-to-end tests use the
+ * sandbox, which simulates the whole platform.
+ */
 export interface FakePlatform {
   url: string;
+  /** getPaymentMethods: how it answers now, and every request body it received. */
+  catalog: { mode: CatalogMode; requests: Record<string, string>[] };
   /** Requests received per merchant order number. */
   hits: Map<string, number>;
   setOrder(order: FakeOrder): void;
@@ -26,7 +35,17 @@ export interface FakePlatform {
   close(): Promise<void>;
 }
 
-export async function startFakePlatform(path = '/api/open/order/getOrder'): Promise<FakePlatform> {
+/** Options of {@link startFakePlatform}. */
+export interface FakePlatformOptions {
+  /** Path of Get order. @defaultValue '/api/open/order/getOrder' */
+  getOrderPath?: string;
+  /** What getPaymentMethods serves (its `data.currencies`). @defaultValue none: the route answers 404 */
+  currencies?: readonly { currency: string }[];
+}
+
+export async function startFakePlatform(options: FakePlatformOptions | string = {}): Promise<FakePlatform> {
+  const { getOrderPath: path = '/api/open/order/getOrder', currencies } = typeof options === 'string' ? { getOrderPath: options } : options;
+  const catalog: FakePlatform['catalog'] = { mode: { kind: 'ok' }, requests: [] };
   const orders = new Map<string, FakeOrder>();
   const failures = new Map<string, { count: number; status: number }>();
   const refusals = new Map<string, { code: number; message: string }>();
@@ -39,6 +58,20 @@ export async function startFakePlatform(path = '/api/open/order/getOrder'): Prom
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(text);
       };
+      if (currencies && req.method === 'POST' && req.url === '/api/open/order/getPaymentMethods') {
+        let asked: Record<string, string> = {};
+        try {
+          asked = (body ? JSON.parse(body) : {}) as Record<string, string>;
+        } catch {
+          return send(400, '{"code":400,"message":"bad json"}');
+        }
+        catalog.requests.push(asked);
+        const mode = catalog.mode;
+        if (mode.kind === 'http') return void res.writeHead(mode.status).end('unavailable');
+        if (mode.kind === 'code') return send(200, JSON.stringify({ code: mode.code, message: mode.message, data: null }));
+        const listed = currencies.filter((c) => !asked.currencyType || c.currency === asked.currencyType);
+        return send(200, JSON.stringify({ code: 0, message: 'success', data: { currencies: listed } }));
+      }
       if (req.method !== 'POST' || req.url !== path) return send(404, '{"code":404,"message":"no such route"}');
       let merchantOrderNo = '';
       try {
@@ -65,6 +98,7 @@ export async function startFakePlatform(path = '/api/open/order/getOrder'): Prom
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    catalog,
     hits,
     setOrder: (o) => orders.set(o.merchantOrderNo, o),
     failNext: (no, count, status) => failures.set(no, { count, status }),

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { orders, type Database } from '@mcb/core/db';
 import type { CallbackJobInput } from '@mcb/core/queue';
-import type { FakeOrder } from './fake-platform.ts';
+import type { FakeOrder } from './platform-double.ts';
+
+/** Test data: our orders and the callbacks and Get order answers about them. */
 
 export const MERCHANT_NO = 'M100200';
 

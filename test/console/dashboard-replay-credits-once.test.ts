@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestEnv, waitFor } from '@mcb/testkit';
-import { createOrder, payinEvent, platformOrder, uid } from '../../worker/test/helpers/fixtures.ts';
+import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { browserHeaders, ledgerOf, login, startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
 
 const env = useTestEnv();

@@ -1,9 +1,8 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestEnv, waitFor } from '@mcb/testkit';
+import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { chromium, type Browser } from 'playwright-core';
-import { createOrder, payinEvent, platformOrder, uid } from '../../worker/test/helpers/fixtures.ts';
 import { ledgerOf, startOpsStack, TOKEN, type OpsStack } from './helpers/ops-harness.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -3,11 +3,8 @@ import { ErrorCodes, type ErrorCode } from '@mcb/core/errors';
 import { decimalEquals } from '@mcb/core/money';
 import type { PlatformOrder } from '@mcb/core/platform';
 import type { CallbackJob } from '@mcb/core/queue';
+import { isFinalState, targetStatusOf, type TargetStatus } from '@mcb/core/spec';
 
-/** Pay-in states Get order may report for a finished pay-in (spec: 6 Released, 3 Success). */
-export const PAYIN_FINAL_STATES: ReadonlySet<number> = new Set([3, 6]);
-/** Payout states that finish a payout: 4 succeeded, 5 refused. */
-export const PAYOUT_FINAL_STATES: ReadonlySet<number> = new Set([4, 5]);
 
 /** Why an event may not be applied. `retry` marks the one outcome that may change with time (not final yet). */
 export interface VerifyFailure {
@@ -17,15 +14,11 @@ export interface VerifyFailure {
   retry: boolean;
 }
 
-/** The status our order moves to when the event is applied. */
-export type TargetStatus = 'credited' | 'succeeded' | 'refused';
+export type { TargetStatus };
 
 /** The status an event leads to, or undefined when its state is not one the spec defines for its kind. */
 export function targetStatus(event: CallbackJob): TargetStatus | undefined {
-  if (event.kind === 'payin') return PAYIN_FINAL_STATES.has(event.state) ? 'credited' : undefined;
-  if (event.state === 4) return 'succeeded';
-  if (event.state === 5) return 'refused';
-  return undefined;
+  return targetStatusOf(event.kind, event.state);
 }
 
 function fail(code: ErrorCode, reason: string, details: Record<string, unknown>, retry = false): VerifyFailure {
@@ -58,8 +51,7 @@ export function verifyConfirmation(event: CallbackJob, own: Order, confirmed: Pl
       confirmedType: confirmed.type,
     });
   }
-  const finalStates = event.kind === 'payin' ? PAYIN_FINAL_STATES : PAYOUT_FINAL_STATES;
-  if (!finalStates.has(confirmed.state)) {
+  if (!isFinalState(event.kind, confirmed.state)) {
     return fail(ErrorCodes.VERIFY_NOT_FINAL, `Get order reports state ${confirmed.state}, not final`, { ...ids, confirmedState: confirmed.state }, true);
   }
   if (event.kind === 'payout' && confirmed.state !== event.state) {

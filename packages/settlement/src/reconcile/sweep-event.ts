@@ -1,10 +1,10 @@
-import type { PlatformClient, PlatformOrder } from '@mcb/core/platform';
+import type { PlatformOrder } from '@mcb/core/platform';
 import type { CallbackJob } from '@mcb/core/queue';
-import { PAYIN_FINAL_STATES, PAYOUT_FINAL_STATES } from '../verify.ts';
+import { isFinalState } from '@mcb/core/spec';
 
 /** Whether Get order reports a state that finishes an order of its type (pay-in 3/6, payout 4/5). */
 export function isFinal(confirmed: PlatformOrder): boolean {
-  return (confirmed.type === 'payin' ? PAYIN_FINAL_STATES : PAYOUT_FINAL_STATES).has(confirmed.state);
+  return isFinalState(confirmed.type, confirmed.state);
 }
 
 /**
@@ -27,20 +27,4 @@ export function sweepEvent(confirmed: PlatformOrder, asked: { merchantNo: string
   return confirmed.type === 'payin'
     ? { kind: 'payin', ...common, quantity: null, fiatAmount: confirmed.amount }
     : { kind: 'payout', ...common };
-}
-
-/**
- * A platform client that answers Get order for the order the sweep asked about (`asked`, our merchant order
- * number) with the answer it already has, so verification
- * runs on exactly what the event was built from and the sweep's request rate is what it counted. Anything else
- * goes to the real client.
- */
-export function withKnownAnswer(platform: PlatformClient, asked: string, confirmed: PlatformOrder): PlatformClient {
-  return {
-    getOrder: (merchantOrderNo, opts) =>
-      merchantOrderNo === asked ? Promise.resolve(confirmed) : platform.getOrder(merchantOrderNo, opts),
-    getPaymentMethods: (opts) => platform.getPaymentMethods(opts),
-    // The real client belongs to the caller.
-    close: async () => {},
-  };
 }

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reviews } from '@mcb/core/db';
 import { createRedis } from '@mcb/core/redis';
-import { useTestEnv, waitFor } from '@mcb/testkit';
+import { payinEvent, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { UnrecoverableError, Worker } from 'bullmq';
-import { createSessionCodec, SESSION_COOKIE } from '../src/session/session-cookie.ts';
-import { payinEvent, uid } from '../../worker/test/helpers/fixtures.ts';
+import { createSessionCodec, SESSION_COOKIE } from '../../apps/console/src/session/session-cookie.ts';
 import { browserHeaders, login, startOpsStack, TOKEN, type OpsStack } from './helpers/ops-harness.ts';
 
 const env = useTestEnv();

@@ -1,0 +1,97 @@
+/**
+ * Group calls made concurrently into one batch (group commit). A batch starts as soon as a slot is free: when the
+ * batcher is idle a call runs alone at once (no added latency), and while a batch is in flight new calls gather
+ * and go together when it ends, up to `maxBatch` each. Batches therefore grow with load and shrink to one when
+ * idle, with no timer. The same shape as graphile-worker's `batch()` and Postgres' own group commit.
+ */
+
+/** One item's result inside a batch: its value, or the error that item alone failed with. */
+export type Settled<O> = { ok: true; value: O } | { ok: false; error: unknown };
+
+/** Options of {@link Batcher}. */
+export interface BatcherOptions {
+  /** Largest number of items run together. @defaultValue 64 */
+  maxBatch?: number;
+  /** Batches run at once. @defaultValue 1 */
+  maxInFlight?: number;
+  /** Told the size of each batch as it starts (a metric). Must not throw. */
+  onBatch?: (size: number) => void;
+}
+
+interface Pending<I, O> {
+  item: I;
+  resolve: (value: O) => void;
+  reject: (error: unknown) => void;
+}
+
+export class Batcher<I, O> {
+  readonly #run: (items: readonly I[]) => Promise<readonly Settled<O>[]>;
+  readonly #maxBatch: number;
+  readonly #maxInFlight: number;
+  readonly #onBatch: ((size: number) => void) | undefined;
+  #pending: Pending<I, O>[] = [];
+  #inFlight = 0;
+  #scheduled = false;
+
+  /**
+   * @param run runs one batch and returns one result per item, in order; when it throws, every item of the batch
+   *   fails with that error.
+   */
+  constructor(run: (items: readonly I[]) => Promise<readonly Settled<O>[]>, options: BatcherOptions = {}) {
+    this.#run = run;
+    this.#maxBatch = Math.max(1, options.maxBatch ?? 64);
+    this.#maxInFlight = Math.max(1, options.maxInFlight ?? 1);
+    this.#onBatch = options.onBatch;
+  }
+
+  /** Items waiting for a batch (not counting those in flight). */
+  get waiting(): number {
+    return this.#pending.length;
+  }
+
+  /** Run `item` in the next batch; resolves or rejects with its own result. */
+  submit(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.#pending.push({ item, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  // Calls made in the same tick (a burst of completions) join one batch: start on the next microtask turn.
+  #schedule(): void {
+    if (this.#scheduled || this.#inFlight >= this.#maxInFlight) return;
+    this.#scheduled = true;
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      this.#flush();
+    });
+  }
+
+  #flush(): void {
+    while (this.#inFlight < this.#maxInFlight && this.#pending.length > 0) {
+      const batch = this.#pending.splice(0, this.#maxBatch);
+      this.#inFlight += 1;
+      this.#onBatch?.(batch.length);
+      void this.#runBatch(batch).finally(() => {
+        this.#inFlight -= 1;
+        if (this.#pending.length > 0) this.#schedule();
+      });
+    }
+  }
+
+  async #runBatch(batch: Pending<I, O>[]): Promise<void> {
+    let results: readonly Settled<O>[];
+    try {
+      results = await this.#run(batch.map((p) => p.item));
+      if (results.length !== batch.length) throw new Error(`batch returned ${results.length} results for ${batch.length} items`);
+    } catch (e) {
+      for (const p of batch) p.reject(e);
+      return;
+    }
+    batch.forEach((p, i) => {
+      const r = results[i]!;
+      if (r.ok) p.resolve(r.value);
+      else p.reject(r.error);
+    });
+  }
+}

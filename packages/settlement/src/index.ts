@@ -1,0 +1,52 @@
+// The money path, shared by the worker (callback jobs, scheduled sweeps) and the console (re-verify, sweep now).
+export { Batcher, type BatcherOptions, type Settled } from '@mcb/core/batcher';
+export { commitEvent, commitEvents, type CommitInput, type CommitResult } from './commit.ts';
+export { findOrder, lookUpEvents, type LookupKey, type LookupResult } from './lookup.ts';
+export type { SettlementMetrics } from './metrics.ts';
+export { recordReview, type RecordedReview } from './record-review.ts';
+export {
+  callbackBackoffDelay,
+  classifyError,
+  giveUp,
+  jobErrorCode,
+  toJobError,
+  type BackoffOptions,
+  type ErrorClass,
+} from './retry-policy.ts';
+export {
+  applyConfirmed,
+  applyEvent,
+  confirmEvent,
+  createSettlementBatchers,
+  decideAndCommit,
+  type ApplyDeps,
+  type ApplyOptions,
+  type ApplyOutcome,
+  type Confirmation,
+  type OpenedReview,
+  type SettlementBatcherOptions,
+  type SettlementBatchers,
+} from './settle.ts';
+export {
+  checkOwnOrder,
+  targetStatus,
+  verifyConfirmation,
+  type TargetStatus,
+  type VerifyFailure,
+} from './verify.ts';
+export {
+  acquireSweepLock,
+  createRateLimiter,
+  createReconcileMetrics,
+  runSweep,
+  sweepLockKey,
+  sweepSettingsFromConfig,
+  type RateLimiter,
+  type ReconcileMetrics,
+  type SweepDeps,
+  type SweepLock,
+  type SweepLockOptions,
+  type SweepOptions,
+  type SweepReport,
+  type SweepSettings,
+} from './reconcile/index.ts';

@@ -1,20 +1,22 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { assertImplicitRejection, type KeyRing } from '@mcb/core/callback';
+import type { KeyRing } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
-import { AppError, coerceError, ErrorCodes } from '@mcb/core/errors';
+import { coerceError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
-import { checkRedisDurability, type DurabilityReport } from './durability.ts';
+import { checkRedisDurability, checkRedisMemory } from '@mcb/core/redis';
+import { checkStartup } from './startup.ts';
 import { createIngestMetrics, type IngestMetrics } from './metrics.ts';
 import { CONTENT_FAILURE_STATUS, sendText } from './reply.ts';
 import { CALLBACK_ROUTES, registerCallbackRoutes } from './routes/callbacks.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 
-export { checkRedisDurability, type DurabilityMode, type DurabilityReport } from './durability.ts';
-export { enqueueCallback, type EnqueueOptions } from './enqueue.ts';
+export { checkRedisDurability, type DurabilityMode, type DurabilityReport } from '@mcb/core/redis';
+export { createEnqueuer, enqueueCallback, type Enqueuer, type EnqueuerOptions } from './enqueue.ts';
 export { createIngestMetrics, type IngestMetrics } from './metrics.ts';
+export { checkStartup, enforceDurability, loadKeyRingFromConfig, preflight } from './startup.ts';
 
 /** What {@link buildApp} needs. */
 export interface IngestDeps {
@@ -33,6 +35,8 @@ export interface IngestDeps {
   enqueueTimeoutMs?: number;
   /** How often Redis durability is re-checked while running, in ms. @defaultValue 5000 */
   durabilityCheckIntervalMs?: number;
+  /** How often Redis memory headroom is measured, in ms. @defaultValue 1000 */
+  memoryCheckIntervalMs?: number;
   /** How long to wait for Redis at start, in ms. @defaultValue 5000 */
   redisStartTimeoutMs?: number;
 }
@@ -40,54 +44,15 @@ export interface IngestDeps {
 /** An ingest app, with its metrics for tests and main.ts. */
 export type IngestApp = FastifyInstance & { ingestMetrics: IngestMetrics };
 
-async function waitForRedis(redis: Redis, timeoutMs: number): Promise<void> {
-  if (redis.status === 'ready') return;
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      redis.off('ready', onReady);
-      reject(new AppError(ErrorCodes.ENQUEUE_FAILED, `Redis not reachable within ${timeoutMs} ms`, { transient: true }));
-    }, timeoutMs);
-    const onReady = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    redis.once('ready', onReady);
-  });
-}
-
 /**
- * Refuse a Redis that may lose acknowledged callbacks, unless volatile Redis is explicitly allowed (then warn).
- * @throws AppError REDIS_NOT_DURABLE naming each unsafe setting
- */
-export function enforceDurability(report: DurabilityReport, allowVolatile: boolean, logger: Logger): void {
-  if (report.durable) {
-    logger.info({ mode: report.mode, settings: report.settings }, 'Redis keeps acknowledged writes');
-    return;
-  }
-  if (allowVolatile) {
-    logger.warn({ problems: report.problems }, 'INGEST_ALLOW_VOLATILE_REDIS=true: acknowledged callbacks may be lost (not for production)');
-    return;
-  }
-  throw new AppError(
-    ErrorCodes.REDIS_NOT_DURABLE,
-    `Redis does not keep acknowledged callbacks:\n  - ${report.problems.join('\n  - ')}\n` +
-      'Fix the Redis settings, or set INGEST_ALLOW_VOLATILE_REDIS=true to start anyway (never in production).',
-    { details: { problems: report.problems, settings: report.settings } },
-  );
-}
-
-/**
- * The public ingest app: the callback routes, `/healthz` and `/readyz`, nothing else. Checks at build time that the
- * runtime has RSA implicit rejection and that Redis is durable (see {@link enforceDurability}); throws otherwise.
+ * The public ingest app: the callback routes, `/healthz` and `/readyz`, nothing else. Runs {@link checkStartup}
+ * first (implicit rejection, MERCHANT_NO, Redis reachable and durable); throws otherwise.
  */
 export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   const { config, logger } = deps;
-  assertImplicitRejection();
-  if (!config.MERCHANT_NO) throw new AppError(ErrorCodes.CONFIG_INVALID, 'MERCHANT_NO: required for ingest (unset)');
   const redis = deps.redis ?? ((await deps.queue.getBackend().client) as unknown as Redis);
-  await waitForRedis(redis, deps.redisStartTimeoutMs ?? 5000);
-  let report = await checkRedisDurability(redis);
-  enforceDurability(report, config.INGEST_ALLOW_VOLATILE_REDIS, logger);
+  let report = await checkStartup(config, redis, logger, deps.redisStartTimeoutMs ?? 5000);
+  const metrics = createIngestMetrics(deps.metricsRegistry ?? new Registry());
   const allowVolatile = config.INGEST_ALLOW_VOLATILE_REDIS;
 
   // Re-check while running: a Redis reconfigured to lose writes must stop us acknowledging callbacks.
@@ -105,6 +70,29 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   const timer = setInterval(() => void refresh(), deps.durabilityCheckIntervalMs ?? 5000);
   timer.unref();
 
+  // Memory headroom: refuse new callbacks (503, readiness fails) before Redis refuses writes, so the platform
+  // retries later and the worker keeps the room it needs to complete and free jobs.
+  const minHeadroom = config.INGEST_REDIS_MIN_HEADROOM;
+  let memory = await checkRedisMemory(redis);
+  let memoryLow = false;
+  const measure = async () => {
+    try {
+      memory = await checkRedisMemory(redis);
+    } catch {
+      return; // unreachable: readiness and the adds say so
+    }
+    metrics.redisHeadroom.set(memory.headroom);
+    const low = minHeadroom > 0 && memory.maxBytes > 0 && memory.headroom < minHeadroom;
+    if (low !== memoryLow) {
+      const fields = { usedBytes: memory.usedBytes, maxBytes: memory.maxBytes, headroom: Number(memory.headroom.toFixed(3)), minHeadroom };
+      if (low) logger.error(fields, 'Redis memory headroom below INGEST_REDIS_MIN_HEADROOM: refusing callbacks (503) until the worker frees room or maxmemory is raised');
+      else logger.warn(fields, 'Redis memory headroom restored: accepting callbacks again');
+    }
+    memoryLow = low;
+  };
+  const memoryTimer = setInterval(() => void measure(), deps.memoryCheckIntervalMs ?? 1000);
+  memoryTimer.unref();
+
   // Without listeners a connection error would be thrown from the emitter; log it, at most every 10 s.
   let lastErrorLog = 0;
   const onRedisError = (e: unknown) => {
@@ -115,7 +103,6 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   deps.queue.on('error', onRedisError);
   redis.on('error', onRedisError);
 
-  const metrics = createIngestMetrics(deps.metricsRegistry ?? new Registry());
   const shuttingDown = deps.isShuttingDown ?? (() => false);
   const app = Fastify({
     loggerInstance: logger,
@@ -160,7 +147,11 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     logger,
     keyRing: deps.keyRing,
     metrics,
-    durability: () => ({ acceptWrites: report.durable || allowVolatile, waitAof: report.mode === 'waitaof' }),
+    durability: () => ({
+      acceptWrites: (report.durable || allowVolatile) && !memoryLow,
+      waitAof: report.mode === 'waitaof',
+      refusal: memoryLow ? 'REDIS_MEMORY_LOW' : 'REDIS_NOT_DURABLE',
+    }),
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 1000,
   });
 
@@ -176,12 +167,14 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
       redis: redisOk ? 'ok' : 'unreachable',
       durability: report.durable ? report.mode : allowVolatile ? 'volatile (allowed)' : 'not durable',
       shutdown: shuttingDown() ? 'shutting down' : 'no',
+      memory: memory.maxBytes === 0 ? 'no maxmemory' : `${(memory.headroom * 100).toFixed(0)}% free${memoryLow ? ' (below INGEST_REDIS_MIN_HEADROOM)' : ''}`,
     };
-    return { ready: redisOk && durableOk && !shuttingDown(), checks };
+    return { ready: redisOk && durableOk && !memoryLow && !shuttingDown(), checks };
   });
 
   app.addHook('onClose', async () => {
     clearInterval(timer);
+    clearInterval(memoryTimer);
     deps.queue.off('error', onRedisError);
     redis.off('error', onRedisError);
   });

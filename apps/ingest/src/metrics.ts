@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from '@mcb/core/metrics';
+import { Counter, Gauge, Histogram, type Registry } from '@mcb/core/metrics';
 
 /** The ingest's Prometheus metrics, registered in the registry it is given. */
 export interface IngestMetrics {
@@ -10,6 +10,10 @@ export interface IngestMetrics {
   enqueueFailures: Counter;
   /** Callbacks opened by each key of the ring (0 is current; others mean the platform still uses an old key). */
   keyUsed: Counter<'key_index'>;
+  /** Callbacks stored per batch (one addBulk and one WAITAOF each). */
+  enqueueBatchSize: Histogram;
+  /** Free share of Redis maxmemory as last measured (1 when Redis has no limit). */
+  redisHeadroom: Gauge;
 }
 
 export function createIngestMetrics(registry: Registry): IngestMetrics {
@@ -36,6 +40,17 @@ export function createIngestMetrics(registry: Registry): IngestMetrics {
       name: 'ingest_decrypt_key_total',
       help: 'Callbacks opened by each key of the ring (0 = current)',
       labelNames: ['key_index'],
+      registers: [registry],
+    }),
+    redisHeadroom: new Gauge({
+      name: 'ingest_redis_memory_headroom_ratio',
+      help: 'Free share of Redis maxmemory (1 = no limit); ingest refuses callbacks below INGEST_REDIS_MIN_HEADROOM',
+      registers: [registry],
+    }),
+    enqueueBatchSize: new Histogram({
+      name: 'ingest_enqueue_batch_size',
+      help: 'Callbacks stored per batch (one addBulk and one WAITAOF)',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
       registers: [registry],
     }),
   };

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair } from '@mcb/core/callback';
-import { uniquePrefix, waitFor } from '@mcb/testkit';
-import { DURABLE_REDIS_ARGS, freePort, MERCHANT_NO, startOwnRedis, type OwnRedis } from './harness.ts';
+import { listeningAddresses, uniquePrefix, waitFor } from '@mcb/testkit';
+import { DURABLE_REDIS_ARGS, freePort, MERCHANT_NO, startOwnRedis, type OwnRedis } from './helpers/harness.ts';
 
 const keys = generateKeyPair();
 const dir = mkdtempSync(join(tmpdir(), 'mcb-ingest-proc-'));
@@ -34,7 +34,8 @@ describe('the ingest process (main.ts)', () => {
           MERCHANT_PRIVATE_KEY_FILE: keyFile,
           REDIS_URL: redis.url,
           QUEUE_PREFIX: uniquePrefix('proc'),
-          INGEST_HOST: '127.0.0.1',
+          // Public on every interface, as in production: the metrics listener must not follow it.
+          INGEST_HOST: '0.0.0.0',
           INGEST_PORT: String(port),
           INGEST_METRICS_PORT: String(metricsPort),
           INGEST_WORKERS: workers,
@@ -62,6 +63,9 @@ describe('the ingest process (main.ts)', () => {
       expect((await fetch(`${base}/metrics`)).status).toBe(404);
       const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       expect(metrics).toMatch(/ingest_callbacks_total\{route="\/callbacks\/payin",outcome="success",code="",app="ingest"\} 1/);
+      // 3b. the public port is on every interface; the metrics port on loopback only (INGEST_METRICS_HOST default)
+      expect(listeningAddresses(port)).toContain('0.0.0.0');
+      expect(listeningAddresses(metricsPort)).toEqual(['127.0.0.1']);
       // 4. SIGTERM: a clean exit
       child.kill('SIGTERM');
       expect(await exited).toBe(0);

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { useTestEnv } from '@mcb/testkit';
-import { captureLogger, MERCHANT_NO, startIngest, type TestIngest } from './harness.ts';
+import { captureLogger, MERCHANT_NO, startIngest, type TestIngest } from './helpers/harness.ts';
 
 const env = useTestEnv();
 const ours = generateKeyPair();
@@ -81,6 +81,12 @@ describe('ingest refuses bad callbacks with a uniform fail and enqueues nothing'
     'a missing field': JSON.stringify({ encryptedData: enc(missing) }),
     'a wrong type': JSON.stringify({ encryptedData: enc({ ...record, FiatCurrency: '10' }) }),
     'a state the spec does not define': JSON.stringify({ encryptedData: enc({ ...record, OrderState: 1 }) }),
+    'an amount with an exponent over 1000 in FiatCurrency': JSON.stringify({
+      encryptedData: enc(JSON.stringify(record).replace('"FiatCurrency":10', '"FiatCurrency":7e1001')),
+    }),
+    'an amount with an exponent over 1000 in Quantity': JSON.stringify({
+      encryptedData: enc(JSON.stringify(record).replace('"Quantity":1.5', '"Quantity":3e1001')),
+    }),
     'a body that is not JSON': '{"encryptedData":',
     'a body without encryptedData': '{"data":"x"}',
   };
@@ -134,6 +140,8 @@ describe('ingest refuses bad callbacks with a uniform fail and enqueues nothing'
     expect(all).not.toContain(tampered.slice(0, 40));
     expect(all).not.toContain('not json at all');
     expect(all).not.toContain('"encryptedData":"');
+    expect(all).not.toMatch(/[37]e1001/);
+    expect(all).not.toContain('unexpected error');
   });
 
   it('the public listener serves no metrics', async () => {

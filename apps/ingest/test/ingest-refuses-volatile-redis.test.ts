@@ -8,7 +8,7 @@ import { generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { uniquePrefix } from '@mcb/testkit';
 import { checkRedisDurability } from '../src/app.ts';
-import { captureLogger, DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis } from './harness.ts';
+import { captureLogger, DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis } from './helpers/harness.ts';
 
 const keys = generateKeyPair();
 const keyRing = loadKeyRing([keys.privateKeyPem]);

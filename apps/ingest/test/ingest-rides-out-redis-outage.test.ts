@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { uniquePrefix, waitFor } from '@mcb/testkit';
-import { DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis, type TestIngest } from './harness.ts';
+import { DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis, type TestIngest } from './helpers/harness.ts';
 
 // A private, durable Redis (AOF, fsync always) that this file kills and restarts; the shared one is never touched.
 const keys = generateKeyPair();

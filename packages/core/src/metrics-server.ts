@@ -10,7 +10,7 @@ export type MetricsSource = Registry | (() => Promise<{ contentType: string; bod
 export interface MetricsServerOptions {
   source: MetricsSource;
   port: number;
-  /** Listen address. @defaultValue '0.0.0.0' */
+  /** Listen address: loopback unless the caller says otherwise (an ops listener is never public). @defaultValue '127.0.0.1' */
   host?: string;
   /** Told when rendering fails. */
   logger?: Logger;
@@ -51,7 +51,7 @@ export async function startMetricsServer(opts: MetricsServerOptions): Promise<Me
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
+    server.listen(opts.port, opts.host ?? '127.0.0.1', () => resolve());
   });
   return {
     port: (server.address() as AddressInfo).port,

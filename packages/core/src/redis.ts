@@ -36,3 +36,4 @@ export function createRedis(url: string, role: RedisRole, options: CreateRedisOp
   }
   return new Redis(url, { ...common, maxRetriesPerRequest: null, enableReadyCheck: true });
 }
+export { checkRedisDurability, checkRedisMemory, type DurabilityMode, type DurabilityReport, type RedisMemoryReport } from './redis-durability.ts';

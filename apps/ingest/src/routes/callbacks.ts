@@ -6,7 +6,7 @@ import type { Config } from '@mcb/core/config';
 import { coerceError, isAppError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import type { CallbackKind } from '@mcb/core/queue';
-import { enqueueCallback } from '../enqueue.ts';
+import { createEnqueuer } from '../enqueue.ts';
 import type { IngestMetrics } from '../metrics.ts';
 import { CONTENT_FAILURE_STATUS, sendText, UNAVAILABLE_STATUS } from '../reply.ts';
 
@@ -25,8 +25,11 @@ export interface CallbackRouteDeps {
   logger: Logger;
   keyRing: KeyRing;
   metrics: IngestMetrics;
-  /** Whether the last durability check allows acknowledging, and whether each add needs WAITAOF. */
-  durability: () => { acceptWrites: boolean; waitAof: boolean };
+  /**
+   * Whether Redis may take callbacks now (durable, or volatile allowed; memory headroom left), why not, and whether
+   * each add needs WAITAOF.
+   */
+  durability: () => { acceptWrites: boolean; waitAof: boolean; refusal: 'REDIS_NOT_DURABLE' | 'REDIS_MEMORY_LOW' };
   /** Budget of one enqueue, in ms. */
   enqueueTimeoutMs: number;
 }
@@ -43,6 +46,13 @@ function parseBody(raw: unknown): unknown {
 
 export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRouteDeps): void {
   const { config, logger, metrics } = deps;
+  let lastRefusalLog = 0;
+  let refusedSinceLog = 0;
+  // Requests that arrive together are stored together: one addBulk and one WAITAOF per batch.
+  const enqueuer = createEnqueuer(deps.queue, deps.redis, {
+    timeoutMs: deps.enqueueTimeoutMs,
+    onBatch: (size) => metrics.enqueueBatchSize.observe(size),
+  });
 
   async function handle(request: FastifyRequest, reply: FastifyReply, route: string, expectedKind: CallbackKind | undefined) {
     const started = process.hrtime.bigint();
@@ -54,7 +64,7 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
 
     let decoded;
     try {
-      decoded = decodeCallbackDetailed(parseBody(request.body), { keyRing: deps.keyRing, merchantNo: config.MERCHANT_NO ?? '', expectedKind });
+      decoded = decodeCallbackDetailed(parseBody(request.body), { keyRing: deps.keyRing, merchantNo: config.MERCHANT_NO ?? '', expectedKind, maxBlocks: config.INGEST_MAX_BLOCKS });
     } catch (e) {
       if (!isAppError(e)) throw e; // a bug, not bad input: the error boundary replies 500 fail and logs it
       // Details hold order numbers and states at most; the message never quotes the body.
@@ -68,11 +78,22 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
     const durability = deps.durability();
     if (!durability.acceptWrites) {
       metrics.enqueueFailures.inc();
-      logger.error({ ...ids, outcome: 'not-durable' }, 'callback not acknowledged: Redis is not durable now (see readyz)');
-      return done('unavailable', UNAVAILABLE_STATUS, 'fail', 'REDIS_NOT_DURABLE');
+      // A flood must not become a log flood: one line per 10 s with the count refused meanwhile.
+      refusedSinceLog++;
+      if (Date.now() - lastRefusalLog >= 10_000) {
+        logger.error(
+          { ...ids, outcome: 'unavailable', code: durability.refusal, refusedSinceLastLine: refusedSinceLog },
+          durability.refusal === 'REDIS_MEMORY_LOW'
+            ? 'callbacks not acknowledged: Redis memory headroom is low (see readyz); the platform retries'
+            : 'callbacks not acknowledged: Redis is not durable now (see readyz)',
+        );
+        lastRefusalLog = Date.now();
+        refusedSinceLog = 0;
+      }
+      return done('unavailable', UNAVAILABLE_STATUS, 'fail', durability.refusal);
     }
     try {
-      const jobId = await enqueueCallback(deps.queue, deps.redis, job, { waitAof: durability.waitAof, timeoutMs: deps.enqueueTimeoutMs });
+      const jobId = await enqueuer.enqueue(job, { waitAof: durability.waitAof });
       logger.info({ ...ids, jobId, keyIndex, outcome: 'enqueued' }, 'callback accepted');
       return done('success', 200, 'success');
     } catch (e) {

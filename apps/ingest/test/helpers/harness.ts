@@ -8,7 +8,7 @@ import { createLogger, type Logger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
-import { buildApp, type IngestApp } from '../src/app.ts';
+import { buildApp, type IngestApp } from '../../src/app.ts';
 
 // Own redis-servers and free ports come from the shared test kit; re-exported so ingest tests import one place.
 export { DURABLE_REDIS_ARGS, freePort, startOwnRedis, type OwnRedis } from '@mcb/testkit';
@@ -48,6 +48,7 @@ export async function startIngest(opts: {
   logger?: Logger;
   isShuttingDown?: () => boolean;
   durabilityCheckIntervalMs?: number;
+  memoryCheckIntervalMs?: number;
 }): Promise<TestIngest> {
   const config = ingestConfig({ REDIS_URL: opts.redisUrl, QUEUE_PREFIX: opts.prefix, ...opts.env });
   const redis = createRedis(config.REDIS_URL, 'producer', { connectionName: 'ingest-test' });
@@ -67,6 +68,7 @@ export async function startIngest(opts: {
       metricsRegistry: registry,
       isShuttingDown: opts.isShuttingDown,
       durabilityCheckIntervalMs: opts.durabilityCheckIntervalMs,
+      memoryCheckIntervalMs: opts.memoryCheckIntervalMs,
     });
     return {
       app,

@@ -84,3 +84,20 @@ export async function checkRedisDurability(redis: Redis): Promise<DurabilityRepo
   }
   return { durable: problems.length === 0, mode, problems, settings };
 }
+
+/** What {@link checkRedisMemory} found. */
+export interface RedisMemoryReport {
+  usedBytes: number;
+  /** `maxmemory`; 0 means no limit (then the host's memory is the limit, and headroom is not measured). */
+  maxBytes: number;
+  /** Free share of `maxmemory` (1 when there is no limit). */
+  headroom: number;
+}
+
+/** Memory in use against `maxmemory`, from `INFO memory` (works where CONFIG is disabled). */
+export async function checkRedisMemory(redis: Redis): Promise<RedisMemoryReport> {
+  const info = await redis.info('memory');
+  const usedBytes = Number(infoField(info, 'used_memory') ?? 0);
+  const maxBytes = Number(infoField(info, 'maxmemory') ?? 0);
+  return { usedBytes, maxBytes, headroom: maxBytes > 0 ? Math.max(0, 1 - usedBytes / maxBytes) : 1 };
+}

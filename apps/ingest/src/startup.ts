@@ -1,0 +1,77 @@
+import type { Redis } from 'ioredis';
+import { assertImplicitRejection, loadKeyRingFromFiles, type KeyRing } from '@mcb/core/callback';
+import type { Config } from '@mcb/core/config';
+import { AppError, ErrorCodes } from '@mcb/core/errors';
+import type { Logger } from '@mcb/core/logger';
+import { createRedis } from '@mcb/core/redis';
+import { checkRedisDurability, type DurabilityReport } from '@mcb/core/redis';
+
+/**
+ * Refuse a Redis that may lose acknowledged callbacks, unless volatile Redis is explicitly allowed (then warn).
+ * @throws AppError REDIS_NOT_DURABLE naming each unsafe setting
+ */
+export function enforceDurability(report: DurabilityReport, allowVolatile: boolean, logger: Logger): void {
+  if (report.durable) {
+    logger.info({ mode: report.mode, settings: report.settings }, 'Redis keeps acknowledged writes');
+    return;
+  }
+  if (allowVolatile) {
+    logger.warn({ problems: report.problems }, 'INGEST_ALLOW_VOLATILE_REDIS=true: acknowledged callbacks may be lost (not for production)');
+    return;
+  }
+  throw new AppError(
+    ErrorCodes.REDIS_NOT_DURABLE,
+    `Redis does not keep acknowledged callbacks:\n  - ${report.problems.join('\n  - ')}\n` +
+      'Fix the Redis settings, or set INGEST_ALLOW_VOLATILE_REDIS=true to start anyway (never in production).',
+    { details: { problems: report.problems, settings: report.settings } },
+  );
+}
+
+async function waitForRedis(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      redis.off('ready', onReady);
+      reject(new AppError(ErrorCodes.ENQUEUE_FAILED, `Redis at REDIS_URL not reachable within ${timeoutMs} ms`, { transient: true }));
+    }, timeoutMs);
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    redis.once('ready', onReady);
+  });
+}
+
+/**
+ * The checks ingest must pass before it listens, written once: the runtime has RSA implicit rejection, our merchant
+ * number is set, Redis answers, and Redis keeps acknowledged writes (or volatile Redis is explicitly allowed).
+ * `buildApp` runs them on its own connection; the cluster supervisor runs them once before forking.
+ * @returns the durability report the app starts from
+ * @throws AppError CONFIG_INVALID | ENQUEUE_FAILED (Redis unreachable) | REDIS_NOT_DURABLE; Error when the runtime
+ *   lacks implicit rejection
+ */
+export async function checkStartup(config: Config, redis: Redis, logger: Logger, redisTimeoutMs = 5000): Promise<DurabilityReport> {
+  assertImplicitRejection();
+  if (!config.MERCHANT_NO) throw new AppError(ErrorCodes.CONFIG_INVALID, 'MERCHANT_NO: required for ingest (unset)');
+  await waitForRedis(redis, redisTimeoutMs);
+  const report = await checkRedisDurability(redis);
+  enforceDurability(report, config.INGEST_ALLOW_VOLATILE_REDIS, logger);
+  return report;
+}
+
+/** The key ring from MERCHANT_PRIVATE_KEY_FILE (comma-separated; the first is current). */
+export function loadKeyRingFromConfig(config: Config): KeyRing {
+  return loadKeyRingFromFiles([config.MERCHANT_PRIVATE_KEY_FILE ?? '']);
+}
+
+/** {@link checkStartup} on a short-lived connection of its own, plus the key ring: the supervisor's preflight. */
+export async function preflight(config: Config, logger: Logger): Promise<void> {
+  loadKeyRingFromConfig(config);
+  const redis = createRedis(config.REDIS_URL, 'producer', { connectionName: 'ingest-preflight' });
+  redis.on('error', () => {});
+  try {
+    await checkStartup(config, redis, logger, 10_000);
+  } finally {
+    redis.disconnect();
+  }
+}

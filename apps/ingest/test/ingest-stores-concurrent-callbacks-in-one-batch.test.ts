@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
+import { uniquePrefix } from '@mcb/testkit';
+import { Redis } from 'ioredis';
+import { DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis, type TestIngest } from './helpers/harness.ts';
+
+// A private, durable Redis (AOF, fsync always) this file can make refuse writes; the shared one is never touched.
+const keys = generateKeyPair();
+let redis: OwnRedis;
+let admin: Redis;
+let ingest: TestIngest;
+
+beforeAll(async () => {
+  redis = await startOwnRedis(DURABLE_REDIS_ARGS);
+  admin = new Redis(redis.url);
+  ingest = await startIngest({ redisUrl: redis.url, prefix: uniquePrefix('batch'), keyRing: loadKeyRing([keys.privateKeyPem]) });
+});
+afterAll(async () => {
+  await ingest?.close();
+  admin?.disconnect();
+  await redis?.destroy();
+});
+
+const body = (orderNo: string) =>
+  JSON.stringify({
+    encryptedData: encryptRecord(
+      { OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 },
+      keys.publicKeyPem,
+    ),
+  });
+// All requests are decrypted first, then sent in one tick: they reach the enqueue together, as a burst would.
+const burst = async (orderNos: string[]) => {
+  const payloads = orderNos.map(body);
+  const replies = await Promise.all(
+    payloads.map((payload) => ingest.app.inject({ method: 'POST', url: '/callbacks', headers: { 'content-type': 'application/json' }, payload })),
+  );
+  return replies.map((r) => `${r.statusCode} ${r.body}`);
+};
+const batchSizes = async () => {
+  const metric = (await ingest.registry.getSingleMetric('ingest_enqueue_batch_size')!.get()).values;
+  const count = metric.find((v) => (v as { metricName?: string }).metricName === 'ingest_enqueue_batch_size_count')?.value ?? 0;
+  const sum = metric.find((v) => (v as { metricName?: string }).metricName === 'ingest_enqueue_batch_size_sum')?.value ?? 0;
+  return { count, sum };
+};
+
+describe('ingest stores callbacks that arrive together in one batch', () => {
+  it('acknowledges each of a burst once the batch is stored, in fewer batches than requests', async () => {
+    const before = await batchSizes();
+    const nos = Array.from({ length: 40 }, (_, i) => `B${i}`);
+    expect(await burst(nos)).toEqual(nos.map(() => '200 success'));
+    const after = await batchSizes();
+    expect(after.sum - before.sum).toBe(40);
+    expect(after.count - before.count).toBeLessThan(40);
+    for (const no of nos) expect((await ingest.queue.getJob(`payout-${no}-4`))?.data.orderNo).toBe(no);
+    // The same burst again: duplicates are no-op adds, and still a success.
+    expect(await burst(nos)).toEqual(nos.map(() => '200 success'));
+  });
+
+  it('answers 503 fail to every request of a batch that Redis refuses, success to none, and stores none', async () => {
+    // Redis refuses every write while it lacks a replica: the whole batch fails.
+    await admin.config('SET', 'min-replicas-to-write', '1');
+    try {
+      const nos = Array.from({ length: 30 }, (_, i) => `F${i}`);
+      expect(await burst(nos)).toEqual(nos.map(() => '503 fail'));
+      for (const no of nos) expect(await ingest.queue.getJob(`payout-${no}-4`)).toBeUndefined();
+    } finally {
+      await admin.config('SET', 'min-replicas-to-write', '0');
+    }
+    // Writes allowed again: the platform's retry of the same callbacks succeeds.
+    expect(await burst(['F0', 'F1'])).toEqual(['200 success', '200 success']);
+  });
+});

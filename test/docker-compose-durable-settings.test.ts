@@ -4,7 +4,10 @@ import { describe, expect, it } from 'vitest';
 
 // No Docker engine runs on our machines, so the compose file is checked as data.
 const compose = parse(readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8'), { merge: true }) as {
-  services: Record<string, { command?: string[]; healthcheck?: { test: unknown }; build?: unknown; image?: string }>;
+  services: Record<
+    string,
+    { command?: string[]; healthcheck?: { test: unknown }; build?: unknown; image?: string; profiles?: string[]; environment?: Record<string, string> }
+  >;
 };
 
 function flag(command: string[] | undefined, name: string): string | undefined {
@@ -30,5 +33,14 @@ describe('docker-compose.yml', () => {
       expect(compose.services[app]?.build, app).toBe('.');
     }
     expect(readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8')).toMatch(/FROM .* AS runtime/);
+  });
+
+  it('keeps the sandbox (no authentication on /control) in the dev profile only, and defaults the platform to nothing insecure', () => {
+    expect(compose.services.sandbox?.profiles).toEqual(['dev']);
+    for (const app of ['ingest', 'worker', 'console']) {
+      const env = compose.services[app]?.environment ?? {};
+      expect(env.PLATFORM_BASE_URL, app).not.toMatch(/:-http:/);
+      expect(env.PLATFORM_ALLOW_HTTP, app).toBe('${PLATFORM_ALLOW_HTTP:-false}');
+    }
   });
 });

@@ -45,6 +45,54 @@ export interface LoggerFactoryOptions {
   destination?: pino.DestinationStream;
 }
 
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+function chainOf(err: unknown): Record<string, unknown>[] {
+  const chain: Record<string, unknown>[] = [];
+  let cur = err;
+  while (cur && typeof cur === 'object' && chain.length < 8 && !chain.includes(cur as Record<string, unknown>)) {
+    chain.push(cur as Record<string, unknown>);
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return chain;
+}
+
+/** A Postgres message without the value it may quote last (`invalid input syntax for type integer: "12.5"`). */
+export function scrubDatabaseMessage(message: string): string {
+  return message.replace(/\nparams: [\s\S]*$/, '').replace(/: "(?:[^"\\]|\\.)*"$/, ': "[redacted]"');
+}
+
+/**
+ * pino's error serializer, minus the values a database error carries: drizzle's DrizzleQueryError has the
+ * statement's `params` (in a field and in its message); Postgres quotes the offending value in some messages and
+ * the whole row in a constraint violation's detail. What stays says what failed: the SQL text with its
+ * placeholders, the SQLSTATE, the constraint, table and column.
+ */
+export function serializeError(err: unknown): unknown {
+  const out = pino.stdSerializers.err(err as Error) as unknown as Record<string, unknown>;
+  if (!out || typeof out !== 'object') return out;
+  const chain = chainOf(err);
+  const pgError = chain.find((e) => typeof e.code === 'string' && SQLSTATE.test(e.code) && 'severity' in e);
+  const fromDb = pgError !== undefined || chain.some((e) => 'params' in e && 'query' in e);
+  if (!fromDb) return out;
+  if ('params' in out) out.params = '[redacted]';
+  if (typeof out.message === 'string') out.message = scrubDatabaseMessage(out.message);
+  // The stack repeats the message and every cause's message: keep the frames of the top error only.
+  if (typeof out.stack === 'string') {
+    const [head = ''] = out.stack.split('\ncaused by:');
+    out.stack = head.replace(/\nparams: [^\n]*/, '').replace(/^(.*?): (.*)$/m, (_l, type: string, m: string) => `${type}: ${scrubDatabaseMessage(m)}`);
+  }
+  if (typeof out.detail === 'string') out.detail = /^Key \(/.test(out.detail) ? out.detail : '[redacted]';
+  if (pgError) {
+    out.db = {
+      code: pgError.code,
+      ...(typeof pgError.message === 'string' ? { message: scrubDatabaseMessage(pgError.message) } : {}),
+      ...Object.fromEntries(['constraint', 'table', 'column', 'routine'].flatMap((k) => (typeof pgError[k] === 'string' ? [[k, pgError[k]]] : []))),
+    };
+  }
+  return out;
+}
+
 /** A pino logger with the pipeline's redaction rules. */
 export function createLogger(options: LoggerFactoryOptions): Logger {
   const opts: LoggerOptions = {
@@ -52,7 +100,7 @@ export function createLogger(options: LoggerFactoryOptions): Logger {
     level: options.level ?? 'info',
     base: { app: options.name },
     redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
-    serializers: { err: pino.stdSerializers.err },
+    serializers: { err: serializeError },
   };
   return options.destination ? pino(opts, options.destination) : pino(opts);
 }

@@ -25,6 +25,18 @@ const duration = (fallback: string) =>
       }
       return ms;
     });
+const boundedDuration = (fallback: string, maxMs: number) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v, ctx) => {
+      const ms = parseDuration(v);
+      if (ms === undefined || ms > maxMs) {
+        ctx.addIssue({ code: 'custom', message: `expected a duration such as 500ms or 10s, at most ${maxMs} ms` });
+        return z.NEVER;
+      }
+      return ms;
+    });
 const optionalDuration = z
   .string()
   .optional()
@@ -76,6 +88,11 @@ const schema = z.object({
     .optional()
     .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
     .pipe(url(['http:', 'https:'], 'http(s)').optional()),
+  /**
+   * Accept an `http://` PLATFORM_BASE_URL (local stacks, the demo, tests). Get order is the only thing that makes an
+   * unsigned callback trustworthy, so production requires https; with this set, every start warns.
+   */
+  PLATFORM_ALLOW_HTTP: bool(false),
   /** Path of Get order under the base URL (the spec does not show it). */
   PLATFORM_GET_ORDER_PATH: z.string().startsWith('/').default('/api/open/order/getOrder'),
   /** Body encoding of getPaymentMethods: `json` or `form`. */
@@ -88,15 +105,39 @@ const schema = z.object({
   INGEST_PORT: port(8080),
   /** Ops listener (metrics) of ingest; never the public one. */
   INGEST_METRICS_PORT: port(9464),
+  /** Address of ingest's ops listener: loopback unless a scraper elsewhere needs it; never inherits INGEST_HOST. */
+  INGEST_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   /** Ingest processes (RSA decryption is the main cost); 0 means one per core. */
   INGEST_WORKERS: z.coerce.number().int().min(0).max(256).default(1),
-  /** Request body limit in bytes. */
-  INGEST_BODY_LIMIT: z.coerce.number().int().min(256).max(1_048_576).default(8192),
+  /** Request body limit in bytes (4 blocks of a 4096-bit key fit with room to spare). */
+  INGEST_BODY_LIMIT: z.coerce.number().int().min(256).max(1_048_576).default(4096),
+  /** Most RSA blocks a callback may have, checked before any decryption (a genuine record fits in one). */
+  INGEST_MAX_BLOCKS: z.coerce.number().int().min(1).max(64).default(4),
+  /**
+   * Share of Redis `maxmemory` that must stay free: below it ingest answers `503 fail` and `/readyz` fails, so the
+   * platform retries later instead of filling Redis (the worker still completes and frees jobs). 0 disables it.
+   */
+  INGEST_REDIS_MIN_HEADROOM: z.coerce.number().min(0).max(0.9).default(0.1),
   /** Start even when Redis does not keep acknowledged writes (warns on every start). */
   INGEST_ALLOW_VOLATILE_REDIS: bool(false),
 
-  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
+  /**
+   * Jobs in flight per worker process. A job waiting on Get order holds no Postgres connection and costs little,
+   * so size it as target credits/s × Get order latency (e.g. 500/s × 0.2 s = 100), with room to spare.
+   */
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(5000).default(256),
+  /**
+   * Most events waiting at once for their order to be registered; beyond it a new one goes to review at once
+   * (Postgres) instead of waiting in Redis, and the sweep credits it once the order exists. 0: no cap.
+   */
+  WORKER_MAX_UNKNOWN_WAITING: z.coerce.number().int().min(0).max(10_000_000).default(10_000),
+  /** Largest group commit: verified events of concurrent jobs committed in one transaction. */
+  WORKER_COMMIT_BATCH: z.coerce.number().int().min(1).max(1000).default(64),
+  /** Postgres connections per worker process (the group commit uses one; look-ups, reviews and the sweep the rest). */
+  WORKER_DB_POOL: z.coerce.number().int().min(2).max(200).default(8),
   WORKER_METRICS_PORT: port(9465),
+  /** Address of the worker's ops listener (metrics, health). */
+  WORKER_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   /**
    * Job lock; a job whose worker died runs again once it lapses and a stalled check sees it.
    * @defaultValue max(30s, 3 × PLATFORM_TIMEOUT) when unset
@@ -125,6 +166,8 @@ const schema = z.object({
   CONSOLE_HOST: z.string().default('127.0.0.1'),
   CONSOLE_PORT: port(8081),
   CONSOLE_METRICS_PORT: port(9466),
+  /** Address of the console's ops listener (metrics, health); never inherits CONSOLE_HOST. */
+  CONSOLE_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   /** Bearer token for the console API and dashboard. */
   CONSOLE_TOKEN: optionalString.pipe(z.string().min(16, 'expected at least 16 characters').optional()),
   /** Lifetime of a dashboard login session (fixed, not sliding). */
@@ -134,6 +177,23 @@ const schema = z.object({
 
   SANDBOX_HOST: z.string().default('127.0.0.1'),
   SANDBOX_PORT: port(8090),
+  /** The merchant number the sandbox simulates. @defaultValue MERCHANT_NO */
+  SANDBOX_MERCHANT_NO: optionalString,
+  /** The merchant's public key, to encrypt callbacks. @defaultValue derived from MERCHANT_PRIVATE_KEY_FILE's first file */
+  SANDBOX_MERCHANT_PUBLIC_KEY_FILE: optionalString,
+  /** Where the sandbox POSTs pay-in / payout callbacks (orders may name their own). */
+  SANDBOX_PAYIN_CALLBACK_URL: optionalString,
+  SANDBOX_PAYOUT_CALLBACK_URL: optionalString,
+  /** Speed of the simulated platform clock (600: the 2-hour retry schedule in 12 s). */
+  SANDBOX_TIME_SCALE: z.coerce.number().positive('expected a number > 0').max(1_000_000).default(1),
+  /** Allow callback URLs on this machine or a private network. */
+  SANDBOX_ALLOW_LOCAL_CALLBACKS: bool(true),
+  /** Delay of a callback's first attempt, in real time. */
+  SANDBOX_FIRST_ATTEMPT_DELAY: boundedDuration('1s', 30_000),
+  /** How long the sandbox waits for the merchant's reply to one attempt. */
+  SANDBOX_REPLY_TIMEOUT: boundedDuration('10s', 600_000),
+  /** The sandbox a CLI (`pnpm sandbox`) talks to. */
+  SANDBOX_URL: url(['http:', 'https:'], 'http(s)').default('http://127.0.0.1:8090'),
 });
 
 export type Config = Readonly<z.output<typeof schema>> & { readonly role: AppRole };
@@ -144,6 +204,14 @@ const REQUIRED: Record<AppRole, readonly (keyof z.output<typeof schema>)[]> = {
   console: ['MERCHANT_NO', 'PLATFORM_BASE_URL', 'CONSOLE_TOKEN'],
   sandbox: [],
   cli: [],
+};
+
+/** Settings a role needs one of: the first is named in the error, the second is its fallback. */
+const REQUIRED_EITHER: Partial<Record<AppRole, readonly (readonly [keyof z.output<typeof schema>, keyof z.output<typeof schema>])[]>> = {
+  sandbox: [
+    ['SANDBOX_MERCHANT_NO', 'MERCHANT_NO'],
+    ['SANDBOX_MERCHANT_PUBLIC_KEY_FILE', 'MERCHANT_PRIVATE_KEY_FILE'],
+  ],
 };
 
 /** One line per problem: `NAME: what was wrong (got "…")`. */
@@ -172,6 +240,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         problems.push(`${name}: required for ${role} (unset)`);
       }
     }
+    if (values?.PLATFORM_BASE_URL?.startsWith('http:') && !values.PLATFORM_ALLOW_HTTP && !problems.some((p) => p.startsWith('PLATFORM_BASE_URL:'))) {
+      problems.push(
+        'PLATFORM_BASE_URL: expected an https URL: Get order is what confirms an unsigned callback, so it must not travel in clear; ' +
+          'set PLATFORM_ALLOW_HTTP=true for a local stack',
+      );
+    }
+    for (const [name, fallback] of REQUIRED_EITHER[role] ?? []) {
+      const set = (n: string) => (values ? values[n as keyof typeof values] !== undefined : Boolean(env[n]?.trim()));
+      if (!set(name) && !set(fallback) && !problems.some((p) => p.startsWith(`${name}:`))) {
+        problems.push(`${name}: required for ${role} (or ${fallback} to fall back on) (unset)`);
+      }
+    }
   }
   if (problems.length > 0 || !parsed.success) {
     throw new AppError(ErrorCodes.CONFIG_INVALID, `invalid configuration:\n  - ${problems.join('\n  - ')}`, {
@@ -179,4 +259,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     });
   }
   return Object.freeze({ ...parsed.data, role });
+}
+
+/**
+ * Settings that are allowed but unsafe in production, one line each; every main logs them at warn on start.
+ */
+export function configWarnings(config: Config): string[] {
+  const warnings: string[] = [];
+  if (config.PLATFORM_ALLOW_HTTP && config.PLATFORM_BASE_URL?.startsWith('http:')) {
+    warnings.push('PLATFORM_ALLOW_HTTP=true: Get order goes over plain http; anyone on that path could confirm a forged callback (local stacks only)');
+  }
+  return warnings;
 }

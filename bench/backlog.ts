@@ -3,6 +3,7 @@
  * benchmark's own Redis: Redis memory per waiting job. Then a worker process drains it against a local platform
  * that answers Get order at once, with the worker's RSS sampled every second: is it flat while the backlog drains?
  */
+import { PayinState } from '@mcb/core/spec';
 import { createServer, type Server } from 'node:http';
 import { Queue } from 'bullmq';
 import { CALLBACKS_QUEUE, callbackJobId, callbackJobOptions, type CallbackJobInput } from '@mcb/core/queue';
@@ -59,7 +60,7 @@ function startPlatform(): Promise<{ server: Server; url: string }> {
       }
       const known = merchantOrderNo.startsWith('BL-');
       const body = known
-        ? { code: 0, message: 'ok', data: { orderNo: `PBL${merchantOrderNo.slice(3)}`, merchantNo: BENCH_MERCHANT_NO, merchantOrderNo, type: 'payin', state: 6, amount: AMOUNT, currency: 'INR' } }
+        ? { code: 0, message: 'ok', data: { orderNo: `PBL${merchantOrderNo.slice(3)}`, merchantNo: BENCH_MERCHANT_NO, merchantOrderNo, type: 'payin', state: PayinState.Released, amount: AMOUNT, currency: 'INR' } }
         : { code: 40404, message: 'order not found', data: null };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     });
@@ -74,8 +75,8 @@ function job(i: number, receivedAt: string): { name: 'payin'; data: CallbackJobI
   const orderNo = `PBL${i}`;
   return {
     name: 'payin',
-    data: { kind: 'payin', orderNo, merchantNo: BENCH_MERCHANT_NO, merchantOrderNo: `BL-${i}`, state: 6, payTime: receivedAt, quantity: '1.234567', fiatAmount: AMOUNT, receivedAt, source: 'callback' },
-    opts: { ...callbackJobOptions, jobId: callbackJobId('payin', orderNo, 6) },
+    data: { kind: 'payin', orderNo, merchantNo: BENCH_MERCHANT_NO, merchantOrderNo: `BL-${i}`, state: PayinState.Released, payTime: receivedAt, quantity: '1.234567', fiatAmount: AMOUNT, receivedAt, source: 'callback' },
+    opts: { ...callbackJobOptions, jobId: callbackJobId('payin', orderNo, PayinState.Released) },
   };
 }
 

@@ -5,6 +5,7 @@
  * rate is what the pipeline sustains and the latency is that of a busy pipeline, not of an ever-growing queue.
  * Latency: the sandbox's first attempt (send time) to the receipt's applied_at.
  */
+import { PayinState } from '@mcb/core/spec';
 import pg from 'pg';
 import { buildApp, type Attempt, type Delivery } from '../apps/sandbox/src/app.ts';
 import { createLogger } from '@mcb/core/logger';
@@ -91,7 +92,7 @@ export async function runE2e(o: {
     let lastLog = t0;
     const deadline = t0 + Math.max(120_000, o.orders * 50);
     while (credited < o.orders) {
-      while (finalized < o.orders && finalized - credited < inFlight) sim.finalize(`E2E-${++finalized}`, 6);
+      while (finalized < o.orders && finalized - credited < inFlight) sim.finalize(`E2E-${++finalized}`, PayinState.Released);
       await sleep(10);
       const r = await pool.query<{ n: string }>('select count(*) as n from callback_receipts');
       credited = Number(r.rows[0]?.n ?? 0);

@@ -11,6 +11,7 @@ import { availableParallelism, cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runBacklog, type BacklogResult } from './backlog.ts';
+import { runCompare, type CompareRow } from './compare.ts';
 import { runE2e, type E2eResult } from './e2e.ts';
 import { runIngest, type IngestResult } from './ingest.ts';
 import { measurePostgres, type PostgresLimit } from './limits/postgres.ts';
@@ -29,6 +30,8 @@ const { values: a } = parseArgs({
     only: { type: 'string' },
     'e2e-orders': { type: 'string' },
     'e2e-in-flight': { type: 'string' },
+    'compare-orders': { type: 'string' },
+    'compare-delays': { type: 'string' },
     backlog: { type: 'string' },
     'backlog-drain-seconds': { type: 'string' },
     'backlog-drain-all': { type: 'boolean', default: false },
@@ -46,7 +49,9 @@ const { values: a } = parseArgs({
 const quick = a.quick;
 const num = (v: string | undefined, full: number, q: number) => (v === undefined ? (quick ? q : full) : Number(v));
 const opts = {
-  only: new Set((a.only ?? 'limits,ingest,e2e,backlog').split(',')),
+  only: new Set((a.only ?? 'limits,ingest,compare,e2e,backlog').split(',')),
+  compareOrders: num(a['compare-orders'], 3000, 1000),
+  compareDelaysMs: (a['compare-delays'] ?? '0,200').split(',').map(Number),
   e2eOrders: num(a['e2e-orders'], 6000, 1000),
   e2eInFlight: num(a['e2e-in-flight'], 64, 64),
   backlog: num(a.backlog, 200_000, 20_000),
@@ -67,6 +72,7 @@ export interface BenchReport {
   options: Omit<typeof opts, 'only'> & { only: string[] };
   limits: { rsa?: RsaLimit; postgres?: PostgresLimit; redis?: RedisLimit };
   ingest?: { one?: IngestResult; all?: IngestResult };
+  compare?: CompareRow[];
   e2e?: E2eResult;
   backlog?: BacklogResult;
   targets: { name: string; target: string; value: string; met: boolean | null }[];
@@ -134,6 +140,11 @@ try {
     report.ingest = { one, all };
   }
 
+  if (need('compare')) {
+    section(`pipeline vs in-request receiver: ${opts.compareOrders} pay-ins + 10 % duplicates, 64 in flight, Get order ${opts.compareDelaysMs.join(' / ')} ms`);
+    report.compare = await runCompare({ keys, redis, databaseUrl: db.url, orders: opts.compareOrders, inFlight: 64, delaysMs: opts.compareDelaysMs, logLevel: opts.logLevel, profile: opts.profile });
+  }
+
   if (need('e2e') && report.limits.postgres) {
     section(`end to end: ${opts.e2eOrders} orders, sandbox → ingest → worker → Postgres`);
     report.e2e = await runE2e({ keys, redis, databaseUrl: db.url, orders: opts.e2eOrders, inFlight: opts.e2eInFlight, concurrency: opts.concurrency, logLevel: opts.logLevel, postgresTps: report.limits.postgres.transactionsPerSecond, profile: opts.profile });
@@ -164,6 +175,11 @@ function targets(r: BenchReport): BenchReport['targets'] {
   if (one) {
     t.push({ name: 'ingest.ratio', target: '>= 0.8', value: one.ratio.toFixed(2), met: one.ratio >= 0.8 });
     t.push({ name: 'ingest p99 at half of peak', target: '< 20 ms', value: `${one.halfPeak.latencyMs.p99.toFixed(1)} ms`, met: one.halfPeak.latencyMs.p99 < 20 });
+  }
+  for (const c of r.compare ?? []) {
+    const want = c.getOrderDelayMs >= 200 ? 3 : 1.5;
+    t.push({ name: `e2e.vsInRequest @${c.getOrderDelayMs} ms`, target: `>= ${want}`, value: c.vsInRequest.toFixed(2), met: c.vsInRequest >= want });
+    t.push({ name: `CPU per credit vs in-request @${c.getOrderDelayMs} ms`, target: '<= 0.6', value: c.cpuRatio.toFixed(2), met: c.cpuRatio <= 0.6 });
   }
   if (r.e2e) t.push({ name: 'e2e.ratio', target: '>= 0.5', value: r.e2e.ratio.toFixed(2), met: r.e2e.ratio >= 0.5 });
   if (r.backlog) {

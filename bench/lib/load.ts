@@ -24,7 +24,7 @@ export interface LoadResult {
   generatorCpuSeconds: number;
 }
 
-interface Conn {
+export interface Conn {
   socket: Socket;
   buf: Buffer;
   sentAt: number;
@@ -34,7 +34,7 @@ interface Conn {
 
 const HEADER_END = Buffer.from('\r\n\r\n');
 
-function openConn(host: string, port: number, onError: () => void): Promise<Conn> {
+export function openConn(host: string, port: number, onError: () => void): Promise<Conn> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host, port, noDelay: true });
     const conn: Conn = { socket, buf: Buffer.alloc(0), sentAt: 0, busy: false, onReply: undefined };
@@ -62,7 +62,7 @@ function openConn(host: string, port: number, onError: () => void): Promise<Conn
   });
 }
 
-function send(conn: Conn, request: Buffer, onReply: (status: number) => void): void {
+export function send(conn: Conn, request: Buffer, onReply: (status: number) => void): void {
   conn.busy = true;
   conn.onReply = onReply;
   conn.socket.write(request);

@@ -3,7 +3,7 @@ import { BENCH_MERCHANT_NO } from './callbacks.ts';
 import { REPO_ROOT } from './ingest-process.ts';
 import { freePort, launch, waitForHttp, type Child } from './proc.ts';
 
-export async function startWorker(opts: { redisUrl: string; databaseUrl: string; platformUrl: string; concurrency: number; logLevel: string; nodeArgs?: string[] }): Promise<Child> {
+export async function startWorker(opts: { redisUrl: string; databaseUrl: string; platformUrl: string; concurrency?: number; logLevel: string; nodeArgs?: string[] }): Promise<Child> {
   const metricsPort = await freePort();
   const child = launch({
     name: 'worker',
@@ -16,7 +16,8 @@ export async function startWorker(opts: { redisUrl: string; databaseUrl: string;
       QUEUE_PREFIX: 'mcb',
       MERCHANT_NO: BENCH_MERCHANT_NO,
       PLATFORM_BASE_URL: opts.platformUrl,
-      WORKER_CONCURRENCY: String(opts.concurrency),
+      ...(opts.concurrency ? { WORKER_CONCURRENCY: String(opts.concurrency) } : {}),
+      PLATFORM_ALLOW_HTTP: 'true',
       WORKER_METRICS_PORT: String(metricsPort),
       LOG_LEVEL: opts.logLevel,
     },

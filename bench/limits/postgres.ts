@@ -4,6 +4,7 @@
  * outbox insert, review resolve, in one transaction, at the worker's concurrency, on pre-inserted pending orders.
  * No verification reads and no Get order: this is the ceiling a credit pipeline on this Postgres can approach.
  */
+import { PayinState } from '@mcb/core/spec';
 import pg from 'pg';
 import { insertPendingPayins, truncateAll } from '../lib/database.ts';
 
@@ -44,7 +45,7 @@ async function credit(client: pg.PoolClient, id: number): Promise<void> {
     await client.query(OUTBOX, [
       id,
       merchantOrderNo,
-      JSON.stringify({ merchantOrderNo, kind: 'payin', status: 'credited', amount: '1000.10', currency: 'INR', platformOrderNo: orderNo, state: 6, confirmedState: 6, source: 'callback' }),
+      JSON.stringify({ merchantOrderNo, kind: 'payin', status: 'credited', amount: '1000.10', currency: 'INR', platformOrderNo: orderNo, state: PayinState.Released, confirmedState: PayinState.Released, source: 'callback' }),
     ]);
     await client.query(RESOLVE, [orderNo]);
     await client.query('commit');

@@ -3,6 +3,7 @@
  * them to final states in the sandbox (as customers and the platform would), with duplicate sends, multi-block
  * records, refused payouts and two forged callbacks, and waits until the pipeline has dealt with all of it.
  */
+import { PayinState, PayoutState } from '@mcb/core/spec';
 import { randomBytes } from 'node:crypto';
 import type { Delivery, SandboxOrder } from '../../apps/sandbox/src/app.ts';
 import { forEachLimited, requestJson } from './http.ts';
@@ -13,7 +14,7 @@ export interface PlannedOrder {
   kind: 'payin' | 'payout';
   amount: string;
   /** The platform state it is moved to: pay-in 6 (callback) or 3 (no callback; the forgery target), payout 4 or 5. */
-  finalState: 3 | 4 | 5 | 6;
+  finalState: number;
   /** Sandbox fault switches of this order. */
   faults: { duplicate?: number; minBlocks?: number };
 }
@@ -73,19 +74,19 @@ export function planOrders(count: number): DemoPlan {
   });
   const amount = (i: number) => `${100 + (i % 900)}.${String((i * 37) % 100).padStart(2, '0')}`;
   for (let i = 0; i < payins; i++) {
-    orders.push({ merchantOrderNo: `${runId}-I${String(i + 1).padStart(5, '0')}`, kind: 'payin', amount: amount(i), finalState: 6, faults: faultsFor(i) });
+    orders.push({ merchantOrderNo: `${runId}-I${String(i + 1).padStart(5, '0')}`, kind: 'payin', amount: amount(i), finalState: PayinState.Released, faults: faultsFor(i) });
   }
   for (let i = 0; i < payouts; i++) {
     orders.push({
       merchantOrderNo: `${runId}-O${String(i + 1).padStart(5, '0')}`,
       kind: 'payout',
       amount: amount(i + 7),
-      finalState: i % 4 === 1 ? 5 : 4,
+      finalState: i % 4 === 1 ? PayoutState.Refused : PayoutState.Succeeded,
       faults: faultsFor(i + 1),
     });
   }
   // Paid (state 3: no callback), then a forged "released" callback for ten times the amount arrives.
-  orders.push({ merchantOrderNo: `${runId}-F00001`, kind: 'payin', amount: '250.00', finalState: 3, faults: {} });
+  orders.push({ merchantOrderNo: `${runId}-F00001`, kind: 'payin', amount: '250.00', finalState: PayinState.Success, faults: {} });
   return { runId, orders };
 }
 
@@ -160,15 +161,15 @@ export async function driveDemo(t: DriverTargets, plan: DemoPlan, timeoutMs: num
     finalized++;
     if (finalized % 20 === 0 || finalized === total) t.status(`orders registered ${registered}/${total} · finalised ${finalized}/${total}`);
   });
-  const withCallback = plan.orders.filter((o) => o.finalState !== 3);
+  const withCallback = plan.orders.filter((o) => o.finalState !== PayinState.Success);
   const done = `orders ${total}/${total}`;
   await waitUntil(t, plan.runId, deadline, { deliveries: withCallback.length, applied: withCallback.length, reviews: 0 }, done);
 
   // 2. Forgeries: a "released" pay-in for ten times what the customer paid, and a "refused" payout (a refund claim)
   //    for a payout that succeeded. Get order contradicts both.
   const forgeries: Forgery[] = [];
-  const target = plan.orders.find((o) => o.finalState === 3);
-  const succeeded = plan.orders.find((o) => o.kind === 'payout' && o.finalState === 4);
+  const target = plan.orders.find((o) => o.finalState === PayinState.Success);
+  const succeeded = plan.orders.find((o) => o.kind === 'payout' && o.finalState === PayoutState.Succeeded);
   for (const [o, what, code] of [
     [target, 'amount', 'VERIFY_AMOUNT_MISMATCH'],
     [succeeded, 'state', 'VERIFY_STATE_MISMATCH'],

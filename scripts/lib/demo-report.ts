@@ -3,6 +3,7 @@
  * compared with what the run asked the sandbox to do. Every number printed comes from the database, except
  * "received", which is what the sandbox saw ingest acknowledge.
  */
+import { PayinState, PayoutState } from '@mcb/core/spec';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { DemoRun } from './demo-driver.ts';
@@ -99,9 +100,9 @@ export async function buildSummary(pool: pg.Pool, redis: Redis, queuePrefix: str
   const plan = run.plan.orders;
   const byNo = new Map(orderRows.map((r) => [r.merchant_order_no, r]));
   const names = (rows: readonly OrderRow[]) => rows.map((r) => r.merchant_order_no);
-  const expectedCredited = plan.filter((o) => o.kind === 'payin' && o.finalState === 6).map((o) => o.merchantOrderNo);
-  const expectedSucceeded = plan.filter((o) => o.kind === 'payout' && o.finalState === 4).map((o) => o.merchantOrderNo);
-  const expectedRefused = plan.filter((o) => o.kind === 'payout' && o.finalState === 5).map((o) => o.merchantOrderNo);
+  const expectedCredited = plan.filter((o) => o.kind === 'payin' && o.finalState === PayinState.Released).map((o) => o.merchantOrderNo);
+  const expectedSucceeded = plan.filter((o) => o.kind === 'payout' && o.finalState === PayoutState.Succeeded).map((o) => o.merchantOrderNo);
+  const expectedRefused = plan.filter((o) => o.kind === 'payout' && o.finalState === PayoutState.Refused).map((o) => o.merchantOrderNo);
   const credited = orderRows.filter((r) => r.kind === 'payin' && r.status === 'credited');
   const succeeded = orderRows.filter((r) => r.kind === 'payout' && r.status === 'succeeded');
   const refused = orderRows.filter((r) => r.kind === 'payout' && r.status === 'refused');

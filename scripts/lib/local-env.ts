@@ -253,6 +253,8 @@ export function childEnv(
     MERCHANT_NO: settings.merchantNo,
     MERCHANT_PRIVATE_KEY_FILE: settings.privateKeyFile,
     PLATFORM_BASE_URL: `http://127.0.0.1:${ports.sandbox}`,
+    // The local sandbox speaks plain http; production requires https (every start warns).
+    PLATFORM_ALLOW_HTTP: 'true',
     CONSOLE_TOKEN: extra.consoleToken,
     LOG_LEVEL: settings.logLevel,
     INGEST_HOST: '127.0.0.1',

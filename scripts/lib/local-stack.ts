@@ -3,7 +3,7 @@
  * console token, migrate, then start sandbox, ingest, worker and console as child processes and wait until each
  * answers. `stop()` ends them in reverse order.
  */
-import type { DurabilityReport } from '../../apps/ingest/src/app.ts';
+import type { DurabilityReport } from '@mcb/core/redis';
 import { childEnv, ensureConsoleToken, ensureKeys, settlePorts, type LocalSettings, type StackPorts } from './local-env.ts';
 import { migrate, redisDurability, requireServices, volatileRedisWarning } from './preflight.ts';
 import { spawnApp, stopAll, waitReady, type AppName, type AppProcess, type OutputMode } from './processes.ts';

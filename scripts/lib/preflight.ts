@@ -6,7 +6,7 @@ import { migrateDatabase, type MigrateResult } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { checkRedisDurability, type DurabilityReport } from '../../apps/ingest/src/app.ts';
+import { checkRedisDurability, type DurabilityReport } from '@mcb/core/redis';
 
 /** How to get Postgres and Redis running; printed whenever one of them does not answer. */
 export const HOW_TO_START_SERVICES = [

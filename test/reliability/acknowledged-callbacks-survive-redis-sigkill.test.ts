@@ -1,9 +1,9 @@
 import { uniquePrefix } from '@mcb/testkit';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { startIngest, type TestIngest } from '../../apps/ingest/test/harness.ts';
-import { callbackBody, payinRecord } from './support/callbacks.ts';
-import { createTestKeys, type TestKeys } from './support/keys.ts';
+import { startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
+import { callbackBody, payinRecord } from './helpers/callbacks.ts';
+import { createTestKeys, type TestKeys } from './helpers/keys.ts';
 import { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from '@mcb/testkit';
 
 // DESIGN invariant 1: an acknowledged callback survives a Redis crash. Ingest acknowledges N callbacks, Redis is

@@ -2,9 +2,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { uniquePrefix } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startIngest, type TestIngest } from '../../apps/ingest/test/harness.ts';
-import { callbackBody, encryptBytes, payinRecord } from './support/callbacks.ts';
-import { createTestKeys, type TestKeys } from './support/keys.ts';
+import { startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
+import { callbackBody, encryptBytes, payinRecord } from './helpers/callbacks.ts';
+import { createTestKeys, type TestKeys } from './helpers/keys.ts';
 import { startOwnRedis, type OwnRedis } from '@mcb/testkit';
 
 // No oracle (DESIGN invariant 4): decryption failure, JSON failure, schema failure and merchant mismatch get

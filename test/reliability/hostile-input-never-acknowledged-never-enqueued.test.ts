@@ -5,9 +5,9 @@ import { uniquePrefix } from '@mcb/testkit';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startIngest, type TestIngest } from '../../apps/ingest/test/harness.ts';
-import { callbackBody, encryptBytes, payinRecord } from './support/callbacks.ts';
-import { createTestKeys, type TestKeys } from './support/keys.ts';
+import { startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
+import { callbackBody, encryptBytes, payinRecord } from './helpers/callbacks.ts';
+import { createTestKeys, type TestKeys } from './helpers/keys.ts';
 import { startOwnRedis, type OwnRedis } from '@mcb/testkit';
 
 // Hostile input, property-based: the codec and the live ingest route never acknowledge invalid input, never

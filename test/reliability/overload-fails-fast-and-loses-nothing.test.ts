@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { waitFor } from '@mcb/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callbackBody, payinRecord } from './support/callbacks.ts';
-import { createTestKeys, type TestKeys } from './support/keys.ts';
+import { callbackBody, payinRecord } from './helpers/callbacks.ts';
+import { createTestKeys, type TestKeys } from './helpers/keys.ts';
 import { freePort } from '@mcb/testkit';
-import { startNodeProcess, type NodeProcess } from './support/node-process.ts';
+import { startNodeProcess, type NodeProcess } from './helpers/node-process.ts';
 import { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from '@mcb/testkit';
 
 // Overload: a burst far above what ingest can store (its Redis is capped with maxmemory + noeviction, so adds fail

@@ -1,6 +1,6 @@
 import { createDb, type Db } from '@mcb/core/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startOwnPostgres, type OwnPostgres } from './support/own-postgres.ts';
+import { startOwnPostgres, type OwnPostgres } from './helpers/own-postgres.ts';
 
 // Found by the chaos run: a worker died ("Unhandled 'error' event ... Connection terminated unexpectedly") when
 // Postgres restarted while a drizzle transaction held a pool client. A checked-out client has no pool listener,

@@ -10,10 +10,10 @@ import { migrateDatabase } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { waitFor } from '@mcb/testkit';
 import { buildApp as buildSandbox, type Simulator } from '../../../apps/sandbox/src/app.ts';
-import { createTestKeys, type TestKeys } from '../support/keys.ts';
+import { createTestKeys, type TestKeys } from '../helpers/keys.ts';
 import { freePort } from '@mcb/testkit';
-import { startNodeProcess, type NodeProcess } from '../support/node-process.ts';
-import { startOwnPostgres, type OwnPostgres } from '../support/own-postgres.ts';
+import { startNodeProcess, type NodeProcess } from '../helpers/node-process.ts';
+import { startOwnPostgres, type OwnPostgres } from '../helpers/own-postgres.ts';
 import { startOwnRedis, type OwnRedis } from '@mcb/testkit';
 
 export const CHAOS_MERCHANT_NO = 'M-CHAOS-1';
@@ -131,6 +131,7 @@ export async function startChaosStack(opts: StackOptions): Promise<ChaosStack> {
             ...common,
             DATABASE_URL: databaseUrl,
             PLATFORM_BASE_URL: sandboxUrl,
+            PLATFORM_ALLOW_HTTP: 'true',
             PLATFORM_TIMEOUT: '2s',
             WORKER_CONCURRENCY: String(opts.workerConcurrency),
             WORKER_METRICS_PORT: '0',

@@ -1,6 +1,6 @@
 /** Callback bodies for reliability tests: genuine, near-valid and raw-byte records encrypted as the platform does. */
-import { constants, createPublicKey, publicEncrypt } from 'node:crypto';
 import { encryptRecord } from '@mcb/core/callback';
+import { PayinState } from '@mcb/core/spec';
 
 let seq = 0;
 
@@ -12,7 +12,7 @@ export function payinRecord(merchantNo: string, overrides: Record<string, unknow
     MerchantNo: merchantNo,
     MerchantOrderNo: `MREL${seq}`,
     PayTime: '2026-01-02T03:04:05',
-    OrderState: 6,
+    OrderState: PayinState.Released,
     Quantity: 12.5,
     FiatCurrency: 1000.1,
     ...overrides,
@@ -26,12 +26,5 @@ export function callbackBody(record: object | string, publicKeyPem: string): str
 
 /** Arbitrary bytes encrypted in PKCS#1 v1.5 blocks, as the platform would encrypt a record (for wrong encodings). */
 export function encryptBytes(bytes: Buffer, publicKeyPem: string): string {
-  const key = createPublicKey(publicKeyPem);
-  const k = Math.ceil((key.asymmetricKeyDetails?.modulusLength ?? 2048) / 8);
-  const blocks: Buffer[] = [];
-  const chunk = k - 11;
-  for (let at = 0; at < Math.max(bytes.length, 1); at += chunk) {
-    blocks.push(publicEncrypt({ key, padding: constants.RSA_PKCS1_PADDING }, bytes.subarray(at, at + chunk)));
-  }
-  return Buffer.concat(blocks).toString('base64');
+  return encryptRecord(bytes, publicKeyPem);
 }

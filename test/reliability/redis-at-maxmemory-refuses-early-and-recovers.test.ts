@@ -80,11 +80,14 @@ describe('Redis at its memory limit', () => {
     await admin.config('SET', 'maxmemory', String(Math.floor(used * 0.8)));
     const started = Date.now();
     worker = await startHarness({ ...env, redisUrl: redis.url, prefix }, platform.url, { concurrency: 16, releaseReviewedJobIds: true });
-    // Backoff 0.5 s, then 1 s: a third OOM pause cannot come before ~1.5 s. Without backoff it comes in milliseconds.
-    const counted = async () => (await worker!.metrics.redisOom.get()).values[0]?.value ?? 0;
-    await waitFor(async () => (await counted()) >= 3, { timeoutMs: 20_000, message: 'the worker never met the OOM' });
+    // Pauses of 0.5 s, then 1 s, then 2 s: the third pause cannot begin before ~1.5 s. Without backoff the worker
+    // would meet thousands of OOM refusals in that time; with it, each pause costs one round of refusals.
+    const backoff = async () => (await worker!.metrics.redisOomBackoff.get()).values[0]?.value ?? 0;
+    const refusals = async () => (await worker!.metrics.redisOom.get()).values[0]?.value ?? 0;
+    await waitFor(async () => (await backoff()) >= 2, { timeoutMs: 20_000, message: 'the worker never reached its third pause' });
     expect(Date.now() - started).toBeGreaterThan(1400);
-    expect(await counted()).toBeLessThan(20);
+    expect(await refusals()).toBeGreaterThanOrEqual(3);
+    expect(await refusals()).toBeLessThan(200);
   }, 60_000);
 
   it('credits the whole backlog once memory is raised, and ingest accepts again, with nobody restarting anything', async () => {
@@ -95,6 +98,7 @@ describe('Redis at its memory limit', () => {
     );
     const { rows } = await env.db.pool.query(`select count(*) as n from orders where status = 'credited'`);
     expect(Number(rows[0].n)).toBe(accepted.length);
+    expect((await worker!.metrics.redisOomBackoff.get()).values[0]?.value).toBe(0);
     await waitFor(async () => (await ingest.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200, { timeoutMs: 5000 });
     expect(await post(ORDERS)).toBe(200);
   }, 120_000);

@@ -191,6 +191,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     metrics?.redisOom.inc();
     if (resumeTimer) return;
     oomBackoffMs = Math.min(oomBackoffMs ? oomBackoffMs * 2 : 500, 30_000);
+    metrics?.redisOomBackoff.set(oomBackoffMs / 1000);
     logThrottled('Redis is out of memory (maxmemory, noeviction): pausing job fetching', e, { backoffMs: oomBackoffMs });
     void worker.pause(true).catch(() => {});
     resumeTimer = setTimeout(() => {
@@ -200,7 +201,9 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     resumeTimer.unref();
   });
   worker.on('completed', () => {
+    if (oomBackoffMs === 0) return;
     oomBackoffMs = 0;
+    metrics?.redisOomBackoff.set(0);
   });
   worker.on('closing', () => clearTimeout(resumeTimer));
   if (deps.releaseReviewedJobIds ?? true) {

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from '@mcb/core/metrics';
+import { Counter, Gauge, Histogram, type Registry } from '@mcb/core/metrics';
 import type { SettlementMetrics } from '@mcb/settlement';
 
 /** The worker's Prometheus metrics: outcomes, durations, retries, reviews and Get order latency. */
@@ -11,6 +11,8 @@ export interface WorkerMetrics extends SettlementMetrics {
   batchSize: Histogram<'batch'>;
   /** BullMQ commands Redis refused for lack of memory (the worker pauses fetching with a backoff). */
   redisOom: Counter;
+  /** Current pause of job fetching after an OOM, in seconds (0 when fetching normally). */
+  redisOomBackoff: Gauge;
   /** Attempts that will be retried, by kind and reason code. */
   retries: Counter<'kind' | 'code'>;
   /** Reviews opened (or re-seen), by kind and reason code. */
@@ -39,6 +41,11 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
       registers,
     }),
     redisOom: new Counter({ name: 'mcb_worker_redis_oom_total', help: 'Redis commands refused with OOM (maxmemory reached)', registers }),
+    redisOomBackoff: new Gauge({
+      name: 'mcb_worker_redis_oom_backoff_seconds',
+      help: 'Current pause of job fetching after Redis refused a command with OOM (0 when fetching normally)',
+      registers,
+    }),
     retries: new Counter({ name: 'mcb_worker_retries_total', help: 'Callback job attempts that will be retried', labelNames: ['kind', 'code'], registers }),
     reviews: new Counter({ name: 'mcb_worker_reviews_total', help: 'Events sent to review', labelNames: ['kind', 'code'], registers }),
     getOrderDuration: new Histogram({

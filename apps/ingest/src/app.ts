@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -112,7 +113,44 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     // We answer 503 `fail` ourselves while closing, in the same shape as every other failure.
     return503OnClosing: false,
     trustProxy: false,
+    // Every connection is bounded: a client trickling its headers or body, or holding an idle socket, is cut off
+    // (see the INGEST_*_TIMEOUT settings). Node checks the request bounds every connectionsCheckingInterval.
+    requestTimeout: config.INGEST_REQUEST_TIMEOUT,
+    keepAliveTimeout: config.INGEST_KEEPALIVE_TIMEOUT,
+    connectionTimeout: config.INGEST_IDLE_TIMEOUT,
+    http: {
+      headersTimeout: config.INGEST_HEADERS_TIMEOUT,
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.INGEST_HEADERS_TIMEOUT / 4))),
+    },
+    clientErrorHandler: (err, socket) => cutConnection(err, socket),
   }) as unknown as FastifyInstance;
+  app.server.maxConnections = config.INGEST_MAX_CONNECTIONS;
+  let lastDropLog = 0;
+  let dropsSinceLog = 0;
+  app.server.on('drop', () => {
+    metrics.connectionsCut.inc({ reason: 'max_connections' });
+    dropsSinceLog++;
+    if (Date.now() - lastDropLog < 10_000) return;
+    logger.warn({ maxConnections: config.INGEST_MAX_CONNECTIONS, dropped: dropsSinceLog }, 'connection refused: INGEST_MAX_CONNECTIONS open');
+    lastDropLog = Date.now();
+    dropsSinceLog = 0;
+  });
+  app.server.on('timeout', (socket: Socket) => {
+    metrics.connectionsCut.inc({ reason: 'idle' });
+    socket.destroy();
+  });
+
+  /** A connection-level failure (a timeout, a malformed request line): the uniform `fail` reply, then close. */
+  function cutConnection(err: Error & { code?: string }, socket: Socket): void {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+    metrics.connectionsCut.inc({ reason: timeout ? 'request_timeout' : 'client_error' });
+    const status = timeout ? '408 Request Timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    if (socket.writable) {
+      socket.write(`HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 4\r\nConnection: close\r\n\r\nfail`);
+    }
+    socket.destroy();
+  }
 
   // Only application/json is accepted; the raw text reaches the handler so that a malformed body fails the same
   // way as every other content failure. Any other media type is FST_ERR_CTP_INVALID_MEDIA_TYPE (415).

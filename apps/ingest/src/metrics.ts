@@ -14,6 +14,8 @@ export interface IngestMetrics {
   enqueueBatchSize: Histogram;
   /** Free share of Redis maxmemory as last measured (1 when Redis has no limit). */
   redisHeadroom: Gauge;
+  /** Connections cut by a listener bound: `headers`/`request` timeout (408), `idle`, or `max_connections` (dropped). */
+  connectionsCut: Counter<'reason'>;
 }
 
 export function createIngestMetrics(registry: Registry): IngestMetrics {
@@ -45,6 +47,12 @@ export function createIngestMetrics(registry: Registry): IngestMetrics {
     redisHeadroom: new Gauge({
       name: 'ingest_redis_memory_headroom_ratio',
       help: 'Free share of Redis maxmemory (1 = no limit); ingest refuses callbacks below INGEST_REDIS_MIN_HEADROOM',
+      registers: [registry],
+    }),
+    connectionsCut: new Counter({
+      name: 'ingest_connections_cut_total',
+      help: 'Connections closed by a listener bound (reason: request_timeout, idle, max_connections, client_error)',
+      labelNames: ['reason'],
       registers: [registry],
     }),
     enqueueBatchSize: new Histogram({

@@ -73,3 +73,12 @@ describe('the trust anchor', () => {
     expect(configWarnings(https)).toEqual([]);
   });
 });
+
+describe('the public listener bounds', () => {
+  it('defaults to seconds, refuses 0 (which would mean no bound) and a headers bound above the request bound', () => {
+    const config = loadConfig({}, 'cli');
+    expect([config.INGEST_HEADERS_TIMEOUT, config.INGEST_REQUEST_TIMEOUT, config.INGEST_IDLE_TIMEOUT, config.INGEST_MAX_CONNECTIONS]).toEqual([5000, 10_000, 10_000, 1024]);
+    expect(() => loadConfig({ INGEST_REQUEST_TIMEOUT: '0s' }, 'cli')).toThrow(/INGEST_REQUEST_TIMEOUT: expected a duration .*more than 0/);
+    expect(() => loadConfig({ INGEST_HEADERS_TIMEOUT: '20s' }, 'cli')).toThrow(/INGEST_HEADERS_TIMEOUT: must not exceed INGEST_REQUEST_TIMEOUT/);
+  });
+});

@@ -37,6 +37,19 @@ const boundedDuration = (fallback: string, maxMs: number) =>
       }
       return ms;
     });
+/** A bound that must hold: more than 0 (0 would mean "no limit" to Node's http server) and at most `maxMs`. */
+const bound = (fallback: string, maxMs: number) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v, ctx) => {
+      const ms = parseDuration(v);
+      if (ms === undefined || ms <= 0 || ms > maxMs) {
+        ctx.addIssue({ code: 'custom', message: `expected a duration such as 500ms or 10s, more than 0 and at most ${maxMs} ms` });
+        return z.NEVER;
+      }
+      return ms;
+    });
 const optionalDuration = z
   .string()
   .optional()
@@ -118,6 +131,17 @@ const schema = z.object({
    * platform retries later instead of filling Redis (the worker still completes and frees jobs). 0 disables it.
    */
   INGEST_REDIS_MIN_HEADROOM: z.coerce.number().min(0).max(0.9).default(0.1),
+  /**
+   * Bounds of the public listener, per connection: the time to receive a request's headers, and the whole request
+   * (headers and body; a callback is a few KB), how long an idle keep-alive connection is kept, and how long a
+   * socket may stay silent. A client beyond a bound gets `408 fail` (or is closed) so slow senders cannot pile up.
+   */
+  INGEST_HEADERS_TIMEOUT: bound('5s', 300_000),
+  INGEST_REQUEST_TIMEOUT: bound('10s', 300_000),
+  INGEST_KEEPALIVE_TIMEOUT: bound('5s', 300_000),
+  INGEST_IDLE_TIMEOUT: bound('10s', 300_000),
+  /** Most open connections per ingest process; beyond it new connections are closed at once (counted and logged). */
+  INGEST_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(1024),
   /** Start even when Redis does not keep acknowledged writes (warns on every start). */
   INGEST_ALLOW_VOLATILE_REDIS: bool(false),
 
@@ -245,6 +269,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         'PLATFORM_BASE_URL: expected an https URL: Get order is what confirms an unsigned callback, so it must not travel in clear; ' +
           'set PLATFORM_ALLOW_HTTP=true for a local stack',
       );
+    }
+    if (values && values.INGEST_HEADERS_TIMEOUT > values.INGEST_REQUEST_TIMEOUT) {
+      problems.push('INGEST_HEADERS_TIMEOUT: must not exceed INGEST_REQUEST_TIMEOUT (the request bound includes its headers)');
     }
     for (const [name, fallback] of REQUIRED_EITHER[role] ?? []) {
       const set = (n: string) => (values ? values[n as keyof typeof values] !== undefined : Boolean(env[n]?.trim()));

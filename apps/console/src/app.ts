@@ -21,6 +21,7 @@ import { paymentMethodsRoutes } from './routes/payment-methods.ts';
 import { payoutsRoutes } from './routes/payouts.ts';
 import { reconcileRouteDeps, reconcileRoutes } from './routes/reconcile.ts';
 import { reviewsRoutes } from './routes/reviews.ts';
+import { createAuthFailureLimiter } from './session/auth-failures.ts';
 import { loginRoutes } from './session/login-routes.ts';
 import { createSessionCodec } from './session/session-cookie.ts';
 
@@ -82,7 +83,12 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   base.setSerializerCompiler(serializerCompiler);
   installErrorHandler(base);
   const sessions = createSessionCodec({ token, ttlMs: deps.sessionTtlMs });
-  auth.check = installBearerAuth(base, token, sessions);
+  const limiter = createAuthFailureLimiter({
+    perAddress: deps.config.CONSOLE_AUTH_MAX_FAILURES,
+    global: deps.config.CONSOLE_AUTH_MAX_FAILURES_GLOBAL,
+    windowMs: deps.config.CONSOLE_AUTH_FAILURE_WINDOW,
+  });
+  auth.check = installBearerAuth(base, token, sessions, limiter);
   if (deps.registry) installMetrics(base, deps.registry);
   const app = base.withTypeProvider<ZodTypeProvider>();
 
@@ -106,7 +112,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   await app.register(reviewsRoutes, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
   await app.register(eventsRoutes, { db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs });
   await app.register(callbacksRoutes, { db: deps.db.db, queue: deps.queue });
-  await app.register(loginRoutes, { token, sessions, cookieSecure: deps.cookieSecure });
+  await app.register(loginRoutes, { token, sessions, cookieSecure: deps.cookieSecure, limiter });
   if (deps.queue) await app.register(dashboardPlugin, { queues: [deps.queue, ...(deps.extraQueues ?? [])] });
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());

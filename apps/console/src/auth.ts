@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ErrorCodes } from '@mcb/core/errors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { retryAfterSeconds, type AuthFailureLimiter } from './session/auth-failures.ts';
 import { loginRequiredPage } from './session/pages.ts';
 import { isSafeMethod, isSameOrigin } from './session/same-origin.ts';
 import { readCookie, SESSION_COOKIE, type SessionCodec } from './session/session-cookie.ts';
@@ -28,17 +29,24 @@ const OPEN_PATHS = new Set(['/login', '/logout']);
  * request that changes state must also come from this origin (CSRF; see session/same-origin.ts), else 403.
  * Refusals are sent from the hook itself, not thrown: plugins such as bull-board install their own error
  * handlers, which would turn a thrown 401 into a 500.
+ *
+ * With `limiter`, a request carrying an `Authorization` header from a locked address gets `429` whatever its
+ * token, and a wrong one is counted (see session/auth-failures.ts). Session cookies are neither counted nor locked:
+ * they are HMACs of the token, proof of an earlier successful login, and an expired one is not a guess.
  */
 export function installBearerAuth(
   app: FastifyInstance,
   token: string,
   sessions?: SessionCodec,
+  limiter?: AuthFailureLimiter,
 ): (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
   const expected = digest(token);
   const check = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const path = req.url.split('?')[0]!;
     if (sessions && OPEN_PATHS.has(path)) return;
     const header = req.headers.authorization ?? '';
+    const locked = header && limiter ? limiter.lockedFor(req.ip) : 0;
+    if (locked > 0) return refuseLocked(req, reply, locked);
     const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
     if (match !== null && timingSafeEqual(digest(match[1]!), expected)) {
       req.authMethod = 'bearer';
@@ -57,6 +65,10 @@ export function installBearerAuth(
     if (sessions && req.method === 'GET' && !path.startsWith('/api/') && !path.includes('/api/') && /\btext\/html\b/.test(req.headers.accept ?? '')) {
       return reply.code(401).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(loginRequiredPage(req.url));
     }
+    if (header && limiter) {
+      const failure = countFailure(req, limiter);
+      if (failure.globalExceeded) return refuseLocked(req, reply, failure.retryAfterMs);
+    }
     const message = header ? 'invalid bearer token' : 'missing bearer token (Authorization: Bearer <CONSOLE_TOKEN>) or session';
     return refuse(req, reply, 401, ErrorCodes.UNAUTHORIZED, message);
   };
@@ -67,4 +79,21 @@ export function installBearerAuth(
 function refuse(req: FastifyRequest, reply: FastifyReply, status: number, code: string, message: string) {
   req.log.info({ code, status }, 'request refused');
   return reply.code(status).send({ code, message, requestId: req.id });
+}
+
+/** Count a failed authentication from `req.ip`; log the lock-out once, when it begins (never the attempted token). */
+export function countFailure(req: FastifyRequest, limiter: AuthFailureLimiter): ReturnType<AuthFailureLimiter['fail']> {
+  const failure = limiter.fail(req.ip);
+  if (failure.lockedNow) {
+    req.log.warn(
+      { ip: req.ip, failures: limiter.limits.perAddress, retryAfterSeconds: Number(retryAfterSeconds(failure.retryAfterMs)) },
+      'authentication locked for this address: too many failures',
+    );
+  }
+  return failure;
+}
+
+function refuseLocked(req: FastifyRequest, reply: FastifyReply, retryAfterMs: number) {
+  reply.header('retry-after', retryAfterSeconds(retryAfterMs));
+  return refuse(req, reply, 429, ErrorCodes.AUTH_RATE_LIMITED, 'too many failed authentication attempts; retry later');
 }

@@ -40,6 +40,12 @@ export interface OpsStackOptions {
   consoleDeps?: Partial<ConsoleDeps>;
 }
 
+/**
+ * These tests send wrong tokens on purpose, far more than the failed-authentication limit allows from one address;
+ * the limit itself has its own test (console-locks-out-repeated-failed-authentication).
+ */
+export const AUTH_LIMITS_OFF = { CONSOLE_AUTH_MAX_FAILURES: '1000000', CONSOLE_AUTH_MAX_FAILURES_GLOBAL: '1000000' };
+
 export async function startOpsStack(env: TestEnv, options: OpsStackOptions = {}): Promise<OpsStack> {
   const platform = await startFakePlatform();
   const logger = createLogger({ name: 'ops-test', level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent' });
@@ -49,7 +55,7 @@ export async function startOpsStack(env: TestEnv, options: OpsStackOptions = {})
   connections.push(redis);
   const queue = new Queue<CallbackJobInput>(CALLBACKS_QUEUE, { connection: redis, prefix: env.prefix });
   const config = loadConfig(
-    { MERCHANT_NO, PLATFORM_BASE_URL: platform.url, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' },
+    { MERCHANT_NO, PLATFORM_BASE_URL: platform.url, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' , ...AUTH_LIMITS_OFF },
     'console',
   );
   const app = await buildApp({ config, db: env.db, platform: client, logger, queue: queue as Queue, ...options.consoleDeps });

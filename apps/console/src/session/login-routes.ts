@@ -1,5 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { countFailure } from '../auth.ts';
+import { retryAfterSeconds, type AuthFailureLimiter } from './auth-failures.ts';
 import { isSameOrigin } from './same-origin.ts';
 import { loginPage, safeNext } from './pages.ts';
 import { SESSION_COOKIE, sessionSetCookie, type SessionCodec } from './session-cookie.ts';
@@ -13,6 +15,8 @@ export interface LoginRoutesOptions {
    * `always` behind a TLS-terminating proxy, `never` for plain-http development. @defaultValue 'auto'
    */
   cookieSecure?: 'auto' | 'always' | 'never';
+  /** Failed-login limit shared with the bearer check; none when omitted. */
+  limiter?: AuthFailureLimiter;
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -46,9 +50,15 @@ export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, o
       req.log.warn({ origin: req.headers.origin }, 'login refused: not same-origin');
       return reply.code(403).headers(html).send(loginPage(next, 'Refused: the form must be posted from this console.'));
     }
+    const tooMany = (ms: number) =>
+      reply.code(429).headers(html).header('retry-after', retryAfterSeconds(ms)).send(loginPage(next, 'Too many failed attempts: try again later.'));
+    const locked = opts.limiter?.lockedFor(req.ip) ?? 0;
+    if (locked > 0) return tooMany(locked);
     const given = typeof body.token === 'string' ? body.token : '';
     if (!given || !timingSafeEqual(digest(given), expected)) {
       req.log.warn({ ip: req.ip }, 'login failed: wrong token');
+      const failure = opts.limiter ? countFailure(req, opts.limiter) : undefined;
+      if (failure?.globalExceeded) return tooMany(failure.retryAfterMs);
       return reply.code(401).headers(html).send(loginPage(next, 'Wrong token.'));
     }
     const session = opts.sessions.issue();

@@ -56,6 +56,12 @@ export const WIRE_CATALOG = {
 export type PlatformMode = CatalogMode;
 
 /** The tests' platform double serving {@link WIRE_CATALOG}: `state.mode` scripts getPaymentMethods' answer. */
+/**
+ * These tests send wrong tokens on purpose, far more than the failed-authentication limit allows from one address;
+ * the limit itself has its own test (console-locks-out-repeated-failed-authentication).
+ */
+export const AUTH_LIMITS_OFF = { CONSOLE_AUTH_MAX_FAILURES: '1000000', CONSOLE_AUTH_MAX_FAILURES_GLOBAL: '1000000' };
+
 export async function startFakePlatform() {
   const double = await startPlatformDouble({ currencies: WIRE_CATALOG.currencies });
   let closed = false;
@@ -89,7 +95,7 @@ export async function startConsole(opts: {
   redis?: { url: string; prefix: string };
 }): Promise<TestConsole> {
   const config = loadConfig(
-    { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: opts.baseUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: opts.databaseUrl, LOG_LEVEL: 'silent' },
+    { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: opts.baseUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: opts.databaseUrl, LOG_LEVEL: 'silent' , ...AUTH_LIMITS_OFF },
     'console',
   );
   const logger = createLogger({ name: 'console-test', level: 'silent' });

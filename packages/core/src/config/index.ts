@@ -198,6 +198,14 @@ const schema = z.object({
   CONSOLE_SESSION_TTL: duration('4h'),
   /** `Secure` on the session cookie: auto (when the request came over https), always (behind a TLS proxy), never. */
   CONSOLE_COOKIE_SECURE: z.enum(['auto', 'always', 'never']).default('auto'),
+  /**
+   * Failed logins / bearer tokens from one client address within CONSOLE_AUTH_FAILURE_WINDOW that lock it until the
+   * window ends (429 with Retry-After, even for the right token); beyond CONSOLE_AUTH_MAX_FAILURES_GLOBAL failures
+   * from all addresses together, failures answer 429 instead of 401.
+   */
+  CONSOLE_AUTH_MAX_FAILURES: z.coerce.number().int().min(1).default(10),
+  CONSOLE_AUTH_MAX_FAILURES_GLOBAL: z.coerce.number().int().min(1).default(100),
+  CONSOLE_AUTH_FAILURE_WINDOW: bound('1m', 24 * 3600_000),
 
   SANDBOX_HOST: z.string().default('127.0.0.1'),
   SANDBOX_PORT: port(8090),

@@ -18,6 +18,8 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.ORDER_CONFLICT]: 409,
   [ErrorCodes.REVIEW_NOT_OPEN]: 409,
   [ErrorCodes.PAYOUT_INVALID]: 422,
+  [ErrorCodes.CURRENCY_NOT_ENABLED]: 422,
+  [ErrorCodes.MERCHANT_UNKNOWN]: 502,
   [ErrorCodes.PLATFORM_ERROR_CODE]: 502,
   [ErrorCodes.PLATFORM_BAD_RESPONSE]: 502,
   [ErrorCodes.PLATFORM_HTTP_ERROR]: 502,
@@ -96,9 +98,11 @@ function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply)
   const body: Record<string, unknown> = { code: error.code, message, requestId };
   const errors = error.details?.errors;
   if (Array.isArray(errors)) body.errors = errors;
-  if (error instanceof PlatformCodeError) {
-    body.platformCode = error.platformCode;
-    body.platformMessage = error.platformMessage;
+  // The platform's own answer, when there was one (a PlatformCodeError, or an error that gives it a meaning).
+  const platformCode = error instanceof PlatformCodeError ? error.platformCode : error.details?.platformCode;
+  if (typeof platformCode === 'number') {
+    body.platformCode = platformCode;
+    body.platformMessage = error instanceof PlatformCodeError ? error.platformMessage : String(error.details?.platformMessage ?? '');
   }
   return reply.code(status).send(body);
 }

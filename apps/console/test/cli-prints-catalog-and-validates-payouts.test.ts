@@ -61,6 +61,32 @@ describe('pnpm cli methods / payout validate', () => {
     }
   });
 
+  it('says a currency is not enabled, and exits 1, instead of printing an empty catalog', async () => {
+    const r = await cli('methods', '--currency', 'XXX');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('CURRENCY_NOT_ENABLED: currency XXX is not enabled for this merchant');
+    expect(r.stdout).toBe('');
+    platform.state.mode = { kind: 'code', code: 40017, message: 'illegal currency' };
+    try {
+      const refused = await cli('methods', '--currency', 'KRW');
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('CURRENCY_NOT_ENABLED: currency KRW is not enabled for this merchant (platform code 40017: illegal currency)');
+    } finally {
+      platform.state.mode = { kind: 'ok' };
+    }
+  });
+
+  it('says the platform does not know the merchant number (40010), and exits 1', async () => {
+    platform.state.mode = { kind: 'code', code: 40010, message: 'merchant does not exist' };
+    try {
+      const r = await cli('methods', '--currency', 'PHP', '--refresh');
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/MERCHANT_UNKNOWN: the platform does not know this merchant number .*check MERCHANT_NO/);
+    } finally {
+      platform.state.mode = { kind: 'ok' };
+    }
+  });
+
   it('validates a payout: apiParams and exit 0 when valid, every problem and exit 1 when not', async () => {
     const ok = await cli('payout', 'validate', '--currency', 'PHP', '--amount', '100.00', '--method', '1',
       '--param', 'accountName=Juan Cruz', '--param', 'accountNo=1234567890', '--param', 'bank=BDO Unibank');

@@ -29,15 +29,34 @@ describe('GET /api/payment-methods', () => {
     platform.state.mode = { kind: 'ok' };
   });
 
-  it.each([
-    [40010, 'merchant does not exist'],
-    [40017, 'illegal currency'],
-  ])('2. passes platform error %i to the caller as 502 with the code and message', async (code, message) => {
-    platform.state.mode = { kind: 'code', code, message };
-    const res = await get('/api/payment-methods?currency=PHP');
-    expect(res.statusCode).toBe(502);
-    expect(res.json()).toMatchObject({ code: 'PLATFORM_ERROR_CODE', platformCode: code, platformMessage: message });
-    platform.state.mode = { kind: 'ok' };
+  it('2. answers 502 MERCHANT_UNKNOWN, with the platform code, when the platform does not know our merchant number (40010)', async () => {
+    platform.state.mode = { kind: 'code', code: 40010, message: 'merchant does not exist' };
+    try {
+      const res = await get('/api/payment-methods?currency=PHP');
+      expect(res.statusCode).toBe(502);
+      expect(res.json()).toMatchObject({ code: 'MERCHANT_UNKNOWN', platformCode: 40010, platformMessage: 'merchant does not exist' });
+      expect(res.json().message).toMatch(/MERCHANT_NO/);
+    } finally {
+      platform.state.mode = { kind: 'ok' };
+    }
+  });
+
+  it('2. answers 422 CURRENCY_NOT_ENABLED naming the currency when the platform says 40017, and says the same from its memory', async () => {
+    platform.state.mode = { kind: 'code', code: 40017, message: 'illegal currency' };
+    try {
+      const res = await get('/api/payment-methods?currency=PHP');
+      expect(res.statusCode).toBe(422);
+      expect(res.json()).toMatchObject({ code: 'CURRENCY_NOT_ENABLED', platformCode: 40017, platformMessage: 'illegal currency' });
+      expect(res.json().message).toMatch(/currency PHP is not enabled for this merchant/);
+    } finally {
+      platform.state.mode = { kind: 'ok' };
+    }
+    // Within the freshness window the refusal is remembered: same answer, platform not asked again.
+    platform.state.requests = [];
+    const again = await get('/api/payment-methods?currency=PHP');
+    expect(again.statusCode).toBe(422);
+    expect(again.json()).toMatchObject({ code: 'CURRENCY_NOT_ENABLED', platformCode: 40017 });
+    expect(platform.state.requests).toEqual([]);
   });
 
   it('3. serves the catalog as the platform returned it, with its age', async () => {
@@ -52,6 +71,13 @@ describe('GET /api/payment-methods', () => {
     const res = await get('/api/payment-methods?currency=JPY');
     expect(res.json()).toMatchObject({ currencies: [WIRE_CATALOG.currencies[1]], ageSeconds: 5, stale: false });
     expect((await get('/api/payment-methods?currency=php')).statusCode).toBe(400);
+  });
+
+  it('4. answers 422 CURRENCY_NOT_ENABLED, never an empty catalog, for a currency the platform does not list', async () => {
+    const res = await get('/api/payment-methods?currency=XXX');
+    expect(res.statusCode).toBe(422);
+    expect(res.json()).toMatchObject({ code: 'CURRENCY_NOT_ENABLED' });
+    expect(res.json().message).toMatch(/currency XXX is not enabled/);
   });
 
   it('5. asks the platform with currencyType once the copy is old, and refreshes on demand', async () => {

@@ -93,15 +93,18 @@ describe('POST /api/payouts', () => {
     expect(other.json()).toMatchObject({ code: 'ORDER_CONFLICT' });
   });
 
-  it.each([
-    [40010, 'merchant does not exist'],
-    [40017, 'currency type not supported'],
-  ])('passes platform error %i to the caller as 502 with the code and message', async (code, message) => {
-    platform.state.mode = { kind: 'code', code, message };
-    const res = await post('/api/payouts', payout(`PO-E${code}`));
+  it('passes the platform not knowing our merchant number (40010) to the caller as 502 MERCHANT_UNKNOWN with the code', async () => {
+    platform.state.mode = { kind: 'code', code: 40010, message: 'merchant does not exist' };
+    const res = await post('/api/payouts', payout('PO-E40010'));
     expect(res.statusCode).toBe(502);
-    expect(res.json()).toMatchObject({ code: 'PLATFORM_ERROR_CODE', platformCode: code, platformMessage: message });
-    expect(res.json().message).toContain(String(code));
+    expect(res.json()).toMatchObject({ code: 'MERCHANT_UNKNOWN', platformCode: 40010, platformMessage: 'merchant does not exist' });
+  });
+
+  it('refuses a payout in a currency the platform does not enable (40017) as 422 PAYOUT_INVALID on the currency field', async () => {
+    platform.state.mode = { kind: 'code', code: 40017, message: 'currency type not supported' };
+    const res = await post('/api/payouts', payout('PO-E40017'));
+    expect(res.statusCode).toBe(422);
+    expect(res.json()).toMatchObject({ code: 'PAYOUT_INVALID', platformCode: 40017, errors: [{ field: 'currency', message: expect.stringContaining('is not enabled for this merchant') }] });
   });
 
   it('answers 503 CATALOG_UNAVAILABLE with Retry-After when the platform is down and nothing is cached', async () => {

@@ -54,6 +54,8 @@ export const ErrorCodes = {
 
   // --- catalog and payouts ---
   CATALOG_UNAVAILABLE: 'CATALOG_UNAVAILABLE',
+  CURRENCY_NOT_ENABLED: 'CURRENCY_NOT_ENABLED',
+  MERCHANT_UNKNOWN: 'MERCHANT_UNKNOWN',
   PAYOUT_INVALID: 'PAYOUT_INVALID',
 
   // --- console API ---

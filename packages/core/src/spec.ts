@@ -54,3 +54,11 @@ export const TRANSIENT_NETWORK_CODES: ReadonlySet<string> = new Set([
   'ENETUNREACH',
   'ENETDOWN',
 ]);
+
+/**
+ * The platform's error codes for Query payment methods. The spec lists 40010 and 40017 without their meaning; read
+ * with the request's fields (merchantNo, currencyType) they are: the merchant number is not known, and the currency
+ * is not enabled for this merchant. Get order's "order not found" is not in the spec; 40404 is our assumption
+ * (DESIGN.md), shared with the sandbox.
+ */
+export const PLATFORM_CODES = { ok: 0, merchantUnknown: 40010, currencyNotEnabled: 40017, orderNotFound: 40404 } as const;

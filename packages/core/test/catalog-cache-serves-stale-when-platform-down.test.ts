@@ -105,8 +105,46 @@ describe('catalog cache', () => {
     await cache.get();
     const php = await cache.get({ currency: 'PHP' });
     expect(php.catalog.currencies.map((c) => c.currency)).toEqual(['PHP']);
-    expect((await cache.get({ currency: 'USD' })).catalog.currencies).toEqual([]);
     expect(state.calls).toEqual([undefined]);
+  });
+
+  it('never answers an empty catalog for a currency: one the platform does not list is CURRENCY_NOT_ENABLED', async () => {
+    const { platform, state } = fakePlatform();
+    const cache = createCatalogCache({ db: env.db, platform, logger, now });
+    await cache.get();
+    // The stored copy lacks USD, so the platform is asked (it may have been enabled since); it lists none.
+    await expect(cache.get({ currency: 'USD' })).rejects.toMatchObject({ code: 'CURRENCY_NOT_ENABLED', details: { currency: 'USD' } });
+    expect(state.calls).toEqual([undefined, 'USD']);
+  });
+
+  it("carries the platform's 40017 in CURRENCY_NOT_ENABLED and remembers it; 40010 is MERCHANT_UNKNOWN", async () => {
+    const { platform, state } = fakePlatform();
+    const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 60_000 });
+    state.failWith = new PlatformCodeError(40017, 'currency not enabled', '/api/open/order/getPaymentMethods');
+    const refused = { code: 'CURRENCY_NOT_ENABLED', details: { currency: 'PHP', platformCode: 40017, platformMessage: 'currency not enabled' } };
+    await expect(cache.get({ currency: 'PHP' })).rejects.toMatchObject(refused);
+    state.failWith = undefined;
+    await expect(cache.get({ currency: 'PHP' })).rejects.toMatchObject(refused);
+    expect(state.calls).toEqual(['PHP']);
+    // Once the refusal is older than a catalog may be, the platform is asked again (and now enables PHP).
+    clock += 61_000;
+    expect((await cache.get({ currency: 'PHP' })).catalog.currencies.map((c) => c.currency)).toEqual(['PHP']);
+
+    state.failWith = new PlatformCodeError(40010, 'merchant does not exist', '/api/open/order/getPaymentMethods');
+    await expect(cache.refresh()).rejects.toMatchObject({ code: 'MERCHANT_UNKNOWN', details: { platformCode: 40010 } });
+  });
+
+  it('says CURRENCY_NOT_ENABLED, without a platform code, when the platform is down and the stored copy lacks the currency', async () => {
+    const { platform, state } = fakePlatform();
+    const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 0 });
+    await cache.get();
+    state.failWith = down();
+    const err = await cache.get({ currency: 'USD' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'CURRENCY_NOT_ENABLED' });
+    expect((err as AppError).details?.platformCode).toBeUndefined();
+    expect((err as Error).message).toMatch(/not in the catalog stored .*PLATFORM_UNREACHABLE/);
+    // A currency the stored copy has is still served, stale.
+    expect(await cache.get({ currency: 'PHP' })).toMatchObject({ stale: true });
   });
 
   it('asks the platform with currencyType when only an old copy exists, storing it under its own scope', async () => {

@@ -21,7 +21,8 @@ const querystring = z.strictObject({ currency: currencySchema.optional() });
 const responses = {
   200: catalogResponseSchema,
   400: errorBodySchema,
-  502: errorBodySchema.describe("The platform answered with an error code (platformCode, platformMessage)"),
+  422: errorBodySchema.describe('CURRENCY_NOT_ENABLED: the currency is not enabled for this merchant (platformCode 40017 when the platform said so)'),
+  502: errorBodySchema.describe('MERCHANT_UNKNOWN (platform code 40010) or another platform error code (platformCode, platformMessage)'),
   503: errorBodySchema.describe('The platform is down and no catalog is stored'),
   504: errorBodySchema,
 };

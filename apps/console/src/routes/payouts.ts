@@ -1,6 +1,6 @@
 import { validatePayout, type CatalogCache, type CatalogView } from '@mcb/core/catalog';
 import type { Db, Order } from '@mcb/core/db';
-import { AppError, ErrorCodes } from '@mcb/core/errors';
+import { AppError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import { normalizeDecimal } from '@mcb/core/money';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -25,7 +25,14 @@ async function validateAgainstCatalog(
   body: Omit<PayoutBody, 'merchantOrderNo'>,
   reply: FastifyReply,
 ): Promise<Validated> {
-  const view = await catalog.get({ currency: body.currency });
+  const view = await catalog.get({ currency: body.currency }).catch((e: unknown) => {
+    // For a payout, a currency not enabled is one more validation problem of the body, in the same shape.
+    if (!isAppError(e) || e.code !== ErrorCodes.CURRENCY_NOT_ENABLED) throw e;
+    throw new AppError(ErrorCodes.PAYOUT_INVALID, 'the payout does not satisfy the catalog (1 problem)', {
+      cause: e,
+      details: { errors: [{ field: 'currency', message: e.message }], ...e.details },
+    });
+  });
   reply.header('x-catalog-age-seconds', String(view.ageSeconds));
   if (view.stale) reply.header('x-catalog-stale', 'true');
   const result = validatePayout(view.catalog, body);

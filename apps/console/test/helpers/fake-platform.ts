@@ -55,13 +55,13 @@ export const WIRE_CATALOG = {
 
 export type PlatformMode = CatalogMode;
 
-/** The tests' platform double serving {@link WIRE_CATALOG}: `state.mode` scripts getPaymentMethods' answer. */
 /**
  * These tests send wrong tokens on purpose, far more than the failed-authentication limit allows from one address;
  * the limit itself has its own test (console-locks-out-repeated-failed-authentication).
  */
 export const AUTH_LIMITS_OFF = { CONSOLE_AUTH_MAX_FAILURES: '1000000', CONSOLE_AUTH_MAX_FAILURES_GLOBAL: '1000000' };
 
+/** The tests' platform double serving {@link WIRE_CATALOG}: `state.mode` scripts getPaymentMethods' answer. */
 export async function startFakePlatform() {
   const double = await startPlatformDouble({ currencies: WIRE_CATALOG.currencies });
   let closed = false;

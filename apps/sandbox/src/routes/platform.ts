@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CATALOG, findCurrency } from '../catalog.ts';
+import { PLATFORM_CODES } from '@mcb/core/spec';
 import type { Simulator } from '../simulator.ts';
 
 /**
@@ -8,7 +9,7 @@ import type { Simulator } from '../simulator.ts';
  * 40010 = `merchantNo` missing or not the sandbox's merchant; 40017 = `currencyType` is not an enabled currency.
  * Get order (shape assumed by DESIGN.md) answers 40010 for a wrong merchant and 40404 for an unknown order.
  */
-export const PLATFORM_CODES = { ok: 0, merchantInvalid: 40010, currencyNotEnabled: 40017, orderNotFound: 40404 } as const;
+export { PLATFORM_CODES };
 
 /** Where Get order lives (DESIGN.md; configurable on the merchant's side by PLATFORM_GET_ORDER_PATH). */
 export const GET_ORDER_PATH = '/api/open/order/getOrder';
@@ -54,7 +55,7 @@ export function registerPlatformRoutes(app: FastifyInstance, sim: Simulator, clo
     if (!(await applyApiFaults(req, reply))) return reply;
     const merchantNo = field(req.body, 'merchantNo');
     if (!merchantNo || merchantNo !== sim.merchantNo) {
-      return envelope(PLATFORM_CODES.merchantInvalid, merchantNo ? 'merchant does not exist' : 'merchantNo is required');
+      return envelope(PLATFORM_CODES.merchantUnknown, merchantNo ? 'merchant does not exist' : 'merchantNo is required');
     }
     const currencyType = field(req.body, 'currencyType');
     if (currencyType !== undefined && currencyType !== '') {
@@ -69,7 +70,7 @@ export function registerPlatformRoutes(app: FastifyInstance, sim: Simulator, clo
     if (!(await applyApiFaults(req, reply))) return reply;
     const merchantNo = field(req.body, 'merchantNo');
     if (!merchantNo || merchantNo !== sim.merchantNo) {
-      return envelope(PLATFORM_CODES.merchantInvalid, merchantNo ? 'merchant does not exist' : 'merchantNo is required');
+      return envelope(PLATFORM_CODES.merchantUnknown, merchantNo ? 'merchant does not exist' : 'merchantNo is required');
     }
     const merchantOrderNo = field(req.body, 'merchantOrderNo');
     const order = merchantOrderNo ? sim.find(merchantOrderNo) : undefined;

@@ -3,6 +3,8 @@ import type { Database, Db } from '../db/client.ts';
 import { catalogSnapshots } from '../db/schema.ts';
 import { AppError, coerceError, ErrorCodes, isAppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { PlatformCodeError } from '../platform/http.ts';
+import { PLATFORM_CODES } from '../spec.ts';
 import { catalogSchema, narrowCatalog, type Catalog } from './schema.ts';
 
 /** What the cache needs from the platform client (`PlatformClient` satisfies it). */
@@ -41,7 +43,12 @@ export interface CatalogCache {
    * The catalog (narrowed to `currency` when given). A stored copy younger than `freshForMs` is served as is;
    * otherwise the platform is asked and the answer stored. When the platform is down or answers garbage, the last
    * good copy is served with `stale: true` and its age.
-   * @throws PlatformCodeError when the platform answers a non-zero code (40010, 40017, ...): never masked.
+   * Never an empty catalog for a currency: one the platform does not enable is an error.
+   * @throws AppError CURRENCY_NOT_ENABLED naming the currency: the platform answered 40017 (details.platformCode,
+   *   remembered for `freshForMs`, so a repeat says the same without asking), or it answered a catalog without that
+   *   currency, or the platform is down and the stored copy lacks it (then without a platform code).
+   * @throws AppError MERCHANT_UNKNOWN when the platform answers 40010 (it does not know MERCHANT_NO).
+   * @throws PlatformCodeError when the platform answers any other non-zero code: never masked by the stored copy.
    * @throws AppError CATALOG_UNAVAILABLE (transient) when the platform is down and nothing is stored.
    */
   get(options?: { currency?: string; signal?: AbortSignal }): Promise<CatalogView>;
@@ -51,6 +58,29 @@ export interface CatalogCache {
 
 /** Scope key of catalog_snapshots: '' is the full catalog, otherwise the currency it was narrowed to. */
 const scopeOf = (currency: string | undefined) => currency ?? '';
+
+/** `currency` is not enabled for this merchant; `refusal` is the platform's own answer, when it gave one. */
+function currencyNotEnabled(currency: string, refusal?: PlatformCodeError, basis?: string): AppError {
+  const said = refusal ? ` (platform code ${refusal.platformCode}: ${refusal.platformMessage || 'no message'})` : basis ? ` (${basis})` : '';
+  return new AppError(ErrorCodes.CURRENCY_NOT_ENABLED, `currency ${currency} is not enabled for this merchant${said}`, {
+    cause: refusal,
+    details: { currency, ...(refusal ? { platformCode: refusal.platformCode, platformMessage: refusal.platformMessage } : {}) },
+  });
+}
+
+/** The platform's refusals of the catalog query with a meaning of their own (spec: 40010, 40017); others as they are. */
+function meaningOf(e: unknown, currency: string | undefined): unknown {
+  if (!(e instanceof PlatformCodeError)) return e;
+  if (e.platformCode === PLATFORM_CODES.currencyNotEnabled && currency !== undefined) return currencyNotEnabled(currency, e);
+  if (e.platformCode === PLATFORM_CODES.merchantUnknown) {
+    return new AppError(
+      ErrorCodes.MERCHANT_UNKNOWN,
+      `the platform does not know this merchant number (platform code ${e.platformCode}: ${e.platformMessage || 'no message'}); check MERCHANT_NO`,
+      { cause: e, details: { platformCode: e.platformCode, platformMessage: e.platformMessage } },
+    );
+  }
+  return e;
+}
 
 /** Errors after which the last good catalog is a better answer than none: the platform gave no usable catalog. */
 function platformGaveNoCatalog(e: unknown): boolean {
@@ -69,6 +99,8 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   const freshForMs = deps.freshForMs ?? 300_000;
   const now = deps.now ?? Date.now;
   const inflight = new Map<string, Promise<CatalogView>>();
+  /** The platform's "not enabled" answers by currency, kept as long as a catalog would be (a typo asks once). */
+  const refusals = new Map<string, { error: AppError; at: number }>();
 
   const view = (catalog: Catalog, fetchedAt: Date, stale: boolean): CatalogView => ({
     catalog,
@@ -123,7 +155,18 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
     const running = inflight.get(scope);
     if (running) return running;
     const work = (async () => {
-      const catalog = await platform.getPaymentMethods({ currencyType: currency, signal });
+      let catalog: Catalog;
+      try {
+        catalog = await platform.getPaymentMethods({ currencyType: currency, signal });
+      } catch (e) {
+        const meant = meaningOf(e, currency);
+        if (isAppError(meant) && meant.code === ErrorCodes.CURRENCY_NOT_ENABLED) refusals.set(scope, { error: meant, at: now() });
+        throw meant;
+      }
+      refusals.delete(scope);
+      if (currency !== undefined && !catalog.currencies.some((c) => c.currency === currency)) {
+        throw currencyNotEnabled(currency, undefined, 'the platform answered a catalog without it');
+      }
       const fetchedAt = new Date(now());
       await store(scope, catalog, fetchedAt);
       logger.info({ scope: scope || '(all)', currencies: catalog.currencies.length }, 'catalog: refreshed');
@@ -135,13 +178,21 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
 
   return {
     async get(options = {}) {
-      const stored = await readStored(options.currency);
-      if (stored && now() - stored.fetchedAt.getTime() < freshForMs) return view(stored.catalog, stored.fetchedAt, false);
+      const { currency } = options;
+      const stored = await readStored(currency);
+      // A stored copy without the currency is not an answer: the currency may have been enabled since.
+      const answers = stored !== undefined && (currency === undefined || stored.catalog.currencies.length > 0);
+      if (answers && now() - stored.fetchedAt.getTime() < freshForMs) return view(stored.catalog, stored.fetchedAt, false);
+      const refused = refusals.get(scopeOf(currency));
+      if (refused && now() - refused.at < freshForMs) throw refused.error;
       try {
-        return await fetchAndStore(options.currency, options.signal);
+        return await fetchAndStore(currency, options.signal);
       } catch (e) {
         if (!platformGaveNoCatalog(e)) throw e;
         const err = e as AppError;
+        if (stored && !answers) {
+          throw currencyNotEnabled(currency!, undefined, `not in the catalog stored ${stored.fetchedAt.toISOString()}; the platform could not be asked (${err.code})`);
+        }
         if (stored) {
           const served = view(stored.catalog, stored.fetchedAt, true);
           logger.warn({ code: err.code, ageSeconds: served.ageSeconds }, 'catalog: platform gave no catalog; serving the stored copy');

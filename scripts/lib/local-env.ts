@@ -268,6 +268,7 @@ export function childEnv(
     CONSOLE_METRICS_PORT: String(ports.consoleMetrics),
     SANDBOX_HOST: '127.0.0.1',
     SANDBOX_PORT: String(ports.sandbox),
+    SANDBOX_URL: `http://127.0.0.1:${ports.sandbox}`,
     SANDBOX_MERCHANT_NO: settings.merchantNo,
     SANDBOX_PAYIN_CALLBACK_URL: `${ingestBase}/callbacks/payin`,
     SANDBOX_PAYOUT_CALLBACK_URL: `${ingestBase}/callbacks/payout`,

@@ -4,6 +4,7 @@
  * answers. `stop()` ends them in reverse order.
  */
 import type { DurabilityReport } from '@mcb/core/redis';
+import { writeLocalEnvFileOnce } from './env-file.ts';
 import { childEnv, ensureConsoleToken, ensureKeys, settlePorts, type LocalSettings, type StackPorts } from './local-env.ts';
 import { migrate, redisDurability, requireServices, volatileRedisWarning } from './preflight.ts';
 import { spawnApp, stopAll, waitReady, type AppName, type AppProcess, type OutputMode } from './processes.ts';
@@ -105,6 +106,15 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   const ports = await settlePorts(settings, opts.freePorts ?? false);
   const urls = urlsOf(ports);
   const env = childEnv(settings, ports, { consoleToken, allowVolatileRedis: volatileRedis });
+  const written = writeLocalEnvFileOnce(
+    [
+      `Written by \`pnpm ${settings.mode}\` for the local stack it started; it is never overwritten (delete it to have it written again).`,
+      'Every pnpm command reads it (pnpm cli, pnpm sandbox, pnpm db:migrate, pnpm start:*); the real environment wins over it.',
+      'Every setting and its default: .env.example.',
+    ],
+    localEnvValues(env),
+  );
+  if (written) say(`wrote ${written}: \`pnpm cli\` and \`pnpm sandbox\` in another shell now reach this stack`);
   const procs: AppProcess[] = opts.started ?? [];
   const stop = () => stopAll(procs);
   try {
@@ -120,4 +130,34 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   }
   const firstExit = Promise.race(procs.map((p) => p.exited.then((code) => ({ name: p.name, code }))));
   return { settings, ports, urls, consoleToken, keysGenerated: keys.generated, durability, volatileRedis, procs, firstExit, stop };
+}
+
+/** The settings a command in another shell needs to reach the local stack (what `.env` gets). */
+const LOCAL_ENV_NAMES = [
+  'DATABASE_URL',
+  'REDIS_URL',
+  'QUEUE_PREFIX',
+  'MERCHANT_NO',
+  'MERCHANT_PRIVATE_KEY_FILE',
+  'PLATFORM_BASE_URL',
+  'PLATFORM_ALLOW_HTTP',
+  'CONSOLE_TOKEN',
+  'INGEST_HOST',
+  'INGEST_PORT',
+  'INGEST_METRICS_PORT',
+  'INGEST_ALLOW_VOLATILE_REDIS',
+  'WORKER_METRICS_PORT',
+  'CONSOLE_HOST',
+  'CONSOLE_PORT',
+  'CONSOLE_METRICS_PORT',
+  'SANDBOX_HOST',
+  'SANDBOX_PORT',
+  'SANDBOX_URL',
+  'SANDBOX_PAYIN_CALLBACK_URL',
+  'SANDBOX_PAYOUT_CALLBACK_URL',
+  'SANDBOX_TIME_SCALE',
+] as const;
+
+function localEnvValues(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(LOCAL_ENV_NAMES.filter((n) => env[n] !== undefined).map((n) => [n, env[n]!]));
 }

@@ -32,7 +32,8 @@ function runDemo(
     // Settings the demo reads must come from this test, never from the shell that runs the suite.
     if (v !== undefined && !/^(CONSOLE_TOKEN|MERCHANT_PRIVATE_KEY_FILE|DATABASE_URL|QUEUE_PREFIX|.*_PORT|SANDBOX_.*|DEMO_.*)$/.test(k)) childEnv[k] = v;
   }
-  const child = spawn(process.execPath, ['scripts/demo.ts', ...args], { cwd: ROOT, env: { ...childEnv, ...env } });
+  // MCB_ENV_FILE=none: the demo must not write (or read) the checkout's .env from a test.
+  const child = spawn(process.execPath, ['scripts/demo.ts', ...args], { cwd: ROOT, env: { ...childEnv, MCB_ENV_FILE: 'none', ...env } });
   let out = '';
   let err = '';
   child.stdout.on('data', (c) => {

@@ -32,22 +32,23 @@ async function cli(...args: string[]): Promise<{ code: number; stdout: string; s
 
 describe('pnpm sandbox', () => {
   it('trigger payin creates, releases and prints what the receiver replied', async () => {
-    const r = await cli('trigger', 'payin', '--currency', 'INR', '--amount', '1000', '--merchant-order-no', 'CLI-1');
+    const r = await cli('trigger', 'payin', '--unregistered', '--currency', 'INR', '--amount', '1000', '--merchant-order-no', 'CLI-1');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/created payin PI\w+ \(merchant order CLI-1\); moving it to state 6/);
+    expect(r.stdout).toMatch(/sandbox order PI\w+ moved to state 6/);
+    expect(r.stdout).toMatch(/payin PI\w+ \(merchant order CLI-1\): 1000 INR, state 6/);
     expect(r.stdout).toMatch(/attempt 1 at .*: 200 "SUCCESS" → success/);
     expect(receiver.received[0]!.parsed).toMatchObject({ MerchantOrderNo: 'CLI-1', OrderState: 6, FiatCurrency: 1000 });
   });
 
   it('trigger payout --console says no callback is sent', async () => {
-    const r = await cli('trigger', 'payout', '--currency', 'BRL', '--amount', '10.00', '--state', '5', '--console');
+    const r = await cli('trigger', 'payout', '--unregistered', '--currency', 'BRL', '--amount', '10.00', '--state', '5', '--console');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/state 5, created via console/);
     expect(r.stdout).toMatch(/no callback/);
   });
 
   it('trigger payout --wait exits 1 when the receiver never accepts', async () => {
-    const r = await cli('trigger', 'payout', '--currency', 'INR', '--amount', '5', '--wait', '--json');
+    const r = await cli('trigger', 'payout', '--unregistered', '--currency', 'INR', '--amount', '5', '--wait', '--json');
     expect(r.code).toBe(1);
     const view = JSON.parse(r.stdout);
     expect(view.deliveries[0].status).toBe('gave-up');
@@ -55,7 +56,10 @@ describe('pnpm sandbox', () => {
   });
 
   it('reports refusals and usage errors with a non-zero status', async () => {
-    const bad = await cli('trigger', 'payin', '--currency', 'EUR', '--amount', '1');
+    const unregistered = await cli('trigger', 'payin', '--amount', '1');
+    expect(unregistered.code).toBe(1);
+    expect(unregistered.stderr).toMatch(/CONSOLE_TOKEN is unset: start the stack with `pnpm dev`.*--unregistered/);
+    const bad = await cli('trigger', 'payin', '--unregistered', '--currency', 'EUR', '--amount', '1');
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/sandbox answered 400: currency "EUR" is not enabled/);
     expect((await cli('trigger', 'refund')).code).toBe(2);

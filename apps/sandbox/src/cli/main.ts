@@ -1,25 +1,34 @@
 import { parseArgs } from 'node:util';
 import { coerceError } from '@mcb/core/errors';
 import { loadConfig } from '@mcb/core/config';
+import { consoleApi, describeError, samplePayout } from './merchant.ts';
 
 /**
  * `pnpm sandbox <command>`: drive a running sandbox over its control API, in the style of `stripe trigger`.
  *   trigger payin  --currency INR --amount 1000 [--state 6|3] [options]
  *   trigger payout --currency INR --amount 1000 [--state 4|5] [--console] [options]
+ *     registers the order with our console first (POST /api/payins|payouts; --unregistered skips it), finalises it
+ *     on the sandbox, then follows it through our console until it is credited / succeeded / refused.
  *   order <merchantOrderNo|orderNo>     show an order and every callback attempt
  *   reset                               forget all orders and restore faults
  * Talks to SANDBOX_URL (default http://127.0.0.1:8090).
  */
 const USAGE = `usage:
   pnpm sandbox trigger payin  --currency INR --amount 1000 [--state 6|3]
-  pnpm sandbox trigger payout --currency INR --amount 1000 [--state 4|5] [--console]
-      common options: --merchant-order-no X  --callback-url URL  --duplicate N  --min-blocks N
-                      --wait (until delivered or given up; exit 1 if given up)  --timeout 60s  --json
+  pnpm sandbox trigger payout --currency INR --amount 1000 [--state 4|5] [--console] [--param key=value ...]
+      Registers the order with our console first, as a merchant's system would (a payout with a method the
+      catalog accepts), then follows it until it is credited / succeeded / refused; exit 1 if it does not end so.
+      --unregistered      do not register: the "callback before registration" case (waits for delivery only)
+      --forge             also send a forged callback (wrong amount) for the order: it must be reviewed, not paid
+      --duplicate N       send each callback N times       --stale  a payout callback that Get order contradicts
+      --merchant-order-no X  --callback-url URL  --min-blocks N  --timeout 60s  --json
+      --wait              (--unregistered) until delivered or given up; exit 1 if given up
   pnpm sandbox order <merchantOrderNo|orderNo> [--json]
   pnpm sandbox reset
-env: SANDBOX_URL (default http://127.0.0.1:8090)`;
+env (or .env): SANDBOX_URL (default http://127.0.0.1:8090); CONSOLE_TOKEN, CONSOLE_HOST, CONSOLE_PORT for our console`;
 
-const base = loadConfig(process.env, 'cli').SANDBOX_URL.replace(/\/+$/, '');
+const config = loadConfig(process.env, 'cli');
+const base = config.SANDBOX_URL.replace(/\/+$/, '');
 
 interface AttemptView {
   number: number;
@@ -108,43 +117,146 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
       console: { type: 'boolean', default: false },
       duplicate: { type: 'string' },
       'min-blocks': { type: 'string' },
+      stale: { type: 'boolean', default: false },
+      forge: { type: 'boolean', default: false },
+      unregistered: { type: 'boolean', default: false },
+      param: { type: 'string', multiple: true, default: [] },
       wait: { type: 'boolean', default: false },
       timeout: { type: 'string', default: '60s' },
       json: { type: 'boolean', default: false },
     },
   });
-  const faults: Record<string, number> = {};
+  const given: Record<string, string> = {};
+  for (const p of values.param) {
+    const eq = p.indexOf('=');
+    if (eq < 1) {
+      console.error(`--param expects key=value (got ${p})`);
+      return 2;
+    }
+    given[p.slice(0, eq)] = p.slice(eq + 1);
+  }
+  const state = Number(values.state ?? (kind === 'payin' ? 6 : 4));
+  const expected = kind === 'payin' ? 'credited' : state === 5 ? 'refused' : 'succeeded';
+  const deadline = Date.now() + durationMs(values.timeout);
+  const started = Date.now();
+  const step = (text: string) => {
+    if (!values.json) console.log(`+${String(Date.now() - started).padStart(6)} ms  ${text}`);
+  };
+  const merchantOrderNo = values['merchant-order-no'] ?? `T${Date.now().toString(36).toUpperCase()}${Math.random().toString(36).slice(2, 6).toUpperCase()}`;
+
+  // 1. Register with our console, as the merchant's system does before sending the customer to pay.
+  const api = values.unregistered ? undefined : merchantConsole();
+  if (api) {
+    const body: Record<string, unknown> = { merchantOrderNo, currency: values.currency, amount: values.amount };
+    if (kind === 'payout') {
+      const catalog = await api.call<{ currencies?: { methods: Parameters<typeof samplePayout>[0] }[] }>(
+        'GET',
+        `/api/payment-methods?currency=${encodeURIComponent(values.currency)}`,
+      );
+      if (catalog.status !== 200) throw new Error(`our console's catalog: ${describeError(catalog.status, catalog.body)}`);
+      const chosen = samplePayout(catalog.body.currencies?.[0]?.methods ?? [], given);
+      if ('problem' in chosen) throw new Error(`no payout method of ${values.currency} can be filled in: ${chosen.problem}`);
+      Object.assign(body, { paymentMethod: chosen.paymentMethod, params: chosen.params });
+    }
+    const registered = await api.call('POST', `/api/${kind}s`, body);
+    if (registered.status !== 201 && registered.status !== 200) throw new Error(`registering with our console: ${describeError(registered.status, registered.body)}`);
+    step(`registered ${kind} ${merchantOrderNo} (${values.amount} ${values.currency}) with our console at ${api.url}${kind === 'payout' ? ` (method ${String(body.paymentMethod)})` : ''}`);
+  }
+
+  // 2. The platform's side: create the order on the sandbox and move it to its final state.
+  const faults: Record<string, number | boolean> = {};
   if (values.duplicate) faults.duplicate = Number(values.duplicate);
   if (values['min-blocks']) faults.minBlocks = Number(values['min-blocks']);
+  if (values.stale) faults.stale = true;
   const created = await call<OrderView>('POST', `/control/${kind}s`, {
     currency: values.currency,
     amount: values.amount,
-    merchantOrderNo: values['merchant-order-no'],
+    merchantOrderNo,
     callbackUrl: values['callback-url'],
     ...(kind === 'payout' && values.console ? { createdVia: 'console' } : {}),
     ...(Object.keys(faults).length > 0 ? { faults } : {}),
   });
-  const state = Number(values.state ?? (kind === 'payin' ? 6 : 4));
   const { order } = created;
-  if (!values.json) console.log(`created ${kind} ${order.orderNo} (merchant order ${order.merchantOrderNo}); moving it to state ${state}`);
-  const finalized = await call<OrderView>('POST', `/control/orders/${encodeURIComponent(order.orderNo)}/finalize`, { state });
-
-  // Wait for the receiver's first reply (or, with --wait, for the end of the delivery).
-  const deadline = Date.now() + durationMs(values.timeout);
-  let view: OrderView = finalized;
-  const done = (v: OrderView) =>
-    v.deliveries.every((d) => (values.wait ? ['delivered', 'gave-up', 'cancelled'].includes(d.status) : d.attempts.length > 0 || d.status !== 'scheduled'));
-  while (!done(view) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 200));
-    view = await call<OrderView>('GET', `/control/orders/${encodeURIComponent(order.orderNo)}`);
+  await call<OrderView>('POST', `/control/orders/${encodeURIComponent(order.orderNo)}/finalize`, { state });
+  step(`sandbox order ${order.orderNo} moved to state ${state}`);
+  if (values.forge) {
+    await call('POST', '/control/forge', { what: 'amount', ref: order.orderNo });
+    step('sent a forged callback (wrong amount) for the same order');
   }
-  if (values.json) console.log(JSON.stringify(view, null, 2));
-  else print(view);
-  if (!done(view)) {
-    console.error(`still waiting after ${values.timeout}; see \`pnpm sandbox order ${order.merchantOrderNo}\``);
+
+  // 3. Follow the callback: its delivery on the sandbox, then (registered) the order in our console.
+  let view: OrderView = await call<OrderView>('GET', `/control/orders/${encodeURIComponent(order.orderNo)}`);
+  let delivered = false;
+  let status = 'pending';
+  let orderBody: Record<string, unknown> = {};
+  const deliveryDone = (v: OrderView) =>
+    v.deliveries.every((d) => ['delivered', 'gave-up', 'cancelled'].includes(d.status) || (!values.wait && !api && d.attempts.length > 0));
+  while (Date.now() < deadline) {
+    view = await call<OrderView>('GET', `/control/orders/${encodeURIComponent(order.orderNo)}`);
+    const reply = view.deliveries.flatMap((d) => d.attempts).find((a) => a.outcome === 'success');
+    if (!delivered && reply) {
+      delivered = true;
+      step(`callback delivered: ${reply.status} ${JSON.stringify(reply.bodySnippet)}`);
+    }
+    if (!api) {
+      if (deliveryDone(view)) break;
+    } else {
+      const res = await api.call<Record<string, unknown>>('GET', `/api/orders/${encodeURIComponent(merchantOrderNo)}`);
+      if (res.status === 200) {
+        orderBody = res.body;
+        status = String(res.body.status);
+        // With --forge, also until the forged copy has been answered, so its fate is part of the story.
+        if (status !== 'pending' && (!values.forge || deliveryDone(view))) break;
+      }
+      if (view.deliveries.some((d) => d.status === 'gave-up')) break;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+
+  if (!api) {
+    if (values.json) console.log(JSON.stringify(view, null, 2));
+    else print(view);
+    if (!deliveryDone(view)) {
+      console.error(`still waiting after ${values.timeout}; see \`pnpm sandbox order ${order.merchantOrderNo}\``);
+      return 1;
+    }
+    return values.wait && view.deliveries.some((d) => d.status === 'gave-up') ? 1 : 0;
+  }
+
+  type Trail = { receipts?: Record<string, unknown>[]; reviews?: Record<string, unknown>[] };
+  const readTrail = () => api.call<Trail>('GET', `/api/callbacks?merchantOrderNo=${encodeURIComponent(merchantOrderNo)}`);
+  const trail = await readTrail();
+  if (values.forge) {
+    const forged = view.deliveries.filter((d) => d.event !== 'genuine');
+    for (const d of forged) step(`forged callback ${d.id} [${d.event}]: ${d.status}${d.attempts[0] ? ` (${d.attempts[0].status} ${JSON.stringify(d.attempts[0].bodySnippet)})` : ''}`);
+  }
+  const receipt = trail.body.receipts?.find((r) => r.orderNo === order.orderNo);
+  if (receipt) {
+    step(`job ${String(receipt.jobId ?? '(sweep)')} received at ${String(receipt.receivedAt)}; Get order confirmed ${String(receipt.confirmedAmount)}`);
+  }
+  for (const r of trail.body.reviews ?? []) step(`review ${String(r.reasonCode)} (${String(r.status)}): ${String(r.reason)}`);
+  if (values.json) console.log(JSON.stringify({ sandbox: view, order: orderBody, callbacks: trail.body }, null, 2));
+  const ledger = (orderBody.ledger as { entryType: string; amount: string; currency: string }[] | undefined) ?? [];
+  if (ledger.length > 1) {
+    console.error(`${kind} ${merchantOrderNo}: ${ledger.length} ledger entries for one order (expected at most one)`);
     return 1;
   }
-  return values.wait && view.deliveries.some((d) => d.status === 'gave-up') ? 1 : 0;
+  if (status === expected) {
+    step(`${status}${ledger.length ? ` (ledger: ${ledger.map((l) => `${l.entryType} ${l.amount} ${l.currency}`).join(', ')})` : ''}`);
+    return 0;
+  }
+  const why = status === 'pending' ? `still pending after ${values.timeout}` : `ended ${status}, expected ${expected}`;
+  console.error(`${kind} ${merchantOrderNo}: ${why}; see \`pnpm sandbox order ${order.orderNo}\` and GET /api/callbacks?merchantOrderNo=${merchantOrderNo}`);
+  return 1;
+}
+
+/** Our console, from CONSOLE_TOKEN / CONSOLE_HOST / CONSOLE_PORT (the .env `pnpm dev` writes has them). */
+function merchantConsole() {
+  if (!config.CONSOLE_TOKEN) {
+    throw new Error('CONSOLE_TOKEN is unset: start the stack with `pnpm dev` (it writes .env), export it, or pass --unregistered');
+  }
+  const host = config.CONSOLE_HOST === '0.0.0.0' ? '127.0.0.1' : config.CONSOLE_HOST;
+  return consoleApi(`http://${host}:${config.CONSOLE_PORT}`, config.CONSOLE_TOKEN);
 }
 
 async function main(argv: string[]): Promise<number> {

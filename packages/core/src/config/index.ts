@@ -112,9 +112,12 @@ const schema = z.object({
   PLATFORM_CONTENT_TYPE: z.enum(['json', 'form']).default('json'),
   /** Overall deadline of one platform request. */
   PLATFORM_TIMEOUT: duration('10s'),
+  /** Log level of every process (pino): fatal, error, warn, info, debug, trace or silent. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
+  /** Address of the public callback listener. */
   INGEST_HOST: z.string().default('0.0.0.0'),
+  /** Port of the public callback listener (the platform POSTs callbacks here). */
   INGEST_PORT: port(8080),
   /** Ops listener (metrics) of ingest; never the public one. */
   INGEST_METRICS_PORT: port(9464),
@@ -137,8 +140,11 @@ const schema = z.object({
    * socket may stay silent. A client beyond a bound gets `408 fail` (or is closed) so slow senders cannot pile up.
    */
   INGEST_HEADERS_TIMEOUT: bound('5s', 300_000),
+  /** Time to receive a whole request, headers and body (beyond it: 408 fail, closed). */
   INGEST_REQUEST_TIMEOUT: bound('10s', 300_000),
+  /** How long an idle keep-alive connection is kept after a reply. */
   INGEST_KEEPALIVE_TIMEOUT: bound('5s', 300_000),
+  /** A connection silent that long is closed. */
   INGEST_IDLE_TIMEOUT: bound('10s', 300_000),
   /** Most open connections per ingest process; beyond it new connections are closed at once (counted and logged). */
   INGEST_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(1024),
@@ -159,6 +165,7 @@ const schema = z.object({
   WORKER_COMMIT_BATCH: z.coerce.number().int().min(1).max(1000).default(64),
   /** Postgres connections per worker process (the group commit uses one; look-ups, reviews and the sweep the rest). */
   WORKER_DB_POOL: z.coerce.number().int().min(2).max(200).default(8),
+  /** Port of the worker's ops listener (Prometheus /metrics). */
   WORKER_METRICS_PORT: port(9465),
   /** Address of the worker's ops listener (metrics, health). */
   WORKER_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
@@ -173,12 +180,17 @@ const schema = z.object({
   ORDER_GRACE_PERIOD: duration('15m'),
   /** How long Get order may answer "not final" before the event goes to review. */
   CONFIRM_MAX_WAIT: duration('2h'),
+  /** How often the reconciliation sweep runs (one process at a time, under a Redis lock). */
   RECONCILE_INTERVAL: duration('5m'),
+  /** Pending orders younger than this are left to their callbacks. */
   RECONCILE_MIN_AGE: duration('10m'),
+  /** Pending orders older than this are no longer swept. */
   RECONCILE_MAX_AGE: duration('7d'),
   /** Get order requests per second that one sweep may make. */
   RECONCILE_RATE: z.coerce.number().positive().max(10_000).default(20),
+  /** Orders read per batch of a sweep. */
   RECONCILE_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(100),
+  /** How often the worker refreshes the stored payment-method catalog. */
   CATALOG_REFRESH_INTERVAL: duration('15m'),
   /** Receives a JSON message when a job exhausts its attempts or a review is opened. */
   ALERT_WEBHOOK_URL: z
@@ -187,8 +199,11 @@ const schema = z.object({
     .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
     .pipe(url(['http:', 'https:'], 'http(s)').optional()),
 
+  /** Address of the console's API and dashboard (internal: loopback by default). */
   CONSOLE_HOST: z.string().default('127.0.0.1'),
+  /** Port of the console's API and dashboard. */
   CONSOLE_PORT: port(8081),
+  /** Port of the console's ops listener (Prometheus /metrics). */
   CONSOLE_METRICS_PORT: port(9466),
   /** Address of the console's ops listener (metrics, health); never inherits CONSOLE_HOST. */
   CONSOLE_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
@@ -204,17 +219,22 @@ const schema = z.object({
    * from all addresses together, failures answer 429 instead of 401.
    */
   CONSOLE_AUTH_MAX_FAILURES: z.coerce.number().int().min(1).default(10),
+  /** Failed authentications from all addresses per window beyond which failures answer 429. */
   CONSOLE_AUTH_MAX_FAILURES_GLOBAL: z.coerce.number().int().min(1).default(100),
+  /** The window of both failed-authentication limits. */
   CONSOLE_AUTH_FAILURE_WINDOW: bound('1m', 24 * 3600_000),
 
+  /** Address of the sandbox (the simulated platform; local stacks and tests only). */
   SANDBOX_HOST: z.string().default('127.0.0.1'),
+  /** Port of the sandbox. */
   SANDBOX_PORT: port(8090),
   /** The merchant number the sandbox simulates. @defaultValue MERCHANT_NO */
   SANDBOX_MERCHANT_NO: optionalString,
   /** The merchant's public key, to encrypt callbacks. @defaultValue derived from MERCHANT_PRIVATE_KEY_FILE's first file */
   SANDBOX_MERCHANT_PUBLIC_KEY_FILE: optionalString,
-  /** Where the sandbox POSTs pay-in / payout callbacks (orders may name their own). */
+  /** Where the sandbox POSTs pay-in callbacks (orders may name their own). */
   SANDBOX_PAYIN_CALLBACK_URL: optionalString,
+  /** Where the sandbox POSTs payout callbacks. */
   SANDBOX_PAYOUT_CALLBACK_URL: optionalString,
   /** Speed of the simulated platform clock (600: the 2-hour retry schedule in 12 s). */
   SANDBOX_TIME_SCALE: z.coerce.number().positive('expected a number > 0').max(1_000_000).default(1),
@@ -245,6 +265,32 @@ const REQUIRED_EITHER: Partial<Record<AppRole, readonly (readonly [keyof z.outpu
     ['SANDBOX_MERCHANT_PUBLIC_KEY_FILE', 'MERCHANT_PRIVATE_KEY_FILE'],
   ],
 };
+
+/** One variable of the schema: its name, its default as written in the environment, and which roles require it. */
+export interface ConfigVariable {
+  name: string;
+  defaultValue: string | undefined;
+  requiredFor: AppRole[];
+}
+
+/** The default a schema entry gives an unset variable (found through its pipes and wrappers), as text. */
+function defaultOf(entry: z.ZodType): string | undefined {
+  for (let cur: unknown = entry, depth = 0; cur && depth < 10; depth++) {
+    const def = (cur as { _zod: { def: { type: string; defaultValue?: unknown; in?: unknown; innerType?: unknown } } })._zod.def;
+    if (def.type === 'default') return String(def.defaultValue);
+    cur = def.in ?? def.innerType;
+  }
+  return undefined;
+}
+
+/** Every variable the config schema reads, in schema order (for `.env.example` and its drift test). */
+export function configVariables(): ConfigVariable[] {
+  return Object.entries(schema.shape).map(([name, entry]) => ({
+    name,
+    defaultValue: defaultOf(entry as z.ZodType),
+    requiredFor: (Object.keys(REQUIRED) as AppRole[]).filter((role) => (REQUIRED[role] as readonly string[]).includes(name)),
+  }));
+}
 
 /** One line per problem: `NAME: what was wrong (got "…")`. */
 function describeIssues(issues: readonly z.core.$ZodIssue[], env: Record<string, string | undefined>): string[] {

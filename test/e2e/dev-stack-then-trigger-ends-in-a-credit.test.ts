@@ -1,0 +1,105 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniquePrefix, useTestEnv, waitFor } from '@mcb/testkit';
+
+// README's first hour, as a new user walks it: `pnpm dev` is up; in another shell, with nothing exported,
+// `pnpm cli methods --currency INR` prints the INR methods and `pnpm sandbox trigger ...` ends in a credit or a
+// refund. The other shell's settings come from the .env file `pnpm dev` wrote (here a temp file via MCB_ENV_FILE,
+// so the checkout's own .env is never touched).
+const ROOT = resolve(import.meta.dirname, '../..');
+const env = useTestEnv();
+const dir = mkdtempSync(join(tmpdir(), 'mcb-dev-walk-'));
+const envFile = join(dir, '.env');
+let dev: ChildProcess;
+let devOut = '';
+
+/** A pnpm script as `pnpm <name>` runs it: node with the .env preload, from the repository root, nothing exported. */
+const pnpmScript = (script: string, args: string[]) =>
+  promisify(execFile)(process.execPath, ['--import', './scripts/load-env.ts', script, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', MCB_ENV_FILE: envFile },
+    timeout: 60_000,
+  }).then(
+    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
+  );
+
+beforeAll(async () => {
+  dev = spawn(process.execPath, ['--import', './scripts/load-env.ts', 'scripts/dev.ts', '--free-ports'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      MCB_ENV_FILE: envFile,
+      DATABASE_URL: env.databaseUrl,
+      REDIS_URL: env.redisUrl,
+      QUEUE_PREFIX: uniquePrefix('devwalk'),
+      KEYS_DIR: join(dir, 'keys'),
+      LOG_LEVEL: 'warn',
+    },
+  });
+  dev.stdout!.on('data', (c) => (devOut += String(c)));
+  dev.stderr!.on('data', (c) => (devOut += String(c)));
+  await waitFor(() => devOut.includes('all four apps are up') || dev.exitCode !== null, { timeoutMs: 60_000, message: 'pnpm dev did not come up' }).catch(
+    (e: unknown) => {
+      throw new Error(`${(e as Error).message}; its output:\n${devOut}`);
+    },
+  );
+  if (dev.exitCode !== null) throw new Error(`pnpm dev exited ${dev.exitCode}:\n${devOut}`);
+}, 90_000);
+
+afterAll(async () => {
+  if (dev && dev.exitCode === null) {
+    const exited = new Promise((r) => dev.once('exit', r));
+    dev.kill('SIGTERM');
+    await exited;
+  }
+  rmSync(dir, { recursive: true, force: true });
+}, 30_000);
+
+describe('the first hour: pnpm dev, then commands in another shell', () => {
+  it('pnpm dev wrote the local settings to .env (mode 0600)', () => {
+    expect(devOut).toContain(`wrote ${envFile}`);
+    expect(statSync(envFile).mode & 0o777).toBe(0o600);
+  });
+
+  it('pnpm cli methods --currency INR prints the INR methods', async () => {
+    const r = await pnpmScript('apps/console/src/cli/main.ts', ['methods', '--currency', 'INR']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^INR {2}₹ {2}2 decimals/m);
+  });
+
+  it('pnpm sandbox trigger payin registers, delivers and ends credited (exit 0)', async () => {
+    const r = await pnpmScript('apps/sandbox/src/cli/main.ts', ['trigger', 'payin', '--currency', 'INR', '--amount', '1000']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/registered payin (\S+) \(1000 INR\) with our console/);
+    expect(r.stdout).toMatch(/callback delivered: 200 "success"/);
+    expect(r.stdout).toMatch(/credited \(ledger: payin_credit 1000 INR\)/);
+    const merchantOrderNo = /registered payin (\S+)/.exec(r.stdout)![1]!;
+    const { rows } = await env.db.pool.query('select status from orders where merchant_order_no = $1', [merchantOrderNo]);
+    expect(rows[0]?.status).toBe('credited');
+  });
+
+  it('pnpm sandbox trigger payout --state 5 registers a catalog-valid payout and ends refused with the refund (exit 0)', async () => {
+    const r = await pnpmScript('apps/sandbox/src/cli/main.ts', ['trigger', 'payout', '--currency', 'INR', '--amount', '500', '--state', '5']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/refused \(ledger: payout_refund 500 INR\)/);
+  });
+
+  it('a forged callback beside the genuine one pays nothing: the order is credited once, with the amount Get order confirmed', async () => {
+    const r = await pnpmScript('apps/sandbox/src/cli/main.ts', ['trigger', 'payin', '--amount', '250', '--forge']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/forged callback \S+ \[forged\]: delivered/);
+    expect(r.stdout).toMatch(/credited \(ledger: payin_credit 250 INR\)$/m);
+  });
+
+  it('exits 1, saying why, when the order does not end as expected', async () => {
+    const r = await pnpmScript('apps/sandbox/src/cli/main.ts', ['trigger', 'payin', '--amount', '100', '--state', '3', '--timeout', '3s']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/still pending after 3s|expected credited/);
+  });
+});

@@ -106,6 +106,12 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   const ports = await settlePorts(settings, opts.freePorts ?? false);
   const urls = urlsOf(ports);
   const env = childEnv(settings, ports, { consoleToken, allowVolatileRedis: volatileRedis });
+  // `pnpm dev` shows the apps' logs to a person: pino-pretty (coloured when this terminal is), unless LOG_FORMAT says
+  // otherwise. The demo writes its logs to files, which stay JSON.
+  if (opts.output.kind === 'prefix' && !process.env.LOG_FORMAT) {
+    env.LOG_FORMAT = 'pretty';
+    if (process.stdout.isTTY && !process.env.NO_COLOR) env.FORCE_COLOR = '1';
+  }
   const written = writeLocalEnvFileOnce(
     [
       `Written by \`pnpm ${settings.mode}\` for the local stack it started; it is never overwritten (delete it to have it written again).`,

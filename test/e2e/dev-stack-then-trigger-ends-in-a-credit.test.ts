@@ -38,7 +38,7 @@ beforeAll(async () => {
       REDIS_URL: env.redisUrl,
       QUEUE_PREFIX: uniquePrefix('devwalk'),
       KEYS_DIR: join(dir, 'keys'),
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: 'info',
     },
   });
   dev.stdout!.on('data', (c) => (devOut += String(c)));
@@ -64,6 +64,11 @@ describe('the first hour: pnpm dev, then commands in another shell', () => {
   it('pnpm dev wrote the local settings to .env (mode 0600)', () => {
     expect(devOut).toContain(`wrote ${envFile}`);
     expect(statSync(envFile).mode & 0o777).toBe(0o600);
+  });
+
+  it('pnpm dev prints the apps\' logs through pino-pretty, prefixed by app, not as raw JSON', () => {
+    expect(devOut).toMatch(/^\[ingest\] +\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO \(ingest\): /m);
+    expect(devOut).not.toMatch(/^\[\w+\] +\{"level"/m);
   });
 
   it('pnpm cli methods --currency INR prints the INR methods', async () => {

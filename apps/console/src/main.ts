@@ -2,7 +2,7 @@ import { configWarnings, loadConfig } from '@mcb/core/config';
 import { createDb } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
-import { createLogger } from '@mcb/core/logger';
+import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { createPlatformClientFromConfig } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
@@ -11,7 +11,7 @@ import { Queue } from 'bullmq';
 import { buildApp } from './app.ts';
 
 // Only wiring. Each resource registers its release as it is created; shutdown runs them in reverse order.
-const logger = createLogger({ name: 'console' });
+const logger = createLogger({ name: 'console', format: logFormatOf(process.env) });
 const releasers = createReleasers(logger);
 
 try {

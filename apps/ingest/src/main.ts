@@ -9,7 +9,7 @@ import { AggregatorRegistry } from 'prom-client';
 import { loadConfig, type Config } from '@mcb/core/config';
 import { coerceError } from '@mcb/core/errors';
 import { createReleasers, type Releasers } from '@mcb/core/lifecycle';
-import { createLogger, type Logger } from '@mcb/core/logger';
+import { createLogger, logFormatOf, type Logger } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
@@ -50,7 +50,7 @@ async function runServer(config: Config, logger: Logger, clustered: boolean, rel
   logger.info({ port: config.INGEST_PORT }, 'ingest listening');
 }
 
-const logger = createLogger({ name: 'ingest' });
+const logger = createLogger({ name: 'ingest', format: logFormatOf(process.env) });
 const releasers = createReleasers(logger, { stoppingMessage: 'shutting down: finishing in-flight callbacks', graceMs: SHUTDOWN_GRACE_MS });
 try {
   const config = loadConfig(process.env, 'ingest');

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { loadConfig } from '@mcb/core/config';
 import { AppError, coerceError, ErrorCodes } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
-import { createLogger } from '@mcb/core/logger';
+import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { buildApp } from './app.ts';
 import { sandboxSettings } from './config.ts';
 
@@ -18,7 +18,7 @@ function readPublicKey(source: { file: string; derive: boolean }): string {
   }
 }
 
-const logger = createLogger({ name: 'sandbox' });
+const logger = createLogger({ name: 'sandbox', format: logFormatOf(process.env) });
 const releasers = createReleasers(logger, { stoppingMessage: 'sandbox stopping' });
 
 try {

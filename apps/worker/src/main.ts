@@ -2,7 +2,7 @@ import { configWarnings, loadConfig } from '@mcb/core/config';
 import { createDb } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
-import { createLogger } from '@mcb/core/logger';
+import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { createPlatformClientFromConfig } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
@@ -16,7 +16,7 @@ import { createWorkerMetrics } from './metrics.ts';
 
 // Only wiring. Each resource registers its release here as it is created; shutdown runs them in reverse order.
 // To add a worker, create it after the callback worker and add its close.
-const logger = createLogger({ name: 'worker' });
+const logger = createLogger({ name: 'worker', format: logFormatOf(process.env) });
 const releasers = createReleasers(logger, { stoppingMessage: 'shutting down: finishing jobs in progress' });
 
 try {

@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import pretty from 'pino-pretty';
 
 export type { Logger } from 'pino';
 
@@ -43,6 +44,22 @@ export interface LoggerFactoryOptions {
   level?: LoggerOptions['level'];
   /** Where lines go; tests pass a stream to read them back. @defaultValue stdout */
   destination?: pino.DestinationStream;
+  /**
+   * `json` (one object per line: production, log shippers) or `pretty` (pino-pretty: colours when the output is a
+   * terminal, time, app, message, the rest as key: value; for a person at a terminal). Redaction applies to both.
+   * @defaultValue 'json'
+   */
+  format?: LogFormat;
+}
+
+export type LogFormat = 'json' | 'pretty';
+
+/**
+ * The log format from `LOG_FORMAT`, read before the rest of the config (a main's logger exists before its config is
+ * validated, to report what is wrong); anything but `pretty` is JSON, and loadConfig names an invalid value.
+ */
+export function logFormatOf(env: Record<string, string | undefined>): LogFormat {
+  return env.LOG_FORMAT?.trim() === 'pretty' ? 'pretty' : 'json';
 }
 
 const SQLSTATE = /^[0-9A-Z]{5}$/;
@@ -102,5 +119,17 @@ export function createLogger(options: LoggerFactoryOptions): Logger {
     redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
     serializers: { err: serializeError },
   };
+  if (options.format === 'pretty') {
+    // Colours are pino-pretty's own choice for stdout (a terminal, or FORCE_COLOR=1 as `pnpm dev` sets for its
+    // children); never for a given stream.
+    const stream = pretty({
+      destination: options.destination ?? 1,
+      sync: true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname,app',
+      ...(options.destination ? { colorize: false } : {}),
+    });
+    return pino(opts, stream);
+  }
   return options.destination ? pino(opts, options.destination) : pino(opts);
 }

@@ -112,6 +112,8 @@ const schema = z.object({
   PLATFORM_CONTENT_TYPE: z.enum(['json', 'form']).default('json'),
   /** Overall deadline of one platform request. */
   PLATFORM_TIMEOUT: duration('10s'),
+  /** Log lines as JSON (production) or through pino-pretty for a person at a terminal (`pnpm dev` sets pretty). */
+  LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
   /** Log level of every process (pino): fatal, error, warn, info, debug, trace or silent. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 

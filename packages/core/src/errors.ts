@@ -100,6 +100,13 @@ export function isAppError(e: unknown, code?: ErrorCode): e is AppError {
   return e instanceof AppError && (code === undefined || e.code === code);
 }
 
+/** The first line of what was thrown (OpenSSL errors carry a multi-line trace after it). */
+export function firstLineOf(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e);
+  const end = message.indexOf('\n');
+  return end === -1 ? message : message.slice(0, end);
+}
+
 /** Normalise whatever was thrown into an Error, so every catch boundary can log it the same way. */
 export function coerceError(e: unknown): Error {
   if (e instanceof Error) return e;

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { coerceError } from '@mcb/core/errors';
 import { loadConfig } from '@mcb/core/config';
+import { PayinState, PayoutState, targetStatusOf } from '@mcb/core/spec';
 import { consoleApi, describeError, samplePayout } from './merchant.ts';
 
 /**
@@ -135,8 +136,9 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
     }
     given[p.slice(0, eq)] = p.slice(eq + 1);
   }
-  const state = Number(values.state ?? (kind === 'payin' ? 6 : 4));
-  const expected = kind === 'payin' ? 'credited' : state === 5 ? 'refused' : 'succeeded';
+  const state = Number(values.state ?? (kind === 'payin' ? PayinState.Released : PayoutState.Succeeded));
+  // What our console should end at; a state that is not final (or sends no callback) leaves it pending.
+  const expected = targetStatusOf(kind, state) ?? 'pending';
   const deadline = Date.now() + durationMs(values.timeout);
   const started = Date.now();
   const step = (text: string) => {

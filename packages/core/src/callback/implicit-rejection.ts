@@ -1,5 +1,5 @@
 import { constants, generateKeyPairSync, privateDecrypt, publicEncrypt, type KeyObject } from 'node:crypto';
-import { AppError, ErrorCodes } from '../errors.ts';
+import { AppError, ErrorCodes, firstLineOf } from '../errors.ts';
 
 type Decrypt = (key: KeyObject, block: Buffer) => Buffer;
 
@@ -30,7 +30,7 @@ export function probeImplicitRejection(decrypt: Decrypt = nodeDecrypt): string |
       first = decrypt(privateKey, block);
       second = decrypt(privateKey, block);
     } catch (e) {
-      const msg = e instanceof Error ? e.message.split('\n')[0] : String(e);
+      const msg = firstLineOf(e);
       return `${runtime} rejects malformed RSA PKCS#1 v1.5 padding with an error ("${msg}") instead of implicit rejection`;
     }
     if (!first.equals(second)) return `${runtime} returns non-deterministic output for malformed RSA PKCS#1 v1.5 padding`;

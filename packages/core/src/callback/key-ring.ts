@@ -1,6 +1,6 @@
 import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { AppError, ErrorCodes } from '../errors.ts';
+import { AppError, ErrorCodes, firstLineOf } from '../errors.ts';
 
 /** Smallest modulus we accept from a key file. Older platforms issue 1024-bit keys; `keys generate` makes 2048+. */
 const MIN_BITS = 1024;
@@ -35,7 +35,7 @@ function toRingKey(pem: string, label: string): RingKey {
     privateKey = createPrivateKey({ key: pem, format: 'pem' });
   } catch (e) {
     // The OpenSSL message names the problem (encrypted, unsupported, malformed) without echoing the key.
-    const reason = e instanceof Error ? e.message.split('\n')[0] : 'unreadable';
+    const reason = e instanceof Error ? firstLineOf(e) : 'unreadable';
     throw invalid(label, `not a usable PEM private key (${reason}); expected an unencrypted RSA private key`, e);
   }
   if (privateKey.asymmetricKeyType !== 'rsa') {

@@ -29,6 +29,8 @@ export interface Conn {
   buf: Buffer;
   sentAt: number;
   busy: boolean;
+  /** The server closed it (an idle keep-alive past INGEST_KEEPALIVE_TIMEOUT, a cut-off): never reused. */
+  closed: boolean;
   onReply: ((status: number) => void) | undefined;
 }
 
@@ -37,8 +39,16 @@ const HEADER_END = Buffer.from('\r\n\r\n');
 export function openConn(host: string, port: number, onError: () => void): Promise<Conn> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host, port, noDelay: true });
-    const conn: Conn = { socket, buf: Buffer.alloc(0), sentAt: 0, busy: false, onReply: undefined };
+    const conn: Conn = { socket, buf: Buffer.alloc(0), sentAt: 0, busy: false, closed: false, onReply: undefined };
     socket.once('connect', () => resolve(conn));
+    // A request in flight on a connection the server closes gets no reply: count it as failed (status 0).
+    socket.once('close', () => {
+      conn.closed = true;
+      const cb = conn.onReply;
+      conn.onReply = undefined;
+      conn.busy = false;
+      cb?.(0);
+    });
     socket.once('error', (e) => {
       reject(e);
       if (conn.busy) onError();
@@ -63,6 +73,10 @@ export function openConn(host: string, port: number, onError: () => void): Promi
 }
 
 export function send(conn: Conn, request: Buffer, onReply: (status: number) => void): void {
+  if (conn.closed) {
+    setImmediate(() => onReply(0));
+    return;
+  }
   conn.busy = true;
   conn.onReply = onReply;
   conn.socket.write(request);
@@ -149,6 +163,13 @@ export async function openLoop(opts: {
   const finished = new Promise<void>((r) => (done = r));
 
   const dispatch = (conn: Conn, dueAt: number) => {
+    if (conn.closed) {
+      // Closed by the server while idle: replace it; the request waits for the new connection.
+      open--;
+      waiting.unshift(dueAt);
+      grow();
+      return;
+    }
     inFlight++;
     send(conn, opts.next(), (status) => {
       inFlight--;

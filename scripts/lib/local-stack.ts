@@ -106,11 +106,11 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   const ports = await settlePorts(settings, opts.freePorts ?? false);
   const urls = urlsOf(ports);
   const env = childEnv(settings, ports, { consoleToken, allowVolatileRedis: volatileRedis });
-  // `pnpm dev` shows the apps' logs to a person: pino-pretty (coloured when this terminal is), unless LOG_FORMAT says
-  // otherwise. The demo writes its logs to files, which stay JSON.
-  if (opts.output.kind === 'prefix' && !process.env.LOG_FORMAT) {
+  // The local stack's logs are read by a person (`pnpm dev` on the terminal, `pnpm demo` in its log files):
+  // pino-pretty, coloured when dev's terminal is, unless LOG_FORMAT says otherwise.
+  if (!process.env.LOG_FORMAT) {
     env.LOG_FORMAT = 'pretty';
-    if (process.stdout.isTTY && !process.env.NO_COLOR) env.FORCE_COLOR = '1';
+    if (opts.output.kind === 'prefix' && process.stdout.isTTY && !process.env.NO_COLOR) env.FORCE_COLOR = '1';
   }
   const written = writeLocalEnvFileOnce(
     [

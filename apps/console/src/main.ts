@@ -6,7 +6,7 @@ import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { createPlatformClientFromConfig } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
-import { createRedis } from '@mcb/core/redis';
+import { createRedis, redisTargetOf } from '@mcb/core/redis';
 import { Queue } from 'bullmq';
 import { buildApp } from './app.ts';
 
@@ -25,7 +25,7 @@ try {
   releasers.add('platform', () => platform.close());
 
   // The dashboard's Redis connection fails fast (an operator gets an error, not a hang) while Redis is down.
-  const redis = createRedis(config.REDIS_URL, 'producer', { connectionName: 'mcb-console', commandTimeoutMs: 5000 });
+  const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'mcb-console', commandTimeoutMs: 5000 });
   redis.on('error', (e) => logger.warn({ err: coerceError(e) }, 'redis connection error'));
   releasers.add('redis', () => redis.quit().catch(() => redis.disconnect()));
   const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });

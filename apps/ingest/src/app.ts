@@ -59,7 +59,7 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   // Re-check while running: a Redis reconfigured to lose writes must stop us acknowledging callbacks.
   const refresh = async () => {
     try {
-      const next = await checkRedisDurability(redis);
+      const next = await checkRedisDurability(redis, { minReplicas: config.INGEST_MIN_REPLICAS });
       if (next.durable !== report.durable || next.mode !== report.mode) {
         logger[next.durable || allowVolatile ? 'warn' : 'error']({ mode: next.mode, problems: next.problems }, 'Redis durability changed');
       }

@@ -9,6 +9,8 @@ import { callbackJobId, callbackJobOptions, type CallbackJobInput } from '@mcb/c
 export interface EnqueuerOptions {
   /** Whole budget of one request's enqueue (waiting for its batch, the add and WAITAOF), in ms. */
   timeoutMs: number;
+  /** Replicas that must hold a batch (Redis `WAIT`) before any of it is acknowledged. @defaultValue 0 */
+  minReplicas?: number;
   /** Largest batch of adds. @defaultValue 64 */
   maxBatch?: number;
   /** Told each batch's size as it starts (a metric). */
@@ -96,6 +98,12 @@ export function createEnqueuer(queue: Queue, redis: Redis, options: EnqueuerOpti
         // One fsync wait covers every write before it on this connection; if it fails, no add is acknowledged.
         const [local] = (await redis.call('WAITAOF', '1', '0', String(options.timeoutMs))) as [number, number];
         if (local < 1) throw new Error('WAITAOF: the writes were not fsynced to the local AOF in time');
+      }
+      const minReplicas = options.minReplicas ?? 0;
+      if (minReplicas > 0 && added.some((r) => r.status === 'fulfilled')) {
+        // Acknowledged means replicated (INGEST_MIN_REPLICAS): WAIT covers every write before it on this connection.
+        const replicas = Number(await redis.call('WAIT', String(minReplicas), String(options.timeoutMs)));
+        if (replicas < minReplicas) throw new Error(`WAIT: ${replicas} of ${minReplicas} replica(s) acknowledged the writes in time`);
       }
       return added.map((r) => (r.status === 'fulfilled' ? { ok: true as const, value: undefined } : { ok: false as const, error: r.reason }));
     },

@@ -12,7 +12,7 @@ import { createReleasers, type Releasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf, type Logger } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
-import { createRedis } from '@mcb/core/redis';
+import { createRedis, redisTargetOf } from '@mcb/core/redis';
 import { buildApp } from './app.ts';
 import { loadKeyRingFromConfig } from './startup.ts';
 import { runSupervisor } from './supervisor.ts';
@@ -23,7 +23,7 @@ const SHUTDOWN_GRACE_MS = 25_000;
 async function runServer(config: Config, logger: Logger, clustered: boolean, releasers: Releasers): Promise<void> {
   const keyRing = loadKeyRingFromConfig(config);
   logger.info({ keys: keyRing.keys.map((k) => ({ id: k.id, bits: k.bits })) }, 'key ring loaded');
-  const redis = createRedis(config.REDIS_URL, 'producer', { connectionName: 'ingest' });
+  const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'ingest' });
   releasers.add('redis', () => redis.quit().catch(() => redis.disconnect()));
   const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
   releasers.add('queue', () => queue.close());

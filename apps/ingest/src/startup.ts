@@ -3,8 +3,7 @@ import { assertImplicitRejection, loadKeyRingFromFiles, type KeyRing } from '@mc
 import type { Config } from '@mcb/core/config';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
-import { createRedis } from '@mcb/core/redis';
-import { checkRedisDurability, type DurabilityReport } from '@mcb/core/redis';
+import { checkRedisDurability, createRedis, redisTargetOf, type DurabilityReport } from '@mcb/core/redis';
 
 /**
  * Refuse a Redis that may lose acknowledged callbacks, unless volatile Redis is explicitly allowed (then warn).
@@ -32,7 +31,7 @@ async function waitForRedis(redis: Redis, timeoutMs: number): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       redis.off('ready', onReady);
-      reject(new AppError(ErrorCodes.ENQUEUE_FAILED, `Redis at REDIS_URL not reachable within ${timeoutMs} ms`, { transient: true }));
+      reject(new AppError(ErrorCodes.ENQUEUE_FAILED, `Redis (REDIS_URL or REDIS_SENTINELS) not reachable within ${timeoutMs} ms`, { transient: true }));
     }, timeoutMs);
     const onReady = () => {
       clearTimeout(timer);
@@ -54,7 +53,7 @@ export async function checkStartup(config: Config, redis: Redis, logger: Logger,
   assertImplicitRejection();
   if (!config.MERCHANT_NO) throw new AppError(ErrorCodes.CONFIG_INVALID, 'MERCHANT_NO: required for ingest (unset)');
   await waitForRedis(redis, redisTimeoutMs);
-  const report = await checkRedisDurability(redis);
+  const report = await checkRedisDurability(redis, { minReplicas: config.INGEST_MIN_REPLICAS });
   enforceDurability(report, config.INGEST_ALLOW_VOLATILE_REDIS, logger);
   return report;
 }
@@ -67,7 +66,7 @@ export function loadKeyRingFromConfig(config: Config): KeyRing {
 /** {@link checkStartup} on a short-lived connection of its own, plus the key ring: the supervisor's preflight. */
 export async function preflight(config: Config, logger: Logger): Promise<void> {
   loadKeyRingFromConfig(config);
-  const redis = createRedis(config.REDIS_URL, 'producer', { connectionName: 'ingest-preflight' });
+  const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'ingest-preflight' });
   redis.on('error', () => {});
   try {
     await checkStartup(config, redis, logger, 10_000);

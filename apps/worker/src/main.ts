@@ -6,7 +6,7 @@ import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { createPlatformClientFromConfig } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
-import { createRedis } from '@mcb/core/redis';
+import { createRedis, redisTargetOf } from '@mcb/core/redis';
 import { Queue } from 'bullmq';
 import { alertOnReviewOpened, createAlerter } from './alerts.ts';
 import { createCallbackWorker } from './callback-worker.ts';
@@ -28,7 +28,7 @@ try {
   const lockDurationMs = config.WORKER_LOCK_DURATION ?? Math.max(30_000, config.PLATFORM_TIMEOUT * 3);
   const stalledIntervalMs = config.WORKER_STALLED_INTERVAL;
 
-  const redis = createRedis(config.REDIS_URL, 'worker', { connectionName: 'mcb-worker' });
+  const redis = createRedis(redisTargetOf(config), 'worker', { connectionName: 'mcb-worker' });
   releasers.add('redis', () => redis.quit());
   // Jobs waiting on Get order hold no connection: the pool serves the batchers (one commit and two look-ups in
   // flight), reviews and the sweep, not WORKER_CONCURRENCY.

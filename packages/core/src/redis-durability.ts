@@ -42,7 +42,7 @@ async function hasCommand(redis: Redis, name: string): Promise<boolean> {
  * evicts queue data (`maxmemory-policy noeviction`). Reads `CONFIG GET` and falls back to `INFO` where CONFIG is
  * disabled. Throws only when Redis cannot be reached.
  */
-export async function checkRedisDurability(redis: Redis): Promise<DurabilityReport> {
+export async function checkRedisDurability(redis: Redis, options: { minReplicas?: number } = {}): Promise<DurabilityReport> {
   const [appendonlyConfig, appendfsync, maxmemoryConfig] = await Promise.all([
     configGet(redis, 'appendonly'),
     configGet(redis, 'appendfsync'),
@@ -81,6 +81,14 @@ export async function checkRedisDurability(redis: Redis): Promise<DurabilityRepo
   }
   if (settings.maxmemoryPolicy !== 'noeviction') {
     problems.push(`maxmemory-policy is "${settings.maxmemoryPolicy}": Redis may evict queued callbacks; set maxmemory-policy noeviction`);
+  }
+  const minReplicas = options.minReplicas ?? 0;
+  if (minReplicas > 0) {
+    // Acknowledged means replicated too (INGEST_MIN_REPLICAS): that many replicas must be connected and online.
+    const online = (await redis.info('replication')).split('\n').filter((l) => /^slave\d+:.*state=online/.test(l)).length;
+    if (online < minReplicas) {
+      problems.push(`${online} replica(s) online, INGEST_MIN_REPLICAS is ${minReplicas}: a callback would not be held by a replica before its success`);
+    }
   }
   return { durable: problems.length === 0, mode, problems, settings };
 }

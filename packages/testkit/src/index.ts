@@ -111,3 +111,5 @@ export function useTestEnv(): TestEnv {
   });
   return env;
 }
+export { startOwnSentinel, type OwnSentinelSetup } from './own-sentinel.ts';
+export { hasPgBouncer, startOwnPgBouncer, type OwnPgBouncer } from './own-pgbouncer.ts';

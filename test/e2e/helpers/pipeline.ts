@@ -30,6 +30,10 @@ export interface PipelineOptions {
   orderGracePeriodMs?: number;
   /** Worker: how long Get order may report "not final". @defaultValue 2 h */
   confirmMaxWaitMs?: number;
+  /** Where the worker and the console reach Postgres (e.g. through PgBouncer). @defaultValue the file's database */
+  databaseUrl?: string;
+  /** Jobs in flight in the worker. @defaultValue 8 */
+  concurrency?: number;
 }
 
 /** A running pipeline and handles on each part. */
@@ -104,14 +108,14 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     // 3. The worker, confirming with the sandbox's Get order, writing to the file's database.
     const platform: PlatformClient = createPlatformClient({ baseUrl: sandboxUrl, merchantNo: MERCHANT_NO, timeoutMs: 5000 });
     closers.push(() => platform.close());
-    const workerDb: Db = createDb(env.databaseUrl, { max: 6 });
+    const workerDb: Db = createDb(options.databaseUrl ?? env.databaseUrl, { max: 6 });
     closers.push(() => workerDb.close());
     const workerRedis: Redis = createRedis(env.redisUrl, 'worker', { connectionName: 'e2e-worker' });
     closers.push(() => workerRedis.quit().catch(() => workerRedis.disconnect()));
     const worker = createCallbackWorker({
       connection: workerRedis,
       prefix: env.prefix,
-      concurrency: 8,
+      concurrency: options.concurrency ?? 8,
       db: workerDb.db,
       platform,
       logger,
@@ -123,7 +127,7 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     await worker.waitUntilReady();
 
     // 4. The console (no listener: requests are injected), as the merchant's shop registers orders.
-    const consoleDb = createDb(env.databaseUrl, { max: 2 });
+    const consoleDb = createDb(options.databaseUrl ?? env.databaseUrl, { max: 2 });
     closers.push(() => consoleDb.close());
     const consoleConfig = loadConfig(
       { MERCHANT_NO, PLATFORM_BASE_URL: sandboxUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' },

@@ -51,6 +51,7 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
   // Requests that arrive together are stored together: one addBulk and one WAITAOF per batch.
   const enqueuer = createEnqueuer(deps.queue, deps.redis, {
     timeoutMs: deps.enqueueTimeoutMs,
+    minReplicas: deps.config.INGEST_MIN_REPLICAS,
     onBatch: (size) => metrics.enqueueBatchSize.observe(size),
   });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError, ErrorCodes } from '../errors.ts';
+import { parseRedisNodes } from '../redis-target.ts';
 import { parseDuration } from './duration.ts';
 
 export { parseDuration } from './duration.ts';
@@ -87,8 +88,26 @@ const schema = z.object({
   DATABASE_URL: url(['postgres:', 'postgresql:'], 'postgres').default(
     'postgres://postgres@127.0.0.1:5432/merchant_callbacks',
   ),
+  /**
+   * Where `pnpm db:migrate` connects when DATABASE_URL points at PgBouncer: Postgres itself (migrations hold a
+   * session advisory lock, which transaction pooling cannot keep). @defaultValue DATABASE_URL
+   */
+  DATABASE_MIGRATION_URL: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
+    .pipe(url(['postgres:', 'postgresql:'], 'postgres').optional()),
   /** Redis for BullMQ. */
   REDIS_URL: url(['redis:', 'rediss:'], 'redis').default('redis://127.0.0.1:6379'),
+  /**
+   * Redis through Sentinel instead of REDIS_URL: the sentinels as `host:port[,host:port...]`, with
+   * REDIS_SENTINEL_NAME; every process finds the primary through them and follows a failover without a restart.
+   */
+  REDIS_SENTINELS: optionalString,
+  /** The master group name the sentinels monitor (with REDIS_SENTINELS). */
+  REDIS_SENTINEL_NAME: optionalString,
+  /** Password of the Redis data nodes behind REDIS_SENTINELS (with REDIS_URL it goes in the URL). */
+  REDIS_PASSWORD: optionalString,
   /** BullMQ key prefix (use `{name}` on Redis Cluster). */
   QUEUE_PREFIX: z.string().min(1).default('mcb'),
   /** Our merchant number, as the platform knows it. */
@@ -150,6 +169,11 @@ const schema = z.object({
   INGEST_IDLE_TIMEOUT: bound('10s', 300_000),
   /** Most open connections per ingest process; beyond it new connections are closed at once (counted and logged). */
   INGEST_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(1024),
+  /**
+   * Replicas that must hold a callback's job (Redis `WAIT`, within the 1 s enqueue budget) before ingest answers
+   * `success`; fewer answer `503 fail` and fail `/readyz`. 0: the primary's fsynced AOF is enough.
+   */
+  INGEST_MIN_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),
   /** Start even when Redis does not keep acknowledged writes (warns on every start). */
   INGEST_ALLOW_VOLATILE_REDIS: bool(false),
 
@@ -294,6 +318,20 @@ export function configVariables(): ConfigVariable[] {
   }));
 }
 
+/** Exactly one Redis topology: REDIS_URL (the default), or REDIS_SENTINELS with REDIS_SENTINEL_NAME. */
+function redisTopologyProblems(values: z.output<typeof schema>, env: Record<string, string | undefined>): string[] {
+  const problems: string[] = [];
+  if (values.REDIS_SENTINELS !== undefined) {
+    if (env.REDIS_URL?.trim()) problems.push('REDIS_SENTINELS: set either REDIS_URL or REDIS_SENTINELS, not both');
+    const nodes = parseRedisNodes(values.REDIS_SENTINELS);
+    if (typeof nodes === 'string') problems.push(`REDIS_SENTINELS: ${nodes}`);
+    if (values.REDIS_SENTINEL_NAME === undefined) problems.push('REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the master group name) (unset)');
+  } else if (values.REDIS_SENTINEL_NAME !== undefined) {
+    problems.push('REDIS_SENTINEL_NAME: only with REDIS_SENTINELS (unset)');
+  }
+  return problems;
+}
+
 /** One line per problem: `NAME: what was wrong (got "…")`. */
 function describeIssues(issues: readonly z.core.$ZodIssue[], env: Record<string, string | undefined>): string[] {
   return issues.map((issue) => {
@@ -326,6 +364,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           'set PLATFORM_ALLOW_HTTP=true for a local stack',
       );
     }
+    if (values) problems.push(...redisTopologyProblems(values, env));
     if (values && values.INGEST_HEADERS_TIMEOUT > values.INGEST_REQUEST_TIMEOUT) {
       problems.push('INGEST_HEADERS_TIMEOUT: must not exceed INGEST_REQUEST_TIMEOUT (the request bound includes its headers)');
     }

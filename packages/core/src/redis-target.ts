@@ -1,0 +1,36 @@
+/**
+ * Which Redis every process talks to, from one place in the config: a single node (`REDIS_URL`), or a primary found
+ * through Redis Sentinel (`REDIS_SENTINELS` + `REDIS_SENTINEL_NAME`; ioredis follows a failover without a restart).
+ * Exactly one of the two is configured; `loadConfig` refuses anything else, naming the variables.
+ */
+export type RedisTarget =
+  | { kind: 'single'; url: string }
+  | {
+      kind: 'sentinel';
+      sentinels: { host: string; port: number }[];
+      /** The master group name the sentinels monitor. */
+      name: string;
+      /** Password of the data nodes (REDIS_PASSWORD); the sentinels themselves are asked without one. */
+      password?: string;
+    };
+
+/** `host:port[,host:port...]` → addresses; undefined with a reason when malformed. */
+export function parseRedisNodes(text: string): { host: string; port: number }[] | string {
+  const nodes: { host: string; port: number }[] = [];
+  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(part);
+    const port = m ? Number(m[2]) : NaN;
+    if (!m || port < 1 || port > 65_535) return `expected host:port[,host:port...] (got "${part.slice(0, 60)}")`;
+    nodes.push({ host: m[1]!.replace(/^\[|\]$/g, ''), port });
+  }
+  return nodes.length > 0 ? nodes : 'expected at least one host:port';
+}
+
+/** The target as a log line: where, never a password. */
+export function describeRedisTarget(target: RedisTarget): string {
+  if (target.kind === 'single') {
+    const u = new URL(target.url);
+    return `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+  }
+  return `sentinel master "${target.name}" via ${target.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
+}

@@ -1,0 +1,103 @@
+/**
+ * A private PgBouncer (Debian's `pgbouncer`) in transaction pooling mode in front of the test Postgres, on a free
+ * port, stopped by `destroy()`. It trusts the client as the test Postgres does (trust auth, user from the URL).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { killQuietly, onProcessExit } from './cleanup.ts';
+import { freePort } from './free-port.ts';
+import { waitFor } from './wait-for.ts';
+
+export interface OwnPgBouncer {
+  port: number;
+  /** `databaseUrl` with its host and port replaced by PgBouncer's. */
+  urlFor(databaseUrl: string): string;
+  /** Transactions PgBouncer has passed to `database` so far (its admin console's SHOW STATS). */
+  transactions(database: string): Promise<number>;
+  destroy(): Promise<void>;
+}
+
+/** Whether this machine has PgBouncer (`apt-get install pgbouncer`; .ci/run installs it). */
+export const hasPgBouncer = (): boolean => spawnSync('pgbouncer', ['--version'], { encoding: 'utf8' }).status === 0;
+
+export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize?: number } = {}): Promise<OwnPgBouncer> {
+  const target = new URL(databaseUrl);
+  const user = decodeURIComponent(target.username || 'postgres');
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'mcb-pgbouncer-'));
+  writeFileSync(join(dir, 'userlist.txt'), `"${user}" ""\n`);
+  writeFileSync(
+    join(dir, 'pgbouncer.ini'),
+    [
+      '[databases]',
+      `* = host=${target.hostname} port=${target.port || 5432}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${join(dir, 'userlist.txt')}`,
+      'pool_mode = transaction',
+      `admin_users = ${user}`,
+      `default_pool_size = ${options.poolSize ?? 4}`,
+      'max_client_conn = 500',
+      // node-postgres sends statement_timeout as a startup parameter; PgBouncer 1.18 cannot pass it on (docs/deployment.md).
+      'ignore_startup_parameters = statement_timeout,extra_float_digits',
+      '',
+    ].join('\n'),
+  );
+  // PgBouncer refuses to run as root: as root (CI machines), it is told to switch to the postgres user, which must
+  // then be able to read its files.
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) for (const f of [dir, join(dir, 'userlist.txt'), join(dir, 'pgbouncer.ini')]) chmodSync(f, f === dir ? 0o755 : 0o644);
+  let child: ChildProcess | undefined = spawn('pgbouncer', [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
+  const unregister = onProcessExit(() => {
+    killQuietly(child?.pid);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  await waitFor(
+    () =>
+      new Promise<boolean>((resolve) => {
+        const s = connect(port, '127.0.0.1');
+        s.once('connect', () => (s.destroy(), resolve(true)));
+        s.once('error', () => resolve(false));
+      }),
+    { timeoutMs: 10_000, intervalMs: 50, message: `pgbouncer on ${port} did not start` },
+  );
+  return {
+    port,
+    urlFor(url) {
+      const u = new URL(url);
+      u.hostname = '127.0.0.1';
+      u.port = String(port);
+      return u.toString();
+    },
+    async transactions(database) {
+      const admin = new pg.Client({ host: '127.0.0.1', port, user, database: 'pgbouncer' });
+      await admin.connect();
+      try {
+        const { rows } = await admin.query({ text: 'SHOW STATS', queryMode: 'simple' } as pg.QueryConfig);
+        const row = (rows as { database: string; total_xact_count: string }[]).find((r) => r.database === database);
+        return Number(row?.total_xact_count ?? 0);
+      } finally {
+        await admin.end();
+      }
+    },
+    async destroy() {
+      const c = child;
+      child = undefined;
+      if (c && c.exitCode === null && c.signalCode === null) {
+        await new Promise<void>((resolve) => {
+          c.once('exit', () => resolve());
+          c.kill('SIGTERM');
+        });
+      }
+      rmSync(dir, { recursive: true, force: true });
+      unregister();
+    },
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * A private Redis Sentinel setup for tests: a primary and a replica (durable, as ingest requires) and one sentinel
+ * watching them, each a `redis-server` process on a free port, stopped by `destroy()`. Never the shared Redis.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { killQuietly, onProcessExit } from './cleanup.ts';
+import { freePort } from './free-port.ts';
+import { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from './own-redis.ts';
+import { waitFor } from './wait-for.ts';
+
+export interface OwnSentinelSetup {
+  /** The master group name the sentinel monitors. */
+  name: string;
+  /** `host:port` of the sentinel, as REDIS_SENTINELS takes it. */
+  sentinels: string;
+  primary: OwnRedis;
+  replica: OwnRedis;
+  /** The port of the node the sentinel currently reports as primary. */
+  primaryPort(): Promise<number>;
+  /** Ask the sentinel to fail over (the replica becomes primary); resolves once it reports the new primary. */
+  failover(): Promise<number>;
+  destroy(): Promise<void>;
+}
+
+export async function startOwnSentinel(name = 'mcb'): Promise<OwnSentinelSetup> {
+  const primary = await startOwnRedis(DURABLE_REDIS_ARGS);
+  const replica = await startOwnRedis([...DURABLE_REDIS_ARGS, '--replicaof', '127.0.0.1', String(primary.port)]);
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'mcb-sentinel-'));
+  const conf = join(dir, 'sentinel.conf');
+  writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      `sentinel monitor ${name} 127.0.0.1 ${primary.port} 1`,
+      `sentinel down-after-milliseconds ${name} 1000`,
+      `sentinel failover-timeout ${name} 10000`,
+      '',
+    ].join('\n'),
+  );
+  let child: ChildProcess | undefined = spawn('/usr/bin/redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+  const unregister = onProcessExit(() => {
+    killQuietly(child?.pid);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 100 });
+  admin.on('error', () => {});
+  const primaryPort = async () => {
+    const [, p] = (await admin.call('SENTINEL', 'get-master-addr-by-name', name)) as [string, string];
+    return Number(p);
+  };
+  await waitFor(
+    async () => {
+      if (admin.status !== 'ready') await admin.connect().catch(() => undefined);
+      if ((await primaryPort().catch(() => 0)) !== primary.port) return false;
+      // The sentinel must know the replica before a failover can promote it.
+      const replicas = (await admin.call('SENTINEL', 'replicas', name)) as unknown[];
+      return replicas.length > 0;
+    },
+    { timeoutMs: 20_000, intervalMs: 100, message: 'the sentinel did not see the primary and its replica' },
+  );
+  return {
+    name,
+    sentinels: `127.0.0.1:${port}`,
+    primary,
+    replica,
+    primaryPort,
+    async failover() {
+      const before = await primaryPort();
+      await admin.call('SENTINEL', 'failover', name);
+      return waitFor(async () => {
+        const now = await primaryPort();
+        return now !== before ? now : false;
+      }, { timeoutMs: 30_000, intervalMs: 100, message: 'the failover did not happen' });
+    },
+    async destroy() {
+      admin.disconnect();
+      const c = child;
+      child = undefined;
+      if (c && c.exitCode === null && c.signalCode === null) {
+        await new Promise<void>((resolve) => {
+          c.once('exit', () => resolve());
+          c.kill('SIGKILL');
+        });
+      }
+      await replica.destroy();
+      await primary.destroy();
+      rmSync(dir, { recursive: true, force: true });
+      unregister();
+    },
+  };
+}

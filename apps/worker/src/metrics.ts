@@ -1,4 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from '@mcb/core/metrics';
+import { ErrorCodes } from '@mcb/core/errors';
+import { CALLBACK_KINDS } from '@mcb/core/spec';
 import type { SettlementMetrics } from '@mcb/settlement';
 
 /** The worker's Prometheus metrics: outcomes, durations, retries, reviews and Get order latency. */
@@ -21,8 +23,31 @@ export interface WorkerMetrics extends SettlementMetrics {
   getOrderDuration: Histogram<'result'>;
 }
 
-/** Create and register the worker's metrics on `registry`. */
+/** Reasons a callback event goes to review (verification failures, and the platform refusing to confirm). */
+const REVIEW_CODES = [
+  ...Object.values(ErrorCodes).filter((c) => c.startsWith('VERIFY_')),
+  ErrorCodes.PLATFORM_ERROR_CODE,
+  ErrorCodes.PLATFORM_HTTP_ERROR,
+];
+
+/** Job outcomes the callback worker counts (`mcb_worker_jobs_total{outcome}`). */
+export const JOB_OUTCOMES = ['credited', 'succeeded', 'refused', 'duplicate', 'review', 'retry', 'failed'] as const;
+
+/**
+ * Create and register the worker's metrics on `registry`. Every (kind, outcome) series of the job counter exists
+ * (and every (kind, review reason) of the review counter) from the start at 0: Prometheus's `increase()` cannot see a counter's first increment when its series appears
+ * already at 1, so without this the first exhausted job of a process would never fire `CallbackJobExhausted`.
+ */
 export function createWorkerMetrics(registry: Registry): WorkerMetrics {
+  const metrics = buildWorkerMetrics(registry);
+  for (const kind of CALLBACK_KINDS) {
+    for (const outcome of JOB_OUTCOMES) metrics.jobs.inc({ kind, outcome }, 0);
+    for (const code of REVIEW_CODES) metrics.reviews.inc({ kind, code }, 0);
+  }
+  return metrics;
+}
+
+function buildWorkerMetrics(registry: Registry): WorkerMetrics {
   const registers = [registry];
   return {
     jobs: new Counter({ name: 'mcb_worker_jobs_total', help: 'Callback job attempts by outcome', labelNames: ['kind', 'outcome'], registers }),

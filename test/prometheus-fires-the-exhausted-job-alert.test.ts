@@ -7,7 +7,7 @@ import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CALLBACKS_QUEUE, callbackJobOptions } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
-import { freePort, MERCHANT_NO, startFakePlatform, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
+import { freePort, MERCHANT_NO, startFakePlatform, stopChild, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
 
 // The shipped alert rules on the real thing: Debian's Prometheus scrapes a running worker process (main.ts, as
 // deployed) with deploy/prometheus/alerts.yml loaded; a job that fails for good must make CallbackJobExhausted fire,
@@ -20,13 +20,6 @@ let platform: FakePlatform;
 let worker: ChildProcess | undefined;
 let prometheus: ChildProcess | undefined;
 let promUrl = '';
-
-const stop = async (child: ChildProcess | undefined) => {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
-};
 
 // Written reason: developer machines without Debian's prometheus package cannot run it; CI installs it.
 describe.skipIf(!available && !process.env.CI)('Prometheus with deploy/prometheus/alerts.yml, scraping a worker', () => {
@@ -82,8 +75,8 @@ describe.skipIf(!available && !process.env.CI)('Prometheus with deploy/prometheu
   }, 60_000);
 
   afterAll(async () => {
-    await stop(prometheus);
-    await stop(worker);
+    await stopChild(prometheus);
+    await stopChild(worker);
     await platform?.close();
     rmSync(dir, { recursive: true, force: true });
   });

@@ -1,6 +1,5 @@
-import { Writable } from 'node:stream';
 import { createLogger } from '@mcb/core/logger';
-import { useTestEnv } from '@mcb/testkit';
+import { lineSink, useTestEnv } from '@mcb/testkit';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 
@@ -8,13 +7,7 @@ import { describe, expect, it } from 'vitest';
 const env = useTestEnv();
 
 function capture() {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(String(chunk));
-      cb();
-    },
-  });
+  const { lines, destination } = lineSink();
   return { log: createLogger({ name: 'test', destination }), lines };
 }
 

@@ -1,24 +1,14 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '@mcb/core/config';
 import { createLogger, logFormatOf } from '@mcb/core/logger';
+import { lineSink } from '@mcb/testkit';
 
 // LOG_FORMAT=pretty (what `pnpm dev` sets) prints through pino-pretty for a person at a terminal; JSON stays the
 // default. The redaction rules hold in both formats.
-function capture() {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(String(chunk));
-      cb();
-    },
-  });
-  return { lines, destination };
-}
 
 describe('LOG_FORMAT', () => {
   it('pretty: time, level, logger name and message on one line, the rest below it, secrets still redacted', () => {
-    const { lines, destination } = capture();
+    const { lines, destination } = lineSink();
     const logger = createLogger({ name: 'ingest', format: 'pretty', destination });
     logger.info({ orderNo: 'P123', token: 'secret-token-value', record: { FiatCurrency: 1000 } }, 'callback stored');
     const out = lines.join('');
@@ -31,7 +21,7 @@ describe('LOG_FORMAT', () => {
   });
 
   it('json is the default, and the format is read before the rest of the config (which names a bad value)', () => {
-    const { lines, destination } = capture();
+    const { lines, destination } = lineSink();
     createLogger({ name: 'worker', destination }).info({ orderNo: 'P1' }, 'credited');
     expect(JSON.parse(lines[0]!)).toMatchObject({ app: 'worker', msg: 'credited', orderNo: 'P1' });
     expect([logFormatOf({}), logFormatOf({ LOG_FORMAT: 'pretty' }), logFormatOf({ LOG_FORMAT: 'loud' })]).toEqual(['json', 'pretty', 'json']);

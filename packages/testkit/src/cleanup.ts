@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 /**
  * Last-resort cleanup: servers and processes a reliability test starts are registered here and killed
  * synchronously when the test process exits, even after a failure or an uncaught error. Normal teardown
@@ -37,4 +38,13 @@ export function killQuietly(pid: number | undefined, group = false): void {
   } catch {
     // already gone
   }
+}
+
+/** Stop a child process with `signal` and resolve once it has exited (at once when it is not running). */
+export async function stopChild(child: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill(signal);
+  });
 }

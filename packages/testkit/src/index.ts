@@ -10,7 +10,8 @@ export { waitFor, type WaitForOptions } from './wait-for.ts';
 export { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from './own-redis.ts';
 export { freePort } from './free-port.ts';
 export { listeningAddresses } from './listening.ts';
-export { killQuietly, onProcessExit } from './cleanup.ts';
+export { killQuietly, onProcessExit, stopChild } from './cleanup.ts';
+export { lineSink } from './line-sink.ts';
 export { createOrder, MERCHANT_NO, payinEvent, payoutEvent, platformOrder, uid } from './fixtures.ts';
 export { startFakePlatform, type CatalogMode, type FakeOrder, type FakePlatform, type FakePlatformOptions } from './platform-double.ts';
 

@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { killQuietly, onProcessExit } from './cleanup.ts';
+import { killQuietly, onProcessExit, stopChild } from './cleanup.ts';
 import { freePort } from './free-port.ts';
 import { waitFor } from './wait-for.ts';
 
@@ -90,12 +90,7 @@ export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize
     async destroy() {
       const c = child;
       child = undefined;
-      if (c && c.exitCode === null && c.signalCode === null) {
-        await new Promise<void>((resolve) => {
-          c.once('exit', () => resolve());
-          c.kill('SIGTERM');
-        });
-      }
+      await stopChild(c, 'SIGTERM');
       rmSync(dir, { recursive: true, force: true });
       unregister();
     },

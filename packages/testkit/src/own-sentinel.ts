@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { killQuietly, onProcessExit } from './cleanup.ts';
+import { killQuietly, onProcessExit, stopChild } from './cleanup.ts';
 import { freePort } from './free-port.ts';
 import { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from './own-redis.ts';
 import { waitFor } from './wait-for.ts';
@@ -83,12 +83,7 @@ export async function startOwnSentinel(name = 'mcb'): Promise<OwnSentinelSetup> 
       admin.disconnect();
       const c = child;
       child = undefined;
-      if (c && c.exitCode === null && c.signalCode === null) {
-        await new Promise<void>((resolve) => {
-          c.once('exit', () => resolve());
-          c.kill('SIGKILL');
-        });
-      }
+      await stopChild(c, 'SIGKILL');
       await replica.destroy();
       await primary.destroy();
       rmSync(dir, { recursive: true, force: true });

@@ -26,31 +26,25 @@ const duration = (fallback: string) =>
       }
       return ms;
     });
-const boundedDuration = (fallback: string, maxMs: number) =>
+/**
+ * A duration of at most `maxMs`; with `positive`, also more than 0 (for bounds where 0 would mean "no limit", as it
+ * does to Node's http server).
+ */
+const boundedDuration = (fallback: string, maxMs: number, options: { positive?: boolean } = {}) =>
   z
     .string()
     .default(fallback)
     .transform((v, ctx) => {
       const ms = parseDuration(v);
-      if (ms === undefined || ms > maxMs) {
-        ctx.addIssue({ code: 'custom', message: `expected a duration such as 500ms or 10s, at most ${maxMs} ms` });
+      if (ms === undefined || ms > maxMs || (options.positive && ms <= 0)) {
+        const range = options.positive ? `more than 0 and at most ${maxMs} ms` : `at most ${maxMs} ms`;
+        ctx.addIssue({ code: 'custom', message: `expected a duration such as 500ms or 10s, ${range}` });
         return z.NEVER;
       }
       return ms;
     });
-/** A bound that must hold: more than 0 (0 would mean "no limit" to Node's http server) and at most `maxMs`. */
-const bound = (fallback: string, maxMs: number) =>
-  z
-    .string()
-    .default(fallback)
-    .transform((v, ctx) => {
-      const ms = parseDuration(v);
-      if (ms === undefined || ms <= 0 || ms > maxMs) {
-        ctx.addIssue({ code: 'custom', message: `expected a duration such as 500ms or 10s, more than 0 and at most ${maxMs} ms` });
-        return z.NEVER;
-      }
-      return ms;
-    });
+/** A bound that must hold: more than 0 and at most `maxMs`. */
+const bound = (fallback: string, maxMs: number) => boundedDuration(fallback, maxMs, { positive: true });
 const optionalDuration = z
   .string()
   .optional()

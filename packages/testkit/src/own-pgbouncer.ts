@@ -3,7 +3,7 @@
  * port, stopped by `destroy()`. It trusts the client as the test Postgres does (trust auth, user from the URL).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,8 +21,11 @@ export interface OwnPgBouncer {
   destroy(): Promise<void>;
 }
 
+/** PgBouncer's binary: on PATH, or where Debian's package puts it (/usr/sbin is not on every user's PATH). */
+const PGBOUNCER = existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : 'pgbouncer';
+
 /** Whether this machine has PgBouncer (`apt-get install pgbouncer`; .ci/run installs it). */
-export const hasPgBouncer = (): boolean => spawnSync('pgbouncer', ['--version'], { encoding: 'utf8' }).status === 0;
+export const hasPgBouncer = (): boolean => spawnSync(PGBOUNCER, ['--version'], { encoding: 'utf8' }).status === 0;
 
 export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize?: number } = {}): Promise<OwnPgBouncer> {
   const target = new URL(databaseUrl);
@@ -54,7 +57,7 @@ export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize
   // then be able to read its files.
   const asRoot = process.getuid?.() === 0;
   if (asRoot) for (const f of [dir, join(dir, 'userlist.txt'), join(dir, 'pgbouncer.ini')]) chmodSync(f, f === dir ? 0o755 : 0o644);
-  let child: ChildProcess | undefined = spawn('pgbouncer', [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
+  let child: ChildProcess | undefined = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
   const unregister = onProcessExit(() => {
     killQuietly(child?.pid);
     rmSync(dir, { recursive: true, force: true });

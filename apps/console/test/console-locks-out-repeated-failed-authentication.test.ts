@@ -10,7 +10,7 @@ import { AUTH, TOKEN } from './helpers/fake-platform.ts';
 
 // Failed authentication is limited per client address (10 per window by default) and globally; a locked address
 // gets 429 with Retry-After even for the right token, other addresses are not slowed, and the lock ends with its
-// window. The window is shortened to 1 s here so that its end can be observed.
+// window. The window is shortened to 3 s here so that its end can be observed.
 const env = useTestEnv();
 const lines: string[] = [];
 let app: FastifyInstance;
@@ -22,7 +22,7 @@ beforeAll(async () => {
       PLATFORM_BASE_URL: 'http://127.0.0.1:9',
       PLATFORM_ALLOW_HTTP: 'true',
       CONSOLE_TOKEN: TOKEN,
-      CONSOLE_AUTH_FAILURE_WINDOW: '1s',
+      CONSOLE_AUTH_FAILURE_WINDOW: '3s',
       CONSOLE_AUTH_MAX_FAILURES_GLOBAL: '25',
     },
     'console',
@@ -65,7 +65,7 @@ describe('failed authentication is rate limited', () => {
     expect(lockouts[0]).toContain('10.0.0.1');
     expect(lines.join('')).not.toMatch(/wrong-\d|test-console-token/);
 
-    await waitFor(async () => (await loginFrom('10.0.0.1', TOKEN)).statusCode === 303, { timeoutMs: 5000, intervalMs: 100, message: 'the lock never ended' });
+    await waitFor(async () => (await loginFrom('10.0.0.1', TOKEN)).statusCode === 303, { timeoutMs: 15_000, intervalMs: 100, message: 'the lock never ended' });
   });
 
   it('counts wrong bearer tokens the same way: 10 are 401, the 11th is 429', async () => {
@@ -79,7 +79,7 @@ describe('failed authentication is rate limited', () => {
 
   it('answers failures 429 beyond the global limit across addresses, while a valid token from a fresh address still passes', async () => {
     // Start in a fresh window: the previous test's lock (begun with the global window's failures) must be over.
-    await waitFor(async () => (await apiFrom('10.0.1.1', AUTH.authorization)).statusCode === 200, { timeoutMs: 5000, intervalMs: 100 });
+    await waitFor(async () => (await apiFrom('10.0.1.1', AUTH.authorization)).statusCode === 200, { timeoutMs: 15_000, intervalMs: 100 });
     const statuses: number[] = [];
     for (let i = 1; i <= 30; i++) statuses.push((await apiFrom(`10.0.3.${i}`, `Bearer wrong-${i}`)).statusCode);
     expect(statuses.slice(0, 25).every((s) => s === 401)).toBe(true);

@@ -1,6 +1,7 @@
 import { generateKeyPair, encryptRecord, loadKeyRing } from '@mcb/core/callback';
 import { PayinState } from '@mcb/core/spec';
-import { DURABLE_REDIS_ARGS, startFakePlatform, startOwnRedis, uniquePrefix, useTestEnv, waitFor, type FakePlatform, type OwnRedis } from '@mcb/testkit';
+import { createLogger } from '@mcb/core/logger';
+import { DURABLE_REDIS_ARGS, lineSink, startFakePlatform, startOwnRedis, uniquePrefix, useTestEnv, waitFor, type FakePlatform, type OwnRedis } from '@mcb/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MERCHANT_NO, startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
@@ -18,6 +19,7 @@ let platform: FakePlatform;
 let ingest: TestIngest;
 let worker: Harness | undefined;
 const prefix = uniquePrefix('oom');
+const workerLog = lineSink();
 
 beforeAll(async () => {
   redis = await startOwnRedis([...DURABLE_REDIS_ARGS, '--maxmemory', '6mb', '--maxmemory-policy', 'noeviction']);
@@ -79,7 +81,11 @@ describe('Redis at its memory limit', () => {
     const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
     await admin.config('SET', 'maxmemory', String(Math.floor(used * 0.8)));
     const started = Date.now();
-    worker = await startHarness({ ...env, redisUrl: redis.url, prefix }, platform.url, { concurrency: 16, releaseReviewedJobIds: true });
+    worker = await startHarness({ ...env, redisUrl: redis.url, prefix }, platform.url, {
+      concurrency: 16,
+      releaseReviewedJobIds: true,
+      logger: createLogger({ name: 'worker-test', level: 'info', destination: workerLog.destination }),
+    });
     // Pauses of 0.5 s, then 1 s, then 2 s: the third pause cannot begin before ~1.5 s. Without backoff the worker
     // would meet thousands of OOM refusals in that time; with it, each pause costs one round of refusals.
     const backoff = async () => (await worker!.metrics.redisOomBackoff.get()).values[0]?.value ?? 0;
@@ -88,6 +94,8 @@ describe('Redis at its memory limit', () => {
     expect(Date.now() - started).toBeGreaterThan(1400);
     expect(await refusals()).toBeGreaterThanOrEqual(3);
     expect(await refusals()).toBeLessThan(200);
+    // Log volume bounded too: at most one error line per 10 s for the OOM, however many refusals.
+    expect(workerLog.lines.filter((l) => l.includes('Redis is out of memory')).length).toBeLessThanOrEqual(1);
   }, 60_000);
 
   it('credits the whole backlog once memory is raised, and ingest accepts again, with nobody restarting anything', async () => {

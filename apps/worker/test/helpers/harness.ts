@@ -17,6 +17,8 @@ export interface HarnessOptions extends Partial<Omit<CallbackWorkerDeps, 'db' | 
   workerDatabaseUrl?: string;
   /** Timeout of a Get order call. @defaultValue 2000 */
   platformTimeoutMs?: number;
+  /** Where the workers log (a test reads the lines back). @defaultValue silent, or TEST_LOG_LEVEL */
+  logger?: Logger;
 }
 
 /** Queue, workers and their clients for one test; `close()` releases all of it. */
@@ -34,7 +36,7 @@ export interface Harness {
 }
 
 export async function startHarness(env: TestEnv, platformUrl: string, options: HarnessOptions = {}): Promise<Harness> {
-  const logger = createLogger({ name: 'worker-test', level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent' });
+  const logger = options.logger ?? createLogger({ name: 'worker-test', level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent' });
   const platform = createPlatformClient({ baseUrl: platformUrl, merchantNo: MERCHANT_NO, timeoutMs: options.platformTimeoutMs ?? 2000 });
   const metrics = createWorkerMetrics(createMetricsRegistry('worker-test'));
   const queueConnection = createRedis(env.redisUrl, 'worker');

@@ -101,6 +101,9 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   const inflight = new Map<string, Promise<CatalogView>>();
   /** The platform's "not enabled" answers by currency, kept as long as a catalog would be (a typo asks once). */
   const refusals = new Map<string, { error: AppError; at: number }>();
+  /** Fetches finished so far, and the last one per scope: a read whose look-up raced a fetch uses that fetch. */
+  let fetches = 0;
+  const lastFetch = new Map<string, { catalog: Catalog; fetchedAt: Date; seq: number }>();
 
   const view = (catalog: Catalog, fetchedAt: Date, stale: boolean): CatalogView => ({
     catalog,
@@ -169,6 +172,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
       }
       const fetchedAt = new Date(now());
       await store(scope, catalog, fetchedAt);
+      lastFetch.set(scope, { catalog, fetchedAt, seq: ++fetches });
       logger.info({ scope: scope || '(all)', currencies: catalog.currencies.length }, 'catalog: refreshed');
       return view(catalog, fetchedAt, false);
     })().finally(() => inflight.delete(scope));
@@ -179,7 +183,11 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   return {
     async get(options = {}) {
       const { currency } = options;
+      const before = fetches;
       const stored = await readStored(currency);
+      // A fetch of this scope that finished while the stored copy was being read is younger than that copy.
+      const raced = lastFetch.get(scopeOf(currency));
+      if (raced && raced.seq > before) return view(raced.catalog, raced.fetchedAt, false);
       // A stored copy without the currency is not an answer: the currency may have been enabled since.
       const answers = stored !== undefined && (currency === undefined || stored.catalog.currencies.length > 0);
       if (answers && now() - stored.fetchedAt.getTime() < freshForMs) return view(stored.catalog, stored.fetchedAt, false);

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { configVariables } from '@mcb/core/config';
 import { useTestEnv } from '@mcb/testkit';
 import { ENV_EXAMPLE, renderEnvExample } from '../scripts/env-example.ts';
-import { writeLocalEnvFileOnce } from '../scripts/lib/env-file.ts';
+import { renderEnvFile, writeLocalEnvFileOnce } from '../scripts/lib/env-file.ts';
 
 // One local configuration: `.env.example` is generated from the config schema (and fails here when they drift),
 // every pnpm command reads `.env` through scripts/load-env.ts, and the real environment wins over the file.
@@ -73,5 +73,12 @@ describe('the local .env file', () => {
     expect(writeLocalEnvFileOnce(['header'], { MERCHANT_NO: 'OTHER' }, { MCB_ENV_FILE: file })).toBeUndefined();
     expect(parseEnv(readFileSync(file, 'utf8')).MERCHANT_NO).toBe('M100001');
     expect(writeLocalEnvFileOnce(['header'], values, { MCB_ENV_FILE: 'none' })).toBeUndefined();
+  });
+
+  it('refuses a value its parser could not read back (a line break, or all three quote characters)', () => {
+    expect(() => renderEnvFile([], { CONSOLE_TOKEN: 'a\nb' })).toThrow(/CONSOLE_TOKEN: cannot be written to a .env file/);
+    expect(() => renderEnvFile([], { X: `'"\` x` })).toThrow(/X: cannot be written/);
+    expect(() => writeLocalEnvFileOnce([], { X: 'a\nb' }, { MCB_ENV_FILE: join(dir, 'refused.env') })).toThrow(/X: cannot be written/);
+    expect(existsSync(join(dir, 'refused.env'))).toBe(false);
   });
 });

@@ -109,6 +109,15 @@ describe('the public listener bounds every connection', () => {
     await waitFor(async () => (await l.connections()) === baseline, { timeoutMs: 5000, message: 'open connections did not return to baseline' });
   });
 
+  it('answers a malformed request line with 400 fail and closes the connection, counted as a client error', async () => {
+    const bad = rawClient(l.port, 'NOT HTTP AT ALL\r\n\r\n');
+    await bad.closed;
+    expect(bad.reply()).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(bad.reply().endsWith('\r\n\r\nfail')).toBe(true);
+    const cut = (await l.ingest.registry.getSingleMetric('ingest_connections_cut_total')!.get()).values;
+    expect(cut.find((v) => v.labels.reason === 'client_error')?.value).toBe(1);
+  });
+
   it('closes a connection that says nothing within the idle bound', async () => {
     const started = Date.now();
     const silent = rawClient(l.port, '');

@@ -6,7 +6,7 @@ import { loadConfig } from '@mcb/core/config';
 import { createLogger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
-import { createRedis, redisTargetOf } from '@mcb/core/redis';
+import { createRedis, redisTargetOf, type RedisClient } from '@mcb/core/redis';
 import { DURABLE_REDIS_ARGS, startOwnRedis, startOwnSentinel, uniquePrefix, waitFor, type OwnRedis, type OwnSentinelSetup } from '@mcb/testkit';
 import { buildApp, type IngestApp } from '../../apps/ingest/src/app.ts';
 
@@ -21,7 +21,7 @@ interface Running {
   prefix: string;
   app: IngestApp;
   queue: Queue;
-  redis: Redis;
+  redis: RedisClient;
   close(): Promise<void>;
 }
 
@@ -147,19 +147,26 @@ describe('INGEST_MIN_REPLICAS', () => {
     await replica.start();
     await waitFor(async () => (await post(ingest, 'REP-2')) === '200 success', { timeoutMs: 30_000, intervalMs: 200, message: 'not acknowledged after the replica came back' });
   }, 90_000);
-});
 
-describe('the Redis settings', () => {
-  it('take exactly one topology and name the variables otherwise', () => {
-    const base = { LOG_LEVEL: 'silent' };
-    expect(() => loadConfig({ ...base, REDIS_URL: 'redis://h:6379', REDIS_SENTINELS: 'h:26379', REDIS_SENTINEL_NAME: 'm' }, 'cli')).toThrow(
-      /REDIS_SENTINELS: set either REDIS_URL or REDIS_SENTINELS, not both/,
-    );
-    expect(() => loadConfig({ ...base, REDIS_SENTINELS: 'h:26379' }, 'cli')).toThrow(/REDIS_SENTINEL_NAME: required with REDIS_SENTINELS/);
-    expect(() => loadConfig({ ...base, REDIS_SENTINELS: 'h', REDIS_SENTINEL_NAME: 'm' }, 'cli')).toThrow(/REDIS_SENTINELS: expected host:port/);
-    expect(() => loadConfig({ ...base, REDIS_SENTINEL_NAME: 'm' }, 'cli')).toThrow(/REDIS_SENTINEL_NAME: only with REDIS_SENTINELS/);
-    const config = loadConfig({ ...base, REDIS_SENTINELS: 'a:26379, b:26380', REDIS_SENTINEL_NAME: 'mcb', REDIS_PASSWORD: 'pw' }, 'cli');
-    expect(redisTargetOf(config)).toEqual({ kind: 'sentinel', name: 'mcb', password: 'pw', sentinels: [{ host: 'a', port: 26379 }, { host: 'b', port: 26380 }] });
-    expect(redisTargetOf(loadConfig(base, 'cli'))).toEqual({ kind: 'single', url: 'redis://127.0.0.1:6379' });
-  });
+  it('starts while the replica is offline, not ready and refusing callbacks, and becomes ready when it is back', async () => {
+    await replica.kill();
+    const admin = new Redis(primary.url);
+    let late: Running | undefined;
+    try {
+      await waitFor(async () => !/slave0:.*state=online/.test(await admin.info('replication')), { timeoutMs: 15_000, message: 'the primary still reports the replica online' });
+      // A replica down for maintenance must not turn an ingest restart into a crash loop: it starts, and says why it is not ready.
+      late = await ingestOn({ REDIS_URL: primary.url, INGEST_MIN_REPLICAS: '1' });
+      const ready = await late.app.inject({ method: 'GET', url: '/readyz' });
+      expect(ready.statusCode).toBe(503);
+      expect(ready.json()).toMatchObject({ checks: { replicas: '0 online, 1 required', durability: 'aof-always' } });
+      expect(await post(late, 'REP-3')).toBe('503 fail');
+
+      await replica.start();
+      await waitFor(async () => (await late!.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200, { timeoutMs: 30_000, intervalMs: 200, message: 'not ready after the replica came back' });
+      expect(await post(late, 'REP-3')).toBe('200 success');
+    } finally {
+      admin.disconnect();
+      await late?.close();
+    }
+  }, 90_000);
 });

@@ -6,7 +6,7 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import { Counter, type Registry } from '@mcb/core/metrics';
 import type { PlatformClient } from '@mcb/core/platform';
-import type { Redis } from '@mcb/core/redis';
+import type { RedisClient } from '@mcb/core/redis';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -39,7 +39,7 @@ export interface ConsoleDeps {
   /** Largest request body, in bytes. @defaultValue 65536 */
   bodyLimit?: number;
   /** Redis for the reconciliation lock (shared with the workers): enables `POST /api/reconcile`. @defaultValue none (no such route) */
-  redis?: Redis;
+  redis?: RedisClient;
   /** The callbacks queue: enables the dashboard at /queues and job lookups in GET /api/callbacks. @defaultValue none (no dashboard) */
   queue?: Queue;
   /** Further queues to show on the dashboard (e.g. maintenance). @defaultValue none */

@@ -1,13 +1,12 @@
 import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { KeyRing } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
 import { coerceError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
-import { checkRedisDurability, checkRedisMemory } from '@mcb/core/redis';
+import { checkRedisDurability, checkRedisMemory, type RedisClient } from '@mcb/core/redis';
 import { checkStartup } from './startup.ts';
 import { createIngestMetrics, type IngestMetrics } from './metrics.ts';
 import { CONTENT_FAILURE_STATUS, sendText } from './reply.ts';
@@ -27,7 +26,7 @@ export interface IngestDeps {
   logger: Logger;
   keyRing: KeyRing;
   /** The queue's connection (WAITAOF must run on it; readiness pings it). @defaultValue the queue's own client */
-  redis?: Redis;
+  redis?: RedisClient;
   /** Registry for the ingest metrics (served by main.ts on the separate metrics listener). @defaultValue a new one */
   metricsRegistry?: Registry;
   /** Flipped by main.ts on SIGTERM: readiness fails and new callbacks get 503 while in-flight ones finish. */
@@ -51,7 +50,7 @@ export type IngestApp = FastifyInstance & { ingestMetrics: IngestMetrics };
  */
 export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   const { config, logger } = deps;
-  const redis = deps.redis ?? ((await deps.queue.getBackend().client) as unknown as Redis);
+  const redis = deps.redis ?? ((await deps.queue.getBackend().client) as unknown as RedisClient);
   let report = await checkStartup(config, redis, logger, deps.redisStartTimeoutMs ?? 5000);
   const metrics = createIngestMetrics(deps.metricsRegistry ?? new Registry());
   const allowVolatile = config.INGEST_ALLOW_VOLATILE_REDIS;
@@ -62,6 +61,11 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
       const next = await checkRedisDurability(redis, { minReplicas: config.INGEST_MIN_REPLICAS });
       if (next.durable !== report.durable || next.mode !== report.mode) {
         logger[next.durable || allowVolatile ? 'warn' : 'error']({ mode: next.mode, problems: next.problems }, 'Redis durability changed');
+      }
+      if (next.replication.ok !== report.replication.ok) {
+        const fields = { replicasOnline: next.replication.online, minReplicas: next.replication.required };
+        if (next.replication.ok) logger.warn(fields, 'Redis replicas back online: accepting callbacks again');
+        else logger.error(fields, `${next.replication.problem}; refusing callbacks (503) until enough replicas are online`);
       }
       report = next;
     } catch {
@@ -186,9 +190,9 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     keyRing: deps.keyRing,
     metrics,
     durability: () => ({
-      acceptWrites: (report.durable || allowVolatile) && !memoryLow,
+      acceptWrites: (report.durable || allowVolatile) && report.replication.ok && !memoryLow,
       waitAof: report.mode === 'waitaof',
-      refusal: memoryLow ? 'REDIS_MEMORY_LOW' : 'REDIS_NOT_DURABLE',
+      refusal: memoryLow ? 'REDIS_MEMORY_LOW' : !report.replication.ok ? 'REDIS_REPLICAS_OFFLINE' : 'REDIS_NOT_DURABLE',
     }),
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 1000,
   });
@@ -205,9 +209,10 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
       redis: redisOk ? 'ok' : 'unreachable',
       durability: report.durable ? report.mode : allowVolatile ? 'volatile (allowed)' : 'not durable',
       shutdown: shuttingDown() ? 'shutting down' : 'no',
+      replicas: report.replication.required === 0 ? 'not required' : `${report.replication.online} online, ${report.replication.required} required`,
       memory: memory.maxBytes === 0 ? 'no maxmemory' : `${(memory.headroom * 100).toFixed(0)}% free${memoryLow ? ' (below INGEST_REDIS_MIN_HEADROOM)' : ''}`,
     };
-    return { ready: redisOk && durableOk && !memoryLow && !shuttingDown(), checks };
+    return { ready: redisOk && durableOk && report.replication.ok && !memoryLow && !shuttingDown(), checks };
   });
 
   app.addHook('onClose', async () => {

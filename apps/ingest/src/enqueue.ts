@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { callBesideKey, type RedisClient } from '@mcb/core/redis';
 import { Batcher } from '@mcb/core/batcher';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { callbackJobId, callbackJobOptions, type CallbackJobInput } from '@mcb/core/queue';
@@ -65,7 +65,10 @@ function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T>
  * of memory) fails alone.
  * @param redis the connection the queue uses: WAITAOF only covers writes made on its own connection.
  */
-export function createEnqueuer(queue: Queue, redis: Redis, options: EnqueuerOptions): Enqueuer {
+export function createEnqueuer(queue: Queue, redis: RedisClient, options: EnqueuerOptions): Enqueuer {
+  // WAIT and WAITAOF count the writes of their own connection: on a cluster they must reach the node holding the
+  // queue (every key of it shares the prefix's hash tag), so they travel beside one of the queue's keys.
+  const anchor = queue.keys.meta!;
   const batcher = new Batcher<Add, void>(
     async (adds) => {
       // Every add is written to the connection at once (a pipeline: one round trip for the batch); each has its
@@ -96,13 +99,13 @@ export function createEnqueuer(queue: Queue, redis: Redis, options: EnqueuerOpti
       }
       if (adds.some((a, i) => a.waitAof && added[i]!.status === 'fulfilled')) {
         // One fsync wait covers every write before it on this connection; if it fails, no add is acknowledged.
-        const [local] = (await redis.call('WAITAOF', '1', '0', String(options.timeoutMs))) as [number, number];
+        const [local] = (await callBesideKey(redis, anchor, 'WAITAOF', '1', '0', String(options.timeoutMs))) as [number, number];
         if (local < 1) throw new Error('WAITAOF: the writes were not fsynced to the local AOF in time');
       }
       const minReplicas = options.minReplicas ?? 0;
       if (minReplicas > 0 && added.some((r) => r.status === 'fulfilled')) {
         // Acknowledged means replicated (INGEST_MIN_REPLICAS): WAIT covers every write before it on this connection.
-        const replicas = Number(await redis.call('WAIT', String(minReplicas), String(options.timeoutMs)));
+        const replicas = Number(await callBesideKey(redis, anchor, 'WAIT', String(minReplicas), String(options.timeoutMs)));
         if (replicas < minReplicas) throw new Error(`WAIT: ${replicas} of ${minReplicas} replica(s) acknowledged the writes in time`);
       }
       return added.map((r) => (r.status === 'fulfilled' ? { ok: true as const, value: undefined } : { ok: false as const, error: r.reason }));
@@ -129,6 +132,6 @@ export function createEnqueuer(queue: Queue, redis: Redis, options: EnqueuerOpti
 }
 
 /** Enqueue one callback on its own (scripts and tools; ingest uses {@link createEnqueuer}). */
-export async function enqueueCallback(queue: Queue, redis: Redis, job: CallbackJobInput, opts: { waitAof: boolean; timeoutMs: number }): Promise<string> {
+export async function enqueueCallback(queue: Queue, redis: RedisClient, job: CallbackJobInput, opts: { waitAof: boolean; timeoutMs: number }): Promise<string> {
   return createEnqueuer(queue, redis, { timeoutMs: opts.timeoutMs }).enqueue(job, opts);
 }

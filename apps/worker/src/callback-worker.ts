@@ -1,5 +1,5 @@
 import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
-import type { Redis } from '@mcb/core/redis';
+import type { RedisClient } from '@mcb/core/redis';
 import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, type CallbackJobInput } from '@mcb/core/queue';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import {
@@ -26,7 +26,7 @@ export interface CallbackWorkerDeps extends ApplyDeps {
    */
   commitBatch?: number;
   /** A `worker`-role Redis connection (`createRedis(url, 'worker')`); the caller closes it after the worker. */
-  connection: Redis;
+  connection: RedisClient;
   /** BullMQ key prefix (QUEUE_PREFIX). @defaultValue 'mcb' */
   prefix?: string;
   /**

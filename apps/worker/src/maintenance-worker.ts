@@ -1,14 +1,14 @@
 import { refreshCatalog } from '@mcb/core/catalog';
 import { coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import { MAINTENANCE_QUEUE, MaintenanceJobs } from '@mcb/core/queue';
-import type { Redis } from '@mcb/core/redis';
+import type { RedisClient } from '@mcb/core/redis';
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { runSweep, type SweepDeps, type SweepReport } from '@mcb/settlement';
 
 /** What {@link createMaintenanceWorker} needs. */
 export interface MaintenanceWorkerDeps extends SweepDeps {
   /** A `worker`-role Redis connection; the caller closes it after the worker. Also holds the sweep lock when `redis` is it. */
-  connection: Redis;
+  connection: RedisClient;
   /** BullMQ key prefix (QUEUE_PREFIX). @defaultValue 'mcb' */
   prefix?: string;
   /** Interval of the reconciliation sweep (RECONCILE_INTERVAL), in ms. @defaultValue 300000 */

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { dataNodesOf as nodesOf, nodeAddressOf as addressOf, type RedisClient } from './redis-nodes.ts';
 
 /** How acknowledged writes are made durable on this Redis. */
 export type DurabilityMode = 'aof-always' | 'waitaof' | 'none';
@@ -17,6 +18,12 @@ export interface DurabilityReport {
   problems: string[];
   /** The settings as read (`unknown` when the server hides them). */
   settings: { appendonly: string; appendfsync: string; maxmemoryPolicy: string; waitaof: boolean };
+  /**
+   * Replicas online against `minReplicas` (INGEST_MIN_REPLICAS); on a cluster, the fewest any master has. Kept apart
+   * from `durable`: a replica that is offline for a while is a reason to refuse callbacks (503) and fail readiness,
+   * not a configuration error to refuse to start on.
+   */
+  replication: { required: number; online: number; ok: boolean; problem?: string };
 }
 
 async function configGet(redis: Redis, name: string): Promise<string | undefined> {
@@ -40,9 +47,28 @@ async function hasCommand(redis: Redis, name: string): Promise<boolean> {
 /**
  * Whether this Redis keeps every acknowledged write (AOF with `appendfsync always`, or `WAITAOF` available) and never
  * evicts queue data (`maxmemory-policy noeviction`). Reads `CONFIG GET` and falls back to `INFO` where CONFIG is
- * disabled. Throws only when Redis cannot be reached.
+ * disabled. On a cluster every master is checked (a slot may move to any of them) and each problem names its node;
+ * the mode is the weakest found. Throws only when Redis cannot be reached.
  */
-export async function checkRedisDurability(redis: Redis, options: { minReplicas?: number } = {}): Promise<DurabilityReport> {
+export async function checkRedisDurability(client: RedisClient, options: { minReplicas?: number } = {}): Promise<DurabilityReport> {
+  const nodes = nodesOf(client);
+  if (nodes.length === 0) throw new Error('Redis Cluster: no master known yet (the cluster is not ready)');
+  if (nodes.length === 1 && nodes[0] === client) return checkNode(nodes[0], options);
+  const reports = await Promise.all(nodes.map((n) => checkNode(n, options)));
+  const rank: DurabilityMode[] = ['none', 'waitaof', 'aof-always'];
+  const weakest = reports.reduce((a, b) => (rank.indexOf(b.mode) < rank.indexOf(a.mode) ? b : a));
+  const fewest = reports.reduce((a, b) => (b.replication.online < a.replication.online ? b : a));
+  const short = reports.findIndex((r) => !r.replication.ok);
+  return {
+    durable: reports.every((r) => r.durable),
+    mode: weakest.mode,
+    problems: reports.flatMap((r, i) => r.problems.map((p) => `${addressOf(nodes[i]!)}: ${p}`)),
+    settings: weakest.settings,
+    replication: { ...fewest.replication, ...(short >= 0 ? { problem: `${addressOf(nodes[short]!)}: ${reports[short]!.replication.problem}` } : {}) },
+  };
+}
+
+async function checkNode(redis: Redis, options: { minReplicas?: number }): Promise<DurabilityReport> {
   const [appendonlyConfig, appendfsync, maxmemoryConfig] = await Promise.all([
     configGet(redis, 'appendonly'),
     configGet(redis, 'appendfsync'),
@@ -82,15 +108,22 @@ export async function checkRedisDurability(redis: Redis, options: { minReplicas?
   if (settings.maxmemoryPolicy !== 'noeviction') {
     problems.push(`maxmemory-policy is "${settings.maxmemoryPolicy}": Redis may evict queued callbacks; set maxmemory-policy noeviction`);
   }
-  const minReplicas = options.minReplicas ?? 0;
-  if (minReplicas > 0) {
+  const required = options.minReplicas ?? 0;
+  let online = 0;
+  if (required > 0) {
     // Acknowledged means replicated too (INGEST_MIN_REPLICAS): that many replicas must be connected and online.
-    const online = (await redis.info('replication')).split('\n').filter((l) => /^slave\d+:.*state=online/.test(l)).length;
-    if (online < minReplicas) {
-      problems.push(`${online} replica(s) online, INGEST_MIN_REPLICAS is ${minReplicas}: a callback would not be held by a replica before its success`);
-    }
+    online = (await redis.info('replication')).split('\n').filter((l) => /^slave\d+:.*state=online/.test(l)).length;
   }
-  return { durable: problems.length === 0, mode, problems, settings };
+  const replication =
+    online >= required
+      ? { required, online, ok: true }
+      : {
+          required,
+          online,
+          ok: false,
+          problem: `${online} replica(s) online, INGEST_MIN_REPLICAS is ${required}: a callback would not be held by a replica before its success`,
+        };
+  return { durable: problems.length === 0, mode, problems, settings, replication };
 }
 
 /** What {@link checkRedisMemory} found. */
@@ -102,8 +135,17 @@ export interface RedisMemoryReport {
   headroom: number;
 }
 
-/** Memory in use against `maxmemory`, from `INFO memory` (works where CONFIG is disabled). */
-export async function checkRedisMemory(redis: Redis): Promise<RedisMemoryReport> {
+/**
+ * Memory in use against `maxmemory`, from `INFO memory` (works where CONFIG is disabled). On a cluster, the master
+ * with the least headroom (a slot may move to any of them).
+ */
+export async function checkRedisMemory(client: RedisClient): Promise<RedisMemoryReport> {
+  const reports = await Promise.all(nodesOf(client).map(memoryOf));
+  if (reports.length === 0) throw new Error('Redis Cluster: no master known yet (the cluster is not ready)');
+  return reports.reduce((a, b) => (b.headroom < a.headroom ? b : a));
+}
+
+async function memoryOf(redis: Redis): Promise<RedisMemoryReport> {
   const info = await redis.info('memory');
   const usedBytes = Number(infoField(info, 'used_memory') ?? 0);
   const maxBytes = Number(infoField(info, 'maxmemory') ?? 0);

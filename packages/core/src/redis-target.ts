@@ -1,7 +1,8 @@
 /**
- * Which Redis every process talks to, from one place in the config: a single node (`REDIS_URL`), or a primary found
- * through Redis Sentinel (`REDIS_SENTINELS` + `REDIS_SENTINEL_NAME`; ioredis follows a failover without a restart).
- * Exactly one of the two is configured; `loadConfig` refuses anything else, naming the variables.
+ * Which Redis every process talks to, from one place in the config: a single node (`REDIS_URL`), a primary found
+ * through Redis Sentinel (`REDIS_SENTINELS` + `REDIS_SENTINEL_NAME`; ioredis follows a failover without a restart),
+ * or a Redis Cluster (`REDIS_CLUSTER_NODES`, seed nodes; the prefix's hash tag keeps a queue in one slot).
+ * Exactly one of the three is configured; `loadConfig` refuses anything else, naming the variables.
  */
 export type RedisTarget =
   | { kind: 'single'; url: string }
@@ -11,6 +12,13 @@ export type RedisTarget =
       /** The master group name the sentinels monitor. */
       name: string;
       /** Password of the data nodes (REDIS_PASSWORD); the sentinels themselves are asked without one. */
+      password?: string;
+    }
+  | {
+      kind: 'cluster';
+      /** Seed nodes; ioredis learns the rest of the cluster from them. */
+      nodes: { host: string; port: number }[];
+      /** Password of the data nodes (REDIS_PASSWORD). */
       password?: string;
     };
 
@@ -32,5 +40,6 @@ export function describeRedisTarget(target: RedisTarget): string {
     const u = new URL(target.url);
     return `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
   }
+  if (target.kind === 'cluster') return `cluster via ${target.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`;
   return `sentinel master "${target.name}" via ${target.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
 }

@@ -1,12 +1,33 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from './config/index.ts';
+import type { RedisClient } from './redis-nodes.ts';
 import { parseRedisNodes, type RedisTarget } from './redis-target.ts';
 
-export type { Redis } from 'ioredis';
+export type { Cluster, Redis } from 'ioredis';
+export { dataNodesOf, isCluster, nodeAddressOf, type RedisClient } from './redis-nodes.ts';
+
+/**
+ * Run a key-less command (`WAIT`, `WAITAOF`) on the same connection that wrote `anchorKey`: both commands count
+ * the writes made earlier on their own connection. On a cluster a key-less command would go to any node; in a
+ * pipeline with a command on `anchorKey` it goes to that key's node, over the connection the writes used.
+ */
+export async function callBesideKey(client: RedisClient, anchorKey: string, command: string, ...args: string[]): Promise<unknown> {
+  const replies = await client.pipeline().exists(anchorKey).call(command, ...args).exec();
+  const [err, reply] = replies?.[1] ?? [new Error(`${command}: no reply`), undefined];
+  if (err) throw err;
+  return reply;
+}
 export { describeRedisTarget, parseRedisNodes, type RedisTarget } from './redis-target.ts';
 
 /** The Redis every process of this config talks to (validated by loadConfig: exactly one topology). */
-export function redisTargetOf(config: Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_PASSWORD'>): RedisTarget {
+export function redisTargetOf(
+  config: Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_CLUSTER_NODES' | 'REDIS_PASSWORD'>,
+): RedisTarget {
+  if (config.REDIS_CLUSTER_NODES !== undefined) {
+    const nodes = parseRedisNodes(config.REDIS_CLUSTER_NODES);
+    if (typeof nodes === 'string') throw new Error(`REDIS_CLUSTER_NODES: ${nodes}`);
+    return { kind: 'cluster', nodes, ...(config.REDIS_PASSWORD ? { password: config.REDIS_PASSWORD } : {}) };
+  }
   if (config.REDIS_SENTINELS === undefined) return { kind: 'single', url: config.REDIS_URL };
   const sentinels = parseRedisNodes(config.REDIS_SENTINELS);
   if (typeof sentinels === 'string') throw new Error(`REDIS_SENTINELS: ${sentinels}`);
@@ -33,7 +54,9 @@ export interface CreateRedisOptions {
  * A connection to `target` (a URL, or a {@link RedisTarget} from {@link redisTargetOf}). Through Sentinel, ioredis asks
  * the sentinels for the primary, and again after a failover, a `READONLY` reply or a lost connection.
  */
-export function createRedis(target: string | RedisTarget, role: RedisRole, options: CreateRedisOptions = {}): Redis {
+export function createRedis(target: string | Exclude<RedisTarget, { kind: 'cluster' }>, role: RedisRole, options?: CreateRedisOptions): Redis;
+export function createRedis(target: RedisTarget, role: RedisRole, options?: CreateRedisOptions): RedisClient;
+export function createRedis(target: string | RedisTarget, role: RedisRole, options: CreateRedisOptions = {}): RedisClient {
   const common: RedisOptions = {
     connectionName: options.connectionName,
     // Reconnect forever with a capped backoff; each role decides how requests behave meanwhile.
@@ -45,6 +68,22 @@ export function createRedis(target: string | RedisTarget, role: RedisRole, optio
       : { maxRetriesPerRequest: null, enableReadyCheck: true };
   const t: RedisTarget = typeof target === 'string' ? { kind: 'single', url: target } : target;
   if (t.kind === 'single') return new Redis(t.url, { ...common, ...roleOptions });
+  if (t.kind === 'cluster') {
+    // Per-node options (timeouts, retries per request) go to every node's connection; the cluster-level ones decide
+    // what happens while slots are unknown: producers fail fast, workers wait (BullMQ requires it).
+    const { enableOfflineQueue, retryStrategy: _perNodeRetry, ...nodeOptions } = { ...common, ...roleOptions };
+    const clusterOptions: ClusterOptions = {
+      redisOptions: { ...nodeOptions, ...(t.password ? { password: t.password } : {}) },
+      enableOfflineQueue: enableOfflineQueue ?? true,
+      enableReadyCheck: true,
+      clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+      // After a node fails, refresh the slot map rather than give up on the command.
+      retryDelayOnFailover: 200,
+      retryDelayOnClusterDown: 200,
+      slotsRefreshTimeout: 2000,
+    };
+    return new Cluster(t.nodes, clusterOptions);
+  }
   return new Redis({
     ...common,
     ...roleOptions,

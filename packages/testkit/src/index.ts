@@ -113,4 +113,5 @@ export function useTestEnv(): TestEnv {
   return env;
 }
 export { startOwnSentinel, type OwnSentinelSetup } from './own-sentinel.ts';
+export { startOwnCluster, type OwnCluster } from './own-cluster.ts';
 export { hasPgBouncer, startOwnPgBouncer, type OwnPgBouncer } from './own-pgbouncer.ts';

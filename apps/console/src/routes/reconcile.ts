@@ -4,7 +4,7 @@ import { ErrorCodes, isAppError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import type { Registry } from '@mcb/core/metrics';
 import type { PlatformClient } from '@mcb/core/platform';
-import type { Redis } from '@mcb/core/redis';
+import type { RedisClient } from '@mcb/core/redis';
 import { createReconcileMetrics, runSweep, sweepLockKey, sweepSettingsFromConfig, type SweepDeps } from '@mcb/settlement';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -25,7 +25,7 @@ export function reconcileRouteDeps(deps: {
   db: Db;
   platform: PlatformClient;
   logger: Logger;
-  redis: Redis;
+  redis: RedisClient;
   registry?: Registry;
 }): ReconcileRouteDeps {
   return {

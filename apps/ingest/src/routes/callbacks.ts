@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@mcb/core/redis';
 import { decodeCallbackDetailed, type KeyRing } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
 import { coerceError, isAppError } from '@mcb/core/errors';
@@ -21,7 +21,7 @@ export const CALLBACK_ROUTES: Readonly<Record<string, CallbackKind | undefined>>
 export interface CallbackRouteDeps {
   config: Config;
   queue: Queue;
-  redis: Redis;
+  redis: RedisClient;
   logger: Logger;
   keyRing: KeyRing;
   metrics: IngestMetrics;
@@ -29,7 +29,7 @@ export interface CallbackRouteDeps {
    * Whether Redis may take callbacks now (durable, or volatile allowed; memory headroom left), why not, and whether
    * each add needs WAITAOF.
    */
-  durability: () => { acceptWrites: boolean; waitAof: boolean; refusal: 'REDIS_NOT_DURABLE' | 'REDIS_MEMORY_LOW' };
+  durability: () => { acceptWrites: boolean; waitAof: boolean; refusal: 'REDIS_NOT_DURABLE' | 'REDIS_MEMORY_LOW' | 'REDIS_REPLICAS_OFFLINE' };
   /** Budget of one enqueue, in ms. */
   enqueueTimeoutMs: number;
 }
@@ -86,7 +86,9 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
           { ...ids, outcome: 'unavailable', code: durability.refusal, refusedSinceLastLine: refusedSinceLog },
           durability.refusal === 'REDIS_MEMORY_LOW'
             ? 'callbacks not acknowledged: Redis memory headroom is low (see readyz); the platform retries'
-            : 'callbacks not acknowledged: Redis is not durable now (see readyz)',
+            : durability.refusal === 'REDIS_REPLICAS_OFFLINE'
+              ? 'callbacks not acknowledged: fewer Redis replicas online than INGEST_MIN_REPLICAS (see readyz); the platform retries'
+              : 'callbacks not acknowledged: Redis is not durable now (see readyz)',
         );
         lastRefusalLog = Date.now();
         refusedSinceLog = 0;

@@ -100,9 +100,14 @@ const schema = z.object({
   REDIS_SENTINELS: optionalString,
   /** The master group name the sentinels monitor (with REDIS_SENTINELS). */
   REDIS_SENTINEL_NAME: optionalString,
-  /** Password of the Redis data nodes behind REDIS_SENTINELS (with REDIS_URL it goes in the URL). */
+  /**
+   * Redis Cluster instead of REDIS_URL: seed nodes as `host:port[,host:port...]` (ioredis finds the others). Every key
+   * of ours lives in one slot, so QUEUE_PREFIX must hold a hash tag such as `{mcb}`.
+   */
+  REDIS_CLUSTER_NODES: optionalString,
+  /** Password of the Redis data nodes behind REDIS_SENTINELS or REDIS_CLUSTER_NODES (with REDIS_URL it goes in the URL). */
   REDIS_PASSWORD: optionalString,
-  /** BullMQ key prefix (use `{name}` on Redis Cluster). */
+  /** BullMQ key prefix; on Redis Cluster it must hold a hash tag such as `{mcb}`. */
   QUEUE_PREFIX: z.string().min(1).default('mcb'),
   /** Our merchant number, as the platform knows it. */
   MERCHANT_NO: optionalString,
@@ -312,16 +317,42 @@ export function configVariables(): ConfigVariable[] {
   }));
 }
 
-/** Exactly one Redis topology: REDIS_URL (the default), or REDIS_SENTINELS with REDIS_SENTINEL_NAME. */
+/** The hash tag of a key prefix (`{mcb}` in `{mcb}` or `x{mcb}y`), as Redis Cluster reads it; undefined without one. */
+export function hashTagOf(prefix: string): string | undefined {
+  const open = prefix.indexOf('{');
+  if (open < 0) return undefined;
+  const close = prefix.indexOf('}', open + 1);
+  return close > open + 1 ? prefix.slice(open + 1, close) : undefined;
+}
+
+/**
+ * Exactly one Redis topology: REDIS_URL (the default), REDIS_SENTINELS with REDIS_SENTINEL_NAME, or
+ * REDIS_CLUSTER_NODES (with a hash tag in QUEUE_PREFIX, so that every key of a queue lands in one slot).
+ */
 function redisTopologyProblems(values: z.output<typeof schema>, env: Record<string, string | undefined>): string[] {
   const problems: string[] = [];
+  const chosen = [
+    env.REDIS_URL?.trim() ? 'REDIS_URL' : undefined,
+    values.REDIS_SENTINELS !== undefined ? 'REDIS_SENTINELS' : undefined,
+    values.REDIS_CLUSTER_NODES !== undefined ? 'REDIS_CLUSTER_NODES' : undefined,
+  ].filter((v): v is string => v !== undefined);
+  if (chosen.length > 1) problems.push(`${chosen.join(', ')}: set exactly one Redis topology (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES), not ${chosen.length}`);
   if (values.REDIS_SENTINELS !== undefined) {
-    if (env.REDIS_URL?.trim()) problems.push('REDIS_SENTINELS: set either REDIS_URL or REDIS_SENTINELS, not both');
     const nodes = parseRedisNodes(values.REDIS_SENTINELS);
     if (typeof nodes === 'string') problems.push(`REDIS_SENTINELS: ${nodes}`);
     if (values.REDIS_SENTINEL_NAME === undefined) problems.push('REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the master group name) (unset)');
   } else if (values.REDIS_SENTINEL_NAME !== undefined) {
     problems.push('REDIS_SENTINEL_NAME: only with REDIS_SENTINELS (unset)');
+  }
+  if (values.REDIS_CLUSTER_NODES !== undefined) {
+    const nodes = parseRedisNodes(values.REDIS_CLUSTER_NODES);
+    if (typeof nodes === 'string') problems.push(`REDIS_CLUSTER_NODES: ${nodes}`);
+    if (hashTagOf(values.QUEUE_PREFIX) === undefined) {
+      problems.push(
+        `QUEUE_PREFIX: must hold a hash tag such as {mcb} with REDIS_CLUSTER_NODES, so that every key of a queue is in one ` +
+          `slot (BullMQ's scripts touch several keys at once) (got ${JSON.stringify(values.QUEUE_PREFIX.slice(0, 60))})`,
+      );
+    }
   }
   return problems;
 }

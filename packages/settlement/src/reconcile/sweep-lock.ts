@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { coerceError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
-import type { Redis } from '@mcb/core/redis';
+import type { RedisClient } from '@mcb/core/redis';
 
 /** Extend the lock only while we still own it (our token); returns 1 when extended. */
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
@@ -34,7 +34,7 @@ export function sweepLockKey(prefix: string): string {
  * Take the "one sweep at a time" lock: `SET key token NX PX ttl`, renewed while held. Returns undefined when
  * another holder has it. Redis errors on acquiring are thrown (nothing was taken).
  */
-export async function acquireSweepLock(redis: Redis, options: SweepLockOptions): Promise<SweepLock | undefined> {
+export async function acquireSweepLock(redis: RedisClient, options: SweepLockOptions): Promise<SweepLock | undefined> {
   const ttlMs = options.ttlMs ?? 60_000;
   const token = randomBytes(16).toString('hex');
   const ok = await redis.set(options.key, token, 'PX', ttlMs, 'NX');

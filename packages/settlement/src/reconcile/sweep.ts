@@ -1,6 +1,6 @@
 import { AppError, coerceError, ErrorCodes } from '@mcb/core/errors';
 import { PlatformCodeError, type PlatformOrder } from '@mcb/core/platform';
-import type { Redis } from '@mcb/core/redis';
+import type { RedisClient } from '@mcb/core/redis';
 import { applyConfirmed, type ApplyDeps } from '../settle.ts';
 import { jobErrorCode, toJobError } from '../retry-policy.ts';
 import type { ReconcileMetrics } from './metrics.ts';
@@ -28,7 +28,7 @@ export interface SweepSettings {
 /** What {@link runSweep} needs: applyEvent's dependencies plus the lock's Redis and the settings. */
 export interface SweepDeps extends ApplyDeps {
   /** Holds the "one sweep at a time" lock. */
-  redis: Redis;
+  redis: RedisClient;
   /** Key of the lock (`sweepLockKey(QUEUE_PREFIX)`): every worker and the console must use the same. */
   lockKey: string;
   /** Lock time to live, in ms; renewed while the sweep runs. @defaultValue 60000 */

@@ -9,7 +9,7 @@ import { createDb, type Db } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
-import { createRedis, type Redis } from '@mcb/core/redis';
+import { createRedis, type RedisClient, type RedisTarget } from '@mcb/core/redis';
 import type { TestEnv } from '@mcb/testkit';
 import { Queue } from 'bullmq';
 import { buildApp as buildConsole } from '../../../apps/console/src/app.ts';
@@ -34,6 +34,10 @@ export interface PipelineOptions {
   databaseUrl?: string;
   /** Jobs in flight in the worker. @defaultValue 8 */
   concurrency?: number;
+  /** The Redis every part talks to (a Sentinel or Cluster target). @defaultValue the file's Redis URL */
+  redis?: RedisTarget;
+  /** Queue prefix (a cluster's needs a hash tag). @defaultValue the file's prefix */
+  prefix?: string;
 }
 
 /** A running pipeline and handles on each part. */
@@ -45,7 +49,14 @@ export interface Pipeline {
   ingestUrl: string;
   worker: CallbackWorker;
   queue: Queue;
+  /** The queue prefix every part uses. */
+  prefix: string;
+  /** The worker's connection (holds the sweep lock as a worker process would). */
+  workerRedis: RedisClient;
+  /** The console, with the queue dashboard at /queues and POST /api/reconcile. */
   console: FastifyInstance;
+  /** Send a request to the console as an operator (bearer token). */
+  operator(method: 'GET' | 'POST' | 'PUT', url: string, payload?: Record<string, unknown>): Promise<{ statusCode: number; body: string }>;
   /** The merchant's public key, as uploaded to the platform. */
   publicKeyPem: string;
   /** Register a pay-in in the console (as the shop does before the customer pays). */
@@ -83,9 +94,11 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     const sandboxUrl = await sandbox.listen({ host: '127.0.0.1', port: 0 });
 
     // 2. Ingest on its own producer connection and queue, with the file's prefix.
-    const producer = createRedis(env.redisUrl, 'producer', { connectionName: 'e2e-ingest' });
+    const target: RedisTarget = options.redis ?? { kind: 'single', url: env.redisUrl };
+    const prefix = options.prefix ?? env.prefix;
+    const producer = createRedis(target, 'producer', { connectionName: 'e2e-ingest' });
     closers.push(async () => producer.disconnect());
-    const queue = new Queue(CALLBACKS_QUEUE, { connection: producer, prefix: env.prefix });
+    const queue = new Queue(CALLBACKS_QUEUE, { connection: producer, prefix });
     closers.push(() => queue.close());
     await new Promise<void>((resolve) => (producer.status === 'ready' ? resolve() : producer.once('ready', () => resolve())));
     const durable = (await checkRedisDurability(producer)).durable;
@@ -93,8 +106,8 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
       {
         MERCHANT_NO,
         MERCHANT_PRIVATE_KEY_FILE: '/unused-in-process.pem',
-        REDIS_URL: env.redisUrl,
-        QUEUE_PREFIX: env.prefix,
+        ...redisEnvOf(target),
+        QUEUE_PREFIX: prefix,
         INGEST_ALLOW_VOLATILE_REDIS: durable ? 'false' : 'true',
         LOG_LEVEL: 'silent',
       },
@@ -110,11 +123,11 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     closers.push(() => platform.close());
     const workerDb: Db = createDb(options.databaseUrl ?? env.databaseUrl, { max: 6 });
     closers.push(() => workerDb.close());
-    const workerRedis: Redis = createRedis(env.redisUrl, 'worker', { connectionName: 'e2e-worker' });
+    const workerRedis = createRedis(target, 'worker', { connectionName: 'e2e-worker' });
     closers.push(() => workerRedis.quit().catch(() => workerRedis.disconnect()));
     const worker = createCallbackWorker({
       connection: workerRedis,
-      prefix: env.prefix,
+      prefix,
       concurrency: options.concurrency ?? 8,
       db: workerDb.db,
       platform,
@@ -130,11 +143,19 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     const consoleDb = createDb(options.databaseUrl ?? env.databaseUrl, { max: 2 });
     closers.push(() => consoleDb.close());
     const consoleConfig = loadConfig(
-      { MERCHANT_NO, PLATFORM_BASE_URL: sandboxUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' },
+      { MERCHANT_NO, PLATFORM_BASE_URL: sandboxUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent', ...redisEnvOf(target), QUEUE_PREFIX: prefix },
       'console',
     );
-    const consoleApp = await buildConsole({ config: consoleConfig, db: consoleDb, platform, logger });
+    const consoleRedis = createRedis(target, 'producer', { connectionName: 'e2e-console', commandTimeoutMs: 5000 });
+    closers.push(async () => consoleRedis.disconnect());
+    const consoleQueue = new Queue(CALLBACKS_QUEUE, { connection: consoleRedis, prefix });
+    closers.push(() => consoleQueue.close());
+    const consoleApp = await buildConsole({ config: consoleConfig, db: consoleDb, platform, logger, queue: consoleQueue, redis: consoleRedis });
     closers.push(() => consoleApp.close());
+    const operator: Pipeline['operator'] = async (method, url, payload) => {
+      const res = await consoleApp.inject({ method, url, headers: { authorization: `Bearer ${CONSOLE_TOKEN}` }, ...(payload ? { payload } : {}) });
+      return { statusCode: res.statusCode, body: res.body };
+    };
 
     const register = async (path: string, body: Record<string, unknown>) => {
       const res = await consoleApp.inject({ method: 'POST', url: path, headers: { authorization: `Bearer ${CONSOLE_TOKEN}` }, payload: body });
@@ -149,7 +170,10 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
       ingestUrl,
       worker,
       queue,
+      prefix,
+      workerRedis,
       console: consoleApp,
+      operator,
       publicKeyPem: pair.publicKeyPem,
       registerPayin: (merchantOrderNo, amount, currency = 'INR') => register('/api/payins', { merchantOrderNo, currency, amount }),
       registerPayout: (merchantOrderNo, amount) =>
@@ -182,4 +206,11 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     await close();
     throw e;
   }
+}
+
+/** The config variables that name `target` (as a process of ours would be started). */
+function redisEnvOf(target: RedisTarget): Record<string, string> {
+  if (target.kind === 'single') return { REDIS_URL: target.url };
+  if (target.kind === 'cluster') return { REDIS_CLUSTER_NODES: target.nodes.map((n) => `${n.host}:${n.port}`).join(',') };
+  return { REDIS_SENTINELS: target.sentinels.map((n) => `${n.host}:${n.port}`).join(','), REDIS_SENTINEL_NAME: target.name };
 }

@@ -93,7 +93,11 @@ export function createRedis(target: string | RedisTarget, role: RedisRole, optio
     // A demoted primary answers writes with READONLY: reconnect, which asks the sentinels for the new one.
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
     sentinelRetryStrategy: (times) => Math.min(100 * times, 2000),
-    failoverDetector: true,
+    // No failoverDetector: when its +switch-master message arrives while the client is asking a sentinel for the
+    // primary (the primary just died), ioredis 5 ends the connection for good ("Connection is closed." on every
+    // command, seen in the failover-under-load test). Without it a dead primary means reconnecting through the
+    // sentinels until they name the new one, and a demoted one answers READONLY (above).
+    failoverDetector: false,
   });
 }
 export { checkRedisDurability, checkRedisMemory, type DurabilityMode, type DurabilityReport, type RedisMemoryReport } from './redis-durability.ts';

@@ -112,6 +112,6 @@ export function useTestEnv(): TestEnv {
   });
   return env;
 }
-export { startOwnSentinel, type OwnSentinelSetup } from './own-sentinel.ts';
+export { startOwnSentinel, type OwnSentinelOptions, type OwnSentinelSetup } from './own-sentinel.ts';
 export { startOwnCluster, type OwnCluster } from './own-cluster.ts';
 export { hasPgBouncer, startOwnPgBouncer, type OwnPgBouncer } from './own-pgbouncer.ts';

@@ -1,6 +1,7 @@
 /**
- * A private Redis Sentinel setup for tests: a primary and a replica (durable, as ingest requires) and one sentinel
- * watching them, each a `redis-server` process on a free port, stopped by `destroy()`. Never the shared Redis.
+ * A private Redis Sentinel setup for tests: a primary and a replica (durable, as ingest requires) and one or more
+ * sentinels watching them (quorum: a majority), each a `redis-server` process on a free port, stopped by `destroy()`.
+ * Never the shared Redis.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { waitFor } from './wait-for.ts';
 export interface OwnSentinelSetup {
   /** The master group name the sentinel monitors. */
   name: string;
-  /** `host:port` of the sentinel, as REDIS_SENTINELS takes it. */
+  /** `host:port[,host:port...]` of the sentinels, as REDIS_SENTINELS takes it. */
   sentinels: string;
   primary: OwnRedis;
   replica: OwnRedis;
@@ -26,29 +27,43 @@ export interface OwnSentinelSetup {
   destroy(): Promise<void>;
 }
 
-export async function startOwnSentinel(name = 'mcb'): Promise<OwnSentinelSetup> {
+/** Options of {@link startOwnSentinel}. */
+export interface OwnSentinelOptions {
+  /** Sentinel processes; the quorum is a majority of them. @defaultValue 1 */
+  sentinels?: number;
+}
+
+export async function startOwnSentinel(name = 'mcb', options: OwnSentinelOptions = {}): Promise<OwnSentinelSetup> {
   const primary = await startOwnRedis(DURABLE_REDIS_ARGS);
   const replica = await startOwnRedis([...DURABLE_REDIS_ARGS, '--replicaof', '127.0.0.1', String(primary.port)]);
-  const port = await freePort();
+  const count = options.sentinels ?? 1;
+  const quorum = Math.floor(count / 2) + 1;
   const dir = mkdtempSync(join(tmpdir(), 'mcb-sentinel-'));
-  const conf = join(dir, 'sentinel.conf');
-  writeFileSync(
-    conf,
-    [
-      `port ${port}`,
-      'bind 127.0.0.1',
-      `dir ${dir}`,
-      `sentinel monitor ${name} 127.0.0.1 ${primary.port} 1`,
-      `sentinel down-after-milliseconds ${name} 1000`,
-      `sentinel failover-timeout ${name} 10000`,
-      '',
-    ].join('\n'),
-  );
-  let child: ChildProcess | undefined = spawn('/usr/bin/redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+  const ports: number[] = [];
+  let children: ChildProcess[] = [];
   const unregister = onProcessExit(() => {
-    killQuietly(child?.pid);
+    for (const c of children) killQuietly(c.pid);
     rmSync(dir, { recursive: true, force: true });
   });
+  for (let i = 0; i < count; i++) {
+    const port = await freePort();
+    ports.push(port);
+    const conf = join(dir, `sentinel-${port}.conf`);
+    writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${primary.port} ${quorum}`,
+        `sentinel down-after-milliseconds ${name} 1000`,
+        `sentinel failover-timeout ${name} 10000`,
+        '',
+      ].join('\n'),
+    );
+    children.push(spawn('/usr/bin/redis-server', [conf, '--sentinel'], { stdio: 'ignore' }));
+  }
+  const port = ports[0]!;
   const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 100 });
   admin.on('error', () => {});
   const primaryPort = async () => {
@@ -61,13 +76,15 @@ export async function startOwnSentinel(name = 'mcb'): Promise<OwnSentinelSetup> 
       if ((await primaryPort().catch(() => 0)) !== primary.port) return false;
       // The sentinel must know the replica before a failover can promote it.
       const replicas = (await admin.call('SENTINEL', 'replicas', name)) as unknown[];
-      return replicas.length > 0;
+      // ...and every sentinel must know the others, or a failover could not reach its quorum.
+      const others = (await admin.call('SENTINEL', 'sentinels', name)) as unknown[];
+      return replicas.length > 0 && others.length >= count - 1;
     },
     { timeoutMs: 20_000, intervalMs: 100, message: 'the sentinel did not see the primary and its replica' },
   );
   return {
     name,
-    sentinels: `127.0.0.1:${port}`,
+    sentinels: ports.map((p) => `127.0.0.1:${p}`).join(','),
     primary,
     replica,
     primaryPort,
@@ -81,9 +98,9 @@ export async function startOwnSentinel(name = 'mcb'): Promise<OwnSentinelSetup> 
     },
     async destroy() {
       admin.disconnect();
-      const c = child;
-      child = undefined;
-      await stopChild(c, 'SIGKILL');
+      const stopping = children;
+      children = [];
+      await Promise.all(stopping.map((c) => stopChild(c, 'SIGKILL')));
       await replica.destroy();
       await primary.destroy();
       rmSync(dir, { recursive: true, force: true });

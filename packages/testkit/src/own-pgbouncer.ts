@@ -18,6 +18,8 @@ export interface OwnPgBouncer {
   urlFor(databaseUrl: string): string;
   /** Transactions PgBouncer has passed to `database` so far (its admin console's SHOW STATS). */
   transactions(database: string): Promise<number>;
+  /** Client connections to `database` and the server connections PgBouncer holds for them now (SHOW POOLS). */
+  connections(database: string): Promise<{ clients: number; servers: number }>;
   destroy(): Promise<void>;
 }
 
@@ -71,6 +73,16 @@ export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize
       }),
     { timeoutMs: 10_000, intervalMs: 50, message: `pgbouncer on ${port} did not start` },
   );
+  /** A SHOW command on PgBouncer's admin console (simple protocol only). */
+  const show = async <T,>(what: string): Promise<T[]> => {
+    const admin = new pg.Client({ host: '127.0.0.1', port, user, database: 'pgbouncer' });
+    await admin.connect();
+    try {
+      return (await admin.query({ text: `SHOW ${what}`, queryMode: 'simple' } as pg.QueryConfig)).rows as T[];
+    } finally {
+      await admin.end();
+    }
+  };
   return {
     port,
     urlFor(url) {
@@ -80,15 +92,13 @@ export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize
       return u.toString();
     },
     async transactions(database) {
-      const admin = new pg.Client({ host: '127.0.0.1', port, user, database: 'pgbouncer' });
-      await admin.connect();
-      try {
-        const { rows } = await admin.query({ text: 'SHOW STATS', queryMode: 'simple' } as pg.QueryConfig);
-        const row = (rows as { database: string; total_xact_count: string }[]).find((r) => r.database === database);
-        return Number(row?.total_xact_count ?? 0);
-      } finally {
-        await admin.end();
-      }
+      const rows = await show<{ database: string; total_xact_count: string }>('STATS');
+      return Number(rows.find((r) => r.database === database)?.total_xact_count ?? 0);
+    },
+    async connections(database) {
+      const rows = (await show<Record<string, string>>('POOLS')).filter((r) => r.database === database);
+      const sum = (...cols: string[]) => rows.reduce((n, r) => n + cols.reduce((m, c) => m + Number(r[c] ?? 0), 0), 0);
+      return { clients: sum('cl_active', 'cl_waiting'), servers: sum('sv_active', 'sv_idle', 'sv_used', 'sv_tested', 'sv_login') };
     },
     async destroy() {
       const c = child;

@@ -91,8 +91,12 @@ const schema = z.object({
     .optional()
     .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
     .pipe(url(['postgres:', 'postgresql:'], 'postgres').optional()),
-  /** Redis for BullMQ. */
-  REDIS_URL: url(['redis:', 'rediss:'], 'redis').default('redis://127.0.0.1:6379'),
+  /** Redis for BullMQ (empty counts as unset: a compose env file empties it to choose another topology). */
+  REDIS_URL: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
+    .pipe(url(['redis:', 'rediss:'], 'redis').default('redis://127.0.0.1:6379')),
   /**
    * Redis through Sentinel instead of REDIS_URL: the sentinels as `host:port[,host:port...]`, with
    * REDIS_SENTINEL_NAME; every process finds the primary through them and follows a failover without a restart.
@@ -300,10 +304,11 @@ export interface ConfigVariable {
 
 /** The default a schema entry gives an unset variable (found through its pipes and wrappers), as text. */
 function defaultOf(entry: z.ZodType): string | undefined {
-  for (let cur: unknown = entry, depth = 0; cur && depth < 10; depth++) {
-    const def = (cur as { _zod: { def: { type: string; defaultValue?: unknown; in?: unknown; innerType?: unknown } } })._zod.def;
+  const queue: unknown[] = [entry];
+  for (let seen = 0; queue.length > 0 && seen < 20; seen++) {
+    const def = (queue.shift() as { _zod: { def: { type: string; defaultValue?: unknown; in?: unknown; out?: unknown; innerType?: unknown } } })._zod.def;
     if (def.type === 'default') return String(def.defaultValue);
-    cur = def.in ?? def.innerType;
+    queue.push(...[def.in, def.innerType, def.out].filter(Boolean));
   }
   return undefined;
 }

@@ -1,7 +1,14 @@
-import { callbackJobId, callbackJobOptions, type CallbackJobInput } from '@mcb/core/queue';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { callbackJobId, callbackJobOptions, MAINTENANCE_QUEUE, MaintenanceJobs, type CallbackJobInput } from '@mcb/core/queue';
+import { createRedis } from '@mcb/core/redis';
 import { acquireSweepLock, sweepLockKey } from '@mcb/settlement';
-import { startOwnCluster, uniquePrefix, useTestEnv, waitFor, type OwnCluster } from '@mcb/testkit';
+import { freePort, startOwnCluster, uniquePrefix, useTestEnv, waitFor, type OwnCluster } from '@mcb/testkit';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { createTestKeys } from '../reliability/helpers/keys.ts';
+import { startNodeProcess, type NodeProcess } from '../reliability/helpers/node-process.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MERCHANT_NO, startPipeline, type Pipeline } from './helpers/pipeline.ts';
 
@@ -124,4 +131,38 @@ describe('the pipeline on a 3-master Redis Cluster', () => {
     expect(swept.statusCode).toBe(200);
     expect(JSON.parse(swept.body)).toMatchObject({ stoppedEarly: false });
   });
+
+  it('starts ingest and worker processes from REDIS_CLUSTER_NODES alone: ingest ready, the maintenance schedulers upserted once', async () => {
+    const logDir = mkdtempSync(join(tmpdir(), 'mcb-cluster-procs-'));
+    const prefix = `{${uniquePrefix('cluster-procs')}}`;
+    const common = { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: prefix, MERCHANT_NO, LOG_LEVEL: 'info' };
+    const keys = createTestKeys();
+    const procs: NodeProcess[] = [];
+    const admin = createRedis({ kind: 'cluster', nodes: cluster.ports.map((port) => ({ host: '127.0.0.1', port })) }, 'worker');
+    const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: admin, prefix });
+    try {
+      const ingestPort = await freePort();
+      procs.push(
+        startNodeProcess('ingest', 'apps/ingest/src/main.ts', { ...common, MERCHANT_PRIVATE_KEY_FILE: keys.privateKeyFile, INGEST_HOST: '127.0.0.1', INGEST_PORT: String(ingestPort), INGEST_METRICS_PORT: '0', INGEST_WORKERS: '1' }, join(logDir, 'ingest.log')),
+      );
+      for (const n of [1, 2]) {
+        procs.push(
+          startNodeProcess(`worker-${n}`, 'apps/worker/src/main.ts', { ...common, DATABASE_URL: env.databaseUrl, PLATFORM_BASE_URL: p.sandboxUrl, PLATFORM_ALLOW_HTTP: 'true', WORKER_METRICS_PORT: '0' }, join(logDir, `worker-${n}.log`)),
+        );
+      }
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${ingestPort}/readyz`).catch(() => undefined))?.status === 200, {
+        timeoutMs: 30_000,
+        message: `ingest not ready on the cluster (log: ${logDir}/ingest.log)`,
+      });
+      await Promise.all(procs.slice(1).map((w) => w.waitForOutput(/worker started/, 30_000)));
+      const schedulers = await maintenance.getJobSchedulers();
+      expect(schedulers.map((j) => j.name).sort()).toEqual([MaintenanceJobs.catalogRefresh, MaintenanceJobs.reconcile].sort());
+      rmSync(logDir, { recursive: true, force: true });
+    } finally {
+      await Promise.all(procs.map((proc) => proc.stop(5000)));
+      await maintenance.close();
+      admin.disconnect();
+      keys.remove();
+    }
+  }, 90_000);
 });

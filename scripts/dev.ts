@@ -1,6 +1,7 @@
 /**
- * `pnpm dev [--free-ports]`: sandbox, ingest, worker and console on this machine against the local Postgres and
- * Redis, logs prefixed with the app's name, until Ctrl-C (then stopped in reverse order). Uses the contract
+ * `pnpm dev [--free-ports] [--traces]`: sandbox, ingest, worker and console on this machine against the local Postgres
+ * and Redis, logs prefixed with the app's name (and, with --traces, every trace span), until Ctrl-C (then stopped in
+ * reverse order). Uses the contract
  * defaults (database merchant_callbacks, QUEUE_PREFIX mcb, ports 8080/8081/8090); see docs/demo.md.
  */
 import { resolve } from 'node:path';
@@ -15,10 +16,13 @@ const exit = stopOnSignals((line) => console.log(`dev: ${line}`), { SIGINT: 0, S
 const { started, shutdown } = exit;
 
 let freePorts = false;
+let traces = false;
 try {
-  freePorts = parseArgs({ options: { 'free-ports': { type: 'boolean', default: false } }, strict: true }).values['free-ports'];
+  const { values } = parseArgs({ options: { 'free-ports': { type: 'boolean', default: false }, traces: { type: 'boolean', default: false } }, strict: true });
+  freePorts = values['free-ports'];
+  traces = values.traces;
 } catch (e) {
-  console.error(`dev: ${coerceError(e).message}\nusage: pnpm dev [--free-ports]`);
+  console.error(`dev: ${coerceError(e).message}\nusage: pnpm dev [--free-ports] [--traces]`);
   process.exit(2);
 }
 
@@ -27,6 +31,7 @@ try {
   stack = await startLocalStack(settings, {
     started,
     freePorts,
+    traces,
     output: { kind: 'prefix', write: (line) => console.log(line) },
     say: (line) => console.log(`dev: ${line}`),
   });

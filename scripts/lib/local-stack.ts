@@ -16,6 +16,8 @@ export { readLocalSettings, type LocalSettings, type StackMode, type StackPorts 
 export interface StartOptions {
   /** Replace ports not set in the environment by free ones. @defaultValue false (contract ports) */
   freePorts?: boolean;
+  /** Print every app's trace spans with its output (OTEL_TRACES_EXPORTER=console). @defaultValue false */
+  traces?: boolean;
   /** Where app output goes. */
   output: OutputMode;
   /** Progress messages ("migrating", "starting ingest"). */
@@ -108,6 +110,7 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   const env = childEnv(settings, ports, { consoleToken, allowVolatileRedis: volatileRedis });
   // The local stack's logs are read by a person (`pnpm dev` on the terminal, `pnpm demo` in its log files):
   // pino-pretty, coloured when dev's terminal is, unless LOG_FORMAT says otherwise.
+  if (opts.traces) env.OTEL_TRACES_EXPORTER = 'console';
   if (!process.env.LOG_FORMAT) {
     env.LOG_FORMAT = 'pretty';
     if (opts.output.kind === 'prefix' && process.stdout.isTTY && !process.env.NO_COLOR) env.FORCE_COLOR = '1';

@@ -7,6 +7,7 @@ import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } fr
 import { createPlatformClientFromConfig } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
 import { createRedis, redisTargetOf } from '@mcb/core/redis';
+import { startTracing } from '@mcb/core/tracing';
 import { Queue } from 'bullmq';
 import { buildApp } from './app.ts';
 
@@ -16,6 +17,9 @@ const releasers = createReleasers(logger);
 
 try {
   const config = loadConfig(process.env, 'console');
+  // First: queues and workers take BullMQ's telemetry when they are built; released last, after the spans they end.
+  const tracing = startTracing('mcb-console', { ...process.env, ...config });
+  if (tracing) releasers.add('tracing', () => tracing.shutdown());
   logger.level = config.LOG_LEVEL;
   for (const warning of configWarnings(config)) logger.warn(warning);
 

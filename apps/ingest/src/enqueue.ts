@@ -4,6 +4,7 @@ import { callBesideKey, type RedisClient } from '@mcb/core/redis';
 import { Batcher } from '@mcb/core/batcher';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { callbackJobId, callbackJobOptions, type CallbackJobInput } from '@mcb/core/queue';
+import { captureContext, withContext, type Context } from '@mcb/core/tracing';
 
 /** Options of {@link createEnqueuer}. */
 export interface EnqueuerOptions {
@@ -32,6 +33,8 @@ interface Add {
   job: CallbackJobInput;
   jobId: string;
   waitAof: boolean;
+  /** The request's trace context (tracing on only). */
+  context: Context | undefined;
 }
 
 /** The record's fields (not when or how it arrived): two callbacks with the same ones are the same callback. */
@@ -73,7 +76,9 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
     async (adds) => {
       // Every add is written to the connection at once (a pipeline: one round trip for the batch); each has its
       // own result, so when Redis refuses part of a batch (out of memory) only the refused ones fail.
-      const add = (a: Add, jobId: string) => queue.add(a.job.kind, a.job, { ...callbackJobOptions, jobId });
+      // Each add runs in the context of the request it came from, so that its span (and the job's trace) is that
+      // callback's, whichever request happened to start the batch.
+      const add = (a: Add, jobId: string) => withContext(a.context, () => queue.add(a.job.kind, a.job, { ...callbackJobOptions, jobId }));
       const added = await Promise.allSettled(adds.map((a) => add(a, a.jobId)));
       // An add onto an existing id is a no-op: check that the stored record is this one. When it differs (a forged
       // record took the id first), this record gets a job of its own.
@@ -115,7 +120,7 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
   return {
     async enqueue(job, opts) {
       const jobId = callbackJobId(job.kind, job.orderNo, job.state);
-      const work = batcher.submit({ job, jobId, waitAof: opts.waitAof });
+      const work = batcher.submit({ job, jobId, waitAof: opts.waitAof, context: captureContext() });
       try {
         await withDeadline(work, options.timeoutMs, 'enqueue');
       } catch (e) {

@@ -13,6 +13,7 @@ import { createLogger, logFormatOf, type Logger } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
 import { createRedis, redisTargetOf } from '@mcb/core/redis';
+import { queueTelemetry, startTracing } from '@mcb/core/tracing';
 import { buildApp } from './app.ts';
 import { loadKeyRingFromConfig } from './startup.ts';
 import { runSupervisor } from './supervisor.ts';
@@ -21,11 +22,14 @@ import { runSupervisor } from './supervisor.ts';
 const SHUTDOWN_GRACE_MS = 25_000;
 
 async function runServer(config: Config, logger: Logger, clustered: boolean, releasers: Releasers): Promise<void> {
+  // First: the queue takes BullMQ's telemetry when it is built; released last, after the spans it ends.
+  const tracing = startTracing('mcb-ingest', { ...process.env, ...config });
+  if (tracing) releasers.add('tracing', () => tracing.shutdown());
   const keyRing = loadKeyRingFromConfig(config);
   logger.info({ keys: keyRing.keys.map((k) => ({ id: k.id, bits: k.bits })) }, 'key ring loaded');
   const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'ingest' });
   releasers.add('redis', () => redis.quit().catch(() => redis.disconnect()));
-  const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
+  const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX, ...queueTelemetry() });
   releasers.add('queue', () => queue.close());
   const registry = createMetricsRegistry('ingest');
   // Queue depth by state, read at scrape time (max across cluster workers: they all read the same queue).

@@ -1,5 +1,6 @@
 import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
 import type { RedisClient } from '@mcb/core/redis';
+import { activeSpan, markFailed, orderAttributes, queueTelemetry } from '@mcb/core/tracing';
 import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, type CallbackJobInput } from '@mcb/core/queue';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import {
@@ -116,7 +117,10 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   const processor = async (job: Job<CallbackJobInput, ApplyOutcome>, _token?: string, signal?: AbortSignal): Promise<ApplyOutcome> => {
     const started = performance.now();
     const kind = job.name === 'payin' || job.name === 'payout' ? job.name : 'unknown';
+    // BullMQ's process span (tracing on): this attempt, in the callback's trace.
+    const span = activeSpan();
     const finish = (outcome: string) => {
+      span?.setAttribute('mcb.outcome', outcome);
       metrics?.jobs.inc({ kind, outcome });
       metrics?.jobDuration.observe({ kind, outcome }, (performance.now() - started) / 1000);
     };
@@ -129,6 +133,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     }
     const event = parsed.data;
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    span?.setAttributes({ ...orderAttributes(event), 'mcb.job_id': job.id ?? '', 'mcb.attempt': job.attemptsMade + 1 });
     try {
       const options = { firstSeenAt: firstSeenAt(job, event.receivedAt), jobId: job.id, signal, noWait: lastAttempt };
       let outcome = await applyEvent(event, applyDeps, options);
@@ -147,6 +152,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
       const transient = classifyError(err) === 'transient' && !lastAttempt;
       const code = jobErrorCode(err);
       finish(transient ? 'retry' : 'failed');
+      markFailed(span, err);
       if (transient) metrics?.retries.inc({ kind, code });
       const ids = { jobId: job.id, orderNo: event.orderNo, state: event.state, merchantOrderNo: event.merchantOrderNo, attempt: job.attemptsMade + 1 };
       if (transient) logger.warn({ ...ids, code, err: coerceError(e) }, `attempt failed, will retry: ${err.message}`);
@@ -164,6 +170,8 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     lockDuration: deps.lockDurationMs ?? 30_000,
     stalledInterval: deps.stalledIntervalMs ?? 30_000,
     maxStalledCount: deps.maxStalledCount ?? 3,
+    // Tracing on: each attempt is a span in the trace its callback started at ingest (context carried in the job).
+    ...queueTelemetry(),
     settings: {
       // Registered for CALLBACK_BACKOFF; any other custom type gets the same safe delay rather than no retry.
       backoffStrategy: (attemptsMade: number, type?: string) => {

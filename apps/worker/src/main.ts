@@ -7,6 +7,7 @@ import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } fr
 import { createPlatformClientFromConfig } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
 import { createRedis, redisTargetOf } from '@mcb/core/redis';
+import { startTracing } from '@mcb/core/tracing';
 import { Queue } from 'bullmq';
 import { alertOnReviewOpened, createAlerter } from './alerts.ts';
 import { createCallbackWorker } from './callback-worker.ts';
@@ -21,6 +22,9 @@ const releasers = createReleasers(logger, { stoppingMessage: 'shutting down: fin
 
 try {
   const config = loadConfig(process.env, 'worker');
+  // First: queues and workers take BullMQ's telemetry when they are built; released last, after the spans they end.
+  const tracing = startTracing('mcb-worker', { ...process.env, ...config });
+  if (tracing) releasers.add('tracing', () => tracing.shutdown());
   logger.level = config.LOG_LEVEL;
   for (const warning of configWarnings(config)) logger.warn(warning);
   // How soon a dead worker's jobs run again: the lock must lapse, then a stalled check must see it. The defaults

@@ -1,5 +1,6 @@
 import type { Database, Order } from '@mcb/core/db';
 import { AppError, ErrorCodes, type ErrorCode } from '@mcb/core/errors';
+import { inSpan } from '@mcb/core/tracing';
 import type { Logger } from '@mcb/core/logger';
 import { PlatformCodeError, type PlatformClient, type PlatformOrder } from '@mcb/core/platform';
 import type { CallbackJob } from '@mcb/core/queue';
@@ -138,7 +139,11 @@ class EventContext {
 
   async review(failure: Failure): Promise<ApplyOutcome> {
     const { event, deps, log } = this;
-    const { id: reviewId, opened } = await recordReview(deps.db, event, failure);
+    const { id: reviewId, opened } = await inSpan('settlement review', { 'mcb.review_code': failure.code }, async (span) => {
+      const recorded = await recordReview(deps.db, event, failure);
+      span?.setAttributes({ 'mcb.review_id': recorded.id, 'mcb.review_opened': recorded.opened });
+      return recorded;
+    });
     deps.metrics?.reviews.inc({ kind: event.kind, code: failure.code });
     log.warn({ code: failure.code, reviewId, opened, details: failure.details }, `event sent to review: ${failure.reason}`);
     if (opened) {
@@ -214,7 +219,11 @@ async function askPlatform(ctx: EventContext, order: Order): Promise<Confirmatio
   const { event, deps, options } = ctx;
   const started = performance.now();
   try {
-    const confirmed = await deps.platform.getOrder(event.merchantOrderNo, { signal: options.signal });
+    const confirmed = await inSpan('platform get order', { 'mcb.merchant_order_no': event.merchantOrderNo }, async (span) => {
+      const answer = await deps.platform.getOrder(event.merchantOrderNo, { signal: options.signal });
+      span?.setAttribute('mcb.confirmed_state', answer.state);
+      return answer;
+    });
     deps.metrics?.getOrderDuration.observe({ result: 'ok' }, (performance.now() - started) / 1000);
     return { status: 'confirmed', order, confirmed };
   } catch (e) {
@@ -256,12 +265,17 @@ async function decide(ctx: EventContext, order: Order, confirmed: PlatformOrder)
   if (problem) return problem.retry ? ctx.waitOrReview(problem, ctx.confirmMaxWaitMs) : ctx.review(problem);
 
   const input: CommitInput = { event, order, confirmed, target, jobId: ctx.options.jobId };
-  const result = deps.batchers
-    ? await deps.batchers.commits.submit(input)
-    : await commitEvents(deps.db, [input]).then(([r]) => {
-        if (!r!.ok) throw r!.error;
-        return r!.value;
-      });
+  // The span covers this event's wait for its batch's transaction (shared with concurrent jobs: one commit each batch).
+  const result = await inSpan('settlement commit', {}, async (span) => {
+    const r = deps.batchers
+      ? await deps.batchers.commits.submit(input)
+      : await commitEvents(deps.db, [input]).then(([one]) => {
+          if (!one!.ok) throw one!.error;
+          return one!.value;
+        });
+    span?.setAttributes({ 'mcb.commit_result': r.status, ...(r.status === 'applied' ? { 'mcb.outcome': r.outcome } : {}) });
+    return r;
+  });
   if (result.status === 'duplicate') {
     log.info({ reason: result.reason }, 'duplicate event (detected in the transaction)');
     return result;

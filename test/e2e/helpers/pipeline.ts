@@ -10,6 +10,7 @@ import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
 import { createRedis, type RedisClient, type RedisTarget } from '@mcb/core/redis';
+import { queueTelemetry } from '@mcb/core/tracing';
 import type { TestEnv } from '@mcb/testkit';
 import { Queue } from 'bullmq';
 import { buildApp as buildConsole } from '../../../apps/console/src/app.ts';
@@ -98,7 +99,7 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     const prefix = options.prefix ?? env.prefix;
     const producer = createRedis(target, 'producer', { connectionName: 'e2e-ingest' });
     closers.push(async () => producer.disconnect());
-    const queue = new Queue(CALLBACKS_QUEUE, { connection: producer, prefix });
+    const queue = new Queue(CALLBACKS_QUEUE, { connection: producer, prefix, ...queueTelemetry() });
     closers.push(() => queue.close());
     await new Promise<void>((resolve) => (producer.status === 'ready' ? resolve() : producer.once('ready', () => resolve())));
     const durable = (await checkRedisDurability(producer)).durable;

@@ -6,6 +6,7 @@ import type { Config } from '@mcb/core/config';
 import { coerceError, isAppError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import type { CallbackKind } from '@mcb/core/queue';
+import { inSpan, inSpanSync, orderAttributes, type Span } from '@mcb/core/tracing';
 import { createEnqueuer } from '../enqueue.ts';
 import type { IngestMetrics } from '../metrics.ts';
 import { CONTENT_FAILURE_STATUS, sendText, UNAVAILABLE_STATUS } from '../reply.ts';
@@ -55,17 +56,23 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
     onBatch: (size) => metrics.enqueueBatchSize.observe(size),
   });
 
-  async function handle(request: FastifyRequest, reply: FastifyReply, route: string, expectedKind: CallbackKind | undefined) {
+  async function handle(request: FastifyRequest, reply: FastifyReply, route: string, expectedKind: CallbackKind | undefined, span: Span | undefined) {
     const started = process.hrtime.bigint();
     const done = (outcome: string, status: number, body: 'success' | 'fail', code = '') => {
       metrics.requests.inc({ route, outcome, code });
       metrics.latency.observe({ route, outcome }, Number(process.hrtime.bigint() - started) / 1e9);
+      span?.setAttributes({ 'mcb.outcome': outcome, 'http.response.status_code': status, ...(code ? { 'error.code': code } : {}) });
       return sendText(reply, status, body);
     };
 
     let decoded;
     try {
-      decoded = decodeCallbackDetailed(parseBody(request.body), { keyRing: deps.keyRing, merchantNo: config.MERCHANT_NO ?? '', expectedKind, maxBlocks: config.INGEST_MAX_BLOCKS });
+      // The decrypt span says how many blocks and which key, never what they held.
+      decoded = inSpanSync('callback decrypt', {}, (decryptSpan) => {
+        const d = decodeCallbackDetailed(parseBody(request.body), { keyRing: deps.keyRing, merchantNo: config.MERCHANT_NO ?? '', expectedKind, maxBlocks: config.INGEST_MAX_BLOCKS });
+        decryptSpan?.setAttribute('mcb.key_index', d.keyIndex);
+        return d;
+      });
     } catch (e) {
       if (!isAppError(e)) throw e; // a bug, not bad input: the error boundary replies 500 fail and logs it
       // Details hold order numbers and states at most; the message never quotes the body.
@@ -75,6 +82,7 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
     const { job, keyIndex } = decoded;
     metrics.keyUsed.inc({ key_index: String(keyIndex) });
     const ids = { route, reqId: request.id, kind: job.kind, orderNo: job.orderNo, merchantOrderNo: job.merchantOrderNo, state: job.state };
+    span?.setAttributes(orderAttributes(job));
 
     const durability = deps.durability();
     if (!durability.acceptWrites) {
@@ -96,7 +104,11 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
       return done('unavailable', UNAVAILABLE_STATUS, 'fail', durability.refusal);
     }
     try {
-      const jobId = await enqueuer.enqueue(job, { waitAof: durability.waitAof });
+      const jobId = await inSpan('callback enqueue', {}, async (enqueueSpan) => {
+        const id = await enqueuer.enqueue(job, { waitAof: durability.waitAof });
+        enqueueSpan?.setAttribute('mcb.job_id', id);
+        return id;
+      });
       logger.info({ ...ids, jobId, keyIndex, outcome: 'enqueued' }, 'callback accepted');
       return done('success', 200, 'success');
     } catch (e) {
@@ -108,6 +120,7 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
   }
 
   for (const [route, kind] of Object.entries(CALLBACK_ROUTES)) {
-    app.post(route, (request, reply) => handle(request, reply, route, kind));
+    // One trace per callback starts here (a SERVER span); without tracing, inSpan calls straight through.
+    app.post(route, (request, reply) => inSpan('callback receive', { 'http.route': route }, (span) => handle(request, reply, route, kind, span)));
   }
 }

@@ -138,6 +138,17 @@ const schema = z.object({
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
   /** Log level of every process (pino): fatal, error, warn, info, debug, trace or silent. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * OpenTelemetry traces go to this OTLP/HTTP collector (the standard variable; OTEL_EXPORTER_OTLP_HEADERS and the
+   * other OTEL_EXPORTER_OTLP_* variables apply too). Unset: no tracing, at no cost (docs/observability.md).
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
+    .pipe(url(['http:', 'https:'], 'http(s)').optional()),
+  /** `console` prints spans to stdout (`pnpm dev --traces`); `none` turns tracing off; `otlp` needs the endpoint. */
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'console', 'none']).optional(),
 
   /** Address of the public callback listener. */
   INGEST_HOST: z.string().default('0.0.0.0'),

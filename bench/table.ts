@@ -13,7 +13,7 @@ function grid(rows: string[][]): string {
 export function renderTable(r: BenchReport): string {
   const out: string[] = [];
   out.push(`merchant-callbacks benchmark  ${r.at}  ${r.machine.cores} cores (${r.machine.cpu}), Node ${r.machine.node}${r.machine.quick ? '  [--quick]' : ''}`);
-  const { rsa, postgres, redis } = r.limits;
+  const { rsa, postgres, redis, tracingOff } = r.limits;
   if (rsa || postgres || redis) {
     out.push('', 'LIMITS (this machine, this run)');
     const rows = [['measure', 'value']];
@@ -27,6 +27,7 @@ export function renderTable(r: BenchReport): string {
       rows.push([`Redis PING, ${redis.inFlight} in flight`, `${n0(redis.pingConcurrent)}/s`]);
       rows.push([`Redis fsynced SET (AOF always), ${redis.inFlight} in flight`, `${n0(redis.durableWritesConcurrent)}/s`]);
     }
+    if (tracingOff) rows.push(['tracing helpers while off, per callback (ingest)', `${n0(tracingOff.nsPerCallback)} ns`]);
     out.push(grid(rows));
   }
   if (r.ingest) {

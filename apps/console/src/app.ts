@@ -104,6 +104,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const routeDeps: RouteDeps = {
     db: deps.db,
     catalog: deps.catalog ?? createCatalogCache({ db: deps.db, platform: deps.platform, logger: deps.logger }),
+    ...(deps.queue ? { queue: deps.queue } : {}),
   };
   await app.register(ordersRoutes, routeDeps);
   await app.register(payoutsRoutes, routeDeps);

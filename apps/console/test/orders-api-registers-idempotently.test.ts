@@ -161,6 +161,11 @@ describe('GET /api/orders/{merchantOrderNo}', () => {
       platformOrderNo: 'P-777',
       ledger: [{ entryType: 'payin_credit', amount: '250', currency: 'PHP', createdAt: creditedAt.toISOString() }],
       review: { reason: 'amount 250 ≠ 251', at: reviewedAt.toISOString() },
+      timeline: expect.any(Array),
     });
+    // The timeline has the database's part of the story (this console has no queue): receipt, ledger, review, by time.
+    const timeline = (res.json() as { timeline: { at: string; event: string }[] }).timeline;
+    expect([...new Set(timeline.map((e) => e.event))].sort()).toEqual(['applied', 'ledger-entry', 'review-opened']);
+    expect(timeline.map((e) => e.at)).toEqual(timeline.map((e) => e.at).sort());
   });
 });

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { Queue } from 'bullmq';
+import { Job, type Queue } from 'bullmq';
 import { callBesideKey, type RedisClient } from '@mcb/core/redis';
 import { Batcher } from '@mcb/core/batcher';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
-import { callbackJobId, callbackJobOptions, type CallbackJobInput } from '@mcb/core/queue';
+import { callbackJobId, callbackJobOptions, jobNote, type CallbackJobInput } from '@mcb/core/queue';
 import { captureContext, withContext, type Context } from '@mcb/core/tracing';
 
 /** Options of {@link createEnqueuer}. */
@@ -87,15 +87,27 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
           added[i]!.status === 'fulfilled' ? redis.hget(`${queue.qualifiedName}:${a.jobId}`, 'data').catch(() => null) : Promise.resolve(null),
         ),
       );
+      const copies: number[] = [];
       const variants = adds.flatMap((a, i) => {
         const data = stored[i];
         if (!data) return [];
         try {
-          return recordKey(JSON.parse(data) as CallbackJobInput) === recordKey(a.job) ? [] : [i];
+          const held = JSON.parse(data) as CallbackJobInput;
+          if (recordKey(held) !== recordKey(a.job)) return [i];
+          if (held.receivedAt !== a.job.receivedAt) copies.push(i); // the same callback again (a platform retry or copy)
+          return [];
         } catch {
           return [i];
         }
       });
+      if (copies.length > 0) {
+        // Noted on the job for the console's timeline; best effort: a note never decides an acknowledgement.
+        await Promise.allSettled(
+          copies.map((i) =>
+            Job.addJobLog(queue, adds[i]!.jobId, jobNote({ event: 'received-again', at: adds[i]!.job.receivedAt, detail: `the same callback reached ingest again (job ${adds[i]!.jobId} already held it)` }), callbackJobOptions.keepLogs),
+          ),
+        );
+      }
       if (variants.length > 0) {
         const again = await Promise.allSettled(variants.map((i) => add(adds[i]!, variantJobId(adds[i]!.jobId, adds[i]!.job))));
         variants.forEach((i, k) => {

@@ -1,7 +1,7 @@
-import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
+import { AppError, ErrorCodes, coerceError, firstLineOf } from '@mcb/core/errors';
 import type { RedisClient } from '@mcb/core/redis';
 import { activeSpan, markFailed, orderAttributes, queueTelemetry } from '@mcb/core/tracing';
-import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, type CallbackJobInput } from '@mcb/core/queue';
+import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, jobNote, type CallbackJobInput } from '@mcb/core/queue';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import {
   applyEvent,
@@ -134,6 +134,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     const event = parsed.data;
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     span?.setAttributes({ ...orderAttributes(event), 'mcb.job_id': job.id ?? '', 'mcb.attempt': job.attemptsMade + 1 });
+    let deferred = false;
     try {
       const options = { firstSeenAt: firstSeenAt(job, event.receivedAt), jobId: job.id, signal, noWait: lastAttempt };
       let outcome = await applyEvent(event, applyDeps, options);
@@ -144,7 +145,10 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
         // It may have waited for its order before: no longer.
         await deps.connection.zrem(unknownKey, job.id!).catch(() => 0);
       }
-      if (outcome.status === 'deferred') throw new AppError(outcome.code, outcome.reason, { transient: true });
+      if (outcome.status === 'deferred') {
+        deferred = true;
+        throw new AppError(outcome.code, outcome.reason, { transient: true });
+      }
       finish(outcome.status === 'applied' ? outcome.outcome : outcome.status);
       return outcome;
     } catch (e) {
@@ -155,6 +159,10 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
       markFailed(span, err);
       if (transient) metrics?.retries.inc({ kind, code });
       const ids = { jobId: job.id, orderNo: event.orderNo, state: event.state, merchantOrderNo: event.merchantOrderNo, attempt: job.attemptsMade + 1 };
+      // The console's timeline of this callback: each attempt that did not settle it, with its code and why.
+      await job
+        .log(jobNote({ event: deferred ? 'attempt-waiting' : 'attempt-failed', attempt: job.attemptsMade + 1, code, detail: `${code}: ${firstLineOf(err)}` }))
+        .catch(() => 0); // a note that cannot be written changes nothing about the job
       if (transient) logger.warn({ ...ids, code, err: coerceError(e) }, `attempt failed, will retry: ${err.message}`);
       else logger.error({ ...ids, code, err: coerceError(e) }, `job failed for good (kept for replay): ${err.message}`);
       throw err;

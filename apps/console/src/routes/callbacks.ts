@@ -1,10 +1,10 @@
 import { callbackReceipts, reviews, type Database } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
-import { callbackJobId, type CallbackKind } from '@mcb/core/queue';
 import type { Queue } from 'bullmq';
 import { and, asc, eq } from 'drizzle-orm';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { callbackTimeline, jobsOfOrder, timelineEntrySchema } from '../orders/timeline.ts';
 import { errorBodySchema, merchantOrderNoSchema } from '../schemas.ts';
 
 /** Options of {@link callbacksRoutes}. */
@@ -15,8 +15,6 @@ export interface CallbacksDeps {
 }
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
-/** The contract's job ids of one platform order: every final state of either kind. */
-const JOB_STATES: [CallbackKind, number][] = [['payin', 6], ['payin', 3], ['payout', 4], ['payout', 5]];
 
 const receiptSchema = z.object({
   orderNo: z.string(),
@@ -56,7 +54,7 @@ const jobSchema = z.object({
 /**
  * `GET /api/callbacks?orderNo=&merchantOrderNo=`: what arrived for an order, when, and what happened. Receipts
  * (applied events), reviews (events that failed verification) and, by platform OrderNo, the queue's jobs (still
- * waiting, retrying or failed). What bull-board cannot search, this can.
+ * waiting, retrying or failed), and the whole story in time order (`timeline`). What bull-board cannot search, this can.
  */
 export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app, { db, queue }) => {
   app.get(
@@ -71,7 +69,12 @@ export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app,
           merchantOrderNo: merchantOrderNoSchema.optional(),
         }),
         response: {
-          200: z.object({ receipts: z.array(receiptSchema), reviews: z.array(reviewSchema), jobs: z.array(jobSchema) }),
+          200: z.object({
+            receipts: z.array(receiptSchema),
+            reviews: z.array(reviewSchema),
+            jobs: z.array(jobSchema),
+            timeline: z.array(timelineEntrySchema).describe('Everything above and each job attempt, oldest first'),
+          }),
           400: errorBodySchema,
         },
       },
@@ -83,7 +86,7 @@ export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app,
           details: { errors: [{ field: 'querystring', message: 'orderNo or merchantOrderNo is required' }] },
         });
       }
-      const [receiptRows, reviewRows, jobs] = await Promise.all([
+      const [receiptRows, reviewRows, jobs, timeline] = await Promise.all([
         db
           .select()
           .from(callbackReceipts)
@@ -102,6 +105,7 @@ export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app,
           .orderBy(asc(reviews.id))
           .limit(200),
         orderNo && queue ? findJobs(queue, orderNo, merchantOrderNo) : Promise.resolve([]),
+        callbackTimeline(db, queue, { orderNo, merchantOrderNo }),
       ]);
       return {
         receipts: receiptRows.map((r) => ({
@@ -131,17 +135,15 @@ export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app,
           closedAt: iso(r.closedAt),
         })),
         jobs,
+        timeline,
       };
     },
   );
 };
 
 async function findJobs(queue: Queue, orderNo: string, merchantOrderNo: string | undefined) {
-  const found = await Promise.all(JOB_STATES.map(([kind, state]) => queue.getJob(callbackJobId(kind, orderNo, state))));
-  const jobs = found.filter((j) => j !== undefined && j !== null);
-  const matching = jobs.filter((j) => !merchantOrderNo || (j.data as { merchantOrderNo?: unknown }).merchantOrderNo === merchantOrderNo);
   return Promise.all(
-    matching.map(async (j) => ({
+    (await jobsOfOrder(queue, orderNo, merchantOrderNo)).map(async (j) => ({
       jobId: j.id ?? '',
       state: await j.getState(),
       attemptsMade: j.attemptsMade,

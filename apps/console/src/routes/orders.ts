@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { findOrder, insertOrderIfAbsent, orderView } from '../orders/repo.ts';
 import { registrationHash } from '../orders/request-hash.ts';
+import { callbackTimeline, timelineEntrySchema } from '../orders/timeline.ts';
 import { errorBodySchema, merchantOrderNoSchema, orderViewSchema, payinBodySchema } from '../schemas.ts';
 import type { RouteDeps } from './deps.ts';
 
@@ -17,7 +18,7 @@ export function orderConflict(merchantOrderNo: string): AppError {
 }
 
 /** Pay-in registration and the order view. */
-export const ordersRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db }) => {
+export const ordersRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db, queue }) => {
   app.post(
     '/api/payins',
     {
@@ -54,10 +55,13 @@ export const ordersRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db }
     '/api/orders/:merchantOrderNo',
     {
       schema: {
-        summary: 'An order with its ledger and open review',
+        summary: 'An order with its ledger, open review and callback timeline',
         tags: ['orders'],
         params: z.object({ merchantOrderNo: merchantOrderNoSchema }),
-        response: { 200: orderViewSchema, 404: errorBodySchema },
+        response: {
+          200: orderViewSchema.extend({ timeline: z.array(timelineEntrySchema).describe('Its callbacks, job attempts, receipt, ledger and reviews, oldest first') }),
+          404: errorBodySchema,
+        },
       },
     },
     async (req) => {
@@ -67,7 +71,8 @@ export const ordersRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db }
           details: { merchantOrderNo: req.params.merchantOrderNo },
         });
       }
-      return orderView(db, order);
+      const [view, timeline] = await Promise.all([orderView(db, order), callbackTimeline(db.db, queue, { merchantOrderNo: order.merchantOrderNo })]);
+      return { ...view, timeline };
     },
   );
 };

@@ -77,7 +77,29 @@ export const CALLBACK_BACKOFF = 'callback-backoff';
  */
 export const callbackJobOptions = {
   attempts: 60,
+  /** Job notes (see {@link jobNote}) kept per job: the platform sends at most 5 attempts, copies included. */
+  keepLogs: 100,
   backoff: { type: CALLBACK_BACKOFF },
   removeOnComplete: { age: 24 * 3600, count: 100_000 },
   removeOnFail: { age: 30 * 24 * 3600 },
 } as const;
+
+/**
+ * A note on a job's log, for the console's callback timeline (GET /api/callbacks, the order view): a later copy of
+ * the callback reaching ingest (`received-again`), or an attempt that waited (`attempt-waiting`: order unknown, Get
+ * order not final or refused) or failed (`attempt-failed`). One JSON object per log line; codes and one-line reasons
+ * only, never the record.
+ */
+export const jobNoteSchema = z.object({
+  at: z.string(),
+  event: z.enum(['received-again', 'attempt-waiting', 'attempt-failed']),
+  attempt: z.number().int().optional(),
+  code: z.string().optional(),
+  detail: z.string().max(500),
+});
+export type JobNote = z.output<typeof jobNoteSchema>;
+
+/** One job-log line for `note` (its detail cut to 300 characters), stamped now unless `at` is given. */
+export function jobNote(note: Omit<JobNote, 'at'> & { at?: string }): string {
+  return JSON.stringify({ ...note, at: note.at ?? new Date().toISOString(), detail: note.detail.slice(0, 300) });
+}

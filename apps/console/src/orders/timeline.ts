@@ -1,0 +1,133 @@
+/**
+ * The story of an order's callbacks in one list, in time order, without a tracing backend: each callback that
+ * reached ingest (the first arrival stored with the job, later copies noted on the job by ingest), each job attempt
+ * that failed or waited with its code and Get order's answer (noted on the job by the worker), the attempt that
+ * settled it, the receipt, the ledger entries and the reviews. Jobs are kept a day after completion (30 days when
+ * failed); after that the database part of the story remains.
+ */
+import { callbackReceipts, ledgerEntries, reviews, type Database } from '@mcb/core/db';
+import { callbackJobId, jobNoteSchema, type CallbackKind, type JobNote } from '@mcb/core/queue';
+import type { Job, Queue } from 'bullmq';
+import { and, asc, eq, inArray } from 'drizzle-orm';
+import { z } from 'zod';
+
+export const timelineEntrySchema = z.object({
+  at: z.string().describe('ISO-8601 instant'),
+  source: z.enum(['ingest', 'job', 'receipt', 'ledger', 'review']),
+  event: z
+    .enum(['received', 'received-again', 'attempt-waiting', 'attempt-failed', 'attempt-settled', 'job-failed', 'applied', 'ledger-entry', 'review-opened', 'review-closed'])
+    .describe('What happened (see docs/console.md, "Callback timeline")'),
+  orderNo: z.string().nullable().describe("The platform's OrderNo"),
+  state: z.number().int().nullable(),
+  jobId: z.string().nullable(),
+  attempt: z.number().int().nullable(),
+  code: z.string().nullable().describe('Error or review code'),
+  detail: z.string().describe('One line for a person'),
+});
+export type TimelineEntry = z.output<typeof timelineEntrySchema>;
+
+/** The contract's job ids of one platform order: every final state of either kind. */
+export const JOB_STATES: [CallbackKind, number][] = [['payin', 6], ['payin', 3], ['payout', 4], ['payout', 5]];
+
+/** The jobs of `orderNo` (every final state), narrowed to `merchantOrderNo` when given. */
+export async function jobsOfOrder(queue: Queue, orderNo: string, merchantOrderNo?: string): Promise<Job[]> {
+  const found = await Promise.all(JOB_STATES.map(([kind, state]) => queue.getJob(callbackJobId(kind, orderNo, state))));
+  return found.filter((j): j is Job => !!j && (!merchantOrderNo || (j.data as { merchantOrderNo?: unknown }).merchantOrderNo === merchantOrderNo));
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+async function jobEntries(queue: Queue, job: Job): Promise<TimelineEntry[]> {
+  const data = job.data as { orderNo?: string; state?: number; receivedAt?: string; kind?: string };
+  const base = { orderNo: data.orderNo ?? null, state: data.state ?? null, jobId: job.id ?? null };
+  const entries: TimelineEntry[] = [
+    {
+      ...base,
+      at: data.receivedAt ?? iso(job.timestamp),
+      source: 'ingest',
+      event: 'received',
+      attempt: null,
+      code: null,
+      detail: `${data.kind ?? 'callback'} state ${data.state ?? '?'} acknowledged at ingest and queued as job ${job.id}`,
+    },
+  ];
+  const { logs } = await queue.getJobLogs(job.id!, 0, 199, true);
+  for (const line of logs) {
+    let note: JobNote;
+    try {
+      note = jobNoteSchema.parse(JSON.parse(line));
+    } catch {
+      continue; // a line someone else wrote: not part of the story
+    }
+    entries.push({ ...base, at: note.at, source: note.event === 'received-again' ? 'ingest' : 'job', event: note.event, attempt: note.attempt ?? null, code: note.code ?? null, detail: note.detail });
+  }
+  const state = await job.getState();
+  if (state === 'completed' && job.finishedOn) {
+    const value = job.returnvalue as { status?: string; outcome?: string; code?: string } | null;
+    const result = value?.status === 'applied' ? `${value.outcome}` : (value?.status ?? 'done');
+    // At the start of the settling attempt: its commit (the receipt, the ledger) follows it.
+    const attempt = job.attemptsMade || 1;
+    entries.push({ ...base, at: iso(job.processedOn ?? job.finishedOn), source: 'job', event: 'attempt-settled', attempt, code: value?.code ?? null, detail: `attempt ${attempt} settled it: ${result}` });
+  } else if (state === 'failed' && job.finishedOn) {
+    entries.push({ ...base, at: iso(job.finishedOn), source: 'job', event: 'job-failed', attempt: job.attemptsMade, code: null, detail: `failed for good after ${job.attemptsMade} attempt(s), kept for replay: ${job.failedReason ?? ''}`.trim() });
+  }
+  return entries;
+}
+
+/** Every entry about the order's callbacks, oldest first. At least one of the two numbers narrows the search. */
+export async function callbackTimeline(db: Database, queue: Queue | undefined, q: { orderNo?: string; merchantOrderNo?: string }): Promise<TimelineEntry[]> {
+  const receiptWhere = and(q.orderNo ? eq(callbackReceipts.orderNo, q.orderNo) : undefined, q.merchantOrderNo ? eq(callbackReceipts.merchantOrderNo, q.merchantOrderNo) : undefined);
+  const [receiptRows, reviewRows] = await Promise.all([
+    db.select().from(callbackReceipts).where(receiptWhere).orderBy(asc(callbackReceipts.id)).limit(200),
+    db
+      .select()
+      .from(reviews)
+      .where(and(q.orderNo ? eq(reviews.orderNo, q.orderNo) : undefined, q.merchantOrderNo ? eq(reviews.merchantOrderNo, q.merchantOrderNo) : undefined))
+      .orderBy(asc(reviews.id))
+      .limit(200),
+  ]);
+  const ledgerRows =
+    receiptRows.length === 0
+      ? []
+      : await db.select().from(ledgerEntries).where(inArray(ledgerEntries.receiptId, receiptRows.map((r) => r.id))).orderBy(asc(ledgerEntries.id));
+  const orderNos = [...new Set([q.orderNo, ...receiptRows.map((r) => r.orderNo), ...reviewRows.map((r) => r.orderNo)].filter((n): n is string => !!n))].slice(0, 20);
+  const jobs = queue ? (await Promise.all(orderNos.map((no) => jobsOfOrder(queue, no, q.merchantOrderNo)))).flat() : [];
+
+  const entries: TimelineEntry[] = (await Promise.all(jobs.map((j) => jobEntries(queue!, j)))).flat();
+  const byReceipt = new Map(receiptRows.map((r) => [r.id, r]));
+  for (const r of receiptRows) {
+    entries.push({
+      at: r.appliedAt.toISOString(),
+      source: 'receipt',
+      event: 'applied',
+      orderNo: r.orderNo,
+      state: r.state,
+      jobId: r.jobId,
+      attempt: null,
+      code: null,
+      detail: `Get order confirmed state ${r.state} and ${r.confirmedAmount}; order ${r.outcome} (from ${r.source})`,
+    });
+  }
+  for (const l of ledgerRows) {
+    const receipt = byReceipt.get(l.receiptId);
+    entries.push({
+      at: l.createdAt.toISOString(),
+      source: 'ledger',
+      event: 'ledger-entry',
+      orderNo: receipt?.orderNo ?? null,
+      state: receipt?.state ?? null,
+      jobId: receipt?.jobId ?? null,
+      attempt: null,
+      code: null,
+      detail: `${l.entryType} ${l.amount} ${l.currency}`,
+    });
+  }
+  for (const r of reviewRows) {
+    const ids = { orderNo: r.orderNo, state: r.state, jobId: null, attempt: null, code: r.reasonCode };
+    entries.push({ ...ids, at: r.createdAt.toISOString(), source: 'review', event: 'review-opened', detail: `review ${r.id} opened: ${r.reason}` });
+    if (r.closedAt) entries.push({ ...ids, at: r.closedAt.toISOString(), source: 'review', event: 'review-closed', detail: `review ${r.id} ${r.status}` });
+  }
+  // Time order; at the same instant, the order in which things happen (arrival, attempt, receipt, ledger).
+  const rank: Record<TimelineEntry['source'], number> = { ingest: 0, job: 1, receipt: 2, ledger: 3, review: 4 };
+  return entries.sort((a, b) => a.at.localeCompare(b.at) || rank[a.source] - rank[b.source]);
+}

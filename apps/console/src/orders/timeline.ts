@@ -29,15 +29,51 @@ export type TimelineEntry = z.output<typeof timelineEntrySchema>;
 /** The contract's job ids of one platform order: every final state of either kind. */
 export const JOB_STATES: [CallbackKind, number][] = [['payin', 6], ['payin', 3], ['payout', 4], ['payout', 5]];
 
+/** A job of the order, with its BullMQ state read once. */
+export interface FoundJob {
+  job: Job;
+  state: string;
+}
+
 /** The jobs of `orderNo` (every final state), narrowed to `merchantOrderNo` when given. */
-export async function jobsOfOrder(queue: Queue, orderNo: string, merchantOrderNo?: string): Promise<Job[]> {
+export async function jobsOfOrder(queue: Queue, orderNo: string, merchantOrderNo?: string): Promise<FoundJob[]> {
   const found = await Promise.all(JOB_STATES.map(([kind, state]) => queue.getJob(callbackJobId(kind, orderNo, state))));
-  return found.filter((j): j is Job => !!j && (!merchantOrderNo || (j.data as { merchantOrderNo?: unknown }).merchantOrderNo === merchantOrderNo));
+  const jobs = found.filter((j): j is Job => !!j && (!merchantOrderNo || (j.data as { merchantOrderNo?: unknown }).merchantOrderNo === merchantOrderNo));
+  return Promise.all(jobs.map(async (job) => ({ job, state: await job.getState() })));
+}
+
+/** What is stored about an order's callbacks: receipts and reviews in Postgres, jobs on the queue. */
+export interface CallbackRecords {
+  receipts: (typeof callbackReceipts.$inferSelect)[];
+  reviews: (typeof reviews.$inferSelect)[];
+  /** Jobs of every platform order number the query or the rows name (at most 20 numbers). */
+  jobs: FoundJob[];
+}
+
+/** Load {@link CallbackRecords} once, for the search route and the timeline alike. */
+export async function loadCallbackRecords(db: Database, queue: Queue | undefined, q: { orderNo?: string; merchantOrderNo?: string }): Promise<CallbackRecords> {
+  const [receiptRows, reviewRows] = await Promise.all([
+    db
+      .select()
+      .from(callbackReceipts)
+      .where(and(q.orderNo ? eq(callbackReceipts.orderNo, q.orderNo) : undefined, q.merchantOrderNo ? eq(callbackReceipts.merchantOrderNo, q.merchantOrderNo) : undefined))
+      .orderBy(asc(callbackReceipts.id))
+      .limit(200),
+    db
+      .select()
+      .from(reviews)
+      .where(and(q.orderNo ? eq(reviews.orderNo, q.orderNo) : undefined, q.merchantOrderNo ? eq(reviews.merchantOrderNo, q.merchantOrderNo) : undefined))
+      .orderBy(asc(reviews.id))
+      .limit(200),
+  ]);
+  const orderNos = [...new Set([q.orderNo, ...receiptRows.map((r) => r.orderNo), ...reviewRows.map((r) => r.orderNo)].filter((n): n is string => !!n))].slice(0, 20);
+  const jobs = queue ? (await Promise.all(orderNos.map((no) => jobsOfOrder(queue, no, q.merchantOrderNo)))).flat() : [];
+  return { receipts: receiptRows, reviews: reviewRows, jobs };
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-async function jobEntries(queue: Queue, job: Job): Promise<TimelineEntry[]> {
+async function jobEntries(queue: Queue, { job, state }: FoundJob): Promise<TimelineEntry[]> {
   const data = job.data as { orderNo?: string; state?: number; receivedAt?: string; kind?: string };
   const base = { orderNo: data.orderNo ?? null, state: data.state ?? null, jobId: job.id ?? null };
   const entries: TimelineEntry[] = [
@@ -61,7 +97,6 @@ async function jobEntries(queue: Queue, job: Job): Promise<TimelineEntry[]> {
     }
     entries.push({ ...base, at: note.at, source: note.event === 'received-again' ? 'ingest' : 'job', event: note.event, attempt: note.attempt ?? null, code: note.code ?? null, detail: note.detail });
   }
-  const state = await job.getState();
   if (state === 'completed' && job.finishedOn) {
     const value = job.returnvalue as { status?: string; outcome?: string; code?: string } | null;
     const result = value?.status === 'applied' ? `${value.outcome}` : (value?.status ?? 'done');
@@ -76,24 +111,17 @@ async function jobEntries(queue: Queue, job: Job): Promise<TimelineEntry[]> {
 
 /** Every entry about the order's callbacks, oldest first. At least one of the two numbers narrows the search. */
 export async function callbackTimeline(db: Database, queue: Queue | undefined, q: { orderNo?: string; merchantOrderNo?: string }): Promise<TimelineEntry[]> {
-  const receiptWhere = and(q.orderNo ? eq(callbackReceipts.orderNo, q.orderNo) : undefined, q.merchantOrderNo ? eq(callbackReceipts.merchantOrderNo, q.merchantOrderNo) : undefined);
-  const [receiptRows, reviewRows] = await Promise.all([
-    db.select().from(callbackReceipts).where(receiptWhere).orderBy(asc(callbackReceipts.id)).limit(200),
-    db
-      .select()
-      .from(reviews)
-      .where(and(q.orderNo ? eq(reviews.orderNo, q.orderNo) : undefined, q.merchantOrderNo ? eq(reviews.merchantOrderNo, q.merchantOrderNo) : undefined))
-      .orderBy(asc(reviews.id))
-      .limit(200),
-  ]);
+  return timelineOf(db, queue, await loadCallbackRecords(db, queue, q));
+}
+
+/** The timeline of records already loaded: adds the ledger entries of the receipts and the jobs' notes. */
+export async function timelineOf(db: Database, queue: Queue | undefined, records: CallbackRecords): Promise<TimelineEntry[]> {
+  const { receipts: receiptRows, reviews: reviewRows, jobs } = records;
   const ledgerRows =
     receiptRows.length === 0
       ? []
       : await db.select().from(ledgerEntries).where(inArray(ledgerEntries.receiptId, receiptRows.map((r) => r.id))).orderBy(asc(ledgerEntries.id));
-  const orderNos = [...new Set([q.orderNo, ...receiptRows.map((r) => r.orderNo), ...reviewRows.map((r) => r.orderNo)].filter((n): n is string => !!n))].slice(0, 20);
-  const jobs = queue ? (await Promise.all(orderNos.map((no) => jobsOfOrder(queue, no, q.merchantOrderNo)))).flat() : [];
-
-  const entries: TimelineEntry[] = (await Promise.all(jobs.map((j) => jobEntries(queue!, j)))).flat();
+  const entries: TimelineEntry[] = queue ? (await Promise.all(jobs.map((j) => jobEntries(queue, j)))).flat() : [];
   const byReceipt = new Map(receiptRows.map((r) => [r.id, r]));
   for (const r of receiptRows) {
     entries.push({

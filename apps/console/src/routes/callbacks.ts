@@ -1,10 +1,9 @@
-import { callbackReceipts, reviews, type Database } from '@mcb/core/db';
+import type { Database } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Queue } from 'bullmq';
-import { and, asc, eq } from 'drizzle-orm';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { callbackTimeline, jobsOfOrder, timelineEntrySchema } from '../orders/timeline.ts';
+import { loadCallbackRecords, timelineEntrySchema, timelineOf, type FoundJob } from '../orders/timeline.ts';
 import { errorBodySchema, merchantOrderNoSchema } from '../schemas.ts';
 
 /** Options of {@link callbacksRoutes}. */
@@ -86,27 +85,11 @@ export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app,
           details: { errors: [{ field: 'querystring', message: 'orderNo or merchantOrderNo is required' }] },
         });
       }
-      const [receiptRows, reviewRows, jobs, timeline] = await Promise.all([
-        db
-          .select()
-          .from(callbackReceipts)
-          .where(
-            and(
-              orderNo ? eq(callbackReceipts.orderNo, orderNo) : undefined,
-              merchantOrderNo ? eq(callbackReceipts.merchantOrderNo, merchantOrderNo) : undefined,
-            ),
-          )
-          .orderBy(asc(callbackReceipts.id))
-          .limit(200),
-        db
-          .select()
-          .from(reviews)
-          .where(and(orderNo ? eq(reviews.orderNo, orderNo) : undefined, merchantOrderNo ? eq(reviews.merchantOrderNo, merchantOrderNo) : undefined))
-          .orderBy(asc(reviews.id))
-          .limit(200),
-        orderNo && queue ? findJobs(queue, orderNo, merchantOrderNo) : Promise.resolve([]),
-        callbackTimeline(db, queue, { orderNo, merchantOrderNo }),
-      ]);
+      const records = await loadCallbackRecords(db, queue, { orderNo, merchantOrderNo });
+      const { receipts: receiptRows, reviews: reviewRows } = records;
+      const timeline = await timelineOf(db, queue, records);
+      // `jobs` lists the asked platform order's jobs (the timeline also has those its receipts and reviews name).
+      const jobs = orderNo ? records.jobs.filter((j) => (j.job.data as { orderNo?: unknown }).orderNo === orderNo).map(jobView) : [];
       return {
         receipts: receiptRows.map((r) => ({
           orderNo: r.orderNo,
@@ -141,15 +124,13 @@ export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app,
   );
 };
 
-async function findJobs(queue: Queue, orderNo: string, merchantOrderNo: string | undefined) {
-  return Promise.all(
-    (await jobsOfOrder(queue, orderNo, merchantOrderNo)).map(async (j) => ({
-      jobId: j.id ?? '',
-      state: await j.getState(),
-      attemptsMade: j.attemptsMade,
-      failedReason: j.failedReason ?? null,
-      timestamp: new Date(j.timestamp).toISOString(),
-      finishedOn: j.finishedOn ? new Date(j.finishedOn).toISOString() : null,
-    })),
-  );
+function jobView({ job, state }: FoundJob) {
+  return {
+    jobId: job.id ?? '',
+    state,
+    attemptsMade: job.attemptsMade,
+    failedReason: job.failedReason ?? null,
+    timestamp: new Date(job.timestamp).toISOString(),
+    finishedOn: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
+  };
 }

@@ -91,5 +91,7 @@ describe('one trace per callback, from ingest to the commit', () => {
     expect(startTracing('x', { OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toBeUndefined();
     expect(startTracing('x', { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toBeUndefined();
     expect(Object.keys(queueTelemetry())).toEqual(['telemetry']); // this file's tracing, still on
+    // A second start in one process is a programming error, said at once rather than silently replacing the first.
+    expect(() => startTracing('x', {}, { exporter: new InMemorySpanExporter() })).toThrow(/already started/);
   });
 });

@@ -68,10 +68,13 @@ const url = (protocols: readonly string[], what: string) =>
     },
     { message: `expected a ${what} URL (${protocols.join(' or ')})` },
   );
+/** A string whose blank value counts as unset (compose and .env files write `NAME=` for "not set"); trimmed. */
 const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+/** An optional URL of `protocols`, blank meaning unset. */
+const optionalUrl = (protocols: readonly string[], what: string) => optionalString.pipe(url(protocols, what).optional());
 
 /**
  * Every environment variable the pipeline reads, with its default. The public ones are DESIGN.md's contract;
@@ -86,17 +89,9 @@ const schema = z.object({
    * Where `pnpm db:migrate` connects when DATABASE_URL points at PgBouncer: Postgres itself (migrations hold a
    * session advisory lock, which transaction pooling cannot keep). @defaultValue DATABASE_URL
    */
-  DATABASE_MIGRATION_URL: z
-    .string()
-    .optional()
-    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
-    .pipe(url(['postgres:', 'postgresql:'], 'postgres').optional()),
+  DATABASE_MIGRATION_URL: optionalUrl(['postgres:', 'postgresql:'], 'postgres'),
   /** Redis for BullMQ (empty counts as unset: a compose env file empties it to choose another topology). */
-  REDIS_URL: z
-    .string()
-    .optional()
-    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
-    .pipe(url(['redis:', 'rediss:'], 'redis').default('redis://127.0.0.1:6379')),
+  REDIS_URL: optionalString.pipe(url(['redis:', 'rediss:'], 'redis').default('redis://127.0.0.1:6379')),
   /**
    * Redis through Sentinel instead of REDIS_URL: the sentinels as `host:port[,host:port...]`, with
    * REDIS_SENTINEL_NAME; every process finds the primary through them and follows a failover without a restart.
@@ -118,11 +113,7 @@ const schema = z.object({
   /** Comma-separated PEM private key files; the first is current, the others are tried during a rotation. */
   MERCHANT_PRIVATE_KEY_FILE: optionalString,
   /** The platform's `{base_url}`. */
-  PLATFORM_BASE_URL: z
-    .string()
-    .optional()
-    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
-    .pipe(url(['http:', 'https:'], 'http(s)').optional()),
+  PLATFORM_BASE_URL: optionalUrl(['http:', 'https:'], 'http(s)'),
   /**
    * Accept an `http://` PLATFORM_BASE_URL (local stacks, the demo, tests). Get order is the only thing that makes an
    * unsigned callback trustworthy, so production requires https; with this set, every start warns.
@@ -142,11 +133,7 @@ const schema = z.object({
    * OpenTelemetry traces go to this OTLP/HTTP collector (the standard variable; OTEL_EXPORTER_OTLP_HEADERS and the
    * other OTEL_EXPORTER_OTLP_* variables apply too). Unset: no tracing, at no cost (docs/observability.md).
    */
-  OTEL_EXPORTER_OTLP_ENDPOINT: z
-    .string()
-    .optional()
-    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
-    .pipe(url(['http:', 'https:'], 'http(s)').optional()),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl(['http:', 'https:'], 'http(s)'),
   /** `console` prints spans to stdout (`pnpm dev --traces`); `none` turns tracing off; `otlp` needs the endpoint. */
   OTEL_TRACES_EXPORTER: z.enum(['otlp', 'console', 'none']).optional(),
 
@@ -233,11 +220,7 @@ const schema = z.object({
   /** How often the worker refreshes the stored payment-method catalog. */
   CATALOG_REFRESH_INTERVAL: duration('15m'),
   /** Receives a JSON message when a job exhausts its attempts or a review is opened. */
-  ALERT_WEBHOOK_URL: z
-    .string()
-    .optional()
-    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
-    .pipe(url(['http:', 'https:'], 'http(s)').optional()),
+  ALERT_WEBHOOK_URL: optionalUrl(['http:', 'https:'], 'http(s)'),
 
   /** Address of the console's API and dashboard (internal: loopback by default). */
   CONSOLE_HOST: z.string().default('127.0.0.1'),

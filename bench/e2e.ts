@@ -7,7 +7,7 @@
  */
 import { PayinState } from '@mcb/core/spec';
 import pg from 'pg';
-import { buildApp, type Attempt, type Delivery } from '../apps/sandbox/src/app.ts';
+import { buildApp, type Attempt, type Delivery } from '@mcb/sandbox';
 import { createLogger } from '@mcb/core/logger';
 import { BENCH_MERCHANT_NO, type BenchKeys } from './lib/callbacks.ts';
 import { insertPendingPayins, truncateAll } from './lib/database.ts';

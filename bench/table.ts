@@ -66,6 +66,13 @@ export function renderTable(r: BenchReport): string {
     out.push('  worker CPU profile (end to end), self time by category:');
     out.push(`    ${wp.byCategory.slice(0, 10).map((c) => `${c.category} ${(c.share * 100).toFixed(1)}%`).join(', ')}`);
   }
+  if (r.search) {
+    const x = r.search;
+    out.push('', `SEARCH (GET /api/callbacks through the console's routes; ${n0(x.rows)} receipts and arrivals, filled in ${n0(x.fillSeconds)} s; ${x.queries} queries per filter; load average ${x.loadAverage.before.toFixed(1)} → ${x.loadAverage.after.toFixed(1)})`);
+    const rows = [['filter', 'rows/page', 'p50 ms', 'p99 ms', 'max ms', 'query alone p50/p99 ms']];
+    for (const f of x.filters) rows.push([f.name, n0(f.rowsPerPage), ms(f.latencyMs.p50), ms(f.latencyMs.p99), ms(f.latencyMs.max), f.queryMs ? `${ms(f.queryMs.p50)} / ${ms(f.queryMs.p99)}` : '-']);
+    out.push(grid(rows));
+  }
   if (r.backlog) {
     const b = r.backlog;
     out.push('', 'BACKLOG (BullMQ addBulk with the contract ids/options; one worker drains it)');

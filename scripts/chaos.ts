@@ -1,6 +1,10 @@
 /**
  * `pnpm test:chaos`: the large chaos run (see docs/reliability.md). Options as flags, e.g.
  *   pnpm test:chaos --payins 3000 --payouts 1000 --span 90s --kill-every 3s
+ *   pnpm test:chaos --topology sentinel --min-replicas 1 --payins 800 --payouts 200 --span 40s --fault-gap 4s
+ * The sentinel topology (a primary, two replicas, three sentinels, PgBouncer) replaces the worker kills, Postgres
+ * restart and Redis SIGKILL with its own faults: a stale primary, a replication link cut, a PgBouncer restart and a
+ * worker SIGKILL mid-batch (test/reliability/chaos/sentinel-faults.ts).
  * Exits 1 when any invariant was violated.
  */
 import { parseArgs } from 'node:util';
@@ -17,6 +21,9 @@ const { values } = parseArgs({
     'redis-kill-at': { type: 'string', default: '60s' },
     'redis-down': { type: 'string', default: '2s' },
     duplicates: { type: 'string', default: '0.3' },
+    topology: { type: 'string', default: 'single' },
+    'min-replicas': { type: 'string', default: '1' },
+    'fault-gap': { type: 'string', default: '4s' },
   },
 });
 
@@ -31,6 +38,10 @@ process.once('SIGINT', () => process.exit(130));
 process.once('SIGTERM', () => process.exit(143));
 
 const span = ms('span', values.span);
+const topology = values.topology;
+if (topology !== 'single' && topology !== 'sentinel') throw new Error('--topology: expected single or sentinel');
+const minReplicas = Number(values['min-replicas']);
+if (!Number.isInteger(minReplicas) || minReplicas < 0 || minReplicas > 2) throw new Error('--min-replicas: expected 0, 1 or 2');
 const report = await runChaos({
   payins: Number(values.payins),
   payouts: Number(values.payouts),
@@ -42,6 +53,9 @@ const report = await runChaos({
   pgRestartAtMs: ms('pg-restart-at', values['pg-restart-at']),
   redisKillAtMs: ms('redis-kill-at', values['redis-kill-at']),
   redisDownMs: ms('redis-down', values['redis-down']),
+  topology,
+  minReplicas,
+  faultGapMs: ms('fault-gap', values['fault-gap']),
   settleTimeoutMs: 120_000,
   drainTimeoutMs: 120_000,
 });

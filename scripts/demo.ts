@@ -12,7 +12,8 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { driveDemo, planOrders } from './lib/demo-driver.ts';
 import { buildSummary, formatSummary } from './lib/demo-report.ts';
-import { readLocalSettings, startLocalStack, type LocalStack } from './lib/local-stack.ts';
+import { stackInputEnv } from './lib/env-file.ts';
+import { readLocalSettings, startLocalStack, triggerHint, type LocalStack } from './lib/local-stack.ts';
 import { stopOnSignals } from './lib/processes.ts';
 
 const USAGE = `usage: pnpm demo [--once] [--orders N] [--free-ports] [--timeout 60s] [--summary-file FILE]
@@ -66,7 +67,9 @@ function parseOptions(): { once: boolean; orders: number; freePorts: boolean; ti
 }
 
 let stack: LocalStack | undefined;
-const exit = stopOnSignals(say, { SIGINT: 130, SIGTERM: 143 });
+// Interrupted mid-run: 130/143. Once the summary is out, Ctrl-C is how the services are stopped: the run's own status.
+const signalCodes = { SIGINT: 130, SIGTERM: 143 };
+const exit = stopOnSignals(say, signalCodes);
 const { started, shutdown } = exit;
 
 let options;
@@ -79,7 +82,7 @@ try {
 
 let exitCode = 1;
 try {
-  const settings = readLocalSettings(process.env, 'demo', root);
+  const settings = readLocalSettings(stackInputEnv(), 'demo', root);
   const logDir = resolve(root, process.env.DEMO_LOG_DIR?.trim() || join('.data', 'demo', 'logs'));
   stack = await startLocalStack(settings, { started, freePorts: options.freePorts, output: { kind: 'file', dir: logDir }, say });
   say(`services up (logs in ${logDir}); driving ${options.orders} orders at sandbox time scale ${settings.timeScale}`);
@@ -122,6 +125,8 @@ try {
   if (running.volatileRedis) say('NOTE: this demo ran on a volatile Redis; production needs the compose Redis (AOF, fsync always).');
 
   if (!options.once) {
+    signalCodes.SIGINT = exitCode;
+    signalCodes.SIGTERM = exitCode;
     say(
       [
         '',
@@ -129,7 +134,7 @@ try {
         `  dashboard   ${running.urls.dashboard}   (bearer token: ${settings.consoleTokenGiven ? 'CONSOLE_TOKEN' : settings.consoleTokenFile})`,
         `  console API ${running.urls.console}/api/orders/<merchantOrderNo>`,
         `  ingest      ${running.urls.ingest}/callbacks/payin, /callbacks/payout`,
-        `  sandbox     ${running.urls.sandbox}   (pnpm sandbox trigger payin --currency INR --amount 1000, with SANDBOX_URL=${running.urls.sandbox})`,
+        `  sandbox     ${running.urls.sandbox}   try: ${triggerHint(running.urls.sandbox, running.envFileWritten)}`,
       ].join('\n'),
     );
     await running.firstExit;

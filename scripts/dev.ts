@@ -7,7 +7,8 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { coerceError } from '@mcb/core/errors';
-import { readLocalSettings, startLocalStack, type LocalStack } from './lib/local-stack.ts';
+import { stackInputEnv } from './lib/env-file.ts';
+import { readLocalSettings, startLocalStack, triggerHint, type LocalStack } from './lib/local-stack.ts';
 import { stopOnSignals } from './lib/processes.ts';
 
 const root = resolve(import.meta.dirname, '..');
@@ -27,7 +28,7 @@ try {
 }
 
 try {
-  const settings = readLocalSettings(process.env, 'dev', root);
+  const settings = readLocalSettings(stackInputEnv(), 'dev', root);
   stack = await startLocalStack(settings, {
     started,
     freePorts,
@@ -41,7 +42,7 @@ try {
       'dev: all four apps are up (Ctrl-C stops them):',
       `  ingest    ${u.ingest}/callbacks/payin, /callbacks/payout   (metrics ${u.ingestMetrics}/metrics)`,
       `  console   ${u.console}/api   dashboard ${u.dashboard}   (bearer token: ${settings.consoleTokenGiven ? 'CONSOLE_TOKEN' : settings.consoleTokenFile})`,
-      `  sandbox   ${u.sandbox}   time scale ${settings.timeScale}   try: SANDBOX_URL=${u.sandbox} pnpm sandbox trigger payin --currency INR --amount 1000`,
+      `  sandbox   ${u.sandbox}   time scale ${settings.timeScale}   try: ${triggerHint(u.sandbox, stack.envFileWritten)}`,
       `  worker    metrics ${u.workerMetrics}/metrics`,
       stack.volatileRedis ? 'dev: NOTE: volatile Redis; ingest runs with INGEST_ALLOW_VOLATILE_REDIS=true (never in production).' : '',
     ]

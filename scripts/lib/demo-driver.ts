@@ -5,7 +5,7 @@
  */
 import { PayinState, PayoutState } from '@mcb/core/spec';
 import { randomBytes } from 'node:crypto';
-import type { Delivery, SandboxOrder } from '../../apps/sandbox/src/app.ts';
+import type { Delivery, SandboxOrder } from '@mcb/sandbox';
 import { forEachLimited, requestJson } from './http.ts';
 
 /** One order of the plan and what should become of it. */
@@ -93,8 +93,8 @@ export function planOrders(count: number): DemoPlan {
 async function registerInConsole(t: DriverTargets, o: PlannedOrder): Promise<void> {
   const body =
     o.kind === 'payin'
-      ? { merchantOrderNo: o.merchantOrderNo, currency: 'INR', amount: o.amount }
-      : { merchantOrderNo: o.merchantOrderNo, currency: 'INR', amount: o.amount, paymentMethod: 102, params: PAYOUT_PARAMS };
+      ? { merchantOrderNo: o.merchantOrderNo, currency: 'INR', amount: o.amount, reason: 'demo: the merchant registers its order' }
+      : { merchantOrderNo: o.merchantOrderNo, currency: 'INR', amount: o.amount, paymentMethod: 102, params: PAYOUT_PARAMS, reason: 'demo: the merchant registers its order' };
   await requestJson(`${t.consoleUrl}/api/${o.kind}s`, { body, token: t.consoleToken });
 }
 

@@ -47,7 +47,7 @@ export interface LocalSettings {
   logLevel: string;
 }
 
-/** Contract ports (DESIGN.md) and the apps' metrics defaults. */
+/** Contract ports (docs/design.md) and the apps' metrics defaults. */
 export const CONTRACT_PORTS: Readonly<StackPorts> = Object.freeze({
   ingest: 8080,
   console: 8081,
@@ -229,8 +229,10 @@ export async function settlePorts(settings: LocalSettings, pickFree: boolean): P
   if (taken.length > 0) {
     throw new Error(
       `port already in use: ${taken.join(', ')}.\n` +
-        `Stop whatever holds it (another \`pnpm dev\`/\`pnpm demo\`? \`ss -ltnp | grep <port>\`), set the variable to another port, ` +
-        'or pass --free-ports to let the demo pick free ones.',
+        `Stop whatever holds it (another \`pnpm dev\`/\`pnpm demo\`? \`ss -ltnp | grep <port>\`), ` +
+        (pickFree
+          ? 'or set the variable to a free port: it is set in the environment (or in your own .env), and --free-ports replaces only the ports nobody chose.'
+          : 'set the variable to another port, or pass --free-ports to pick free ones.'),
     );
   }
   return ports;

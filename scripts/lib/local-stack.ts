@@ -4,7 +4,7 @@
  * answers. `stop()` ends them in reverse order.
  */
 import type { DurabilityReport } from '@mcb/core/redis';
-import { writeLocalEnvFileOnce } from './env-file.ts';
+import { LOOSENINGS, stackInputEnv, writeLocalEnvFile } from './env-file.ts';
 import { childEnv, ensureConsoleToken, ensureKeys, settlePorts, type LocalSettings, type StackPorts } from './local-env.ts';
 import { migrate, redisDurability, requireServices, volatileRedisWarning } from './preflight.ts';
 import { spawnApp, stopAll, waitReady, type AppName, type AppProcess, type OutputMode } from './processes.ts';
@@ -48,6 +48,8 @@ export interface LocalStack {
   consoleToken: string;
   keysGenerated: boolean;
   durability: DurabilityReport;
+  /** The `.env` file written for commands in another shell; undefined when a user's own file is there (or files are off). */
+  envFileWritten: string | undefined;
   /** Ingest runs with INGEST_ALLOW_VOLATILE_REDIS=true because Redis is not durable. */
   volatileRedis: boolean;
   procs: AppProcess[];
@@ -84,6 +86,15 @@ function readyUrl(name: AppName, urls: StackUrls): string {
 }
 
 /**
+ * The command to try in another shell: with the stack's `.env` written nothing needs exporting; beside a user's own
+ * `.env` (not rewritten) the sandbox's URL is given on the command line.
+ */
+export function triggerHint(sandboxUrl: string, envFileWritten: string | undefined): string {
+  const command = 'pnpm sandbox trigger payin --currency INR --amount 1000';
+  return envFileWritten ? command : `SANDBOX_URL=${sandboxUrl} ${command}`;
+}
+
+/**
  * Preflight and start. On any failure everything started so far is stopped and the error is rethrown; its
  * message says what to do (start Postgres/Redis, free a port, read an app's log).
  */
@@ -107,7 +118,8 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
 
   const ports = await settlePorts(settings, opts.freePorts ?? false);
   const urls = urlsOf(ports);
-  const env = childEnv(settings, ports, { consoleToken, allowVolatileRedis: volatileRedis });
+  // The apps get the real environment (not a previous run's settings from the stack's own .env) and the stack's.
+  const env = childEnv(settings, ports, { consoleToken, allowVolatileRedis: volatileRedis }, stackInputEnv());
   // The local stack's logs are read by a person (`pnpm dev` on the terminal, `pnpm demo` in its log files):
   // pino-pretty, coloured when dev's terminal is, unless LOG_FORMAT says otherwise.
   if (opts.traces) env.OTEL_TRACES_EXPORTER = 'console';
@@ -115,11 +127,12 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
     env.LOG_FORMAT = 'pretty';
     if (opts.output.kind === 'prefix' && process.stdout.isTTY && !process.env.NO_COLOR) env.FORCE_COLOR = '1';
   }
-  const written = writeLocalEnvFileOnce(
+  const written = writeLocalEnvFile(
     [
-      `Written by \`pnpm ${settings.mode}\` for the local stack it started; it is never overwritten (delete it to have it written again).`,
-      'Every pnpm command reads it (pnpm cli, pnpm sandbox, pnpm db:migrate, pnpm start:*); the real environment wins over it.',
-      'Every setting and its default: .env.example.',
+      `Last written by \`pnpm ${settings.mode}\`: where its stack is, for \`pnpm cli\`, \`pnpm sandbox\` and \`pnpm db:migrate\` in another shell.`,
+      'pnpm dev and pnpm demo do not read their settings from it; remove the first line to make the file yours (then they do,',
+      'and never rewrite it). It holds no setting that loosens a check: those are never read from a file.',
+      'The real environment wins over it. Every setting and its default: .env.example.',
     ],
     localEnvValues(env),
   );
@@ -138,10 +151,13 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
     throw e;
   }
   const firstExit = Promise.race(procs.map((p) => p.exited.then((code) => ({ name: p.name, code }))));
-  return { settings, ports, urls, consoleToken, keysGenerated: keys.generated, durability, volatileRedis, procs, firstExit, stop };
+  return { settings, ports, urls, consoleToken, envFileWritten: written, keysGenerated: keys.generated, durability, volatileRedis, procs, firstExit, stop };
 }
 
-/** The settings a command in another shell needs to reach the local stack (what `.env` gets). */
+/**
+ * The settings a command in another shell needs to reach the local stack (what `.env` gets). Never a loosening
+ * (PLATFORM_ALLOW_HTTP, INGEST_ALLOW_VOLATILE_REDIS): a `pnpm start:*` in this checkout must not inherit one.
+ */
 const LOCAL_ENV_NAMES = [
   'DATABASE_URL',
   'REDIS_URL',
@@ -149,12 +165,10 @@ const LOCAL_ENV_NAMES = [
   'MERCHANT_NO',
   'MERCHANT_PRIVATE_KEY_FILE',
   'PLATFORM_BASE_URL',
-  'PLATFORM_ALLOW_HTTP',
   'CONSOLE_TOKEN',
   'INGEST_HOST',
   'INGEST_PORT',
   'INGEST_METRICS_PORT',
-  'INGEST_ALLOW_VOLATILE_REDIS',
   'WORKER_METRICS_PORT',
   'CONSOLE_HOST',
   'CONSOLE_PORT',
@@ -168,5 +182,5 @@ const LOCAL_ENV_NAMES = [
 ] as const;
 
 function localEnvValues(env: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(LOCAL_ENV_NAMES.filter((n) => env[n] !== undefined).map((n) => [n, env[n]!]));
+  return Object.fromEntries(LOCAL_ENV_NAMES.filter((n) => env[n] !== undefined && !LOOSENINGS.includes(n)).map((n) => [n, env[n]!]));
 }

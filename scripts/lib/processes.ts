@@ -118,7 +118,13 @@ export interface StackExit {
   shutdown(code: number): Promise<never>;
 }
 
-/** Stop every started app, then exit with `codes[signal]`, on SIGINT and SIGTERM. Used by `pnpm demo` and `pnpm dev`. */
+/**
+ * Stop every started app, then exit with `codes[signal]` (read when the signal comes, so a caller may change it), on
+ * SIGINT and SIGTERM. Used by `pnpm demo` and `pnpm dev`. The handlers stay installed: Ctrl-C reaches this process
+ * twice (from the terminal, and again from pnpm, which forwards it), and a second SIGINT without a handler would kill
+ * the process mid-shutdown, which pnpm reports as `ELIFECYCLE Command failed`. Later signals wait for the first
+ * shutdown, which stopAll bounds (SIGKILL after its grace period).
+ */
 export function stopOnSignals(say: (line: string) => void, codes: { SIGINT: number; SIGTERM: number }): StackExit {
   const started: AppProcess[] = [];
   let stopping = false;
@@ -134,8 +140,8 @@ export function stopOnSignals(say: (line: string) => void, codes: { SIGINT: numb
     })();
     return stopped;
   };
-  process.once('SIGINT', () => void shutdown(codes.SIGINT));
-  process.once('SIGTERM', () => void shutdown(codes.SIGTERM));
+  process.on('SIGINT', () => void shutdown(codes.SIGINT));
+  process.on('SIGTERM', () => void shutdown(codes.SIGTERM));
   return {
     started,
     get stopping() {

@@ -1,73 +1,137 @@
-import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operatorActions } from '@mcb/core/db';
 import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
-import { chromium, type Browser } from 'playwright-core';
+import { eq } from 'drizzle-orm';
+import type { Browser, Page } from 'playwright-core';
+import { ARTIFACTS, launchBrowser } from './helpers/browser.ts';
+import { OPERATORS, TOKENS } from '../../apps/console/test/helpers/operators.ts';
 import { ledgerOf, startOpsStack, TOKEN, type OpsStack } from './helpers/ops-harness.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACT = path.resolve(import.meta.dirname, '../../../test-results/dashboard-retry.png');
 
 const env = useTestEnv();
 let stack: OpsStack;
 let browser: Browser | undefined;
 
 beforeAll(async () => {
-  // No silent skip: CI installs Debian's chromium (.ci/run); without it this test must say what to do.
-  if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH`);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-  stack = await startOpsStack(env, { worker: true, listen: true });
+  browser = await launchBrowser();
+  stack = await startOpsStack(env, { worker: true, listen: true, consoleDeps: { operators: OPERATORS } });
 });
 afterAll(async () => {
   await browser?.close();
   await stack?.close();
 });
 
-describe('the dashboard in a browser', () => {
-  it('an operator logs in, finds the failed job, retries it after the cause is fixed, and the order is credited once', async () => {
-    // 1. A pay-in whose Get order keeps failing: the job exhausts its attempts and fails.
-    const no = uid();
-    const [merchantOrderNo, orderNo] = [`MO-${no}`, `P-${no}`];
-    await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '250.00' });
-    stack.platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '250.00' }));
-    stack.platform.failNext(merchantOrderNo, 1_000, 500);
-    const jobId = await stack.add(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '250.00' }), 2);
-    await waitFor(async () => (await stack.queue.getJobState(jobId)) === 'failed', { message: 'job did not fail' });
+/** A pay-in whose Get order keeps failing: its job exhausts its attempts and fails. */
+async function failedPayin() {
+  const no = uid();
+  const [merchantOrderNo, orderNo] = [`MO-${no}`, `P-${no}`];
+  await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '250.00' });
+  stack.platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '250.00' }));
+  stack.platform.failNext(merchantOrderNo, 1_000, 500);
+  const jobId = await stack.add(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '250.00' }), 2);
+  await waitFor(async () => (await stack.queue.getJobState(jobId)) === 'failed', { message: 'job did not fail' });
+  return { merchantOrderNo, orderNo, jobId };
+}
 
+async function logIn(page: Page, token: string, next: string) {
+  await page.goto(`${stack.url}/login?next=${encodeURIComponent(next)}`);
+  await page.fill('#token', token);
+  await Promise.all([page.waitForURL(`${stack.url}${next}`), page.click('button[type=submit]')]);
+}
+
+/** The labels of the board's visible buttons (board-guard.js names icon buttons after their icon). */
+const visibleButtons = (page: Page) =>
+  page.$$eval('button', (els) =>
+    els.filter((e) => (e as unknown as { offsetParent: unknown }).offsetParent !== null).map((e) => (e.getAttribute('aria-label') || e.textContent || '').trim()),
+  );
+
+describe('the dashboard in a browser', () => {
+  it('an operator logs in, finds the failed job by its order number, retries it with a reason, and the order is credited once', async () => {
+    const { merchantOrderNo, jobId } = await failedPayin();
     const page = await browser!.newPage();
     try {
-      // 2. Without a session the dashboard answers 401 and links to the login form.
+      // 1. Without a session the dashboard answers 401 and links to the login form.
       const denied = await page.goto(`${stack.url}/queues`);
       expect(denied?.status()).toBe(401);
       await page.click('#login');
-
-      // 3. Log in through the form; the session cookie brings the browser back to the dashboard.
-      await page.fill('#token', TOKEN);
+      await page.fill('#token', TOKENS.operator);
       await Promise.all([page.waitForURL(`${stack.url}/queues`), page.click('button[type=submit]')]);
       const cookies = await page.context().cookies();
       expect(cookies.find((c) => c.name === 'mcb_console_session')).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
 
-      // 4. The failed list shows the job with its reason.
+      // 2. The failed list shows the job, titled with our order number, and its reason; no refused control is offered.
       await page.goto(`${stack.url}/queues/queue/callbacks?status=failed`);
-      await page.getByText(jobId).first().waitFor({ timeout: 15_000 });
+      await page.getByText(merchantOrderNo).first().waitFor({ timeout: 15_000 });
       await page.getByText(/HTTP 500/).first().waitFor();
+      const buttons = await visibleButtons(page);
+      expect(buttons).toContain('Retry');
+      for (const refused of ['Clean all', 'Duplicate', 'Edit', 'Delete']) expect(buttons).not.toContain(refused);
 
-      // 5. Fix the cause, then retry from the job's card.
+      // 3. Fix the cause, then retry from the card: the page asks why, and sends it with the action.
       stack.platform.failNext(merchantOrderNo, 0, 500);
-      // The card's first action button (an icon) is its retry.
-      await page.getByText(jobId).first().locator('xpath=following::button[1]').click();
+      page.on('dialog', (d) => void (d.type() === 'prompt' ? d.accept('customer paid at 02:50; Get order is back') : d.accept()));
+      await page.getByText(merchantOrderNo).first().locator('xpath=preceding::button[@aria-label="Retry"][1] | following::button[@aria-label="Retry"][1]').first().click();
       const confirm = page.getByRole('button', { name: /^(retry|confirm|yes)$/i }).last();
       if (await confirm.isVisible().catch(() => false)) await confirm.click();
 
-      // 6. The worker replays it: credited, once.
+      // 4. The worker replays it: credited, once; the audit trail names the operator and the reason.
       await waitFor(async () => (await ledgerOf(env.db.db, merchantOrderNo)).order.status === 'credited', { timeoutMs: 15_000, message: 'order not credited' });
       expect((await ledgerOf(env.db.db, merchantOrderNo)).ledger).toHaveLength(1);
+      const [audit] = await waitFor(async () => {
+        const rows = await env.db.db.select().from(operatorActions).where(eq(operatorActions.target, `job:callbacks/${jobId}`));
+        return rows.length ? rows : undefined;
+      });
+      expect(audit).toMatchObject({ operator: 'otto.operator@example.com', action: 'queue.retry', reason: 'customer paid at 02:50; Get order is back', outcome: 'done' });
       await page.goto(`${stack.url}/queues/queue/callbacks?status=completed`);
-      await page.getByText(jobId).first().waitFor({ timeout: 15_000 });
-      mkdirSync(path.dirname(ARTIFACT), { recursive: true });
-      await page.screenshot({ path: ARTIFACT, fullPage: true });
+      await page.getByText(merchantOrderNo).first().waitFor({ timeout: 15_000 });
+      // Retry-all is for failed jobs only: not offered on the completed list (one completed job may be retried).
+      await waitFor(async () => !(await visibleButtons(page)).includes('Retry all'), { message: 'Retry all still offered on the completed list' });
+      expect(await visibleButtons(page)).toContain('Retry');
+      await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-retry.png'), fullPage: true });
+
+      // 5. An action the server refuses is not silent: the page shows the refusal.
+      const alert = page.waitForEvent('dialog', { predicate: (d) => d.type() === 'alert' });
+      // As bull-board's own client sends it (XHR, through board-guard.js).
+      await page.evaluate(`(() => { const x = new XMLHttpRequest(); x.open('PUT', 'api/queues/callbacks/${jobId}/clean'); x.send(); })()`);
+      expect((await alert).message()).toMatch(/^Refused \(403\): this dashboard action is disabled/);
+    } finally {
+      await page.close();
+    }
+  }, 90_000);
+
+  it('a viewer sees the failed job but no action, and the retry answers 403', async () => {
+    const { merchantOrderNo, jobId } = await failedPayin();
+    const page = await browser!.newPage();
+    try {
+      await logIn(page, TOKENS.viewer, '/queues/queue/callbacks?status=failed');
+      await page.getByText(merchantOrderNo).first().waitFor({ timeout: 15_000 });
+      const buttons = await visibleButtons(page);
+      for (const action of ['Retry', 'Retry all', 'Clean all', 'Duplicate', 'Edit', 'Delete']) expect(buttons).not.toContain(action);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-viewer.png'), fullPage: true });
+      // Sent anyway, as the page would: the server refuses it, naming the role it needs, and the page says so.
+      const alerts: string[] = [];
+      page.on('dialog', (d) => {
+        if (d.type() === 'alert') alerts.push(d.message());
+        void (d.type() === 'prompt' ? d.accept('just looking') : d.accept());
+      });
+      const status = await page.evaluate(async (id) => (await fetch(`api/queues/callbacks/${id}/retry`, { method: 'PUT' })).status, jobId);
+      expect(status).toBe(403);
+      expect(alerts).toEqual([expect.stringMatching(/^Refused \(403\): queue\.retry needs the role operator/)]);
+      expect(await stack.queue.getJobState(jobId)).toBe('failed');
     } finally {
       await page.close();
     }
   }, 60_000);
+
+  it('CONSOLE_TOKEN still logs in, as the admin named admin', async () => {
+    const page = await browser!.newPage();
+    try {
+      await logIn(page, TOKEN, '/queues');
+      const who = await page.evaluate(async () => (await fetch('/api/whoami')).json());
+      expect(who).toEqual({ name: 'admin', role: 'admin', via: 'session' });
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
 });

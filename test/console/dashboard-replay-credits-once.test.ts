@@ -15,7 +15,7 @@ afterAll(async () => {
 });
 
 /** PUT a dashboard action as bull-board's page does (session cookie, same origin). */
-const put = (url: string) => stack.app.inject({ method: 'PUT', url, headers: browserHeaders(cookie) });
+const put = (url: string) => stack.app.inject({ method: 'PUT', url, headers: { ...browserHeaders(cookie), 'x-reason': encodeURIComponent('customer paid: Get order fixed — retry') } });
 
 async function settled(jobId: string, state: 'completed' | 'failed', sinceFinishedOn = 0) {
   return waitFor(

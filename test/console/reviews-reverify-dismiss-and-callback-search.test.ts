@@ -15,7 +15,15 @@ afterAll(async () => {
   await stack?.close();
 });
 
-type ReviewView = { id: number; status: string; reasonCode: string; occurrences: number; note: string | null };
+type ReviewView = {
+  id: number;
+  status: string;
+  reasonCode: string;
+  occurrences: number;
+  note: string | null;
+  events: { hash: string; fiatAmount: string | null; seen: number; reasonCode: string }[];
+  attempts: { source: string; outcome: string; reasonCode: string | null }[];
+};
 
 /** A pay-in whose Get order reports another amount: the worker sends it to review. */
 async function reviewedPayin() {
@@ -32,7 +40,9 @@ async function reviewedPayin() {
   return { merchantOrderNo, orderNo, jobId, reviewId: review!.id };
 }
 
-const api = (method: 'GET' | 'POST', url: string, payload?: object) => stack.app.inject({ method, url, payload, headers: AUTH });
+// Every action carries a reason (the audit trail's "why"); a test that checks its absence sends `reason: undefined`.
+const api = (method: 'GET' | 'POST', url: string, payload?: object) =>
+  stack.app.inject({ method, url, payload: method === 'POST' ? { reason: 'test: operator checked the platform', ...payload } : payload, headers: AUTH });
 
 describe('reviews', () => {
   it('lists open reviews with their reasons', async () => {
@@ -44,12 +54,38 @@ describe('reviews', () => {
     expect((await api('GET', '/api/reviews?status=bogus')).statusCode).toBe(400);
   });
 
-  it('re-verify while Get order still disagrees keeps the review open and credits nothing', async () => {
+  it('re-verify while Get order still disagrees keeps the review open, credits nothing, and adds an attempt (not an occurrence)', async () => {
     const { merchantOrderNo, reviewId } = await reviewedPayin();
     const res = await api('POST', `/api/reviews/${reviewId}/reverify`);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toMatchObject({ outcome: 'review', review: { id: reviewId, status: 'open', occurrences: 2 } });
+    expect(res.json()).toMatchObject({
+      outcome: 'review',
+      review: {
+        id: reviewId,
+        status: 'open',
+        reasonCode: 'VERIFY_AMOUNT_MISMATCH',
+        occurrences: 1,
+        attempts: [{ source: 'review', outcome: 'unconfirmed', reasonCode: 'VERIFY_AMOUNT_MISMATCH' }],
+      },
+    });
     expect((await ledgerOf(env.db.db, merchantOrderNo)).ledger).toHaveLength(0);
+  });
+
+  it('shows each distinct event of a review (a forged copy and another) with its amounts and how often it came', async () => {
+    const { merchantOrderNo, orderNo, reviewId } = await reviewedPayin();
+    // A second, different event of the same pair (another claimed amount) under its own job id.
+    const other = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '5000.00' });
+    await stack.queue.add('payin', other, { jobId: `other-${orderNo}` });
+    const found = await waitFor(async () => {
+      const list = ((await api('GET', `/api/reviews?merchantOrderNo=${merchantOrderNo}`)).json() as { reviews: ReviewView[] }).reviews;
+      return list[0]?.events.length === 2 ? list[0] : undefined;
+    });
+    expect(found).toMatchObject({ id: reviewId, occurrences: 2, reasonCode: 'VERIFY_AMOUNT_MISMATCH' });
+    expect(found.events.map((e) => [e.fiatAmount, e.seen, e.reasonCode])).toEqual([
+      ['100.00', 1, 'VERIFY_AMOUNT_MISMATCH'],
+      ['5000.00', 1, 'VERIFY_AMOUNT_MISMATCH'],
+    ]);
+    expect(new Set(found.events.map((e) => e.hash)).size).toBe(2);
   });
 
   it('re-verify after Get order confirms credits once and resolves the review in the same transaction; a second re-verify is 409', async () => {
@@ -80,8 +116,8 @@ describe('reviews', () => {
 
   it('dismisses an open review with a note; a note is required; unknown ids are 404', async () => {
     const { reviewId } = await reviewedPayin();
-    expect((await api('POST', `/api/reviews/${reviewId}/dismiss`, {})).statusCode).toBe(400);
-    expect((await api('POST', `/api/reviews/${reviewId}/dismiss`, { note: '   ' })).statusCode).toBe(400);
+    expect((await api('POST', `/api/reviews/${reviewId}/dismiss`, { reason: undefined })).statusCode).toBe(400);
+    expect((await api('POST', `/api/reviews/${reviewId}/dismiss`, { reason: '   ' })).statusCode).toBe(400);
     const res = await api('POST', `/api/reviews/${reviewId}/dismiss`, { note: 'forged: platform never had this order' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ review: { status: 'dismissed', note: 'forged: platform never had this order' } });

@@ -96,7 +96,7 @@ describe('pnpm demo --once', () => {
     expect(s.checks.every((c) => c.ok)).toBe(true);
   });
 
-  it('without --once keeps the services up with the dashboard URL, and Ctrl-C stops every one of them', { timeout: 90_000 }, async () => {
+  it('without --once keeps the services up with the dashboard URL; Ctrl-C stops every one of them and exits with the run\'s status', { timeout: 90_000 }, async () => {
     let interrupted = false;
     const { code, out } = await runDemo(
       ['--orders', '10', '--free-ports'],
@@ -116,7 +116,8 @@ describe('pnpm demo --once', () => {
       },
     );
     expect(interrupted, out).toBe(true);
-    expect(code, out).toBe(130);
+    // Ctrl-C is how a finished demo is stopped, not a failure (pnpm would print ELIFECYCLE for 130): the checks held.
+    expect(code, out).toBe(0);
     expect(out).toMatch(/dashboard {3}http:\/\/127\.0\.0\.1:\d+\/queues/);
     // Every listener the demo printed is gone: the apps were stopped, not orphaned.
     const ports = [...out.matchAll(/http:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));

@@ -1,3 +1,4 @@
+import { decimalEquals } from '@mcb/core/money';
 import { InMemorySpanExporter, queueTelemetry, startTracing, tracingEnabled, type ReadableSpan, type TracingHandle } from '@mcb/core/tracing';
 import { useTestEnv, waitFor } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,9 +38,19 @@ describe('one trace per callback, from ingest to the commit', () => {
     return spans;
   }
 
-  function expectNothingSecret(spans: ReadableSpan[], secrets: string[]): void {
+  /**
+   * No span, attribute, event or status of `spans` holds one of `amounts` in any format the code may print it in
+   * (the worker's reasons print normalised decimals: 777.55 and 7775.5, not the 777.550 or "7775.50" a record
+   * carried), nor a body, nor `secrets` as written.
+   */
+  function expectNothingSecret(spans: ReadableSpan[], amounts: string[], secrets: string[] = []): void {
     for (const s of spans) {
       const text = JSON.stringify({ name: s.name, attributes: s.attributes, events: s.events.map((e) => [e.name, e.attributes]), status: s.status });
+      // Every number written in the span, grouping commas dropped, compared by value with each amount.
+      for (const [written] of text.matchAll(/\d+(?:[.,]\d+)*/g)) {
+        const value = written.replace(/,/g, '');
+        for (const amount of amounts) expect(decimalEquals(value, amount), `${s.name} carries ${written} (the amount ${amount})`).toBe(false);
+      }
       for (const secret of secrets) expect(text, `${s.name} carries ${secret}`).not.toContain(secret);
       expect(text).not.toMatch(/encryptedData|BEGIN (RSA )?PRIVATE KEY/);
     }
@@ -70,20 +81,25 @@ describe('one trace per callback, from ingest to the commit', () => {
     expect(commit.attributes).toMatchObject({ 'mcb.commit_result': 'applied', 'mcb.outcome': 'credited' });
     expect(commit.parentSpanContext?.spanId).toBe(job.spanContext().spanId);
     expect(spans.find((s) => s.name === 'platform get order')!.attributes).toMatchObject({ 'mcb.confirmed_state': 6 });
-    expectNothingSecret(spans, ['4321.09', '4321.1', order.quantity!, p.publicKeyPem.slice(30, 60)]);
+    expectNothingSecret(spans, ['4321.09', order.quantity!], [p.publicKeyPem.slice(30, 60)]);
   });
 
-  it('shows the review that stopped a forged callback, in that callback\'s own trace', async () => {
-    await p.registerPayin('TRACE-2', '50.00');
-    const order = p.sim.createPayin({ merchantOrderNo: 'TRACE-2', currency: 'INR', amount: '50.00' });
+  it('shows the review that stopped a forged callback, in that callback\'s own trace, without either amount', async () => {
+    await p.registerPayin('TRACE-2', '777.55');
+    const order = p.sim.createPayin({ merchantOrderNo: 'TRACE-2', currency: 'INR', amount: '777.55' });
     p.sim.finalize(order.orderNo, 3);
     const forged = p.sim.forge({ what: 'amount', ref: order.orderNo }); // claims ten times the amount
     expect((await p.sim.settled(forged)).status).toBe('delivered');
     const spans = await traceOf(order.orderNo, 'settlement review');
     expect(spans.find((s) => s.name === 'settlement review')!.attributes).toMatchObject({ 'mcb.review_code': 'VERIFY_AMOUNT_MISMATCH', 'mcb.review_opened': true });
-    expect(spans.find((s) => s.name === 'process callbacks')!.attributes['mcb.outcome']).toBe('review');
+    const job = spans.find((s) => s.name === 'process callbacks')!;
+    expect(job.attributes['mcb.outcome']).toBe('review');
     expect(spans.map((s) => s.name)).not.toContain('settlement commit');
-    expectNothingSecret(spans, ['500.00', '"500"', '50.00']);
+    // The forgery claims 7775.50, which the worker's reason prints as 7775.5.
+    expectNothingSecret(spans, ['777.55', '7775.5']);
+    // BullMQ's "job completed" event still tells the outcome: the job's return value with its numbers masked.
+    const completed = job.events.find((e) => e.name === 'job completed');
+    expect(JSON.parse(String(completed?.attributes?.['bullmq.job.result']))).toMatchObject({ status: 'review', code: 'VERIFY_AMOUNT_MISMATCH', reason: 'Get order reports #, the callback #' });
   });
 
   it('is off unless asked for: no endpoint and no console exporter start nothing', () => {

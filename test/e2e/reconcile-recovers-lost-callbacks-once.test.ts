@@ -1,9 +1,11 @@
 import { catalogSnapshots } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
-import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
+import { createPlatformClient, type PlatformClient, type PlatformOrder } from '@mcb/core/platform';
 import { callbackJobId } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { freePort, useTestEnv, waitFor } from '@mcb/testkit';
+import type { Job } from 'bullmq';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSweep, sweepLockKey, type SweepDeps, type SweepReport } from '@mcb/settlement';
 import { createMaintenanceWorker } from '../../apps/worker/src/index.ts';
@@ -42,6 +44,68 @@ function settledJob(orderNo: string, state: number) {
     },
     { timeoutMs: 10_000, message: `job for ${orderNo}/${state}` },
   );
+}
+
+/** What a finished callbacks job came to: its return value's status, or why it failed. */
+function outcomeOf(job: Job): string {
+  return (job.returnvalue as { status?: string } | null)?.status ?? `failed: ${job.failedReason}`;
+}
+
+/**
+ * Make a sweep and a callback commit for our order `merchantOrderNo` at the same moment. Our order's row is held
+ * (`FOR NO KEY UPDATE`, as a concurrent transaction would); the sweep runs, and `afterSweepRead` is called once the
+ * sweep has Get order's answer for this order (to release the callback). Both commits reach the guarded UPDATE and
+ * wait on the row; only when both wait is it let go, so they race in Postgres with a snapshot that says pending.
+ */
+async function raceAtTheOrderRow(
+  merchantOrderNo: string,
+  platformOrderNo: string,
+  afterSweepRead: (answer: PlatformOrder) => void,
+): Promise<{ report: SweepReport; job: Job }> {
+  const holder = new pg.Client({ connectionString: env.databaseUrl });
+  await holder.connect();
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    await holder.query('ROLLBACK');
+  };
+  try {
+    await holder.query('BEGIN');
+    const { rowCount } = await holder.query('SELECT 1 FROM orders WHERE merchant_order_no = $1 FOR NO KEY UPDATE', [merchantOrderNo]);
+    expect(rowCount).toBe(1);
+    let read = false;
+    const watched: PlatformClient = {
+      ...platform,
+      getOrder: async (no, opts) => {
+        const answer = await platform.getOrder(no, opts);
+        if (no === merchantOrderNo && !read) {
+          read = true;
+          afterSweepRead(answer);
+        }
+        return answer;
+      },
+    };
+    const sweeping = runSweep({ ...sweepDeps(), platform: watched });
+    // Both commits wait on the row (the second may wait on the first's receipt): two backends blocked on a lock.
+    // Asked outside the holder's transaction, which would see one cached snapshot of pg_stat_activity.
+    await waitFor(
+      async () => {
+        const { rows } = await env.db.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return rows[0]!.n >= 2;
+      },
+      { timeoutMs: 10_000, message: `the sweep's and the callback's commits for ${merchantOrderNo} both waiting on the order` },
+    );
+    await release();
+    const report = await sweeping;
+    const job = await settledJob(platformOrderNo, 6);
+    return { report, job };
+  } finally {
+    await release().catch(() => {});
+    await holder.end();
+  }
 }
 
 beforeAll(async () => {
@@ -127,19 +191,63 @@ describe('reconciliation recovers what the callbacks never delivered, exactly on
     expect(s.reviews).toEqual([]);
   });
 
-  it('credits once when a sweep and the callback race for the same order', async () => {
-    for (let i = 0; i < 5; i++) {
-      const no = `E2E-RC-RACE-${i}`;
+  it('credits once when a sweep that read state 3 and the state-6 callback commit at the same moment', async () => {
+    for (let i = 0; i < 3; i++) {
+      const no = `E2E-RC-RACE36-${i}`;
       await p.registerPayin(no, '10.00');
       const order = p.sim.createPayin({ merchantOrderNo: no, currency: 'INR', amount: '10.00' });
-      // Alternate the pairs: 6 against 6 (same receipt key), and 3 then 6 (two keys, one order).
-      if (i % 2 === 1) p.sim.finalize(order.orderNo, 3);
-      const [delivered] = await Promise.all([p.sim.settled(p.sim.finalize(order.orderNo, 6).deliveries[0]!), sweep()]);
-      expect(delivered.status).toBe('delivered');
-      await settledJob(order.orderNo, 6);
+      // 1. Success (3): only Get order knows. The sweep reads it; right after its read the order is released (6)
+      //    and the platform sends the callback, which the worker confirms as 6: two pairs, one order.
+      p.sim.finalize(order.orderNo, 3);
+      let delivery: Promise<{ status: string }> | undefined;
+      const { report, job } = await raceAtTheOrderRow(no, order.orderNo, (answer) => {
+        expect(answer.state).toBe(3);
+        delivery = p.sim.settled(p.sim.finalize(order.orderNo, 6).deliveries[0]!);
+      });
+      expect((await delivery!).status).toBe('delivered');
+      // 2. Exactly one of the two moved the order; the other saw it credited and did nothing.
+      expect(report.errors).toBe(0);
+      const applied = [report.recovered.credited === 1, outcomeOf(job) === 'applied'];
+      expect(applied.filter(Boolean)).toHaveLength(1);
+      if (applied[0]) expect(job.returnvalue).toEqual({ status: 'duplicate', reason: 'already-final' });
+      else expect(report.duplicates).toBe(1);
+      const s = await p.orderState(no);
+      expect(s.status).toBe('credited');
+      expect(s.ledger).toEqual([{ entryType: 'payin_credit', amount: '10' }]);
+      expect(s.receipts).toHaveLength(1);
+      expect(s.reviews).toEqual([]);
+    }
+  });
+
+  it('credits once when a sweep and the callback commit the same pair (6 against 6) at the same moment', async () => {
+    for (let i = 0; i < 3; i++) {
+      const no = `E2E-RC-RACE66-${i}`;
+      await p.registerPayin(no, '10.00');
+      const order = p.sim.createPayin({ merchantOrderNo: no, currency: 'INR', amount: '10.00' });
+      // The platform holds the callback until the sweep has read 6, then delivers it.
+      p.sim.setFaults({ outOfOrder: true });
+      let delivery: Promise<{ status: string }> | undefined;
+      try {
+        const held = p.sim.finalize(order.orderNo, 6).deliveries[0]!;
+        expect(held.status).toBe('held');
+        const { report, job } = await raceAtTheOrderRow(no, order.orderNo, (answer) => {
+          expect(answer.state).toBe(6);
+          p.sim.setFaults({ outOfOrder: false });
+          delivery = p.sim.settled(held);
+        });
+        expect((await delivery!).status).toBe('delivered');
+        expect(report.errors).toBe(0);
+        const applied = [report.recovered.credited === 1, outcomeOf(job) === 'applied'];
+        expect(applied.filter(Boolean)).toHaveLength(1);
+        if (applied[0]) expect(job.returnvalue).toEqual({ status: 'duplicate', reason: 'receipt-exists' });
+        else expect(report.duplicates).toBe(1);
+      } finally {
+        p.sim.setFaults({ outOfOrder: false });
+      }
       const s = await p.orderState(no);
       expect(s.status).toBe('credited');
       expect(s.ledger).toHaveLength(1);
+      expect(s.receipts).toEqual([{ orderNo: order.orderNo, state: 6 }]);
     }
   });
 

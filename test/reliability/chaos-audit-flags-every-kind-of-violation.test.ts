@@ -64,5 +64,11 @@ describe('chaos audit', () => {
     expect(v).toContain('1 failed jobs');
     expect(v).toContain('acknowledged job payin-PC-6 is missing');
     expect(result.violations).toHaveLength(8); // the eight above, nothing else
+    // The counters the sentinel fault run reports: B never applied, PC's acknowledged job lost, nothing applied twice.
+    expect({ notApplied: result.notApplied, missingAcknowledged: result.missingAcknowledged, doubleApplied: result.doubleApplied }).toEqual({
+      notApplied: 1,
+      missingAcknowledged: 1,
+      doubleApplied: 0,
+    });
   });
 });

@@ -65,6 +65,9 @@ describe('overload', () => {
         INGEST_PORT: String(port),
         INGEST_METRICS_PORT: '0',
         INGEST_WORKERS: '1',
+        // Its 256 senders share one address: exactly the per-address limit's default. The subject here is Redis
+        // overload; the per-address limit has its own tests (ingest-admits-connections-by-source-before-reading-a-byte).
+        INGEST_MAX_CONNECTIONS_PER_ADDRESS: '0',
         LOG_LEVEL: 'warn',
       },
       logFile,

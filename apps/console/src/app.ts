@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import { createCatalogCache, type CatalogCache } from '@mcb/core/catalog';
 import type { Config } from '@mcb/core/config';
@@ -10,9 +11,14 @@ import type { RedisClient } from '@mcb/core/redis';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { installBearerAuth } from './auth.ts';
+import { auditApi } from './audit/api.ts';
+import { auditPages } from './audit/pages.ts';
+import { installAuth } from './auth.ts';
 import { dashboardPlugin } from './dashboard/dashboard.ts';
 import { installErrorHandler } from './error-handler.ts';
+import { whoamiRoutes } from './operators/api.ts';
+import { createOperatorDirectory, loadOperatorsFile, type OperatorEntry } from './operators/directory.ts';
+import { trustedProxies } from './operators/trusted-proxies.ts';
 import { callbacksRoutes } from './routes/callbacks.ts';
 import type { RouteDeps } from './routes/deps.ts';
 import { eventsRoutes } from './routes/events.ts';
@@ -20,15 +26,27 @@ import { ordersRoutes } from './routes/orders.ts';
 import { paymentMethodsRoutes } from './routes/payment-methods.ts';
 import { payoutsRoutes } from './routes/payouts.ts';
 import { reconcileRouteDeps, reconcileRoutes } from './routes/reconcile.ts';
-import { reviewsRoutes } from './routes/reviews.ts';
+import { replaysRoutes } from './replays/api.ts';
+import type { ReplayDeps } from './replays/actions.ts';
+import { startReplayDriver } from './replays/driver.ts';
+import { replaysPages } from './replays/pages.ts';
+import { createGetOrderCache } from './replays/plan.ts';
 import { createAuthFailureLimiter } from './session/auth-failures.ts';
 import { loginRoutes } from './session/login-routes.ts';
+import { reviewsApi } from './reviews/api.ts';
+import { reviewsPages } from './reviews/pages.ts';
+import { searchPages } from './search/pages.ts';
+import { ordersPages } from './orders/pages.ts';
 import { createSessionCodec } from './session/session-cookie.ts';
+import { assetsPlugin } from './web/assets.ts';
+import { acceptForms } from './web/forms.ts';
 
 /** Dependencies of {@link buildApp}; all are created by main.ts (or a test) and closed by it. */
 export interface ConsoleDeps {
-  /** Loaded with role 'console': `CONSOLE_TOKEN` is required. */
+  /** Loaded with role 'console': `CONSOLE_TOKEN` or `CONSOLE_OPERATORS_FILE` is set. */
   config: Config;
+  /** The operators; read from CONSOLE_OPERATORS_FILE when omitted (tests pass them). @defaultValue the file's, or none */
+  operators?: readonly OperatorEntry[];
   db: Db;
   platform: PlatformClient;
   logger: Logger;
@@ -48,6 +66,11 @@ export interface ConsoleDeps {
   sessionTtlMs?: number;
   /** `Secure` on the session cookie: auto (when the request came over https), always, never. @defaultValue 'auto' */
   cookieSecure?: 'auto' | 'always' | 'never';
+  /**
+   * Drive running replays from this process (the replays table says which; a lease keeps one console per replay).
+   * Tests turn it off to drive them themselves. @defaultValue true (with a queue)
+   */
+  replayDriver?: boolean;
   /** How long GET /api/events waits at a hole in the ids before stepping over it, in ms. @defaultValue 10000 */
   eventsGapGraceMs?: number;
 }
@@ -58,8 +81,10 @@ export interface ConsoleDeps {
  * plugins registered after them as well (later areas: add `await app.register(yourRoutes, routeDeps)` below).
  */
 export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
-  const token = deps.config.CONSOLE_TOKEN;
-  if (!token) throw new AppError(ErrorCodes.CONFIG_INVALID, 'CONSOLE_TOKEN: required for console (unset)');
+  const { config } = deps;
+  const operators = deps.operators ?? (config.CONSOLE_OPERATORS_FILE ? loadOperatorsFile(config.CONSOLE_OPERATORS_FILE) : []);
+  const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators });
+  if (directory.size === 0) throw new AppError(ErrorCodes.CONFIG_INVALID, 'CONSOLE_TOKEN: required for console, or CONSOLE_OPERATORS_FILE with at least one operator (unset)');
 
   // Errors fastify raises before routing (a path parameter over maxParamLength, a malformed URL) would answer
   // before the authentication hook, telling a stranger which routes exist: authenticate first, then answer.
@@ -82,13 +107,18 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   base.setValidatorCompiler(validatorCompiler);
   base.setSerializerCompiler(serializerCompiler);
   installErrorHandler(base);
-  const sessions = createSessionCodec({ token, ttlMs: deps.sessionTtlMs });
+  // Without a configured secret, a random one: sessions then last until this process ends (configWarnings says so).
+  const sessionSecret = config.CONSOLE_SESSION_SECRET ?? config.CONSOLE_TOKEN ?? randomBytes(32).toString('base64url');
+  const sessions = createSessionCodec({ secret: sessionSecret, ttlMs: deps.sessionTtlMs });
   const limiter = createAuthFailureLimiter({
     perAddress: deps.config.CONSOLE_AUTH_MAX_FAILURES,
     global: deps.config.CONSOLE_AUTH_MAX_FAILURES_GLOBAL,
     windowMs: deps.config.CONSOLE_AUTH_FAILURE_WINDOW,
   });
-  auth.check = installBearerAuth(base, token, sessions, limiter);
+  const proxy = config.CONSOLE_AUTH_PROXY_HEADER && config.CONSOLE_TRUSTED_PROXIES
+    ? { header: config.CONSOLE_AUTH_PROXY_HEADER.toLowerCase(), trusted: trustedProxies(config.CONSOLE_TRUSTED_PROXIES) }
+    : undefined;
+  auth.check = installAuth(base, { directory, sessions, limiter, proxy });
   if (deps.registry) installMetrics(base, deps.registry);
   const app = base.withTypeProvider<ZodTypeProvider>();
 
@@ -104,23 +134,59 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const routeDeps: RouteDeps = {
     db: deps.db,
     catalog: deps.catalog ?? createCatalogCache({ db: deps.db, platform: deps.platform, logger: deps.logger }),
+    logger: deps.logger,
     ...(deps.queue ? { queue: deps.queue } : {}),
   };
+  await app.register(whoamiRoutes);
+  await app.register(auditApi, { db: deps.db.db });
   await app.register(ordersRoutes, routeDeps);
   await app.register(payoutsRoutes, routeDeps);
   await app.register(paymentMethodsRoutes, routeDeps);
   if (deps.redis) await app.register(reconcileRoutes, reconcileRouteDeps({ ...deps, redis: deps.redis }));
-  await app.register(reviewsRoutes, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
+  await app.register(reviewsApi, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
   await app.register(eventsRoutes, { db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs });
   await app.register(callbacksRoutes, { db: deps.db.db, queue: deps.queue });
-  await app.register(loginRoutes, { token, sessions, cookieSecure: deps.cookieSecure, limiter });
-  if (deps.queue) await app.register(dashboardPlugin, { queues: [deps.queue, ...(deps.extraQueues ?? [])] });
+  await app.register(loginRoutes, { directory, sessions, cookieSecure: deps.cookieSecure, limiter });
+  await app.register(assetsPlugin);
+  // Replays (API and wizard) need the queue: its failed jobs are what they send back.
+  const replayDeps = deps.queue && replayDepsOf(deps, deps.queue);
+  if (replayDeps) {
+    if (replayDeps.close) app.addHook('onClose', replayDeps.close);
+    await app.register(replaysRoutes, replayDeps);
+  }
+  // Server-rendered pages (STYLE 16-21): one scope that accepts HTML form posts; each area registers its pages here.
+  await app.register(async (pages) => {
+    acceptForms(pages);
+    pages.get('/', { schema: { hide: true } }, async (_req, reply) => reply.code(302).header('location', '/search').send());
+    await pages.register(searchPages, { db: deps.db, queue: deps.queue });
+    await pages.register(ordersPages, { db: deps.db, queue: deps.queue });
+    await pages.register(reviewsPages, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
+    await pages.register(auditPages, { db: deps.db.db });
+    if (replayDeps) await pages.register(replaysPages, replayDeps);
+  });
+  if (deps.queue) await app.register(dashboardPlugin, { queues: [deps.queue, ...(deps.extraQueues ?? [])], actions: { db: deps.db.db, logger: deps.logger } });
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   app.setNotFoundHandler(async (req) => {
     throw new AppError(ErrorCodes.NOT_FOUND, `no route ${req.method} ${req.url.split('?')[0]}`);
   });
   return base;
+}
+
+/** The replays' dependencies, and their driver (closed with the app) unless the caller drives replays itself. */
+function replayDepsOf(deps: ConsoleDeps & { config: Config }, queue: Queue): ReplayDeps & { close?: () => Promise<void> } {
+  const driver = deps.replayDriver === false ? undefined : startReplayDriver({ db: deps.db.db, queue, logger: deps.logger });
+  return {
+    db: deps.db.db,
+    logger: deps.logger,
+    queue,
+    platform: deps.platform,
+    cache: createGetOrderCache(),
+    defaultRate: deps.config.CONSOLE_REPLAY_RATE,
+    maxRate: deps.config.CONSOLE_REPLAY_MAX_RATE,
+    wake: () => driver?.wake(),
+    close: driver && (() => driver.close()),
+  };
 }
 
 function installMetrics(app: FastifyInstance, registry: Registry): void {

@@ -1,65 +1,100 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { ErrorCodes } from '@mcb/core/errors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { OperatorDirectory } from './operators/directory.ts';
+import type { Operator } from './operators/operator.ts';
+import type { ProxyCheck } from './operators/trusted-proxies.ts';
 import { retryAfterSeconds, type AuthFailureLimiter } from './session/auth-failures.ts';
 import { loginRequiredPage } from './session/pages.ts';
 import { isSafeMethod, isSameOrigin } from './session/same-origin.ts';
 import { readCookie, SESSION_COOKIE, type SessionCodec } from './session/session-cookie.ts';
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
-
 /** How a request was authenticated. */
-export type AuthMethod = 'bearer' | 'session';
+export type AuthMethod = 'bearer' | 'session' | 'proxy';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by the auth hook on every request it lets through (except /login and /logout). */
+    /** Set by the auth hook on every request it lets through (except /login, /logout and /assets/). */
     authMethod?: AuthMethod;
   }
 }
 
-/** Paths served without authentication: the login form and its post, and logout (it only clears the cookie). */
-const OPEN_PATHS = new Set(['/login', '/logout']);
+/** Identity from an SSO proxy in front of the console (CONSOLE_AUTH_PROXY_HEADER, CONSOLE_TRUSTED_PROXIES). */
+export interface ProxyIdentity {
+  /** Lower-case header name, e.g. `x-forwarded-email`. */
+  header: string;
+  trusted: ProxyCheck;
+}
+
+/** What {@link installAuth} checks credentials against. */
+export interface AuthOptions {
+  directory: OperatorDirectory;
+  /** Session cookies set by POST /login; none accepted when omitted. */
+  sessions?: SessionCodec;
+  limiter?: AuthFailureLimiter;
+  proxy?: ProxyIdentity;
+}
+
+/** Paths served without authentication: the login form and its post, logout (it only clears the cookie), static assets. */
+const isOpenPath = (path: string) => path === '/login' || path === '/logout' || path.startsWith('/assets/');
 
 /**
  * Authentication for every route of the app, including routes and plugins registered later and the 404
- * handler: an onRequest hook on the root instance runs before routing decisions leak anything. Accepted:
- * `Authorization: Bearer <CONSOLE_TOKEN>` (compared on SHA-256 digests, so neither content nor length shows in
- * the timing), or, when `sessions` is given, the session cookie set by `POST /login`. A cookie-authenticated
- * request that changes state must also come from this origin (CSRF; see session/same-origin.ts), else 403.
- * Refusals are sent from the hook itself, not thrown: plugins such as bull-board install their own error
- * handlers, which would turn a thrown 401 into a 500.
+ * handler: an onRequest hook on the root instance runs before routing decisions leak anything. It sets
+ * `req.operator` ({name, role}) from, in this order:
+ * - `Authorization: Bearer <token>`: CONSOLE_TOKEN (the admin `admin`) or an operator's token from the operators
+ *   file, looked up by its SHA-256;
+ * - the SSO proxy's header, only when the peer address is one of CONSOLE_TRUSTED_PROXIES (from anywhere else the
+ *   header is ignored); the role is the operators file's for that name, and a name not in the file gets 403;
+ * - the session cookie set by `POST /login`, naming an operator who is still in the directory.
+ * Cookie- and proxy-authenticated requests are ambient credentials of a browser: one that changes state must come
+ * from this origin (CSRF; see session/same-origin.ts), else 403. Refusals are sent from the hook itself, not
+ * thrown: plugins such as bull-board install their own error handlers, which would turn a thrown 401 into a 500.
  *
  * With `limiter`, a request carrying an `Authorization` header from a locked address gets `429` whatever its
  * token, and a wrong one is counted (see session/auth-failures.ts). Session cookies are neither counted nor locked:
- * they are HMACs of the token, proof of an earlier successful login, and an expired one is not a guess.
+ * they are HMACs, proof of an earlier successful login, and an expired one is not a guess.
  */
-export function installBearerAuth(
-  app: FastifyInstance,
-  token: string,
-  sessions?: SessionCodec,
-  limiter?: AuthFailureLimiter,
-): (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
-  const expected = digest(token);
+export function installAuth(app: FastifyInstance, opts: AuthOptions): (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
+  const { directory, sessions, limiter, proxy } = opts;
+  const admit = (req: FastifyRequest, reply: FastifyReply, operator: Operator, method: AuthMethod, path: string) => {
+    if (method !== 'bearer' && !isSafeMethod(req.method) && !isSameOrigin(req)) {
+      req.log.warn({ method: req.method, path, origin: req.headers.origin, site: req.headers['sec-fetch-site'] }, 'cross-origin request refused');
+      return refuse(req, reply, 403, ErrorCodes.FORBIDDEN, 'cross-origin request refused (browser requests that change state must come from the console itself)');
+    }
+    req.operator = operator;
+    req.authMethod = method;
+    return undefined;
+  };
+
   const check = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const path = req.url.split('?')[0]!;
-    if (sessions && OPEN_PATHS.has(path)) return;
+    if (sessions && isOpenPath(path)) return;
     const header = req.headers.authorization ?? '';
     const locked = header && limiter ? limiter.lockedFor(req.ip) : 0;
     if (locked > 0) return refuseLocked(req, reply, locked);
     const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-    if (match !== null && timingSafeEqual(digest(match[1]!), expected)) {
-      req.authMethod = 'bearer';
-      return;
-    }
-    if (!header && sessions?.verify(readCookie(req.headers.cookie, SESSION_COOKIE))) {
-      if (!isSafeMethod(req.method) && !isSameOrigin(req)) {
-        req.log.warn({ method: req.method, path, origin: req.headers.origin, site: req.headers['sec-fetch-site'] }, 'cross-origin request refused');
-        return refuse(req, reply, 403, ErrorCodes.FORBIDDEN, 'cross-origin request refused (session requests that change state must come from the console itself)');
+    const byToken = match !== null ? directory.byToken(match[1]!) : undefined;
+    if (byToken) return admit(req, reply, byToken, 'bearer', path);
+
+    if (!header && proxy) {
+      const named = req.headers[proxy.header];
+      if (typeof named === 'string' && named !== '') {
+        if (proxy.trusted(req.socket.remoteAddress)) {
+          const operator = directory.byName(named.trim());
+          if (!operator) {
+            req.log.warn({ operator: named.slice(0, 128) }, 'proxy identity is not an operator of this console');
+            return refuse(req, reply, 403, ErrorCodes.FORBIDDEN, `${named.slice(0, 128)} is not an operator of this console (CONSOLE_OPERATORS_FILE)`);
+          }
+          return admit(req, reply, operator, 'proxy', path);
+        }
+        req.log.warn({ peer: req.socket.remoteAddress, header: proxy.header }, 'identity header from an untrusted address ignored');
       }
-      req.authMethod = 'session';
-      return;
     }
+
+    const sessionName = !header ? sessions?.verify(readCookie(req.headers.cookie, SESSION_COOKIE)) : undefined;
+    const bySession = sessionName !== undefined ? directory.byName(sessionName) : undefined;
+    if (bySession) return admit(req, reply, bySession, 'session', path);
+
     reply.header('www-authenticate', 'Bearer realm="console"');
     // A browser opening a page gets a 401 page that links to the login form; everything else gets the JSON 401.
     if (sessions && req.method === 'GET' && !path.startsWith('/api/') && !path.includes('/api/') && /\btext\/html\b/.test(req.headers.accept ?? '')) {
@@ -69,7 +104,7 @@ export function installBearerAuth(
       const failure = countFailure(req, limiter);
       if (failure.globalExceeded) return refuseLocked(req, reply, failure.retryAfterMs);
     }
-    const message = header ? 'invalid bearer token' : 'missing bearer token (Authorization: Bearer <CONSOLE_TOKEN>) or session';
+    const message = header ? 'invalid bearer token' : 'missing bearer token (Authorization: Bearer <token>) or session';
     return refuse(req, reply, 401, ErrorCodes.UNAUTHORIZED, message);
   };
   app.addHook('onRequest', check);

@@ -2,6 +2,8 @@ import { coerceError, ErrorCodes, isAppError, type AppError, type ErrorCode } fr
 import { PlatformCodeError } from '@mcb/core/platform';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { errorPage } from './web/error-page.ts';
 
 /**
  * The console's one HTTP error boundary. Which failure gets which status (docs/console.md):
@@ -14,9 +16,13 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.REQUEST_INVALID]: 400,
   [ErrorCodes.UNAUTHORIZED]: 401,
   [ErrorCodes.FORBIDDEN]: 403,
+  [ErrorCodes.REASON_REQUIRED]: 400,
   [ErrorCodes.NOT_FOUND]: 404,
   [ErrorCodes.ORDER_CONFLICT]: 409,
   [ErrorCodes.REVIEW_NOT_OPEN]: 409,
+  [ErrorCodes.REPLAY_NOT_RUNNING]: 409,
+  [ErrorCodes.RECONCILE_IN_PROGRESS]: 409,
+  [ErrorCodes.RECONCILE_UNAVAILABLE]: 503,
   [ErrorCodes.PAYOUT_INVALID]: 422,
   [ErrorCodes.CURRENCY_NOT_ENABLED]: 422,
   [ErrorCodes.MERCHANT_UNKNOWN]: 502,
@@ -64,25 +70,44 @@ export function installErrorHandler(app: FastifyInstance): void {
     if (hasZodFastifySchemaValidationErrors(error)) {
       const errors = validationProblems(error);
       req.log.info({ code: ErrorCodes.REQUEST_INVALID, fields: errors.map((e) => e.field) }, 'request invalid');
-      return reply.code(400).send({ code: ErrorCodes.REQUEST_INVALID, message: 'the request does not match the schema', errors, requestId });
+      return respond(req, reply, 400, { code: ErrorCodes.REQUEST_INVALID, message: 'the request does not match the schema', errors, requestId });
     }
     if (isAppError(error)) return sendAppError(error, req, reply);
+    // A page's own parse of its query or form (the API's routes validate through their schemas, above).
+    if (error instanceof z.ZodError) {
+      const errors = error.issues.map((i) => ({ field: i.path.join('.') || 'request', message: i.message }));
+      req.log.info({ code: ErrorCodes.REQUEST_INVALID, fields: errors.map((e) => e.field) }, 'request invalid');
+      return respond(req, reply, 400, { code: ErrorCodes.REQUEST_INVALID, message: `invalid ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`.slice(0, 500), errors, requestId });
+    }
 
     const fastifyStatus = (error as FastifyError).statusCode;
     if (typeof fastifyStatus === 'number' && fastifyStatus >= 400 && fastifyStatus < 500) {
       // Fastify's own client errors (bad JSON, wrong content type, body too large): their messages are safe.
       const message = (error as Error).message;
       req.log.info({ code: (error as FastifyError).code, status: fastifyStatus }, 'request refused');
-      return reply.code(fastifyStatus).send({ code: ErrorCodes.REQUEST_INVALID, message, requestId });
+      return respond(req, reply, fastifyStatus, { code: ErrorCodes.REQUEST_INVALID, message, requestId });
     }
     if (isDatabaseDown(error)) {
       req.log.error({ err: coerceError(error) }, 'database unavailable');
       reply.header('retry-after', '5');
-      return reply.code(503).send({ code: ErrorCodes.DB_UNAVAILABLE, message: 'the database is unavailable; retry later', requestId });
+      return respond(req, reply, 503, { code: ErrorCodes.DB_UNAVAILABLE, message: 'the database is unavailable; retry later', requestId });
     }
     req.log.error({ err: coerceError(error) }, 'unhandled error');
-    return reply.code(500).send({ code: ErrorCodes.INTERNAL_ERROR, message: `internal error (request ${requestId})`, requestId });
+    return respond(req, reply, 500, { code: ErrorCodes.INTERNAL_ERROR, message: `internal error (request ${requestId})`, requestId });
   });
+}
+
+/** A browser page (not /api, not bull-board's own API) asked for HTML. */
+function wantsPage(req: FastifyRequest): boolean {
+  const path = req.url.split('?')[0]!;
+  return !path.startsWith('/api/') && !path.includes('/api/') && /\btext\/html\b/.test(req.headers.accept ?? '');
+}
+
+/** The one way out of this boundary: the JSON error body, or for a page the same status, code and message as HTML. */
+function respond(req: FastifyRequest, reply: FastifyReply, status: number, body: { code: string; message: string; requestId: string } & Record<string, unknown>) {
+  reply.code(status);
+  if (!wantsPage(req)) return reply.send(body);
+  return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(errorPage(status, body.code, body.message, body.requestId, req.operator).value);
 }
 
 function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply) {
@@ -91,18 +116,20 @@ function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply)
   if (status >= 500) req.log.error({ err: error, code: error.code }, 'request failed');
   else req.log.info({ code: error.code, status }, 'request refused');
   if (status === 500) {
-    return reply.code(500).send({ code: ErrorCodes.INTERNAL_ERROR, message: `internal error (request ${requestId})`, requestId });
+    return respond(req, reply, 500, { code: ErrorCodes.INTERNAL_ERROR, message: `internal error (request ${requestId})`, requestId });
   }
   if (status === 503) reply.header('retry-after', '30');
   const message = PLATFORM_MESSAGES[error.code] ?? error.message;
-  const body: Record<string, unknown> = { code: error.code, message, requestId };
+  const body: { code: string; message: string; requestId: string } & Record<string, unknown> = { code: error.code, message, requestId };
   const errors = error.details?.errors;
   if (Array.isArray(errors)) body.errors = errors;
+  // A role refusal names the role that may (the UI and the CLI say it).
+  if (typeof error.details?.requiredRole === 'string') body.requiredRole = error.details.requiredRole;
   // The platform's own answer, when there was one (a PlatformCodeError, or an error that gives it a meaning).
   const platformCode = error instanceof PlatformCodeError ? error.platformCode : error.details?.platformCode;
   if (typeof platformCode === 'number') {
     body.platformCode = platformCode;
     body.platformMessage = error instanceof PlatformCodeError ? error.platformMessage : String(error.details?.platformMessage ?? '');
   }
-  return reply.code(status).send(body);
+  return respond(req, reply, status, body);
 }

@@ -1,12 +1,12 @@
 import { configWarnings, loadConfig } from '@mcb/core/config';
-import { createDb } from '@mcb/core/db';
+import { createDb, requireMigratedSchema } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { createPlatformClientFromConfig } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
-import { createRedis, redisTargetOf } from '@mcb/core/redis';
+import { createRedis, createRedisHealth, redisTargetOf } from '@mcb/core/redis';
 import { startTracing } from '@mcb/core/tracing';
 import { Queue } from 'bullmq';
 import { buildApp } from './app.ts';
@@ -21,22 +21,28 @@ try {
   const tracing = startTracing('mcb-console', { ...process.env, ...config });
   if (tracing) releasers.add('tracing', () => tracing.shutdown());
   logger.level = config.LOG_LEVEL;
+  releasers.setTimeout(config.CONSOLE_SHUTDOWN_TIMEOUT);
   for (const warning of configWarnings(config)) logger.warn(warning);
 
   const db = createDb(config.DATABASE_URL, { max: 10, applicationName: 'mcb-console' });
   releasers.add('postgres', () => db.close());
+  // Before it serves anything (replays and the dashboard enqueue jobs): a missing migration stops it here.
+  await requireMigratedSchema(db.pool, { app: 'console', logger });
   const platform = createPlatformClientFromConfig(config);
   releasers.add('platform', () => platform.close());
 
-  // The dashboard's Redis connection fails fast (an operator gets an error, not a hang) while Redis is down.
+  // The dashboard's Redis connection fails fast (an operator gets an error, not a hang) while Redis is down. Its
+  // errors, and the queues' copies of them, are logged at most once per interval (watched before the queues exist).
+  const registry = createMetricsRegistry('console');
+  const redisHealth = createRedisHealth({ logger, registry });
   const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'mcb-console', commandTimeoutMs: 5000 });
-  redis.on('error', (e) => logger.warn({ err: coerceError(e) }, 'redis connection error'));
-  releasers.add('redis', () => redis.quit().catch(() => redis.disconnect()));
+  redisHealth.watch(redis, 'mcb-console');
+  releasers.add('redis', () => redis.quit().catch(() => redis.disconnect()), () => redis.disconnect());
   const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
   const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
+  for (const q of [queue, maintenance]) redisHealth.listen(q, `${q.name} queue`);
   releasers.add('queues', () => Promise.all([queue.close(), maintenance.close()]));
 
-  const registry = createMetricsRegistry('console');
   registerQueueDepthGauge(registry, [queue, maintenance]);
   const app = await buildApp({
     config,
@@ -55,7 +61,13 @@ try {
   releasers.add('http', () => app.close());
   await app.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT });
 
-  const metricsServer = await startMetricsServer({ source: registry, port: config.CONSOLE_METRICS_PORT, host: config.CONSOLE_METRICS_HOST, logger });
+  const metricsServer = await startMetricsServer({
+    source: registry,
+    port: config.CONSOLE_METRICS_PORT,
+    host: config.CONSOLE_METRICS_HOST,
+    logger,
+    readiness: redisHealth.readiness,
+  });
   releasers.add('metrics server', () => metricsServer.close());
 
   releasers.onSignals();

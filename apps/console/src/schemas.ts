@@ -35,7 +35,11 @@ export const payoutParamsSchema = z
   .refine((p) => Object.keys(p).length <= 100, 'expected at most 100 parameters')
   .describe("Field values keyed by the catalog field's `key`");
 
+/** Why an operator does what changes something; required by the action layer (400 REASON_REQUIRED without it). */
+export const reasonSchema = z.string().max(2000, 'expected at most 2000 characters').describe('Why: recorded in the audit trail (required)');
+
 export const payinBodySchema = z.strictObject({
+  reason: reasonSchema.optional(),
   merchantOrderNo: merchantOrderNoSchema,
   currency: currencySchema,
   amount: amountSchema,
@@ -43,6 +47,7 @@ export const payinBodySchema = z.strictObject({
 });
 
 export const payoutBodySchema = z.strictObject({
+  reason: reasonSchema.optional(),
   merchantOrderNo: merchantOrderNoSchema,
   currency: currencySchema,
   amount: amountSchema,
@@ -68,6 +73,7 @@ export const errorBodySchema = z
     platformCode: z.number().optional().describe("The platform's own error code (502)"),
     platformMessage: z.string().optional().describe("The platform's own message (502)"),
     requestId: z.string().optional(),
+    requiredRole: z.enum(['viewer', 'operator', 'admin']).optional().describe('The role the refused action needs (403)'),
   })
   .describe('Error');
 

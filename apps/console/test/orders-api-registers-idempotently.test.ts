@@ -18,7 +18,9 @@ afterAll(async () => {
   await platform?.stop();
 });
 
-const post = (url: string, payload: unknown) => c.app.inject({ method: 'POST', url, payload: payload as object, headers: AUTH });
+// Registrations are operator actions: each carries a reason (not part of what makes two registrations the same).
+const post = (url: string, payload: unknown) =>
+  c.app.inject({ method: 'POST', url, payload: { reason: `test ${Math.random()}`, ...(payload as object) }, headers: AUTH });
 const get = (url: string) => c.app.inject({ method: 'GET', url, headers: AUTH });
 
 describe('POST /api/payins', () => {

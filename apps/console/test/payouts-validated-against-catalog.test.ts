@@ -25,7 +25,7 @@ beforeEach(async () => {
   await env.db.db.delete(catalogSnapshots);
 });
 
-const post = (url: string, payload: unknown) => c.app.inject({ method: 'POST', url, payload: payload as object, headers: AUTH });
+const post = (url: string, payload: unknown) => c.app.inject({ method: 'POST', url, payload: { reason: 'test', ...(payload as object) }, headers: AUTH });
 const bankParams = { accountName: 'Juan Cruz', accountNo: '1234567890', bank: 'BDO Unibank' };
 const payout = (no: string, extra: object = {}) => ({
   merchantOrderNo: no,

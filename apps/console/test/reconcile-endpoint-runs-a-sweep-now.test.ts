@@ -1,17 +1,19 @@
 import type net from 'node:net';
 import { generateKeyPair } from '@mcb/core/callback';
 import { loadConfig } from '@mcb/core/config';
+import { operatorActions } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createMetricsRegistry } from '@mcb/core/metrics';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { freePort, useTestEnv } from '@mcb/testkit';
 import { sweepLockKey } from '@mcb/settlement';
+import { desc, eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
-// The sandbox is the platform here; the console package does not depend on it, so its entry is imported by path.
-import { buildApp as buildSandbox } from '../../sandbox/src/app.ts';
+// The sandbox is the platform here, through its package entry (a dev dependency of the console).
+import { buildApp as buildSandbox } from '@mcb/sandbox';
 
 const MERCHANT_NO = 'M300400';
 const TOKEN = 'reconcile-console-token-0123456789';
@@ -59,19 +61,20 @@ afterAll(async () => {
   redis?.disconnect();
 });
 
-const reconcile = (target = app, headers: Record<string, string> = AUTH) => target.inject({ method: 'POST', url: '/api/reconcile', headers });
+const reconcile = (target = app, headers: Record<string, string> = AUTH) =>
+  target.inject({ method: 'POST', url: '/api/reconcile', headers, payload: { reason: 'customer says paid, no credit' } });
 
 describe('POST /api/reconcile', () => {
   it('runs a sweep now: a pay-in whose callbacks never arrived is credited, and the report says so', async () => {
     // 1. Our order, and the platform's: released, its callback sent to a port nobody listens on.
-    const reg = await app.inject({ method: 'POST', url: '/api/payins', headers: AUTH, payload: { merchantOrderNo: 'RC-1', currency: 'INR', amount: '1000.10' } });
+    const reg = await app.inject({ method: 'POST', url: '/api/payins', headers: AUTH, payload: { merchantOrderNo: 'RC-1', currency: 'INR', amount: '1000.10', reason: 'test' } });
     expect(reg.statusCode).toBe(201);
     sandbox.sandbox.createPayin({ merchantOrderNo: 'RC-1', currency: 'INR', amount: '1000.10', callbackUrl: `http://127.0.0.1:${closedPort}/callbacks/payin` });
     sandbox.sandbox.finalize('RC-1', 6);
     // A pending one the platform never finalises, and one it never heard of.
-    await app.inject({ method: 'POST', url: '/api/payins', headers: AUTH, payload: { merchantOrderNo: 'RC-2', currency: 'INR', amount: '5' } });
+    await app.inject({ method: 'POST', url: '/api/payins', headers: AUTH, payload: { merchantOrderNo: 'RC-2', currency: 'INR', amount: '5', reason: 'test' } });
     sandbox.sandbox.createPayin({ merchantOrderNo: 'RC-2', currency: 'INR', amount: '5' });
-    await app.inject({ method: 'POST', url: '/api/payins', headers: AUTH, payload: { merchantOrderNo: 'RC-3', currency: 'INR', amount: '7' } });
+    await app.inject({ method: 'POST', url: '/api/payins', headers: AUTH, payload: { merchantOrderNo: 'RC-3', currency: 'INR', amount: '7', reason: 'test' } });
 
     // 2. The sweep.
     const res = await reconcile();
@@ -81,6 +84,8 @@ describe('POST /api/reconcile', () => {
       recovered: { credited: 1, succeeded: 0, refused: 0 },
       stillPending: 1,
       unknown: 1,
+      // Named, so an operator can act on them without reading logs.
+      orders: { stillPending: ['RC-2'], unknown: ['RC-3'] },
       reviews: 0,
       errors: 0,
       stoppedEarly: false,
@@ -96,6 +101,11 @@ describe('POST /api/reconcile', () => {
 
     // 4. Again: nothing more to recover.
     expect((await reconcile()).json()).toMatchObject({ scanned: 2, recovered: { credited: 0 } });
+
+    // 5. Each sweep is in the audit trail: who, why, and what it found.
+    const [last] = (await env.db.db.select().from(operatorActions).where(eq(operatorActions.action, 'reconcile.run')).orderBy(desc(operatorActions.id)).limit(1));
+    expect(last).toMatchObject({ operator: 'admin', role: 'admin', target: 'sweep', reason: 'customer says paid, no credit', outcome: 'completed' });
+    expect(last!.details).toMatchObject({ scanned: 2, stillPending: 1, unknown: 1 });
   });
 
   it('answers 409 RECONCILE_IN_PROGRESS while another sweep holds the lock, and sweeps once it is free', async () => {

@@ -1,12 +1,16 @@
 import type { Socket } from 'node:net';
+import { availableParallelism } from 'node:os';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Queue } from 'bullmq';
 import type { KeyRing } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
 import { coerceError } from '@mcb/core/errors';
-import type { Logger } from '@mcb/core/logger';
+import { createLogThrottle, type Logger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
 import { checkRedisDurability, checkRedisMemory, type RedisClient } from '@mcb/core/redis';
+import { BYTES_PER_IDLE_CONNECTION, connectionCapacity, RESERVED_FILES } from './capacity.ts';
+import { failAndClose, guardConnections, sourceKey, type CutReason } from './connection-guard.ts';
+import { createRefusalLog } from './refusal-log.ts';
 import { checkStartup } from './startup.ts';
 import { createIngestMetrics, type IngestMetrics } from './metrics.ts';
 import { CONTENT_FAILURE_STATUS, sendText } from './reply.ts';
@@ -39,6 +43,8 @@ export interface IngestDeps {
   memoryCheckIntervalMs?: number;
   /** How long to wait for Redis at start, in ms. @defaultValue 5000 */
   redisStartTimeoutMs?: number;
+  /** Refused or cut connections are summed and logged at most once per this many ms. @defaultValue 10000 */
+  refusalLogIntervalMs?: number;
 }
 
 /** An ingest app, with its metrics for tests and main.ts. */
@@ -98,13 +104,11 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   const memoryTimer = setInterval(() => void measure(), deps.memoryCheckIntervalMs ?? 1000);
   memoryTimer.unref();
 
-  // Without listeners a connection error would be thrown from the emitter; log it, at most every 10 s.
-  let lastErrorLog = 0;
-  const onRedisError = (e: unknown) => {
-    if (Date.now() - lastErrorLog < 10_000) return;
-    lastErrorLog = Date.now();
-    logger.warn({ err: coerceError(e) }, 'Redis connection error (callbacks get 503 fail until it recovers)');
-  };
+  // Without listeners a connection error would be thrown from the emitter (or written raw to stderr by BullMQ); log
+  // it, at most one line per 10 s with the count of errors it stands for.
+  const logThrottled = createLogThrottle(logger);
+  const onRedisError = (e: unknown) =>
+    void logThrottled('redis', 'warn', { err: coerceError(e) }, 'Redis connection error (callbacks get 503 fail until it recovers)');
   deps.queue.on('error', onRedisError);
   redis.on('error', onRedisError);
 
@@ -118,7 +122,8 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     return503OnClosing: false,
     trustProxy: false,
     // Every connection is bounded: a client trickling its headers or body, or holding an idle socket, is cut off
-    // (see the INGEST_*_TIMEOUT settings). Node checks the request bounds every connectionsCheckingInterval.
+    // (see the INGEST_*_TIMEOUT settings; the body's own deadline and admission are in connection-guard.ts). Node
+    // checks the headers and request bounds every connectionsCheckingInterval.
     requestTimeout: config.INGEST_REQUEST_TIMEOUT,
     keepAliveTimeout: config.INGEST_KEEPALIVE_TIMEOUT,
     connectionTimeout: config.INGEST_IDLE_TIMEOUT,
@@ -128,19 +133,31 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     },
     clientErrorHandler: (err, socket) => cutConnection(err, socket),
   }) as unknown as FastifyInstance;
-  app.server.maxConnections = config.INGEST_MAX_CONNECTIONS;
-  let lastDropLog = 0;
-  let dropsSinceLog = 0;
-  app.server.on('drop', () => {
+  const capacity = connectionCapacity(config.INGEST_MAX_CONNECTIONS, { processes: config.INGEST_WORKERS === 0 ? availableParallelism() : config.INGEST_WORKERS });
+  const { warning, ...figures } = capacity;
+  logger.info({ ...figures, bytesPerIdleConnection: BYTES_PER_IDLE_CONNECTION, reservedFiles: RESERVED_FILES, maxConnectionsPerAddress: config.INGEST_MAX_CONNECTIONS_PER_ADDRESS, allowedSources: config.INGEST_ALLOWED_SOURCES?.length ?? 'any' }, 'connection bounds');
+  if (warning) logger.warn(warning);
+  app.server.maxConnections = capacity.maxConnections;
+  metrics.connectionsMax.set(capacity.maxConnections);
+  const refusals = createRefusalLog(logger, deps.refusalLogIntervalMs ?? 10_000);
+  guardConnections(app.server, {
+    maxPerAddress: config.INGEST_MAX_CONNECTIONS_PER_ADDRESS,
+    allowedSources: config.INGEST_ALLOWED_SOURCES,
+    bodyTimeoutMs: config.INGEST_BODY_TIMEOUT,
+    metrics,
+    refusals,
+  });
+  const cut = (reason: CutReason, socket: Socket) => {
+    metrics.connectionsCut.inc({ reason });
+    refusals.note(reason, sourceKey(socket.remoteAddress));
+  };
+  // Beyond the cap, net closes the socket itself (no `connection` event) and tells us with `drop`.
+  app.server.on('drop', (data?: { remoteAddress?: string }) => {
     metrics.connectionsCut.inc({ reason: 'max_connections' });
-    dropsSinceLog++;
-    if (Date.now() - lastDropLog < 10_000) return;
-    logger.warn({ maxConnections: config.INGEST_MAX_CONNECTIONS, dropped: dropsSinceLog }, 'connection refused: INGEST_MAX_CONNECTIONS open');
-    lastDropLog = Date.now();
-    dropsSinceLog = 0;
+    refusals.note('max_connections', sourceKey(data?.remoteAddress));
   });
   app.server.on('timeout', (socket: Socket) => {
-    metrics.connectionsCut.inc({ reason: 'idle' });
+    cut('idle', socket);
     socket.destroy();
   });
 
@@ -148,12 +165,8 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   function cutConnection(err: Error & { code?: string }, socket: Socket): void {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-    metrics.connectionsCut.inc({ reason: timeout ? 'request_timeout' : 'client_error' });
-    const status = timeout ? '408 Request Timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-    if (socket.writable) {
-      socket.write(`HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 4\r\nConnection: close\r\n\r\nfail`);
-    }
-    socket.destroy();
+    cut(timeout ? 'request_timeout' : 'client_error', socket);
+    failAndClose(socket, timeout ? '408 Request Timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request');
   }
 
   // Only application/json is accepted; the raw text reaches the handler so that a malformed body fails the same
@@ -216,6 +229,7 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   });
 
   app.addHook('onClose', async () => {
+    refusals.close();
     clearInterval(timer);
     clearInterval(memoryTimer);
     deps.queue.off('error', onRedisError);

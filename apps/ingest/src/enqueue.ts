@@ -4,7 +4,9 @@ import { callBesideKey, type RedisClient } from '@mcb/core/redis';
 import { Batcher } from '@mcb/core/batcher';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { callbackJobId, callbackJobOptions, jobNote, type CallbackJobInput } from '@mcb/core/queue';
-import { captureContext, withContext, type Context } from '@mcb/core/tracing';
+import { captureContext } from '@mcb/core/tracing';
+import { addAndReadBack, type IdAdd } from './add-and-read-back.ts';
+import type { PrimaryFence } from './primary-fence.ts';
 
 /** Options of {@link createEnqueuer}. */
 export interface EnqueuerOptions {
@@ -16,6 +18,11 @@ export interface EnqueuerOptions {
   maxBatch?: number;
   /** Told each batch's size as it starts (a metric). */
   onBatch?: (size: number) => void;
+  /**
+   * Asked, once a batch is durable, whether the node written to is still the primary (through Sentinel: a stale
+   * primary's writes are refused, not acknowledged). @defaultValue none
+   */
+  fence?: PrimaryFence;
 }
 
 /** Stores callbacks' jobs durably, many requests' at once. */
@@ -29,12 +36,8 @@ export interface Enqueuer {
   enqueue(job: CallbackJobInput, opts: { waitAof: boolean }): Promise<string>;
 }
 
-interface Add {
-  job: CallbackJobInput;
-  jobId: string;
+interface Add extends IdAdd {
   waitAof: boolean;
-  /** The request's trace context (tracing on only). */
-  context: Context | undefined;
 }
 
 /** The record's fields (not when or how it arrived): two callbacks with the same ones are the same callback. */
@@ -50,6 +53,15 @@ function recordKey(job: Partial<CallbackJobInput>): string {
  */
 export function variantJobId(jobId: string, job: CallbackJobInput): string {
   return `${jobId}-${createHash('sha256').update(recordKey(job)).digest('hex').slice(0, 16)}`;
+}
+
+/** A stored job's data, or undefined when it is not a callback job's JSON. */
+function parseJobData(data: string): CallbackJobInput | undefined {
+  try {
+    return JSON.parse(data) as CallbackJobInput;
+  } catch {
+    return undefined;
+  }
 }
 
 function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
@@ -74,32 +86,38 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
   const anchor = queue.keys.meta!;
   const batcher = new Batcher<Add, void>(
     async (adds) => {
-      // Every add is written to the connection at once (a pipeline: one round trip for the batch); each has its
-      // own result, so when Redis refuses part of a batch (out of memory) only the refused ones fail.
-      // Each add runs in the context of the request it came from, so that its span (and the job's trace) is that
-      // callback's, whichever request happened to start the batch.
-      const add = (a: Add, jobId: string) => withContext(a.context, () => queue.add(a.job.kind, a.job, { ...callbackJobOptions, jobId }));
-      const added = await Promise.allSettled(adds.map((a) => add(a, a.jobId)));
-      // An add onto an existing id is a no-op: check that the stored record is this one. When it differs (a forged
-      // record took the id first), this record gets a job of its own.
-      const stored = await Promise.all(
-        adds.map((a, i) =>
-          added[i]!.status === 'fulfilled' ? redis.hget(`${queue.qualifiedName}:${a.jobId}`, 'data').catch(() => null) : Promise.resolve(null),
-        ),
-      );
+      const stillPrimary = options.fence?.begin();
+      // Every add and its read-back travel in one transaction (one round trip for the batch); each has its own
+      // result. Each add runs in the context of the request it came from, so that its span (and the job's trace)
+      // is that callback's, whichever request happened to start the batch.
+      const outcome: Array<{ ok: true } | { ok: false; error: Error }> = [];
+      const first = await addAndReadBack(queue, adds);
       const copies: number[] = [];
-      const variants = adds.flatMap((a, i) => {
-        const data = stored[i];
-        if (!data) return [];
-        try {
-          const held = JSON.parse(data) as CallbackJobInput;
-          if (recordKey(held) !== recordKey(a.job)) return [i];
-          if (held.receivedAt !== a.job.receivedAt) copies.push(i); // the same callback again (a platform retry or copy)
-          return [];
-        } catch {
-          return [i];
-        }
+      const variants: number[] = [];
+      first.forEach((r, i) => {
+        if (!r.ok) return void (outcome[i] = r);
+        outcome[i] = { ok: true };
+        const held = parseJobData(r.data);
+        // The id holds another record (a forgery sent first, or the genuine one before a forgery): this record
+        // gets a job of its own, and is stored only once that job's read-back shows it.
+        if (!held || recordKey(held) !== recordKey(adds[i]!.job)) variants.push(i);
+        else if (held.receivedAt !== adds[i]!.job.receivedAt) copies.push(i); // the same callback again (a platform retry or copy)
       });
+      if (variants.length > 0) {
+        const again = await addAndReadBack(
+          queue,
+          variants.map((i) => ({ ...adds[i]!, jobId: variantJobId(adds[i]!.jobId, adds[i]!.job) })),
+        );
+        variants.forEach((i, k) => {
+          const r = again[k]!;
+          const held = r.ok ? parseJobData(r.data) : undefined;
+          outcome[i] = !r.ok
+            ? r
+            : held && recordKey(held) === recordKey(adds[i]!.job)
+              ? { ok: true }
+              : { ok: false, error: new Error(`job ${variantJobId(adds[i]!.jobId, adds[i]!.job)} holds another record`) };
+        });
+      }
       if (copies.length > 0) {
         // Noted on the job for the console's timeline; best effort: a note never decides an acknowledgement.
         await Promise.allSettled(
@@ -108,24 +126,21 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
           ),
         );
       }
-      if (variants.length > 0) {
-        const again = await Promise.allSettled(variants.map((i) => add(adds[i]!, variantJobId(adds[i]!.jobId, adds[i]!.job))));
-        variants.forEach((i, k) => {
-          if (again[k]!.status === 'rejected') added[i] = again[k]!;
-        });
-      }
-      if (adds.some((a, i) => a.waitAof && added[i]!.status === 'fulfilled')) {
+      const stored = outcome.some((r) => r.ok);
+      if (stored && adds.some((a, i) => a.waitAof && outcome[i]!.ok)) {
         // One fsync wait covers every write before it on this connection; if it fails, no add is acknowledged.
         const [local] = (await callBesideKey(redis, anchor, 'WAITAOF', '1', '0', String(options.timeoutMs))) as [number, number];
         if (local < 1) throw new Error('WAITAOF: the writes were not fsynced to the local AOF in time');
       }
       const minReplicas = options.minReplicas ?? 0;
-      if (minReplicas > 0 && added.some((r) => r.status === 'fulfilled')) {
+      if (minReplicas > 0 && stored) {
         // Acknowledged means replicated (INGEST_MIN_REPLICAS): WAIT covers every write before it on this connection.
         const replicas = Number(await callBesideKey(redis, anchor, 'WAIT', String(minReplicas), String(options.timeoutMs)));
         if (replicas < minReplicas) throw new Error(`WAIT: ${replicas} of ${minReplicas} replica(s) acknowledged the writes in time`);
       }
-      return added.map((r) => (r.status === 'fulfilled' ? { ok: true as const, value: undefined } : { ok: false as const, error: r.reason }));
+      // Last: the node that holds the batch (and its replicas' WAIT) is still the one the sentinels call primary.
+      if (stillPrimary && stored) await stillPrimary();
+      return outcome.map((r) => (r.ok ? { ok: true as const, value: undefined } : r));
     },
     { maxBatch: options.maxBatch ?? 64, maxInFlight: 4, onBatch: options.onBatch },
   );

@@ -12,14 +12,11 @@ import { createReleasers, type Releasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf, type Logger } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
-import { createRedis, redisTargetOf } from '@mcb/core/redis';
+import { createRedis, createRedisHealth, redisTargetOf } from '@mcb/core/redis';
 import { queueTelemetry, startTracing } from '@mcb/core/tracing';
 import { buildApp } from './app.ts';
 import { loadKeyRingFromConfig } from './startup.ts';
 import { runSupervisor } from './supervisor.ts';
-
-/** A stop that has not finished in-flight callbacks by then is cut short. */
-const SHUTDOWN_GRACE_MS = 25_000;
 
 async function runServer(config: Config, logger: Logger, clustered: boolean, releasers: Releasers): Promise<void> {
   // First: the queue takes BullMQ's telemetry when it is built; released last, after the spans it ends.
@@ -27,11 +24,17 @@ async function runServer(config: Config, logger: Logger, clustered: boolean, rel
   if (tracing) releasers.add('tracing', () => tracing.shutdown());
   const keyRing = loadKeyRingFromConfig(config);
   logger.info({ keys: keyRing.keys.map((k) => ({ id: k.id, bits: k.bits })) }, 'key ring loaded');
-  const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'ingest' });
-  releasers.add('redis', () => redis.quit().catch(() => redis.disconnect()));
-  const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX, ...queueTelemetry() });
-  releasers.add('queue', () => queue.close());
   const registry = createMetricsRegistry('ingest');
+  const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'ingest' });
+  // The gauges (mcb_redis_up, mcb_redis_down_since_seconds). The app logs the connection's errors once it is built;
+  // the queue is listened to from its first moment (during the app's start-up, and after it closes, BullMQ would
+  // write its errors raw to stderr), its copies of connection errors only counted while the connection is down.
+  const redisHealth = createRedisHealth({ logger, registry });
+  redisHealth.watch(redis, 'ingest', { logErrors: false });
+  releasers.add('redis', () => redis.quit().catch(() => redis.disconnect()), () => redis.disconnect());
+  const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX, ...queueTelemetry() });
+  redisHealth.listen(queue, 'callbacks queue');
+  releasers.add('queue', () => queue.close());
   // Queue depth by state, read at scrape time (max across cluster workers: they all read the same queue).
   registerQueueDepthGauge(registry, queue);
   if (clustered) {
@@ -55,10 +58,11 @@ async function runServer(config: Config, logger: Logger, clustered: boolean, rel
 }
 
 const logger = createLogger({ name: 'ingest', format: logFormatOf(process.env) });
-const releasers = createReleasers(logger, { stoppingMessage: 'shutting down: finishing in-flight callbacks', graceMs: SHUTDOWN_GRACE_MS });
+const releasers = createReleasers(logger, { stoppingMessage: 'shutting down: finishing in-flight callbacks' });
 try {
   const config = loadConfig(process.env, 'ingest');
   logger.level = config.LOG_LEVEL;
+  releasers.setTimeout(config.INGEST_SHUTDOWN_TIMEOUT);
   const workers = config.INGEST_WORKERS === 0 ? availableParallelism() : config.INGEST_WORKERS;
   if (workers > 1 && cluster.isPrimary) await runSupervisor(config, logger, workers, releasers);
   else await runServer(config, logger, cluster.isWorker, releasers);
@@ -66,6 +70,8 @@ try {
 } catch (e) {
   const err = coerceError(e);
   logger.fatal({ err, code: (err as { code?: string }).code }, 'ingest refused to start');
-  console.error(`ingest: ${err.message}`);
+  // A plain line for a person at a terminal, or when the logs are silenced; a log pipeline gets only the JSON line
+  // above (a clustered worker that cannot start during a Redis outage must not break one-object-per-line).
+  if (process.stderr.isTTY || !logger.isLevelEnabled('fatal')) console.error(`ingest: ${err.message}`);
   await releasers.shutdown('startup-failure', 1);
 }

@@ -14,8 +14,17 @@ export interface IngestMetrics {
   enqueueBatchSize: Histogram;
   /** Free share of Redis maxmemory as last measured (1 when Redis has no limit). */
   redisHeadroom: Gauge;
-  /** Connections cut by a listener bound: `headers`/`request` timeout (408), `idle`, or `max_connections` (dropped). */
+  /**
+   * Connections refused or cut by a listener bound: refused when they open (`source_not_allowed`, `address_limit`,
+   * `max_connections`), cut later (`body_timeout`, `request_timeout`: 408; `idle`; `client_error`: 400/431).
+   */
   connectionsCut: Counter<'reason'>;
+  /** Connections admitted (past the allowlist and the per-address and global caps). */
+  connectionsAdmitted: Counter;
+  /** Connections admitted and still open. */
+  connectionsOpen: Gauge;
+  /** The connection cap this process runs with (INGEST_MAX_CONNECTIONS, sized at start when `auto`). */
+  connectionsMax: Gauge;
 }
 
 export function createIngestMetrics(registry: Registry): IngestMetrics {
@@ -51,8 +60,23 @@ export function createIngestMetrics(registry: Registry): IngestMetrics {
     }),
     connectionsCut: new Counter({
       name: 'ingest_connections_cut_total',
-      help: 'Connections closed by a listener bound (reason: request_timeout, idle, max_connections, client_error)',
+      help: 'Connections refused or cut by a listener bound (reason: source_not_allowed, address_limit, max_connections, body_timeout, request_timeout, idle, client_error)',
       labelNames: ['reason'],
+      registers: [registry],
+    }),
+    connectionsAdmitted: new Counter({
+      name: 'ingest_connections_admitted_total',
+      help: 'Connections to the public listener admitted (past the allowlist and the connection caps)',
+      registers: [registry],
+    }),
+    connectionsOpen: new Gauge({
+      name: 'ingest_connections_open',
+      help: 'Connections to the public listener admitted and still open',
+      registers: [registry],
+    }),
+    connectionsMax: new Gauge({
+      name: 'ingest_connections_max',
+      help: 'The connection cap of the public listener (INGEST_MAX_CONNECTIONS; sized at start when auto)',
       registers: [registry],
     }),
     enqueueBatchSize: new Histogram({

@@ -6,22 +6,25 @@
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
 import type { Config } from '@mcb/core/config';
-import type { Releasers } from '@mcb/core/lifecycle';
+import { forceBudgetMs, type Releasers } from '@mcb/core/lifecycle';
 import type { Logger } from '@mcb/core/logger';
 import { startMetricsServer } from '@mcb/core/metrics';
 import { preflight } from './startup.ts';
 
-/** How long a worker may take to finish its in-flight callbacks after SIGTERM before it is killed. */
-export const WORKER_STOP_GRACE_MS = 27_000;
-
-function stopWorker(w: Worker): Promise<void> {
+/**
+ * Stop a worker: SIGTERM, and SIGKILL if it has not exited once `graceMs` have passed. Each worker bounds its own
+ * stop by INGEST_SHUTDOWN_TIMEOUT too; the primary's bound (the same) forces this kill before it exits.
+ */
+function stopWorker(w: Worker, graceMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
     if (w.isDead()) return resolve();
-    const timer = setTimeout(() => w.process.kill('SIGKILL'), WORKER_STOP_GRACE_MS);
+    const timer = setTimeout(() => w.process.kill('SIGKILL'), graceMs);
     w.once('exit', () => (clearTimeout(timer), resolve()));
     w.process.kill('SIGTERM');
   });
 }
+
+const liveWorkers = (): Worker[] => Object.values(cluster.workers ?? {}).flatMap((w) => (w && !w.isDead() ? [w] : []));
 
 /** Run the supervisor in the primary; its resources are released through `releasers`. */
 export async function runSupervisor(config: Config, logger: Logger, workers: number, releasers: Releasers): Promise<void> {
@@ -50,11 +53,19 @@ export async function runSupervisor(config: Config, logger: Logger, workers: num
     }
     setTimeout(() => cluster.fork(), 1000);
   });
-  // Released first (added last): stop the workers, each finishing its in-flight callbacks.
-  releasers.add('workers', async () => {
-    stopping = true;
-    await Promise.all(Object.values(cluster.workers ?? {}).flatMap((w) => (w ? [stopWorker(w)] : [])));
-  });
+  // Released first (added last): stop the workers, each finishing its in-flight callbacks within the bound; forced
+  // (the primary's own bound reached), any worker still alive is killed.
+  const graceMs = config.INGEST_SHUTDOWN_TIMEOUT - forceBudgetMs(config.INGEST_SHUTDOWN_TIMEOUT);
+  releasers.add(
+    'workers',
+    async () => {
+      stopping = true;
+      await Promise.all(liveWorkers().map((w) => stopWorker(w, graceMs)));
+    },
+    () => {
+      for (const w of liveWorkers()) w.process.kill('SIGKILL');
+    },
+  );
   for (let i = 0; i < workers; i++) cluster.fork();
   logger.info({ workers, metricsPort: metricsServer.port }, 'ingest supervisor started');
 }

@@ -8,6 +8,8 @@ import { MERCHANT_NO, startIngest, type TestIngest } from './helpers/harness.ts'
 // Ingest is the one listener on the internet. A client that sends its headers and then trickles the body (or the
 // headers) one byte at a time, or opens a socket and says nothing, must be cut off within the configured bounds,
 // while genuine callbacks sent at the same time are acknowledged; and no more than INGEST_MAX_CONNECTIONS stay open.
+// (Admission by source address is in ingest-admits-connections-by-source-before-reading-a-byte.test.ts; every client
+// here comes from 127.0.0.1, so the per-address limit is off.)
 const env = useTestEnv();
 const keys = generateKeyPair();
 const REQUEST_TIMEOUT_MS = 1000;
@@ -18,6 +20,9 @@ const bounds = {
   INGEST_ALLOW_VOLATILE_REDIS: 'true',
   INGEST_HEADERS_TIMEOUT: '500ms',
   INGEST_REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`,
+  // Half the request bound, so a trickled body is cut by its own deadline (counted body_timeout), never by the race.
+  INGEST_BODY_TIMEOUT: '500ms',
+  INGEST_MAX_CONNECTIONS_PER_ADDRESS: '0',
   INGEST_IDLE_TIMEOUT: '1s',
   INGEST_KEEPALIVE_TIMEOUT: '500ms',
 };
@@ -104,7 +109,8 @@ describe('the public listener bounds every connection', () => {
     // Genuine callbacks were stored; no trickled request reached the queue.
     expect(await l.ingest.queue.count()).toBe(20);
     const cut = (await l.ingest.registry.getSingleMetric('ingest_connections_cut_total')!.get()).values;
-    expect(cut.find((v) => v.labels.reason === 'request_timeout')?.value).toBe(110);
+    expect(cut.find((v) => v.labels.reason === 'body_timeout')?.value).toBe(100);
+    expect(cut.find((v) => v.labels.reason === 'request_timeout')?.value).toBe(10);
     // Every socket is released: the keep-alive ones of the genuine sender too, after INGEST_KEEPALIVE_TIMEOUT.
     await waitFor(async () => (await l.connections()) === baseline, { timeoutMs: 5000, message: 'open connections did not return to baseline' });
   });

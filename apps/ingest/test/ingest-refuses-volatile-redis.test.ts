@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
-import { uniquePrefix } from '@mcb/testkit';
+import { startRespProxy, uniquePrefix } from '@mcb/testkit';
 import { checkRedisDurability } from '../src/app.ts';
 import { captureLogger, DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis } from './helpers/harness.ts';
 
@@ -27,15 +27,44 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function durabilityOf(args: string[]) {
+/** The durability report of a Redis started with `args`; `hideWaitaof` makes it look older than 7.2 whatever it is. */
+async function durabilityOf(args: string[], options: { hideWaitaof?: boolean } = {}) {
   const server = await startOwnRedis(args);
   servers.push(server);
-  const client = new Redis(server.url, { maxRetriesPerRequest: 1 });
+  const proxy = options.hideWaitaof
+    ? await startRespProxy(server.url, (cmd) =>
+        cmd[0] === 'COMMAND' && cmd[2]?.toUpperCase() === 'WAITAOF' ? { reply: [null] } : { forward: true },
+      )
+    : undefined;
+  const client = new Redis(proxy?.url ?? server.url, { maxRetriesPerRequest: 1 });
   try {
     return await checkRedisDurability(client);
   } finally {
     client.disconnect();
+    await proxy?.close();
   }
+}
+
+/** The ingest process started on the volatile Redis (it must refuse), with its exit code and both outputs. */
+async function runIngestOnVolatileRedis(logLevel: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['apps/ingest/src/main.ts'], {
+    env: {
+      PATH: process.env.PATH,
+      MERCHANT_NO,
+      MERCHANT_PRIVATE_KEY_FILE: keyFile,
+      REDIS_URL: volatile.url,
+      QUEUE_PREFIX: uniquePrefix('vol'),
+      INGEST_PORT: '0',
+      INGEST_METRICS_PORT: '0',
+      LOG_LEVEL: logLevel,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (c) => (out.stdout += String(c)));
+  child.stderr.on('data', (c) => (out.stderr += String(c)));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  return { code, ...out };
 }
 
 describe('ingest refuses a Redis that may lose acknowledged callbacks', () => {
@@ -44,9 +73,9 @@ describe('ingest refuses a Redis that may lose acknowledged callbacks', () => {
   });
 
   it('checkRedisDurability names appendfsync when AOF fsyncs every second on a Redis without WAITAOF', async () => {
-    const r = await durabilityOf(['--appendonly', 'yes', '--appendfsync', 'everysec']);
+    const r = await durabilityOf(['--appendonly', 'yes', '--appendfsync', 'everysec'], { hideWaitaof: true });
     expect(r.durable).toBe(false);
-    expect(r.settings.waitaof).toBe(false); // Redis 7.0 here; WAITAOF arrived in 7.2
+    expect(r.settings.waitaof).toBe(false);
     expect(r.problems.join('\n')).toMatch(/appendfsync is "everysec"/);
   });
 
@@ -79,23 +108,25 @@ describe('ingest refuses a Redis that may lose acknowledged callbacks', () => {
   });
 
   it('the ingest process exits non-zero with a message naming the setting', async () => {
-    const child = spawn(process.execPath, ['apps/ingest/src/main.ts'], {
-      env: {
-        PATH: process.env.PATH,
-        MERCHANT_NO,
-        MERCHANT_PRIVATE_KEY_FILE: keyFile,
-        REDIS_URL: volatile.url,
-        QUEUE_PREFIX: uniquePrefix('vol'),
-        INGEST_PORT: '0',
-        INGEST_METRICS_PORT: '0',
-        LOG_LEVEL: 'silent',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (c) => (stderr += String(c)));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    const { code, stderr } = await runIngestOnVolatileRedis('silent');
     expect(code).toBe(1);
     expect(stderr).toMatch(/appendonly is "no"/);
+  });
+
+  it('with logs on and output piped, the refusal is JSON only: one fatal line naming the setting, no raw line', async () => {
+    const { code, stdout, stderr } = await runIngestOnVolatileRedis('info');
+    expect(code).toBe(1);
+    const lines = `${stdout}\n${stderr}`.split('\n').filter((l) => l.trim() !== '');
+    const parsed = lines.map((l) => {
+      try {
+        return JSON.parse(l) as Record<string, unknown>;
+      } catch {
+        return l;
+      }
+    });
+    expect(parsed.filter((l) => typeof l === 'string')).toEqual([]);
+    const fatal = parsed.filter((l): l is Record<string, unknown> => typeof l === 'object' && l.msg === 'ingest refused to start');
+    expect(fatal).toHaveLength(1);
+    expect(JSON.stringify(fatal[0])).toMatch(/appendonly is \\"no\\"/);
   });
 });

@@ -2,7 +2,7 @@
 
 export type OrderType = 'payin' | 'payout';
 
-/** Pending state of a new order. The spec shows only final states; "anything else = not final" (DESIGN.md). */
+/** Pending state of a new order. The spec shows only final states; "anything else = not final" (docs/platform-interface.md). */
 export const PENDING_STATE = 1;
 
 /** Per-order fault switches; unset fields fall back to the global ones. */

@@ -67,4 +67,13 @@ describe('pnpm sandbox', () => {
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/cannot reach the sandbox/);
   });
+
+  it('--help after a command prints the usage and exits 0 (it once answered "trigger what?" and 2)', async () => {
+    for (const args of [['trigger', '--help'], ['trigger', 'payin', '--help'], ['order', '-h'], ['--help']]) {
+      const r = await cli(...args);
+      expect(r.code, args.join(' ')).toBe(0);
+      expect(r.stdout, args.join(' ')).toMatch(/^usage:\n {2}pnpm sandbox trigger payin/);
+      expect(r.stderr, args.join(' ')).toBe('');
+    }
+  });
 });

@@ -1,14 +1,17 @@
 import { AppError, ErrorCodes, coerceError, firstLineOf } from '@mcb/core/errors';
-import type { RedisClient } from '@mcb/core/redis';
+import { createLogThrottle } from '@mcb/core/logger';
+import type { RedisClient, RedisHealth } from '@mcb/core/redis';
 import { activeSpan, markFailed, orderAttributes, queueTelemetry } from '@mcb/core/tracing';
-import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, jobNote, type CallbackJobInput } from '@mcb/core/queue';
+import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, jobNote, jobNoteSchema, type CallbackJobInput } from '@mcb/core/queue';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import {
   applyEvent,
   callbackBackoffDelay,
   classifyError,
   createSettlementBatchers,
+  describeJobError,
   giveUp,
+  inDoubtReceiptOf,
   jobErrorCode,
   toJobError,
   type ApplyDeps,
@@ -16,7 +19,12 @@ import {
   type BackoffOptions,
 } from '@mcb/settlement';
 import { alertOnReviewOpened, type Alerter } from './alerts.ts';
+import type { AdaptiveLimit } from './adaptive-concurrency.ts';
+import { attemptReport, createArrivalRecorder, type ArrivalRecorder } from './arrival-recorder.ts';
 import type { WorkerMetrics } from './metrics.ts';
+
+/** How often the adaptive limit folds its samples into a new limit. */
+const LIMIT_WINDOW_MS = 100;
 
 /** What {@link createCallbackWorker} needs, beyond {@link ApplyDeps}. */
 export interface CallbackWorkerDeps extends ApplyDeps {
@@ -28,20 +36,34 @@ export interface CallbackWorkerDeps extends ApplyDeps {
   commitBatch?: number;
   /** A `worker`-role Redis connection (`createRedis(url, 'worker')`); the caller closes it after the worker. */
   connection: RedisClient;
+  /**
+   * Where the worker's errors are logged (one line per interval, connection errors once for the connection); without
+   * it they are logged here, at most one line per 10 s. @defaultValue none
+   */
+  redisHealth?: RedisHealth;
   /** BullMQ key prefix (QUEUE_PREFIX). @defaultValue 'mcb' */
   prefix?: string;
   /**
-   * Jobs processed at once by this instance (WORKER_CONCURRENCY). Most of a job's time is spent waiting on Get
-   * order, which holds no Postgres connection, so size it as target rate × Get order latency. @defaultValue 256
+   * Jobs processed at once by this instance, fixed (WORKER_CONCURRENCY). Ignored when `adaptive` is given.
+   * @defaultValue 256
    */
   concurrency?: number;
+  /**
+   * An adaptive limit of the jobs in flight (see adaptive-concurrency.ts), fed with Get order's latency by the
+   * platform guard; the worker applies it every 100 ms. @defaultValue none: `concurrency` is fixed
+   */
+  adaptive?: AdaptiveLimit;
   /** The CALLBACK_BACKOFF strategy's scale and cap. @defaultValue base 1 s, cap 10 min */
   backoff?: BackoffOptions;
   /** Job lock, in ms; a job whose lock lapses (its worker died) is run again. Keep it above PLATFORM_TIMEOUT. @defaultValue 30000 */
   lockDurationMs?: number;
   /** How often stalled jobs are looked for, in ms. @defaultValue 30000 */
   stalledIntervalMs?: number;
-  /** How many times a job may stall (its worker died) before it fails. @defaultValue 3 */
+  /**
+   * How many times a job may stall (its worker died holding it) before it fails for good. A callback job is cheap
+   * and idempotent (the receipt guards the credit), so a few deaths of its workers (a deploy, an OOM elsewhere, a
+   * node drained twice) must not fail it; only a job that keeps killing its workers should. @defaultValue 10
+   */
   maxStalledCount?: number;
   /** This instance's name, recorded on each job as `processedBy`. @defaultValue none */
   name?: string;
@@ -65,10 +87,21 @@ export interface CallbackWorkerDeps extends ApplyDeps {
    * 0 disables the cap. @defaultValue 10000
    */
   maxUnknownWaiting?: number;
+  /**
+   * Where each job's arrival and attempt outcomes are recorded for the console's search (callback_arrivals),
+   * batched and off the job's path. @defaultValue a recorder on `db`
+   */
+  arrivals?: ArrivalRecorder;
 }
 
 /** The callbacks queue's worker. `close()` waits for the jobs in progress (graceful shutdown). */
 export type CallbackWorker = Worker<CallbackJobInput, ApplyOutcome>;
+
+/** A failure that leaves the job in the failed set (a permanent error, or its last attempt), not a retry. */
+function isFinalFailure(job: Job, err: Error): boolean {
+  const permanent = err instanceof UnrecoverableError || err.name === 'UnrecoverableError';
+  return permanent || job.attemptsMade >= (job.opts.attempts ?? 1);
+}
 
 function firstSeenAt(job: Job, receivedAt: string): number {
   const received = Date.parse(receivedAt);
@@ -94,6 +127,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     ...(deps.alerts && !deps.onReviewOpened ? { onReviewOpened: alertOnReviewOpened(deps.alerts) } : {}),
   };
 
+  const arrivals = deps.arrivals ?? createArrivalRecorder(deps.db, logger);
   const prefix = deps.prefix ?? 'mcb';
   const unknownKey = `${prefix}:${CALLBACKS_QUEUE}:unknown-order-waiting`;
   const maxUnknown = deps.maxUnknownWaiting ?? 10_000;
@@ -114,7 +148,31 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     return true;
   };
 
-  const processor = async (job: Job<CallbackJobInput, ApplyOutcome>, _token?: string, signal?: AbortSignal): Promise<ApplyOutcome> => {
+  /** Whether one of the job's notes (an earlier failed attempt) says this receipt's COMMIT was in doubt. */
+  const noteSaysInDoubt = async (job: Job, receiptId: number): Promise<boolean> => {
+    const lines = await deps.connection.lrange(worker.toKey(`${job.id}:logs`), 0, -1);
+    return lines.some((line) => {
+      try {
+        const note = jobNoteSchema.parse(JSON.parse(line));
+        return note.code === ErrorCodes.DB_COMMIT_IN_DOUBT && inDoubtReceiptOf(note.detail) === receiptId;
+      } catch {
+        return false; // not one of our notes
+      }
+    });
+  };
+
+  const { adaptive } = deps;
+  const processor = async (job: Job<CallbackJobInput, ApplyOutcome>, token?: string, signal?: AbortSignal): Promise<ApplyOutcome> => {
+    adaptive?.jobStarted();
+    metrics?.inFlight.inc();
+    try {
+      return await attempt(job, token, signal);
+    } finally {
+      adaptive?.jobEnded();
+      metrics?.inFlight.dec();
+    }
+  };
+  const attempt = async (job: Job<CallbackJobInput, ApplyOutcome>, _token?: string, signal?: AbortSignal): Promise<ApplyOutcome> => {
     const started = performance.now();
     const kind = job.name === 'payin' || job.name === 'payout' ? job.name : 'unknown';
     // BullMQ's process span (tracing on): this attempt, in the callback's trace.
@@ -132,11 +190,19 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
       throw giveUp(new AppError(ErrorCodes.JOB_PAYLOAD_INVALID, issues));
     }
     const event = parsed.data;
+    arrivals.taken(job, event);
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     span?.setAttributes({ ...orderAttributes(event), 'mcb.job_id': job.id ?? '', 'mcb.attempt': job.attemptsMade + 1 });
     let deferred = false;
     try {
-      const options = { firstSeenAt: firstSeenAt(job, event.receivedAt), jobId: job.id, signal, noWait: lastAttempt };
+      const options = {
+        firstSeenAt: firstSeenAt(job, event.receivedAt),
+        jobId: job.id,
+        signal,
+        noWait: lastAttempt,
+        // A receipt this job's earlier attempt committed without hearing back is its own credit (not a duplicate).
+        ...(job.attemptsMade > 0 ? { wasInDoubt: (receiptId: number) => noteSaysInDoubt(job, receiptId) } : {}),
+      };
       let outcome = await applyEvent(event, applyDeps, options);
       if (outcome.status === 'deferred' && outcome.code === ErrorCodes.VERIFY_ORDER_UNKNOWN && (await overUnknownCap(job.id!))) {
         logger.warn({ jobId: job.id, orderNo: event.orderNo, maxUnknownWaiting: maxUnknown }, 'too many events wait for unknown orders: this one goes to review now');
@@ -150,18 +216,21 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
         throw new AppError(outcome.code, outcome.reason, { transient: true });
       }
       finish(outcome.status === 'applied' ? outcome.outcome : outcome.status);
+      arrivals.settled(job, event, attemptReport(outcome));
       return outcome;
     } catch (e) {
       const err = toJobError(e);
       const transient = classifyError(err) === 'transient' && !lastAttempt;
       const code = jobErrorCode(err);
       finish(transient ? 'retry' : 'failed');
+      // A final failure is recorded by the 'failed' listener below, once the job is in the failed set (replayable).
+      if (transient) arrivals.settled(job, event, { status: deferred ? 'waiting' : 'retrying', code, detail: firstLineOf(err) });
       markFailed(span, err);
       if (transient) metrics?.retries.inc({ kind, code });
       const ids = { jobId: job.id, orderNo: event.orderNo, state: event.state, merchantOrderNo: event.merchantOrderNo, attempt: job.attemptsMade + 1 };
       // The console's timeline of this callback: each attempt that did not settle it, with its code and why.
       await job
-        .log(jobNote({ event: deferred ? 'attempt-waiting' : 'attempt-failed', attempt: job.attemptsMade + 1, code, detail: `${code}: ${firstLineOf(err)}` }))
+        .log(jobNote({ event: deferred ? 'attempt-waiting' : 'attempt-failed', attempt: job.attemptsMade + 1, code, detail: describeJobError(err) }))
         .catch(() => 0); // a note that cannot be written changes nothing about the job
       if (transient) logger.warn({ ...ids, code, err: coerceError(e) }, `attempt failed, will retry: ${err.message}`);
       else logger.error({ ...ids, code, err: coerceError(e) }, `job failed for good (kept for replay): ${err.message}`);
@@ -173,11 +242,11 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     connection: deps.connection,
     prefix: deps.prefix ?? 'mcb',
     name: deps.name,
-    concurrency: deps.concurrency ?? 256,
+    concurrency: adaptive?.limit ?? deps.concurrency ?? 256,
     autorun: deps.autorun ?? true,
     lockDuration: deps.lockDurationMs ?? 30_000,
     stalledInterval: deps.stalledIntervalMs ?? 30_000,
-    maxStalledCount: deps.maxStalledCount ?? 3,
+    maxStalledCount: deps.maxStalledCount ?? 10,
     // Tracing on: each attempt is a span in the trace its callback started at ingest (context carried in the job).
     ...queueTelemetry(),
     settings: {
@@ -193,22 +262,17 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   // with a growing backoff instead, and log at most one line per 10 s. Jobs in flight still try to complete.
   let oomBackoffMs = 0;
   let resumeTimer: NodeJS.Timeout | undefined;
-  let lastErrorLog = 0;
-  let errorsSinceLog = 0;
-  const logThrottled = (message: string, e: unknown, extra: Record<string, unknown> = {}) => {
-    errorsSinceLog++;
-    if (Date.now() - lastErrorLog < 10_000) return;
-    logger.error({ err: coerceError(e), errorsSinceLastLine: errorsSinceLog, ...extra }, message);
-    lastErrorLog = Date.now();
-    errorsSinceLog = 0;
-  };
+  const logThrottled = createLogThrottle(logger);
   worker.on('error', (e) => {
-    if (!/\bOOM\b/.test(coerceError(e).message)) return logThrottled('callback worker error', e);
+    if (!/\bOOM\b/.test(coerceError(e).message)) {
+      if (deps.redisHealth) return deps.redisHealth.report('callback worker', e);
+      return void logThrottled('callback worker', 'error', { err: coerceError(e) }, 'callback worker error');
+    }
     metrics?.redisOom.inc();
     if (resumeTimer) return;
     oomBackoffMs = Math.min(oomBackoffMs ? oomBackoffMs * 2 : 500, 30_000);
     metrics?.redisOomBackoff.set(oomBackoffMs / 1000);
-    logThrottled('Redis is out of memory (maxmemory, noeviction): pausing job fetching', e, { backoffMs: oomBackoffMs });
+    logThrottled('redis oom', 'error', { err: coerceError(e), backoffMs: oomBackoffMs }, 'Redis is out of memory (maxmemory, noeviction): pausing job fetching');
     void worker.pause(true).catch(() => {});
     resumeTimer = setTimeout(() => {
       resumeTimer = undefined;
@@ -222,6 +286,24 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     metrics?.redisOomBackoff.set(0);
   });
   worker.on('closing', () => clearTimeout(resumeTimer));
+  metrics?.inFlightLimit.set(worker.concurrency);
+  if (adaptive) {
+    // The limit follows Get order's latency and failures (Little's law); BullMQ reads it before each fetch.
+    const retune = setInterval(() => {
+      worker.concurrency = adaptive.update();
+      metrics?.inFlightLimit.set(worker.concurrency);
+      // 100 ms: a full limit doubles per window, so at 500 ms of Get order it reaches ~throughput x latency within
+      // about 0.3 s of the first replies (250 ms windows took 0.75 s, a quarter of a 3,000-callback burst).
+    }, LIMIT_WINDOW_MS);
+    retune.unref();
+    worker.on('closing', () => clearInterval(retune));
+  }
+  // The last attempts' rows are written before close() resolves (and the caller closes the pool).
+  const close = worker.close.bind(worker);
+  worker.close = async (force?: boolean) => {
+    await close(force);
+    await arrivals.flush();
+  };
   if (deps.releaseReviewedJobIds ?? true) {
     worker.on('completed', (job, result) => {
       if (result?.status !== 'review') return;
@@ -230,12 +312,15 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
       );
     });
   }
+  worker.on('failed', (job, err) => {
+    if (!job || !isFinalFailure(job, err)) return;
+    const parsed = callbackJobSchema.safeParse(job.data);
+    if (parsed.success) arrivals.settled(job, parsed.data, { status: 'failed', code: jobErrorCode(err), detail: firstLineOf(err), attempts: job.attemptsMade });
+  });
   worker.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled (its worker died or hung); it runs again'));
   // 'failed' fires for every failed attempt; only the last one (or a permanent error) is worth a person's time.
   worker.on('failed', (job, err) => {
-    if (!deps.alerts || !job) return;
-    const permanent = err instanceof UnrecoverableError || err.name === 'UnrecoverableError';
-    if (!permanent && job.attemptsMade < (job.opts.attempts ?? 1)) return;
+    if (!deps.alerts || !job || !isFinalFailure(job, err)) return;
     const data = (job.data ?? {}) as Partial<Record<'orderNo' | 'merchantOrderNo', unknown> & { state: unknown }>;
     deps.alerts.notify({
       type: 'job.exhausted',

@@ -1,7 +1,8 @@
 import { refreshCatalog } from '@mcb/core/catalog';
 import { coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import { MAINTENANCE_QUEUE, MaintenanceJobs } from '@mcb/core/queue';
-import type { RedisClient } from '@mcb/core/redis';
+import { createLogThrottle } from '@mcb/core/logger';
+import type { RedisClient, RedisHealth } from '@mcb/core/redis';
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { runSweep, type SweepDeps, type SweepReport } from '@mcb/settlement';
 
@@ -9,6 +10,8 @@ import { runSweep, type SweepDeps, type SweepReport } from '@mcb/settlement';
 export interface MaintenanceWorkerDeps extends SweepDeps {
   /** A `worker`-role Redis connection; the caller closes it after the worker. Also holds the sweep lock when `redis` is it. */
   connection: RedisClient;
+  /** Where the worker's and its queue's errors are logged; without it, here, at most one line per 10 s each. @defaultValue none */
+  redisHealth?: RedisHealth;
   /** BullMQ key prefix (QUEUE_PREFIX). @defaultValue 'mcb' */
   prefix?: string;
   /** Interval of the reconciliation sweep (RECONCILE_INTERVAL), in ms. @defaultValue 300000 */
@@ -83,9 +86,14 @@ export async function createMaintenanceWorker(deps: MaintenanceWorkerDeps): Prom
     // One re-run if the process dies mid-job; the lock expires meanwhile, so the re-run may sweep.
     maxStalledCount: 1,
   });
-  worker.on('error', (e) => logger.error({ err: coerceError(e) }, 'maintenance worker error'));
+  // Without listeners BullMQ writes each error to stderr as a raw trace: while Redis is down, several a second.
+  const logThrottled = createLogThrottle(logger);
+  const onError = (source: string) => (e: Error) =>
+    deps.redisHealth ? deps.redisHealth.report(source, e) : void logThrottled(source, 'error', { err: coerceError(e) }, `${source} error`);
+  worker.on('error', onError('maintenance worker'));
+  queue.on('error', onError('maintenance queue'));
 
-  try {
+  const upsertSchedulers = async () => {
     await queue.upsertJobScheduler(MaintenanceJobs.reconcile, { every: deps.reconcileEveryMs ?? 300_000 }, {
       name: MaintenanceJobs.reconcile,
       data: {},
@@ -96,10 +104,27 @@ export async function createMaintenanceWorker(deps: MaintenanceWorkerDeps): Prom
       data: {},
       opts: templateOpts,
     });
-  } catch (e) {
-    await worker.close();
-    await queue.close();
-    throw e;
+  };
+  // A Redis that refuses writes for a moment (NOREPLICAS while a replica resyncs, READONLY during a failover, OOM)
+  // must not keep the worker from starting: callbacks matter more than the schedules. The first try is awaited;
+  // after a failure the schedules are written in the background, with a growing pause, once Redis takes them.
+  try {
+    await upsertSchedulers();
+  } catch (first) {
+    onError('maintenance schedulers')(coerceError(first));
+    void (async () => {
+      for (let attempt = 1; !closing.signal.aborted; attempt++) {
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 250 * 2 ** attempt)).unref());
+        if (closing.signal.aborted) return;
+        try {
+          await upsertSchedulers();
+          logger.info({ attempts: attempt + 1 }, 'maintenance schedules written');
+          return;
+        } catch (e) {
+          onError('maintenance schedulers')(coerceError(e));
+        }
+      }
+    })();
   }
 
   return {

@@ -1,7 +1,8 @@
 import { Counter, Gauge, Histogram, type Registry } from '@mcb/core/metrics';
 import { ErrorCodes } from '@mcb/core/errors';
 import { CALLBACK_KINDS } from '@mcb/core/spec';
-import type { SettlementMetrics } from '@mcb/settlement';
+import { commitWaits, type SettlementMetrics } from '@mcb/settlement';
+import type pg from 'pg';
 
 /** The worker's Prometheus metrics: outcomes, durations, retries, reviews and Get order latency. */
 export interface WorkerMetrics extends SettlementMetrics {
@@ -21,6 +22,12 @@ export interface WorkerMetrics extends SettlementMetrics {
   reviews: Counter<'kind' | 'code'>;
   /** Get order round trips, by result (ok or the error code). */
   getOrderDuration: Histogram<'result'>;
+  /** Jobs this process may run at once: the adaptive limit, or WORKER_CONCURRENCY when fixed. */
+  inFlightLimit: Gauge;
+  /** Jobs running now. */
+  inFlight: Gauge;
+  /** 1 while the platform circuit breaker is open or probing (Get order paused after repeated failures), else 0. */
+  platformCircuitOpen: Gauge;
 }
 
 /** Reasons a callback event goes to review (verification failures, and the platform refusing to confirm). */
@@ -80,5 +87,40 @@ function buildWorkerMetrics(registry: Registry): WorkerMetrics {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
+    inFlightLimit: new Gauge({ name: 'mcb_worker_in_flight_limit', help: 'Jobs this worker process may run at once (adaptive, or WORKER_CONCURRENCY)', registers }),
+    inFlight: new Gauge({ name: 'mcb_worker_in_flight', help: 'Jobs this worker process is running now', registers }),
+    platformCircuitOpen: new Gauge({
+      name: 'mcb_worker_platform_circuit_open',
+      help: '1 while Get order is paused by the circuit breaker after repeated platform failures (open or probing), else 0',
+      registers,
+    }),
   };
+}
+
+/** A COMMIT in flight longer than this is counted as stalled (`mcb_worker_commits_stalled`), in ms. */
+export const STALLED_COMMIT_MS = 5000;
+
+/**
+ * Gauges of the COMMITs in flight on `pool`, read at scrape time: how many have waited longer than
+ * {@link STALLED_COMMIT_MS}, and how long the oldest has. A COMMIT that waits is most often a synchronous standby
+ * gone (Postgres waits for it without end; statement_timeout does not apply): alert PostgresCommitsStalled.
+ */
+export function registerCommitWaitGauges(registry: Registry, pool: pg.Pool, thresholdMs = STALLED_COMMIT_MS): void {
+  const registers = [registry];
+  new Gauge({
+    name: 'mcb_worker_commits_stalled',
+    help: `COMMITs in flight for longer than ${thresholdMs / 1000} s (a synchronous standby gone, or a stalled disk)`,
+    registers,
+    collect() {
+      this.set(commitWaits(pool, thresholdMs).stalled);
+    },
+  });
+  new Gauge({
+    name: 'mcb_worker_commit_wait_seconds',
+    help: 'How long the oldest COMMIT in flight has waited so far (0 when none is in flight)',
+    registers,
+    collect() {
+      this.set(commitWaits(pool, thresholdMs).oldestMs / 1000);
+    },
+  });
 }

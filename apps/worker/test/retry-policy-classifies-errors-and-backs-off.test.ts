@@ -1,8 +1,16 @@
 import { AppError, ErrorCodes } from '@mcb/core/errors';
-import { UnrecoverableError } from 'bullmq';
+import { createLogger } from '@mcb/core/logger';
+import { createPlatformClient } from '@mcb/core/platform';
+import { CALLBACK_BACKOFF, callbackJobOptions } from '@mcb/core/queue';
+import { createRedis } from '@mcb/core/redis';
+import { MERCHANT_NO, useTestEnv } from '@mcb/testkit';
+import { Backoffs, UnrecoverableError, type Job } from 'bullmq';
 import { DrizzleQueryError } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
-import { callbackBackoffDelay, classifyError, toJobError } from '@mcb/settlement';
+import { describe, expect, it, vi } from 'vitest';
+import { callbackBackoffDelay, classifyError, discardsConnection, toJobError } from '@mcb/settlement';
+import { createCallbackWorker } from '../src/callback-worker.ts';
+
+const env = useTestEnv();
 
 const pgError = (code: string, message = 'pg error') => Object.assign(new Error(message), { code });
 
@@ -11,6 +19,17 @@ describe('classifyError decides retry or give up', () => {
     ['serialization failure 40001', pgError('40001')],
     ['deadlock 40P01', pgError('40P01')],
     ['admin shutdown 57P01', pgError('57P01')],
+    ['read-only transaction 25006 (a demoted primary, a standby)', pgError('25006', 'cannot execute INSERT in a read-only transaction')],
+    ['crash shutdown 57P02', pgError('57P02')],
+    ['in recovery 57P03', pgError('57P03', 'the database system is in recovery mode')],
+    ['idle session timeout 57P05', pgError('57P05')],
+    ['idle-in-transaction timeout 25P03', pgError('25P03')],
+    ['cancelled by recovery conflict on a standby 40001', pgError('40001', 'canceling statement due to conflict with recovery')],
+    ['statement completion unknown 40003', pgError('40003')],
+    ['lock not available 55P03', pgError('55P03')],
+    ['disk full 53100', pgError('53100')],
+    ['I/O error 58030', pgError('58030')],
+    ['drizzle-wrapped read-only transaction', new DrizzleQueryError('insert', ['secret'], pgError('25006'))],
     ['connection exception class 08', pgError('08006')],
     ['too many connections 53300', pgError('53300')],
     ['connection refused', pgError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432')],
@@ -27,6 +46,10 @@ describe('classifyError decides retry or give up', () => {
   it.each([
     ['unique violation 23505', pgError('23505')],
     ['undefined column 42703', pgError('42703')],
+    ['in failed transaction 25P02 (an earlier error was swallowed: a bug)', pgError('25P02')],
+    ['deferred constraint 40002', pgError('40002')],
+    ['database dropped 57P04', pgError('57P04')],
+    ['undefined file 58P01', pgError('58P01')],
     ['drizzle-wrapped check violation', new DrizzleQueryError('insert', ['secret'], pgError('23514'))],
     ['a verification failure', new AppError(ErrorCodes.VERIFY_AMOUNT_MISMATCH, 'amount')],
     ['platform 4xx', new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, 'HTTP 401')],
@@ -34,6 +57,31 @@ describe('classifyError decides retry or give up', () => {
     ['a programming error', new TypeError('x is undefined')],
   ])('%s is permanent', (_name, e) => {
     expect(classifyError(e)).toBe('permanent');
+  });
+});
+
+describe('discardsConnection: which answers close the connection instead of pooling it', () => {
+  it.each([
+    ['25006 read-only (a demoted primary keeps answering it)', pgError('25006')],
+    ['57P01 admin shutdown', pgError('57P01')],
+    ['57P03 in recovery', pgError('57P03')],
+    ['08006 connection failure', pgError('08006')],
+    ['a lost socket', new Error('Connection terminated unexpectedly')],
+    ['ECONNRESET', pgError('ECONNRESET')],
+    ['drizzle-wrapped 25006', new DrizzleQueryError('insert', [], pgError('25006'))],
+  ])('%s: closed', (_name, e) => {
+    expect(discardsConnection(e)).toBe(true);
+  });
+
+  it.each([
+    ['40001 serialization failure', pgError('40001')],
+    ['40P01 deadlock', pgError('40P01')],
+    ['55P03 lock not available', pgError('55P03')],
+    ['57014 statement timeout', pgError('57014')],
+    ['23505 unique violation', pgError('23505')],
+    ['a verification failure', new AppError(ErrorCodes.VERIFY_AMOUNT_MISMATCH, 'amount')],
+  ])('%s: the connection is sound, kept', (_name, e) => {
+    expect(discardsConnection(e)).toBe(false);
   });
 });
 
@@ -78,17 +126,58 @@ describe('callbackBackoffDelay: exponential, full jitter, capped', () => {
     expect(top(30)).toBe(600_000);
   });
 
-  it('spreads 60 attempts over more than 8 hours on average (rides out a long outage)', () => {
-    // Expected total with a uniform draw: E[min(cap, U * M)] = cap - cap^2 / (2M) once M > cap, else M / 2.
-    let expected = 0;
-    for (let n = 1; n < 60; n++) {
-      const m = 1000 * 2 ** (n - 1);
-      expected += m <= 600_000 ? m / 2 : 600_000 - 600_000 ** 2 / (2 * m);
+  it('spreads the jobs\' attempts over more than 8 hours: the worker\'s strategy, as BullMQ calls it with the job options', async () => {
+    // The worker as main.ts builds it (no backoff option: the defaults), not started; its registered strategy is
+    // what BullMQ runs for a job whose options name CALLBACK_BACKOFF.
+    const connection = createRedis(env.redisUrl, 'worker');
+    const platform = createPlatformClient({ baseUrl: 'http://127.0.0.1:9', merchantNo: MERCHANT_NO, timeoutMs: 1000 });
+    const worker = createCallbackWorker({ connection, prefix: env.prefix, db: env.db.db, platform, logger: createLogger({ name: 'backoff', level: 'silent' }), autorun: false });
+    try {
+      const strategy = worker.opts.settings?.backoffStrategy;
+      expect(strategy).toBeTypeOf('function');
+      const backoff = Backoffs.normalize(callbackJobOptions.backoff);
+      expect(backoff).toEqual({ type: CALLBACK_BACKOFF });
+      const job = { opts: callbackJobOptions } as unknown as Job;
+      const error = new Error('platform down');
+      /** The delays BullMQ would wait between the attempts of one job, in hours, with `Math.random` as given. */
+      const scheduleHours = (random: () => number): number => {
+        const spy = vi.spyOn(Math, 'random').mockImplementation(random);
+        try {
+          let total = 0;
+          for (let attemptsMade = 1; attemptsMade < callbackJobOptions.attempts; attemptsMade++) {
+            const delay = Backoffs.calculate(backoff!, attemptsMade, error, job, strategy) as number;
+            expect(delay).toBeGreaterThanOrEqual(0);
+            expect(delay).toBeLessThanOrEqual(600_000); // never more than 10 minutes between two tries
+            total += delay;
+          }
+          return total / 3_600_000;
+        } finally {
+          spy.mockRestore();
+        }
+      };
+      // A median draw every time, then 200 schedules drawn from a seeded generator: the mean is the expected span.
+      expect(scheduleHours(() => 0.5)).toBeGreaterThan(8);
+      const draw = seeded(24);
+      const spans = Array.from({ length: 200 }, () => scheduleHours(draw));
+      const mean = spans.reduce((a, b) => a + b, 0) / spans.length;
+      expect(mean).toBeGreaterThan(8);
+      expect(mean).toBeLessThan(8.5); // docs/worker.md: "about 8.2 hours"
+    } finally {
+      await worker.close();
+      await platform.close();
+      await connection.quit();
     }
-    expect(expected / 3_600_000).toBeGreaterThan(8);
-    // And a median draw schedule is of the same order.
-    let median = 0;
-    for (let n = 1; n < 60; n++) median += callbackBackoffDelay(n, { random: () => 0.5 });
-    expect(median / 3_600_000).toBeGreaterThan(8);
   });
 });
+
+/** A small seeded generator (mulberry32): the same draws on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}

@@ -109,7 +109,9 @@ describe('a worker that dies after the commit but before the acknowledgement', (
     h = await startHarness(env, platform.url, { instances: 0 });
     const added = await Promise.all(nos.map((no) => h!.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))));
     // The first credit commits alone (the batcher is idle); the others gather meanwhile and commit together. The
-    // worker dies right after the second commit, before it acknowledges any job of that batch.
+    // worker dies right after the second commit, before it acknowledges any job of that batch. Get order answers all
+    // twelve together once the last has asked, so the commits gather however slowly this machine runs the worker.
+    platform.holdReplies(nos.length);
     const victim = startWorkerProcess({
       WORKER_KILL_AFTER_COMMIT: '2',
       WORKER_CONCURRENCY: String(nos.length),

@@ -14,6 +14,11 @@ export interface MetricsServerOptions {
   host?: string;
   /** Told when rendering fails. */
   logger?: Logger;
+  /**
+   * `GET /readyz`: 200 when ready, else 503, with the checks as JSON (a worker or console whose Redis is unreachable).
+   * @defaultValue no /readyz
+   */
+  readiness?: () => { ready: boolean; checks: Record<string, string> };
 }
 
 /** A listening ops server. */
@@ -23,7 +28,7 @@ export interface MetricsServer {
 }
 
 /**
- * An app's ops listener: `GET /metrics` (Prometheus text) and `GET /healthz`, on its own port and never on the
+ * An app's ops listener: `GET /metrics` (Prometheus text), `GET /healthz` and (given a readiness) `GET /readyz`, on its own port and never on the
  * public one, so nobody on the callback path can read our traffic and failure counts.
  */
 export async function startMetricsServer(opts: MetricsServerOptions): Promise<MetricsServer> {
@@ -45,6 +50,12 @@ export async function startMetricsServer(opts: MetricsServerOptions): Promise<Me
     }
     if (req.method === 'GET' && path === '/healthz') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      return;
+    }
+    if (req.method === 'GET' && path === '/readyz' && opts.readiness) {
+      const { ready, checks } = opts.readiness();
+      const body = JSON.stringify({ status: ready ? 'ready' : 'not ready', checks });
+      res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(body);
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');

@@ -23,15 +23,24 @@ export interface QueueDepthSource {
 /**
  * `mcb_queue_jobs{queue,state}`: jobs per state, read from Redis when Prometheus scrapes (one getJobCounts per
  * queue), plus `mcb_queue_depth_up{queue}` (0 when Redis did not answer; the depth series are then absent rather
- * than stale). Aggregated with `max` across cluster workers, which all read the same queue.
+ * than stale; also when the read takes over `readTimeoutMs`, 2 s by default). Aggregated with `max` across cluster
+ * workers, which all read the same queue.
  */
-export function registerQueueDepthGauge(registry: Registry, queues: QueueDepthSource | QueueDepthSource[]): void {
+export function registerQueueDepthGauge(registry: Registry, queues: QueueDepthSource | QueueDepthSource[], options: { readTimeoutMs?: number } = {}): void {
   const list = Array.isArray(queues) ? queues : [queues];
+  // A worker's connection queues commands while Redis is down (BullMQ needs it to): without a bound, a scrape would
+  // wait for Redis and time out, and every other metric (mcb_redis_down_since_seconds among them) with it.
+  const readTimeoutMs = options.readTimeoutMs ?? 2000;
+  const bounded = <T>(p: Promise<T>): Promise<T | undefined> => {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), readTimeoutMs)));
+    return Promise.race([p.catch(() => undefined), timeout]).finally(() => clearTimeout(timer));
+  };
   // prom-client collects metrics concurrently: both gauges share one read per scrape.
   let pending: Promise<{ name: string; counts: Record<string, number> | undefined }[]> | undefined;
   const read = () => {
     pending ??= Promise.all(
-      list.map(async (queue) => ({ name: queue.name, counts: await queue.getJobCounts(...QUEUE_DEPTH_STATES).catch(() => undefined) })),
+      list.map(async (queue) => ({ name: queue.name, counts: await bounded(queue.getJobCounts(...QUEUE_DEPTH_STATES)) })),
     ).finally(() => {
       pending = undefined;
     });

@@ -35,7 +35,8 @@ async function configGet(redis: Redis, name: string): Promise<string | undefined
   }
 }
 
-function infoField(info: string, field: string): string | undefined {
+/** One field of an `INFO` reply (`field:value` lines), trimmed; undefined when absent. */
+export function infoField(info: string, field: string): string | undefined {
   return new RegExp(`^${field}:(.*)$`, 'm').exec(info)?.[1]?.trim();
 }
 

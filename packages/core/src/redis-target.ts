@@ -5,14 +5,23 @@
  * Exactly one of the three is configured; `loadConfig` refuses anything else, naming the variables.
  */
 export type RedisTarget =
-  | { kind: 'single'; url: string }
+  | {
+      kind: 'single';
+      url: string;
+      /** TLS options beyond what `rediss://` turns on (a private CA). */
+      tls?: RedisTls;
+    }
   | {
       kind: 'sentinel';
       sentinels: { host: string; port: number }[];
       /** The master group name the sentinels monitor. */
       name: string;
-      /** Password of the data nodes (REDIS_PASSWORD); the sentinels themselves are asked without one. */
+      /** Password of the data nodes (REDIS_PASSWORD). */
       password?: string;
+      /** Password of the sentinels themselves (REDIS_SENTINEL_PASSWORD). */
+      sentinelPassword?: string;
+      /** TLS to the sentinels and the data nodes (REDIS_TLS). */
+      tls?: RedisTls;
     }
   | {
       kind: 'cluster';
@@ -20,7 +29,14 @@ export type RedisTarget =
       nodes: { host: string; port: number }[];
       /** Password of the data nodes (REDIS_PASSWORD). */
       password?: string;
+      /** TLS to every node (REDIS_TLS). */
+      tls?: RedisTls;
     };
+
+/** TLS towards Redis: Node's `tls.connect` options; `ca` from REDIS_TLS_CA_FILE, else Node's public CAs. */
+export interface RedisTls {
+  ca?: string;
+}
 
 /** `host:port[,host:port...]` → addresses; undefined with a reason when malformed. */
 export function parseRedisNodes(text: string): { host: string; port: number }[] | string {
@@ -40,6 +56,6 @@ export function describeRedisTarget(target: RedisTarget): string {
     const u = new URL(target.url);
     return `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
   }
-  if (target.kind === 'cluster') return `cluster via ${target.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`;
-  return `sentinel master "${target.name}" via ${target.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
+  if (target.kind === 'cluster') return `${target.tls ? 'TLS ' : ''}cluster via ${target.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`;
+  return `${target.tls ? 'TLS ' : ''}sentinel master "${target.name}" via ${target.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
 }

@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from './config/index.ts';
+import { AppError, ErrorCodes } from './errors.ts';
 import type { RedisClient } from './redis-nodes.ts';
-import { parseRedisNodes, type RedisTarget } from './redis-target.ts';
+import { parseRedisNodes, type RedisTarget, type RedisTls } from './redis-target.ts';
 
 export type { Cluster, Redis } from 'ioredis';
 export { dataNodesOf, isCluster, nodeAddressOf, type RedisClient } from './redis-nodes.ts';
@@ -17,21 +19,45 @@ export async function callBesideKey(client: RedisClient, anchorKey: string, comm
   if (err) throw err;
   return reply;
 }
-export { describeRedisTarget, parseRedisNodes, type RedisTarget } from './redis-target.ts';
+export { describeRedisTarget, parseRedisNodes, type RedisTarget, type RedisTls } from './redis-target.ts';
+
+type TargetSettings = 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_CLUSTER_NODES' | 'REDIS_PASSWORD';
+type TlsSettings = 'REDIS_SENTINEL_PASSWORD' | 'REDIS_TLS' | 'REDIS_TLS_CA_FILE';
+
+/** The CA bundle of REDIS_TLS_CA_FILE, read once at start. */
+function tlsOf(config: Partial<Pick<Config, TlsSettings>>, on: boolean): { tls?: RedisTls } {
+  if (!on) return {};
+  const file = config.REDIS_TLS_CA_FILE;
+  if (file === undefined) return { tls: {} };
+  try {
+    return { tls: { ca: readFileSync(file, 'utf8') } };
+  } catch (e) {
+    throw new AppError(ErrorCodes.CONFIG_INVALID, `REDIS_TLS_CA_FILE: ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+}
 
 /** The Redis every process of this config talks to (validated by loadConfig: exactly one topology). */
-export function redisTargetOf(
-  config: Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_CLUSTER_NODES' | 'REDIS_PASSWORD'>,
-): RedisTarget {
+export function redisTargetOf(config: Pick<Config, TargetSettings> & Partial<Pick<Config, TlsSettings>>): RedisTarget {
   if (config.REDIS_CLUSTER_NODES !== undefined) {
     const nodes = parseRedisNodes(config.REDIS_CLUSTER_NODES);
     if (typeof nodes === 'string') throw new Error(`REDIS_CLUSTER_NODES: ${nodes}`);
-    return { kind: 'cluster', nodes, ...(config.REDIS_PASSWORD ? { password: config.REDIS_PASSWORD } : {}) };
+    return { kind: 'cluster', nodes, ...(config.REDIS_PASSWORD ? { password: config.REDIS_PASSWORD } : {}), ...tlsOf(config, config.REDIS_TLS === true) };
   }
-  if (config.REDIS_SENTINELS === undefined) return { kind: 'single', url: config.REDIS_URL };
+  if (config.REDIS_SENTINELS === undefined) {
+    // rediss:// turns TLS on by itself; a private CA is the only thing to add.
+    const caOnly = config.REDIS_URL.startsWith('rediss:') && config.REDIS_TLS_CA_FILE !== undefined;
+    return { kind: 'single', url: config.REDIS_URL, ...tlsOf(config, caOnly) };
+  }
   const sentinels = parseRedisNodes(config.REDIS_SENTINELS);
   if (typeof sentinels === 'string') throw new Error(`REDIS_SENTINELS: ${sentinels}`);
-  return { kind: 'sentinel', sentinels, name: config.REDIS_SENTINEL_NAME ?? '', ...(config.REDIS_PASSWORD ? { password: config.REDIS_PASSWORD } : {}) };
+  return {
+    kind: 'sentinel',
+    sentinels,
+    name: config.REDIS_SENTINEL_NAME ?? '',
+    ...(config.REDIS_PASSWORD ? { password: config.REDIS_PASSWORD } : {}),
+    ...(config.REDIS_SENTINEL_PASSWORD ? { sentinelPassword: config.REDIS_SENTINEL_PASSWORD } : {}),
+    ...tlsOf(config, config.REDIS_TLS === true),
+  };
 }
 
 /**
@@ -67,13 +93,13 @@ export function createRedis(target: string | RedisTarget, role: RedisRole, optio
       ? { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000, commandTimeout: options.commandTimeoutMs ?? 1000, lazyConnect: false }
       : { maxRetriesPerRequest: null, enableReadyCheck: true };
   const t: RedisTarget = typeof target === 'string' ? { kind: 'single', url: target } : target;
-  if (t.kind === 'single') return new Redis(t.url, { ...common, ...roleOptions });
+  if (t.kind === 'single') return new Redis(t.url, { ...common, ...roleOptions, ...(t.tls ? { tls: t.tls } : {}) });
   if (t.kind === 'cluster') {
     // Per-node options (timeouts, retries per request) go to every node's connection; the cluster-level ones decide
     // what happens while slots are unknown: producers fail fast, workers wait (BullMQ requires it).
     const { enableOfflineQueue, retryStrategy: _perNodeRetry, ...nodeOptions } = { ...common, ...roleOptions };
     const clusterOptions: ClusterOptions = {
-      redisOptions: { ...nodeOptions, ...(t.password ? { password: t.password } : {}) },
+      redisOptions: { ...nodeOptions, ...(t.password ? { password: t.password } : {}), ...(t.tls ? { tls: t.tls } : {}) },
       enableOfflineQueue: enableOfflineQueue ?? true,
       enableReadyCheck: true,
       clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
@@ -90,6 +116,9 @@ export function createRedis(target: string | RedisTarget, role: RedisRole, optio
     sentinels: t.sentinels,
     name: t.name,
     ...(t.password ? { password: t.password } : {}),
+    ...(t.sentinelPassword ? { sentinelPassword: t.sentinelPassword } : {}),
+    // TLS to the data nodes (`tls`) and to the sentinels (`sentinelTLS`, which ioredis uses only with this flag).
+    ...(t.tls ? { tls: t.tls, sentinelTLS: t.tls, enableTLSForSentinelMode: true } : {}),
     // A demoted primary answers writes with READONLY: reconnect, which asks the sentinels for the new one.
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
     sentinelRetryStrategy: (times) => Math.min(100 * times, 2000),
@@ -100,4 +129,5 @@ export function createRedis(target: string | RedisTarget, role: RedisRole, optio
     failoverDetector: false,
   });
 }
-export { checkRedisDurability, checkRedisMemory, type DurabilityMode, type DurabilityReport, type RedisMemoryReport } from './redis-durability.ts';
+export { checkRedisDurability, checkRedisMemory, infoField, type DurabilityMode, type DurabilityReport, type RedisMemoryReport } from './redis-durability.ts';
+export { createRedisHealth, isRedisConnectionError, type ErrorEmitter, type RedisHealth, type RedisHealthOptions } from './redis-health.ts';

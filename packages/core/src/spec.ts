@@ -1,5 +1,5 @@
 /**
- * The spec's facts (../shared/spec/merchant-interface.md), each defined once: kinds, state numbers, which states are
+ * The spec's facts (docs/platform-interface.md), each defined once: kinds, state numbers, which states are
  * final, what each final state does to our order, and which network failures are worth retrying. Worker, ingest,
  * sandbox, bench and tests import them from here.
  */
@@ -59,6 +59,6 @@ export const TRANSIENT_NETWORK_CODES: ReadonlySet<string> = new Set([
  * The platform's error codes for Query payment methods. The spec lists 40010 and 40017 without their meaning; read
  * with the request's fields (merchantNo, currencyType) they are: the merchant number is not known, and the currency
  * is not enabled for this merchant. Get order's "order not found" is not in the spec; 40404 is our assumption
- * (DESIGN.md), shared with the sandbox.
+ * (docs/platform-interface.md), shared with the sandbox.
  */
 export const PLATFORM_CODES = { ok: 0, merchantUnknown: 40010, currencyNotEnabled: 40017, orderNotFound: 40404 } as const;

@@ -4,7 +4,8 @@
  * here returns at its first line without touching the OpenTelemetry API, so the hot path pays one boolean check.
  *
  * Attributes are order numbers, states, outcomes, error codes and key ids: never amounts, bodies or key material.
- * The span context crosses the queue inside the job (BullMQ's telemetry support through `bullmq-otel`).
+ * The span context crosses the queue inside the job (BullMQ's telemetry support through `bullmq-otel`); the text
+ * BullMQ copies into spans (a job's return value, its failure message) has its numbers masked (tracing-bullmq.ts).
  */
 import { context, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -14,6 +15,7 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { Telemetry } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
 import { AppError } from './errors.ts';
+import { maskedTelemetry } from './tracing-bullmq.ts';
 
 export type { Context, Span } from '@opentelemetry/api';
 /** For tests: pass one to {@link startTracing} and read the finished spans. */
@@ -65,7 +67,7 @@ export function startTracing(serviceName: string, settings: TracingSettings, opt
   });
   // Registers the provider, the AsyncLocalStorage context manager and the W3C trace-context propagator.
   provider.register();
-  telemetry = new BullMQOtel({ tracerName: TRACER_NAME }) as unknown as Telemetry;
+  telemetry = maskedTelemetry(new BullMQOtel({ tracerName: TRACER_NAME }) as unknown as Telemetry);
   const started = provider;
   return {
     async shutdown() {

@@ -1,4 +1,4 @@
-import { configWarnings, loadConfig } from '@mcb/core/config';
+import { addressMatcher, configWarnings, loadConfig } from '@mcb/core/config';
 import { AppError } from '@mcb/core/errors';
 import { describe, expect, it } from 'vitest';
 
@@ -77,8 +77,53 @@ describe('the trust anchor', () => {
 describe('the public listener bounds', () => {
   it('defaults to seconds, refuses 0 (which would mean no bound) and a headers bound above the request bound', () => {
     const config = loadConfig({}, 'cli');
-    expect([config.INGEST_HEADERS_TIMEOUT, config.INGEST_REQUEST_TIMEOUT, config.INGEST_IDLE_TIMEOUT, config.INGEST_MAX_CONNECTIONS]).toEqual([5000, 10_000, 10_000, 1024]);
+    expect([config.INGEST_HEADERS_TIMEOUT, config.INGEST_REQUEST_TIMEOUT, config.INGEST_BODY_TIMEOUT, config.INGEST_IDLE_TIMEOUT]).toEqual([5000, 10_000, 1000, 10_000]);
+    expect([config.INGEST_MAX_CONNECTIONS, config.INGEST_MAX_CONNECTIONS_PER_ADDRESS, config.INGEST_ALLOWED_SOURCES]).toEqual(['auto', 256, undefined]);
     expect(() => loadConfig({ INGEST_REQUEST_TIMEOUT: '0s' }, 'cli')).toThrow(/INGEST_REQUEST_TIMEOUT: expected a duration .*more than 0/);
+    expect(() => loadConfig({ INGEST_BODY_TIMEOUT: '0s' }, 'cli')).toThrow(/INGEST_BODY_TIMEOUT: expected a duration .*more than 0/);
     expect(() => loadConfig({ INGEST_HEADERS_TIMEOUT: '20s' }, 'cli')).toThrow(/INGEST_HEADERS_TIMEOUT: must not exceed INGEST_REQUEST_TIMEOUT/);
+  });
+
+  it('takes auto or a whole number of connections', () => {
+    expect(loadConfig({ INGEST_MAX_CONNECTIONS: ' 5000 ' }, 'cli').INGEST_MAX_CONNECTIONS).toBe(5000);
+    for (const bad of ['0', '1.5', 'many', '-1', '2000000']) {
+      expect(() => loadConfig({ INGEST_MAX_CONNECTIONS: bad }, 'cli')).toThrow(/INGEST_MAX_CONNECTIONS: expected auto or a whole number from 1 to 1000000/);
+    }
+  });
+
+  it('reads INGEST_ALLOWED_SOURCES as IPv4 and IPv6 addresses and CIDR ranges, and names a bad entry', () => {
+    const config = loadConfig({ INGEST_ALLOWED_SOURCES: ' 203.0.113.0/24, 198.51.100.7 ,2001:db8::/32, ::1 ' }, 'cli');
+    expect(config.INGEST_ALLOWED_SOURCES).toEqual([
+      { address: '203.0.113.0', prefix: 24, family: 'ipv4' },
+      { address: '198.51.100.7', prefix: 32, family: 'ipv4' },
+      { address: '2001:db8::', prefix: 32, family: 'ipv6' },
+      { address: '::1', prefix: 128, family: 'ipv6' },
+    ]);
+    expect(loadConfig({ INGEST_ALLOWED_SOURCES: '  ' }, 'cli').INGEST_ALLOWED_SOURCES).toBeUndefined();
+    const refused: [string, RegExp][] = [
+      ['10.0.0.0/8,platform.example', /"platform\.example" is not an IPv4 or IPv6 address or CIDR range/],
+      ['10.0.0.5/8', /"10\.0\.0\.5\/8" has bits set after the \/8 prefix: write the network address, or \/32 for one host/],
+      ['2001:db8::1/64', /"2001:db8::1\/64" has bits set after the \/64 prefix/],
+      ['10.0.0.0/33', /"10\.0\.0\.0\/33": the prefix length must be a number from 0 to 32/],
+      ['::/129', /the prefix length must be a number from 0 to 128/],
+      ['10.0.0.0/8/1', /is not an IPv4 or IPv6 address or CIDR range/],
+    ];
+    for (const [value, message] of refused) {
+      expect(() => loadConfig({ INGEST_ALLOWED_SOURCES: value }, 'cli')).toThrow(message);
+      expect(() => loadConfig({ INGEST_ALLOWED_SOURCES: value }, 'cli')).toThrow(/INGEST_ALLOWED_SOURCES: /);
+    }
+  });
+
+  it('reads CONSOLE_TRUSTED_PROXIES with the same parser: a range with host bits set is refused there too', () => {
+    expect(loadConfig({ CONSOLE_TRUSTED_PROXIES: '10.9.0.0/16, 127.0.0.2' }, 'cli').CONSOLE_TRUSTED_PROXIES).toEqual([
+      { address: '10.9.0.0', prefix: 16, family: 'ipv4' },
+      { address: '127.0.0.2', prefix: 32, family: 'ipv4' },
+    ]);
+    expect(() => loadConfig({ CONSOLE_TRUSTED_PROXIES: '10.9.0.5/16' }, 'cli')).toThrow(/CONSOLE_TRUSTED_PROXIES: .*has bits set after the \/16 prefix/);
+  });
+
+  it('matches an address against the ranges, an IPv4-mapped IPv6 peer as IPv4, and never an unknown peer', () => {
+    const inRanges = addressMatcher(loadConfig({ INGEST_ALLOWED_SOURCES: '10.9.0.0/16, ::1' }, 'cli').INGEST_ALLOWED_SOURCES!);
+    expect(['10.9.1.2', '::ffff:10.9.1.2', '::1', '10.8.0.1', '::ffff:10.8.0.1', '::2', undefined].map(inRanges)).toEqual([true, true, true, false, false, false, false]);
   });
 });

@@ -1,9 +1,20 @@
 import type { Database, Order } from '@mcb/core/db';
+import { ErrorCodes, isAppError } from '@mcb/core/errors';
 import type { PlatformOrder } from '@mcb/core/platform';
 import type { CallbackJob } from '@mcb/core/queue';
 import type pg from 'pg';
 import type { Settled } from '@mcb/core/batcher';
+import {
+  LEDGER_OUTBOX_REVIEWS_SQL,
+  LOCK_ORDERS_SQL,
+  RECEIPTS_AND_ORDERS_SQL,
+  receiptsAndOrdersParams,
+  type ReceiptsAndOrdersRow,
+} from './commit-sql.ts';
+import { settleReviews, type ReviewEventRow } from './commit-reviews.ts';
+import { committedAfterAll, inDoubt } from './commit-in-doubt.ts';
 import { classifyError } from './retry-policy.ts';
+import { heldOrders, isLockWait } from './lock-wait.ts';
 import { inTransaction } from './sql.ts';
 import type { TargetStatus } from './verify.ts';
 
@@ -24,120 +35,66 @@ export interface CommitInput {
   jobId?: string | undefined;
 }
 
-function instant(text: string | null | undefined): string | null {
-  if (!text) return null;
-  const ms = Date.parse(text);
-  return Number.isNaN(ms) ? null : new Date(ms).toISOString();
+/** Options of {@link commitEvents}. */
+export interface CommitOptions {
+  /**
+   * Longest wait for a row lock held by another transaction, in ms (Postgres `lock_timeout`, per transaction). A
+   * committing batch holds its orders for milliseconds; a longer wait is a row held elsewhere (an operator's open
+   * transaction, a stuck session), and the batch is split around it instead of waiting for the statement timeout.
+   * 0 leaves the server's setting. @defaultValue 5000
+   */
+  lockTimeoutMs?: number;
 }
 
-// Step 1 and 2 in one statement. The receipt insert is the dedup guard (unique (order_no, state)); the order moves
-// only where this statement inserted the receipt, only from pending, and only for its own platform order.
-// Rows are written in order id order, so that two batches touching the same orders lock them in the same order.
-const RECEIPTS_AND_ORDERS_SQL = `
-WITH v AS (
-  SELECT * FROM unnest($1::int[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::bigint[],
-                       $8::timestamptz[], $9::numeric[], $10::numeric[], $11::numeric[], $12::text[], $13::text[],
-                       $14::text[], $15::timestamptz[])
-    AS v(i, order_no, state, kind, merchant_no, merchant_order_no, order_id, pay_time, quantity, fiat_amount,
-         confirmed_amount, source, outcome, job_id, received_at)
-),
-ins AS (
-  INSERT INTO callback_receipts (order_no, state, kind, merchant_no, merchant_order_no, order_id, pay_time, quantity,
-                                 fiat_amount, confirmed_amount, source, outcome, job_id, received_at)
-  SELECT order_no, state, kind, merchant_no, merchant_order_no, order_id, pay_time, quantity, fiat_amount,
-         confirmed_amount, source, outcome, job_id, received_at
-    FROM v ORDER BY order_id
-  ON CONFLICT (order_no, state) DO NOTHING
-  RETURNING id, order_no, state
-),
-moved AS (
-  UPDATE orders o
-     SET status = v.outcome, platform_order_no = v.order_no, updated_at = now(), finalized_at = now()
-    FROM v JOIN ins ON ins.order_no = v.order_no AND ins.state = v.state
-   WHERE o.id = v.order_id AND o.status = 'pending' AND (o.platform_order_no IS NULL OR o.platform_order_no = v.order_no)
-  RETURNING o.id
-)
-SELECT v.i, ins.id AS receipt_id, moved.id IS NOT NULL AS moved
-  FROM v LEFT JOIN ins ON ins.order_no = v.order_no AND ins.state = v.state
-         LEFT JOIN moved ON moved.id = v.order_id
- ORDER BY v.i`;
-
-// Step 3, 4 and 5 in one statement: ledger entries (a pay-in credit, a refused payout's refund), the outbox, and
-// the open reviews of the applied pairs closed.
-const LEDGER_OUTBOX_REVIEWS_SQL = `
-WITH v AS (
-  SELECT * FROM unnest($1::int[], $2::bigint[], $3::text[], $4::numeric[], $5::text[], $6::bigint[], $7::text[],
-                       $8::text[], $9::jsonb[], $10::text[], $11::int[])
-    AS v(i, order_id, entry_type, amount, currency, receipt_id, merchant_order_no, event_type, payload, order_no, state)
-),
-l AS (
-  INSERT INTO ledger_entries (order_id, entry_type, amount, currency, receipt_id)
-  SELECT order_id, entry_type, amount, currency, receipt_id FROM v WHERE entry_type IS NOT NULL ORDER BY i
-  RETURNING id, order_id
-),
-e AS (
-  INSERT INTO order_events (order_id, merchant_order_no, event_type, payload)
-  SELECT order_id, merchant_order_no, event_type, payload FROM v ORDER BY i
-  RETURNING id, order_id
-),
-r AS (
-  UPDATE reviews
-     SET status = 'resolved', closed_at = now(), updated_at = now(), note = coalesce(reviews.note, 'applied after re-verification')
-    FROM v
-   WHERE reviews.order_no = v.order_no AND reviews.state = v.state AND reviews.status = 'open'
-  RETURNING reviews.id
-)
-SELECT 'ledger' AS t, id, order_id FROM l
-UNION ALL
-SELECT 'outbox' AS t, id, order_id FROM e`;
+const DEFAULT_LOCK_TIMEOUT_MS = 5000;
 
 /**
- * The spec's step 3 and 5 for a set of verified events in ONE transaction (DESIGN invariant 2), set-based: record
- * each pair (OrderNo, state) under its unique constraint, move each order with a guarded transition, post the
- * ledger entries, write the outbox events and resolve the open reviews of the pairs, in two statements. An event
+ * The spec's step 3 and 5 for a set of verified events in ONE transaction (DESIGN invariant 2), set-based: lock the
+ * orders in id order, record each pair (OrderNo, state) under its unique constraint, move each order with a guarded
+ * transition, post the ledger entries, write the outbox events and settle the open reviews of the pairs. An event
  * whose order did not move (applied through another pair, or in a conflicting final state) has its receipt taken
  * back in the same transaction, as the one-event transaction used to roll back.
  *
- * The events must name distinct pairs and distinct orders ({@link commitEvents} makes sure of it).
+ * The statements hold even for a set with the same order or pair twice (an order moves at most once, a pair gets
+ * one receipt); {@link commitEvents} still gives each round distinct pairs and orders, so that each event sees the
+ * result of the one before it, as two transactions one after the other would.
+ *
+ * A COMMIT whose reply is lost (the connection dropped after the server received it) is looked up on a fresh
+ * connection: the receipts this transaction inserted exist exactly when it committed (their ids come from a
+ * sequence and are never reused), so the caller is told what it did rather than an error it would retry into a
+ * "duplicate" of its own credit.
  */
-async function commitSet(db: Database, inputs: readonly CommitInput[]): Promise<CommitResult[]> {
-  return inTransaction(db, async (client) => {
-    const { rows } = await client.query<{ i: number; receipt_id: string | null; moved: boolean }>(RECEIPTS_AND_ORDERS_SQL, [
-      inputs.map((_, i) => i),
-      inputs.map((x) => x.event.orderNo),
-      inputs.map((x) => x.event.state),
-      inputs.map((x) => x.event.kind),
-      inputs.map((x) => x.event.merchantNo),
-      inputs.map((x) => x.event.merchantOrderNo),
-      inputs.map((x) => x.order.id),
-      inputs.map((x) => instant(x.event.payTime)),
-      inputs.map((x) => (x.event.kind === 'payin' ? x.event.quantity : null)),
-      inputs.map((x) => (x.event.kind === 'payin' ? x.event.fiatAmount : null)),
-      inputs.map((x) => x.confirmed.amount),
-      inputs.map((x) => x.event.source),
-      inputs.map((x) => x.target),
-      inputs.map((x) => x.jobId ?? null),
-      inputs.map((x) => instant(x.event.receivedAt)),
-    ]);
-    const results: (CommitResult | undefined)[] = new Array(inputs.length);
-    const moved: number[] = [];
-    const unmovedReceipts: string[] = [];
-    const unmovedOrders: number[] = [];
-    for (const row of rows) {
-      if (row.receipt_id === null) results[row.i] = { status: 'duplicate', reason: 'receipt-exists' };
-      else if (row.moved) moved.push(row.i);
-      else {
-        unmovedReceipts.push(row.receipt_id);
-        unmovedOrders.push(row.i);
+async function commitSet(db: Database, inputs: readonly CommitInput[], options: CommitOptions): Promise<CommitResult[]> {
+  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  return inTransaction(
+    db,
+    async (client) => {
+      await client.query(LOCK_ORDERS_SQL, [[...new Set(inputs.map((x) => x.order.id))]]);
+      const { rows } = await client.query<ReceiptsAndOrdersRow>(RECEIPTS_AND_ORDERS_SQL, receiptsAndOrdersParams(inputs));
+      const results: (CommitResult | undefined)[] = new Array(inputs.length);
+      const moved: number[] = [];
+      const unmovedReceipts: string[] = [];
+      const unmovedOrders: number[] = [];
+      for (const row of rows) {
+        if (row.receipt_id === null) results[row.i] = { status: 'duplicate', reason: 'receipt-exists' };
+        else if (row.moved) moved.push(row.i);
+        else {
+          unmovedReceipts.push(row.receipt_id);
+          unmovedOrders.push(row.i);
+        }
       }
-    }
-    if (unmovedReceipts.length > 0) await settleUnmoved(client, inputs, unmovedReceipts, unmovedOrders, results);
-    if (moved.length > 0) await postMoved(client, inputs, rows, moved, results);
-    return results.map((r, i) => {
-      if (!r) throw new Error(`group commit: no result for event ${i}`);
-      return r;
-    });
-  });
+      if (unmovedReceipts.length > 0) await settleUnmoved(client, inputs, unmovedReceipts, unmovedOrders, results);
+      if (moved.length > 0) await postMoved(client, inputs, rows, moved, results);
+      return results.map((r, i) => {
+        if (!r) throw new Error(`group commit: no result for event ${i}`);
+        return r;
+      });
+    },
+    {
+      setup: Number.isFinite(lockTimeoutMs) && lockTimeoutMs > 0 ? `SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}` : undefined,
+      ifCommitFails: (results, error) => committedAfterAll(db, results, error),
+    },
+  );
 }
 
 /** Orders that did not move: take back their receipts, and tell duplicate (same outcome) from conflict. */
@@ -174,7 +131,9 @@ async function postMoved(
 ): Promise<void> {
   const receiptOf = new Map(rows.map((r) => [r.i, r.receipt_id!]));
   const list = indexes.map((i) => inputs[i]!);
-  const { rows: written } = await client.query<{ t: 'ledger' | 'outbox'; id: string; order_id: string }>(LEDGER_OUTBOX_REVIEWS_SQL, [
+  const { rows: written } = await client.query<
+    { t: 'ledger' | 'outbox'; id: string; order_id: string; i: null; hash: null; event: null } | ({ t: 'review' } & ReviewEventRow)
+  >(LEDGER_OUTBOX_REVIEWS_SQL, [
     indexes,
     list.map((x) => x.order.id),
     list.map((x) => (x.target === 'credited' ? 'payin_credit' : x.target === 'refused' ? 'payout_refund' : null)),
@@ -201,7 +160,14 @@ async function postMoved(
   ]);
   const ledger = new Map<number, number>();
   const outbox = new Map<number, number>();
-  for (const w of written) (w.t === 'ledger' ? ledger : outbox).set(Number(w.order_id), Number(w.id));
+  const reviewRows: ReviewEventRow[] = [];
+  for (const w of written) {
+    if (w.t === 'review') reviewRows.push(w);
+    else (w.t === 'ledger' ? ledger : outbox).set(Number(w.order_id), Number(w.id));
+  }
+  if (reviewRows.length > 0) {
+    await settleReviews(client, reviewRows, (i) => ({ ...inputs[i]!, receiptId: Number(receiptOf.get(i)) }));
+  }
   for (const i of indexes) {
     const x = inputs[i]!;
     const eventId = outbox.get(x.order.id);
@@ -221,12 +187,13 @@ async function postMoved(
  * the round goes into one set-based transaction; a later event of the same pair or order waits for the next round
  * (so it sees the first one's result, exactly as two transactions one after the other would).
  *
- * A round that fails transiently (Postgres restarting, a serialization failure, a deadlock) fails every event of
- * it with that error, for the caller to retry; nothing of it was committed. A round that fails for any other
- * reason (a constraint, a bug, one poisoned event) is split: each event runs alone in its own transaction, so one
- * bad event fails alone and its neighbours commit.
+ * A round that fails transiently (Postgres restarting, a serialization failure) fails every event of it with that
+ * error, for the caller to retry; nothing of it was committed. A round that waited too long for a row lock (lock or
+ * statement timeout) is split around the orders another transaction holds: those fail (and retry later), the others
+ * commit together. A round that fails for any other reason (a constraint, a bug, one poisoned event) is split: each
+ * event runs alone in its own transaction, so one bad event fails alone and its neighbours commit.
  */
-export async function commitEvents(db: Database, inputs: readonly CommitInput[]): Promise<Settled<CommitResult>[]> {
+export async function commitEvents(db: Database, inputs: readonly CommitInput[], options: CommitOptions = {}): Promise<Settled<CommitResult>[]> {
   const settled: Settled<CommitResult>[] = new Array(inputs.length);
   let left = inputs.map((_, i) => i);
   while (left.length > 0) {
@@ -244,25 +211,58 @@ export async function commitEvents(db: Database, inputs: readonly CommitInput[])
         round.push(i);
       }
     }
-    await commitRound(db, inputs, round, settled);
+    await commitRound(db, inputs, round, settled, options);
     left = later;
   }
   return settled;
 }
 
-async function commitRound(db: Database, inputs: readonly CommitInput[], round: number[], settled: Settled<CommitResult>[]): Promise<void> {
+async function commitRound(
+  db: Database,
+  inputs: readonly CommitInput[],
+  round: number[],
+  settled: Settled<CommitResult>[],
+  options: CommitOptions,
+  splitOnLockWait = true,
+): Promise<void> {
   try {
-    const results = await commitSet(db, round.map((i) => inputs[i]!));
+    const results = await commitSet(db, round.map((i) => inputs[i]!), options);
     round.forEach((i, k) => (settled[i] = { ok: true, value: results[k]! }));
   } catch (e) {
-    if (round.length === 1 || classifyError(e) === 'transient') {
+    if (isAppError(e, ErrorCodes.DB_COMMIT_IN_DOUBT)) {
+      const receipts = (e.details?.receipts ?? []) as (number | null)[];
+      round.forEach((i, k) => {
+        const receiptId = receipts[k];
+        settled[i] = { ok: false, error: typeof receiptId === 'number' ? inDoubt(receiptId, e.cause) : (e.cause ?? e) };
+      });
+      return;
+    }
+    if (round.length === 1) {
+      settled[round[0]!] = { ok: false, error: e };
+      return;
+    }
+    if (splitOnLockWait && isLockWait(e)) {
+      // Which orders does another transaction hold? Those events wait (fail now, retry later); the rest commit.
+      const held = await heldOrders(db, round.map((i) => inputs[i]!.order.id)).catch(() => undefined);
+      if (held && held.size > 0) {
+        const free: number[] = [];
+        for (const i of round) {
+          if (held.has(inputs[i]!.order.id)) settled[i] = { ok: false, error: e };
+          else free.push(i);
+        }
+        if (free.length > 0) await commitRound(db, inputs, free, settled, options, false);
+        return;
+      }
+      // Nothing is held now: the wait was load, not one stuck row; retry it all later like any transient failure.
+    }
+    if (classifyError(e) === 'transient') {
       for (const i of round) settled[i] = { ok: false, error: e };
       return;
     }
     // Not transient and not alone: find the event at fault by committing each on its own.
     for (const i of round) {
       try {
-        const [result] = await commitSet(db, [inputs[i]!]);
+        const [result] = await commitSet(db, [inputs[i]!], options);
         settled[i] = { ok: true, value: result! };
       } catch (one) {
         settled[i] = { ok: false, error: one };
@@ -272,8 +272,8 @@ async function commitRound(db: Database, inputs: readonly CommitInput[], round: 
 }
 
 /** Commit one verified event in its own transaction (the batch of one). */
-export async function commitEvent(db: Database, input: CommitInput): Promise<CommitResult> {
-  const [result] = await commitEvents(db, [input]);
+export async function commitEvent(db: Database, input: CommitInput, options: CommitOptions = {}): Promise<CommitResult> {
+  const [result] = await commitEvents(db, [input], options);
   if (!result!.ok) throw result!.error;
   return result!.value;
 }

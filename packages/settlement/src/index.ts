@@ -1,12 +1,17 @@
 // The money path, shared by the worker (callback jobs, scheduled sweeps) and the console (re-verify, sweep now).
 export { Batcher, type BatcherOptions, type Settled } from '@mcb/core/batcher';
-export { commitEvent, commitEvents, type CommitInput, type CommitResult } from './commit.ts';
+export { commitEvent, commitEvents, type CommitInput, type CommitOptions, type CommitResult } from './commit.ts';
+export { inDoubtReceiptOf } from './commit-in-doubt.ts';
+export { commitStarted, commitWaits, type CommitWaits } from './commit-watch.ts';
 export { findOrder, lookUpEvents, type LookupKey, type LookupResult } from './lookup.ts';
 export type { SettlementMetrics } from './metrics.ts';
-export { recordReview, type RecordedReview } from './record-review.ts';
+export { recordReview, recordReviewAttempt, type RecordedReview, type ReviewAttemptInput } from './record-review.ts';
+export { reverifyReview, type ReverifyOutcome } from './reverify-review.ts';
 export {
   callbackBackoffDelay,
   classifyError,
+  describeJobError,
+  discardsConnection,
   giveUp,
   jobErrorCode,
   toJobError,

@@ -14,29 +14,37 @@ export interface LookupKey {
 export interface LookupResult {
   /** A receipt of the pair (OrderNo, state) exists: it was applied before. */
   applied: boolean;
+  /** That receipt: its id and what applying it did. */
+  receipt?: { id: number; outcome: 'credited' | 'succeeded' | 'refused' } | undefined;
   /** Our order with that merchant order number, if any. */
   order: Order | undefined;
 }
 
 const LOOKUP_SQL = `
-SELECT k.i,
-       EXISTS (SELECT 1 FROM callback_receipts r WHERE r.order_no = k.order_no AND r.state = k.state) AS applied,
+SELECT k.i, r.id AS receipt_id, r.outcome AS receipt_outcome,
        ${orderColumns('o')}
   FROM unnest($1::text[], $2::int[], $3::text[]) WITH ORDINALITY AS k(order_no, state, merchant_order_no, i)
+  LEFT JOIN callback_receipts r ON r.order_no = k.order_no AND r.state = k.state
   LEFT JOIN orders o ON o.merchant_order_no = k.merchant_order_no
  ORDER BY k.i`;
 
 /** Both reads for many events in one statement (one round trip per batch). */
 export async function lookUpEvents(db: Database, keys: readonly LookupKey[]): Promise<Settled<LookupResult>[]> {
   if (keys.length === 0) return [];
-  const { rows } = await poolOf(db).query<OrderRow & { i: string; applied: boolean; id: string | null }>(LOOKUP_SQL, [
+  const { rows } = await poolOf(db).query<
+    OrderRow & { i: string; receipt_id: string | null; receipt_outcome: 'credited' | 'succeeded' | 'refused' | null; id: string | null }
+  >(LOOKUP_SQL, [
     keys.map((k) => k.orderNo),
     keys.map((k) => k.state),
     keys.map((k) => k.merchantOrderNo),
   ]);
   return rows.map((row) => ({
     ok: true as const,
-    value: { applied: row.applied, order: row.id === null ? undefined : toOrder(row) },
+    value: {
+      applied: row.receipt_id !== null,
+      receipt: row.receipt_id === null ? undefined : { id: Number(row.receipt_id), outcome: row.receipt_outcome! },
+      order: row.id === null ? undefined : toOrder(row),
+    },
   }));
 }
 

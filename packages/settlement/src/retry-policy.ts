@@ -1,4 +1,4 @@
-import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
+import { AppError, ErrorCodes, coerceError, firstLineOf } from '@mcb/core/errors';
 import { scrubDatabaseMessage } from '@mcb/core/logger';
 import { TRANSIENT_NETWORK_CODES } from '@mcb/core/spec';
 import { UnrecoverableError } from 'bullmq';
@@ -11,10 +11,38 @@ import { DrizzleQueryError } from 'drizzle-orm';
 
 export type ErrorClass = 'transient' | 'permanent';
 
-/** Postgres SQLSTATEs worth retrying: serialization failure, deadlock, lock timeout, query cancelled (statement timeout), shutdowns. */
-const TRANSIENT_SQLSTATES = new Set(['40001', '40P01', '55P03', '57014', '57P01', '57P02', '57P03', '58000', '58030']);
-/** Whole SQLSTATE classes: 08 connection exception, 53 insufficient resources (too many connections, out of memory). */
+/**
+ * SQLSTATEs decided by what happened, not by their class alone. What a failover or switchover can answer is
+ * transient: a demoted primary or a standby refuses writes (25006), a server shutting down or starting up ends or
+ * refuses sessions (57P01-57P03, class 08), clients reconnecting at once exhaust connections (53300), reads on a
+ * standby are cancelled by recovery (40001). The table, code by code, is in docs/worker.md ("Postgres errors").
+ */
+const TRANSIENT_SQLSTATES = new Set([
+  '25006', // read-only transaction: a demoted primary or a standby; the pool reconnects (see discardsConnection)
+  '25P03', // idle-in-transaction session timeout: the server ended the session
+  '25P04', // transaction timeout (Postgres 17)
+  '55006', // object in use
+  '55P03', // lock not available (lock_timeout)
+  '57000', // operator intervention
+  '57014', // query cancelled (statement timeout, pg_cancel_backend)
+  '57P01', // admin shutdown (pg_ctl stop -m fast, pg_terminate_backend, a switchover)
+  '57P02', // crash shutdown (another backend crashed; the server restarts)
+  '57P03', // cannot connect now: starting up, shutting down, in recovery
+  '57P05', // idle session timeout: the server ended the session
+  '58000', // system error
+  '58030', // I/O error
+]);
+/** Whole SQLSTATE classes: 08 connection exception, 53 insufficient resources (too many connections, disk full, out of memory). */
 const TRANSIENT_SQLSTATE_CLASSES = new Set(['08', '53']);
+/** Class 40, transaction rollback (serialization failure, deadlock, completion unknown), but for 40002, a deferred constraint. */
+const TRANSIENT_ROLLBACK = /^40(?!002)/;
+/**
+ * SQLSTATEs after which the connection is not used again: the session points at a server that refuses writes
+ * (25006: a demoted primary, or a session that began while the database was read-only keeps that default), or the
+ * server has ended it. Releasing the client with the error makes the pool close it; the next attempt opens a new
+ * one, through PgBouncer or DNS, to whichever server is the primary by then.
+ */
+const DISCARD_SQLSTATES = new Set(['25006', '25P03', '25P04', '57P01', '57P02', '57P03', '57P05']);
 /** node-postgres reports a lost or unobtainable connection with plain Errors carrying these messages. */
 const CONNECTION_LOST =
   /Connection terminated|timeout exceeded when trying to connect|not queryable|Client was closed|socket hang up|read ECONNRESET|connect ECONNREFUSED/i;
@@ -43,7 +71,8 @@ export function classifyError(e: unknown): ErrorClass {
     if (typeof code === 'string') {
       if (TRANSIENT_NETWORK_CODES.has(code)) return 'transient';
       if (SQLSTATE.test(code)) {
-        return TRANSIENT_SQLSTATES.has(code) || TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2)) ? 'transient' : 'permanent';
+        const transient = TRANSIENT_SQLSTATES.has(code) || TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2)) || TRANSIENT_ROLLBACK.test(code);
+        return transient ? 'transient' : 'permanent';
       }
     }
     if (cur instanceof Error && CONNECTION_LOST.test(cur.message)) return 'transient';
@@ -52,6 +81,20 @@ export function classifyError(e: unknown): ErrorClass {
     return 'permanent';
   }
   return 'transient';
+}
+
+/**
+ * Whether the connection that answered `e` must be closed rather than returned to the pool (see
+ * DISCARD_SQLSTATES): the server refused writes, ended the session, or the connection itself failed.
+ */
+export function discardsConnection(e: unknown): boolean {
+  for (const cur of causes(e)) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string' && SQLSTATE.test(code)) return DISCARD_SQLSTATES.has(code) || code.startsWith('08');
+    if (typeof code === 'string' && TRANSIENT_NETWORK_CODES.has(code)) return true;
+    if (cur instanceof Error && CONNECTION_LOST.test(cur.message)) return true;
+  }
+  return false;
 }
 
 /**
@@ -124,4 +167,14 @@ export function callbackBackoffDelay(attemptsMade: number, options: BackoffOptio
   const random = options.random ?? Math.random;
   const exponent = Math.min(Math.max(attemptsMade, 1) - 1, 40);
   return Math.round(Math.min(cap, random() * base * 2 ** exponent));
+}
+
+/**
+ * `CODE: reason` for a person (a job's timeline, a log line), the code said once: a give-up's message already starts
+ * with it, and prefixing it again printed `DB_QUERY_FAILED: DB_QUERY_FAILED: 42P01 ...`.
+ */
+export function describeJobError(err: Error): string {
+  const code = jobErrorCode(err);
+  const line = firstLineOf(err);
+  return line.startsWith(`${code}: `) ? line : `${code}: ${line}`;
 }

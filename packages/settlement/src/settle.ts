@@ -8,7 +8,7 @@ import { Batcher, type BatcherOptions } from '@mcb/core/batcher';
 import { commitEvents, type CommitInput, type CommitResult } from './commit.ts';
 import { lookUpEvents, type LookupKey, type LookupResult } from './lookup.ts';
 import type { SettlementMetrics } from './metrics.ts';
-import { recordReview } from './record-review.ts';
+import { recordReview, recordReviewAttempt } from './record-review.ts';
 import { checkOwnOrder, targetStatus, verifyConfirmation, type TargetStatus, type VerifyFailure } from './verify.ts';
 
 /**
@@ -26,6 +26,8 @@ export interface SettlementBatcherOptions {
   maxCommitBatch?: number;
   /** Largest look-up batch. @defaultValue 128 */
   maxLookupBatch?: number;
+  /** Longest wait of a group commit for a row lock, in ms (CommitOptions.lockTimeoutMs). @defaultValue 5000 */
+  commitLockTimeoutMs?: number;
   /** Told each batch's size as it starts. */
   onBatch?: (kind: 'lookup' | 'commit', size: number) => void;
 }
@@ -37,7 +39,7 @@ export function createSettlementBatchers(db: Database, options: SettlementBatche
   const commits: BatcherOptions = { maxBatch: options.maxCommitBatch ?? 64, maxInFlight: 1, onBatch: onBatch && ((n) => onBatch('commit', n)) };
   return {
     lookups: new Batcher((keys) => lookUpEvents(db, keys), lookups),
-    commits: new Batcher((inputs) => commitEvents(db, inputs), commits),
+    commits: new Batcher((inputs) => commitEvents(db, inputs, { lockTimeoutMs: options.commitLockTimeoutMs }), commits),
   };
 }
 
@@ -74,6 +76,18 @@ export interface ApplyOptions {
   signal?: AbortSignal;
   /** Decide now: an event that would wait (order unknown, not final) goes to review instead. @defaultValue false */
   noWait?: boolean;
+  /**
+   * The open review this event is re-verified for (console re-verify): a failure is added to that review's history
+   * as an attempt, instead of counting as another occurrence of the event, and its reason is left as it is.
+   * @defaultValue none
+   */
+  reverifyOf?: number;
+  /**
+   * Whether an earlier attempt of this job may have committed this receipt without learning it (its COMMIT's reply
+   * was lost and Postgres could not be asked: DB_COMMIT_IN_DOUBT). When the pair's receipt is one of those, this job
+   * applied it, and reports `applied` (afterCommit, the outcome's log line) instead of `duplicate`. @defaultValue none
+   */
+  wasInDoubt?: (receiptId: number) => Promise<boolean>;
 }
 
 /** A review just opened: order numbers, state and reason, never the record's amounts. */
@@ -139,6 +153,18 @@ class EventContext {
 
   async review(failure: Failure): Promise<ApplyOutcome> {
     const { event, deps, log } = this;
+    const reverifyOf = this.options.reverifyOf;
+    if (reverifyOf !== undefined) {
+      await recordReviewAttempt(deps.db, reverifyOf, {
+        source: 'review',
+        outcome: 'unconfirmed',
+        reasonCode: failure.code,
+        reason: failure.reason,
+        details: failure.details,
+      });
+      log.warn({ code: failure.code, reviewId: reverifyOf, details: failure.details }, `re-verified event still fails: ${failure.reason}`);
+      return { status: 'review', code: failure.code, reason: failure.reason, reviewId: reverifyOf, opened: false };
+    }
     const { id: reviewId, opened } = await inSpan('settlement review', { 'mcb.review_code': failure.code }, async (span) => {
       const recorded = await recordReview(deps.db, event, failure);
       span?.setAttributes({ 'mcb.review_id': recorded.id, 'mcb.review_opened': recorded.opened });
@@ -184,6 +210,12 @@ async function ownOrder(ctx: EventContext): Promise<{ order: Order } | { outcome
   const found = deps.batchers ? await deps.batchers.lookups.submit(key) : await lookUpOne(deps.db, key);
   // 1. Applied before: nothing to do (the transaction is the guard; this only saves a Get order).
   if (found.applied) {
+    const receipt = found.receipt;
+    if (receipt && found.order && ctx.options.wasInDoubt && (await ctx.options.wasInDoubt(receipt.id))) {
+      // An earlier attempt of this very job committed it and never heard back: report its credit now.
+      log.info({ receiptId: receipt.id }, 'receipt of an earlier attempt whose COMMIT was in doubt: it committed');
+      return { outcome: await reportApplied(ctx, found.order, { outcome: receipt.outcome, receiptId: receipt.id, ledgerEntryId: undefined }) };
+    }
     log.info('duplicate event: receipt exists');
     return { outcome: { status: 'duplicate', reason: 'receipt-exists' } };
   }
@@ -297,9 +329,18 @@ async function decide(ctx: EventContext, order: Order, confirmed: PlatformOrder)
       },
     });
   }
+  return reportApplied(ctx, order, result);
+}
+
+/** What follows a credit this job made: afterCommit, then the outcome's log line. */
+async function reportApplied(
+  ctx: EventContext,
+  order: Order,
+  result: { outcome: TargetStatus; receiptId: number; ledgerEntryId: number | undefined },
+): Promise<ApplyOutcome> {
   const outcome: ApplyOutcome = { status: 'applied', outcome: result.outcome, orderId: order.id, receiptId: result.receiptId };
-  await deps.afterCommit?.(outcome);
-  log.info(
+  await ctx.deps.afterCommit?.(outcome);
+  ctx.log.info(
     { outcome: result.outcome, orderId: order.id, receiptId: result.receiptId, ledgerEntryId: result.ledgerEntryId, amount: order.amount, currency: order.currency },
     `order ${order.merchantOrderNo} ${result.outcome}`,
   );

@@ -1,5 +1,7 @@
 import type { Database, Order } from '@mcb/core/db';
 import type pg from 'pg';
+import { commitStarted } from './commit-watch.ts';
+import { discardsConnection } from './retry-policy.ts';
 
 /**
  * The node-postgres pool under a drizzle handle. The set-based statements of the money path (look-ups and group
@@ -14,26 +16,61 @@ export function poolOf(db: Database): pg.Pool {
   return client;
 }
 
-/** Run `fn` in one transaction on one pooled connection: COMMIT when it returns, ROLLBACK when it throws. */
-export async function inTransaction<T>(db: Database, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await poolOf(db).connect();
-  let broken: unknown;
+/** Options of {@link inTransaction}. */
+export interface TransactionOptions<T> {
+  /** Statements without parameters run right after BEGIN, in the same round trip (e.g. `SET LOCAL ...`). */
+  setup?: string;
+  /**
+   * Called when COMMIT itself fails (typically the connection dropped after the server received it): the outcome is
+   * unknown, and only a fresh look at the database can tell. Return `result` when the transaction is found
+   * committed; throw (the original error) when it is not or cannot be known.
+   */
+  ifCommitFails?: (result: T, error: unknown) => Promise<T>;
+}
+
+/**
+ * Run `fn` in one transaction on one pooled connection: COMMIT when it returns, ROLLBACK when it throws. The COMMIT
+ * is watched while it waits (commit-watch.ts: a synchronous standby gone makes it wait without end). A connection
+ * that answered an error saying it reaches the wrong server or was ended (`discardsConnection`: 25006 read-only,
+ * 57P0x, class 08, a lost socket) is closed, not pooled, so the next attempt connects afresh to the new primary;
+ * so is one whose ROLLBACK or COMMIT failed. Statements outside a transaction (`pool.query`, drizzle's) already close
+ * their connection on any error.
+ */
+export async function inTransaction<T>(
+  db: Database,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  options: TransactionOptions<T> = {},
+): Promise<T> {
+  const pool = poolOf(db);
+  const client = await pool.connect();
+  let result: T;
   try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
+    await client.query(options.setup ? `BEGIN; ${options.setup}` : 'BEGIN');
+    result = await fn(client);
   } catch (e) {
+    let discard: Error | undefined = discardsConnection(e) ? (e instanceof Error ? e : new Error('connection discarded')) : undefined;
     try {
       await client.query('ROLLBACK');
     } catch (rollbackError) {
       // The connection is gone (server restart): the server rolled back; do not return it to the pool.
-      broken = rollbackError;
+      discard = rollbackError instanceof Error ? rollbackError : new Error('ROLLBACK failed');
     }
+    client.release(discard);
+    throw e;
+  }
+  const committed = commitStarted(pool);
+  try {
+    await client.query('COMMIT');
+  } catch (e) {
+    // The connection's state is unknown: never reuse it.
+    client.release(e instanceof Error ? e : new Error('COMMIT failed'));
+    if (options.ifCommitFails) return options.ifCommitFails(result, e);
     throw e;
   } finally {
-    client.release(broken instanceof Error ? broken : undefined);
+    committed();
   }
+  client.release();
+  return result;
 }
 
 /** The `orders` row as pg returns it. */

@@ -111,7 +111,7 @@ describe('group commit', () => {
 
   it('loses nothing and doubles nothing when its connection dies mid-batch; the whole batch fails transiently and a retry credits once', async () => {
     const inputs = await Promise.all(Array.from({ length: 8 }, () => payin()));
-    // Hold one order's row so the batch stops inside its transaction, after its receipts are inserted.
+    // Hold one order's row so the batch stops inside its transaction, where it locks its orders (before it writes).
     const blocker = new pg.Client({ connectionString: env.databaseUrl });
     await blocker.connect();
     try {

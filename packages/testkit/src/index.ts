@@ -115,3 +115,4 @@ export function useTestEnv(): TestEnv {
 export { startOwnSentinel, type OwnSentinelOptions, type OwnSentinelSetup } from './own-sentinel.ts';
 export { startOwnCluster, type OwnCluster } from './own-cluster.ts';
 export { hasPgBouncer, startOwnPgBouncer, type OwnPgBouncer } from './own-pgbouncer.ts';
+export { encodeResp, startRespProxy, type CommandAction, type CommandHook, type RespProxy, type RespValue } from './resp-proxy.ts';

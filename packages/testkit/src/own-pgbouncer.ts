@@ -18,8 +18,19 @@ export interface OwnPgBouncer {
   urlFor(databaseUrl: string): string;
   /** Transactions PgBouncer has passed to `database` so far (its admin console's SHOW STATS). */
   transactions(database: string): Promise<number>;
+  /**
+   * Point PgBouncer at another server (`databaseUrl`'s host and port), as an operator or Patroni's callback does
+   * after a failover: rewrite the config and RELOAD. Server connections to the old server are closed as they are
+   * released (after their current transaction); clients keep their connections to PgBouncer.
+   */
+  retarget(databaseUrl: string): Promise<void>;
   /** Client connections to `database` and the server connections PgBouncer holds for them now (SHOW POOLS). */
   connections(database: string): Promise<{ clients: number; servers: number }>;
+  /**
+   * Immediate shutdown (SIGTERM: every client and server connection is cut, open transactions with them), then the
+   * same configuration again on the same port; resolves once it accepts connections.
+   */
+  restart(): Promise<void>;
   destroy(): Promise<void>;
 }
 
@@ -35,54 +46,67 @@ export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'mcb-pgbouncer-'));
   writeFileSync(join(dir, 'userlist.txt'), `"${user}" ""\n`);
-  writeFileSync(
-    join(dir, 'pgbouncer.ini'),
-    [
-      '[databases]',
-      `* = host=${target.hostname} port=${target.port || 5432}`,
-      '[pgbouncer]',
-      'listen_addr = 127.0.0.1',
-      `listen_port = ${port}`,
-      'unix_socket_dir =',
-      'auth_type = trust',
-      `auth_file = ${join(dir, 'userlist.txt')}`,
-      'pool_mode = transaction',
-      `admin_users = ${user}`,
-      `default_pool_size = ${options.poolSize ?? 4}`,
-      'max_client_conn = 500',
-      // node-postgres sends statement_timeout as a startup parameter; PgBouncer 1.18 cannot pass it on (docs/deployment.md).
-      'ignore_startup_parameters = statement_timeout,extra_float_digits',
-      '',
-    ].join('\n'),
-  );
+  const ini = join(dir, 'pgbouncer.ini');
+  /** The config pointing at `url`'s server: its database by name (so a RELOAD can move it), any other through `*`. */
+  const writeIni = (url: URL) => {
+    const server = `host=${url.hostname} port=${url.port || 5432}`;
+    const database = decodeURIComponent(url.pathname.slice(1));
+    writeFileSync(
+      ini,
+      [
+        '[databases]',
+        ...(database ? [`${database} = ${server} dbname=${database}`] : []),
+        `* = ${server}`,
+        '[pgbouncer]',
+        'listen_addr = 127.0.0.1',
+        `listen_port = ${port}`,
+        'unix_socket_dir =',
+        'auth_type = trust',
+        `auth_file = ${join(dir, 'userlist.txt')}`,
+        'pool_mode = transaction',
+        `admin_users = ${user}`,
+        `default_pool_size = ${options.poolSize ?? 4}`,
+        'max_client_conn = 500',
+        // node-postgres sends statement_timeout as a startup parameter; PgBouncer 1.18 cannot pass it on (docs/deployment.md).
+        'ignore_startup_parameters = statement_timeout,extra_float_digits',
+        '',
+      ].join('\n'),
+    );
+  };
+  writeIni(target);
   // PgBouncer refuses to run as root: as root (CI machines), it is told to switch to the postgres user, which must
   // then be able to read its files.
   const asRoot = process.getuid?.() === 0;
   if (asRoot) for (const f of [dir, join(dir, 'userlist.txt'), join(dir, 'pgbouncer.ini')]) chmodSync(f, f === dir ? 0o755 : 0o644);
-  let child: ChildProcess | undefined = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
+  let child: ChildProcess | undefined;
+  const launch = async () => {
+    child = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
+    await waitFor(
+      () =>
+        new Promise<boolean>((resolve) => {
+          const s = connect(port, '127.0.0.1');
+          s.once('connect', () => (s.destroy(), resolve(true)));
+          s.once('error', () => resolve(false));
+        }),
+      { timeoutMs: 10_000, intervalMs: 50, message: `pgbouncer on ${port} did not start` },
+    );
+  };
   const unregister = onProcessExit(() => {
     killQuietly(child?.pid);
     rmSync(dir, { recursive: true, force: true });
   });
-  await waitFor(
-    () =>
-      new Promise<boolean>((resolve) => {
-        const s = connect(port, '127.0.0.1');
-        s.once('connect', () => (s.destroy(), resolve(true)));
-        s.once('error', () => resolve(false));
-      }),
-    { timeoutMs: 10_000, intervalMs: 50, message: `pgbouncer on ${port} did not start` },
-  );
+  await launch();
   /** A SHOW command on PgBouncer's admin console (simple protocol only). */
-  const show = async <T,>(what: string): Promise<T[]> => {
-    const admin = new pg.Client({ host: '127.0.0.1', port, user, database: 'pgbouncer' });
-    await admin.connect();
+  const admin = async <T,>(command: string): Promise<T[]> => {
+    const client = new pg.Client({ host: '127.0.0.1', port, user, database: 'pgbouncer' });
+    await client.connect();
     try {
-      return (await admin.query({ text: `SHOW ${what}`, queryMode: 'simple' } as pg.QueryConfig)).rows as T[];
+      return (await client.query({ text: command, queryMode: 'simple' } as pg.QueryConfig)).rows as T[];
     } finally {
-      await admin.end();
+      await client.end();
     }
   };
+  const show = <T,>(what: string): Promise<T[]> => admin<T>(`SHOW ${what}`);
   return {
     port,
     urlFor(url) {
@@ -90,6 +114,10 @@ export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize
       u.hostname = '127.0.0.1';
       u.port = String(port);
       return u.toString();
+    },
+    async retarget(databaseUrl) {
+      writeIni(new URL(databaseUrl));
+      await admin('RELOAD');
     },
     async transactions(database) {
       const rows = await show<{ database: string; total_xact_count: string }>('STATS');
@@ -99,6 +127,10 @@ export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize
       const rows = (await show<Record<string, string>>('POOLS')).filter((r) => r.database === database);
       const sum = (...cols: string[]) => rows.reduce((n, r) => n + cols.reduce((m, c) => m + Number(r[c] ?? 0), 0), 0);
       return { clients: sum('cl_active', 'cl_waiting'), servers: sum('sv_active', 'sv_idle', 'sv_used', 'sv_tested', 'sv_login') };
+    },
+    async restart() {
+      await stopChild(child, 'SIGTERM');
+      await launch();
     },
     async destroy() {
       const c = child;

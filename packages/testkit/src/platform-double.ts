@@ -32,6 +32,21 @@ export interface FakePlatform {
   failNext(merchantOrderNo: string, count: number, status: number): void;
   /** Requests for this order get the envelope `{code, message}` with no data. */
   refuse(merchantOrderNo: string, code: number, message: string): void;
+  /** Get order answers after `ms` from now on (0: at once), as a slow platform does. */
+  setDelay(ms: number): void;
+  /** Every Get order answers HTTP `status` from now on (an outage); `undefined` ends it. */
+  setOutage(status: number | undefined): void;
+  /** The next `count` Get orders are answered together, once all `count` have arrived (a barrier for batching tests). */
+  holdReplies(count: number): void;
+  /** Every Get order's arrival time (performance.now(), ms), for rate checks. */
+  arrivals: number[];
+  /**
+   * Get order answers nothing (for the orders `only` accepts, all by default) until the returned release is called:
+   * a slow platform, jobs stay in flight. Held requests are counted in `hits` and `held()`.
+   */
+  hold(only?: (merchantOrderNo: string) => boolean): () => void;
+  /** Get order requests waiting on {@link hold} now. */
+  held(): number;
   close(): Promise<void>;
 }
 
@@ -50,11 +65,16 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
   const failures = new Map<string, { count: number; status: number }>();
   const refusals = new Map<string, { code: number; message: string }>();
   const hits = new Map<string, number>();
+  const arrivals: number[] = [];
+  let delayMs = 0;
+  let outage: number | undefined;
+  let held: { count: number; release: Array<() => void> } | undefined;
+  const holds: { accepts: (merchantOrderNo: string) => boolean; waiting: (() => void)[] }[] = [];
   const server: Server = createServer((req, res) => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
     req.on('end', () => {
-      const send = (status: number, text: string) => {
+      let send = (status: number, text: string) => {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(text);
       };
@@ -80,20 +100,41 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
         return send(400, '{"code":400,"message":"bad json"}');
       }
       hits.set(merchantOrderNo, (hits.get(merchantOrderNo) ?? 0) + 1);
-      const failure = failures.get(merchantOrderNo);
-      if (failure && failure.count > 0) {
-        failure.count -= 1;
-        return send(failure.status, '{"code":500,"message":"scripted failure"}');
+      arrivals.push(performance.now());
+      if (delayMs > 0) {
+        const later = send;
+        const wait = delayMs;
+        send = (status, text) => void setTimeout(() => later(status, text), wait);
       }
-      const refusal = refusals.get(merchantOrderNo);
-      if (refusal) return send(200, JSON.stringify({ code: refusal.code, message: refusal.message, data: null }));
-      const o = orders.get(merchantOrderNo);
-      if (!o) return send(200, '{"code":40404,"message":"order not found","data":null}');
-      const { amountJson, ...rest } = o;
-      const data = JSON.stringify(rest).slice(0, -1) + `,"amount":${amountJson}}`;
-      send(200, `{"code":0,"message":"success","data":${data}}`);
+      if (held) {
+        const barrier = held;
+        const answer = send;
+        send = (status, text) => void barrier.release.push(() => answer(status, text));
+        if (barrier.release.length + 1 >= barrier.count) {
+          held = undefined;
+          setImmediate(() => barrier.release.splice(0).forEach((go) => go()));
+        }
+      }
+      if (outage !== undefined) return send(outage, '{"code":503,"message":"platform outage"}');
+      const hold = holds.find((h) => h.accepts(merchantOrderNo));
+      if (hold) return void hold.waiting.push(() => answer(merchantOrderNo, send));
+      answer(merchantOrderNo, send);
     });
   });
+  const answer = (merchantOrderNo: string, send: (status: number, text: string) => void) => {
+    const failure = failures.get(merchantOrderNo);
+    if (failure && failure.count > 0) {
+      failure.count -= 1;
+      return send(failure.status, '{"code":500,"message":"scripted failure"}');
+    }
+    const refusal = refusals.get(merchantOrderNo);
+    if (refusal) return send(200, JSON.stringify({ code: refusal.code, message: refusal.message, data: null }));
+    const o = orders.get(merchantOrderNo);
+    if (!o) return send(200, '{"code":40404,"message":"order not found","data":null}');
+    const { amountJson, ...rest } = o;
+    const data = JSON.stringify(rest).slice(0, -1) + `,"amount":${amountJson}}`;
+    send(200, `{"code":0,"message":"success","data":${data}}`);
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -103,6 +144,19 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
     setOrder: (o) => orders.set(o.merchantOrderNo, o),
     failNext: (no, count, status) => failures.set(no, { count, status }),
     refuse: (no, code, message) => refusals.set(no, { code, message }),
+    setDelay: (ms) => void (delayMs = ms),
+    setOutage: (status) => void (outage = status),
+    holdReplies: (count) => void (held = { count, release: [] }),
+    arrivals,
+    hold(only = () => true) {
+      const hold = { accepts: only, waiting: [] as (() => void)[] };
+      holds.push(hold);
+      return () => {
+        holds.splice(holds.indexOf(hold), 1);
+        for (const go of hold.waiting.splice(0)) go();
+      };
+    },
+    held: () => holds.reduce((n, h) => n + h.waiting.length, 0),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

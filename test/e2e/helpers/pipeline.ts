@@ -39,6 +39,8 @@ export interface PipelineOptions {
   redis?: RedisTarget;
   /** Queue prefix (a cluster's needs a hash tag). @defaultValue the file's prefix */
   prefix?: string;
+  /** The merchant's key pair (e.g. one whose private key is in a file, for an ingest process). @defaultValue a new 2048-bit pair */
+  keys?: { privateKeyPem: string; publicKeyPem: string };
 }
 
 /** A running pipeline and handles on each part. */
@@ -83,7 +85,7 @@ export interface OrderState {
  */
 export async function startPipeline(env: TestEnv, options: PipelineOptions = {}): Promise<Pipeline> {
   const logger = createLogger({ name: 'e2e', level: 'silent' });
-  const pair = generateKeyPair(2048);
+  const pair = options.keys ?? generateKeyPair(2048);
   const closers: (() => Promise<unknown>)[] = [];
   const close = async () => {
     for (const c of closers.reverse()) await c().catch(() => {});
@@ -154,12 +156,15 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     const consoleApp = await buildConsole({ config: consoleConfig, db: consoleDb, platform, logger, queue: consoleQueue, redis: consoleRedis });
     closers.push(() => consoleApp.close());
     const operator: Pipeline['operator'] = async (method, url, payload) => {
-      const res = await consoleApp.inject({ method, url, headers: { authorization: `Bearer ${CONSOLE_TOKEN}` }, ...(payload ? { payload } : {}) });
+      // Every action carries a reason: in the JSON body, and as X-Reason for the dashboard's (bull-board's) routes.
+      const headers = { authorization: `Bearer ${CONSOLE_TOKEN}`, 'x-reason': 'e2e operator' };
+      const body = method === 'GET' ? payload : { reason: 'e2e operator', ...payload };
+      const res = await consoleApp.inject({ method, url, headers, ...(body ? { payload: body } : {}) });
       return { statusCode: res.statusCode, body: res.body };
     };
 
     const register = async (path: string, body: Record<string, unknown>) => {
-      const res = await consoleApp.inject({ method: 'POST', url: path, headers: { authorization: `Bearer ${CONSOLE_TOKEN}` }, payload: body });
+      const res = await consoleApp.inject({ method: 'POST', url: path, headers: { authorization: `Bearer ${CONSOLE_TOKEN}` }, payload: { ...body, reason: 'e2e: the merchant registers its order' } });
       if (res.statusCode !== 201 && res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${res.body}`);
     };
 

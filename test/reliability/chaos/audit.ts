@@ -61,6 +61,12 @@ export interface AuditResult {
   jobStalls: number;
   /** Job results by outcome: applied (credited/succeeded/refused), duplicate, review. */
   jobOutcomes: Record<string, number>;
+  /** Finalised orders not in the state their callback carried (an acknowledged callback never applied). */
+  notApplied: number;
+  /** Acknowledged callbacks whose job is not on the primary at the end: lost after the `success`. */
+  missingAcknowledged: number;
+  /** Orders with more than one ledger entry or receipt. */
+  doubleApplied: number;
   credited: number;
   succeeded: number;
   refused: number;
@@ -113,6 +119,9 @@ export async function audit(input: {
     let succeeded = 0;
     let refused = 0;
     let expectedEntries = 0;
+    let notApplied = 0;
+    let doubleApplied = 0;
+    let missingAcknowledged = 0;
     for (const o of input.orders) {
       const row = byMerchantOrderNo.get(o.merchantOrderNo);
       const want = EXPECTED_STATUS[o.state];
@@ -121,6 +130,8 @@ export async function audit(input: {
         violations.push(`${o.merchantOrderNo}: our order is missing`);
         continue;
       }
+      if (row.status !== want) notApplied++;
+      if (Number(row.entries) > 1 || (receiptCount.get(`${o.orderNo}/${o.state}`) ?? 0) > 1) doubleApplied++;
       if (row.status !== want) violations.push(`${o.merchantOrderNo} (${o.orderNo}, state ${o.state}): status ${row.status}, expected ${want}`);
       if (row.status === 'credited') credited++;
       if (row.status === 'succeeded') succeeded++;
@@ -185,6 +196,7 @@ export async function audit(input: {
         return;
       }
       if (!finishedOn) {
+        if (atm === null && !returnvalue) missingAcknowledged++;
         violations.push(`acknowledged job ${id} is missing or unfinished`);
         return;
       }
@@ -205,6 +217,9 @@ export async function audit(input: {
       jobRetries,
       jobStalls,
       jobOutcomes,
+      notApplied,
+      missingAcknowledged,
+      doubleApplied,
       credited,
       succeeded,
       refused,

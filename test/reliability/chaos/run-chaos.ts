@@ -11,6 +11,7 @@ import pg from 'pg';
 import { waitFor } from '@mcb/testkit';
 import type { Delivery } from '../../../apps/sandbox/src/app.ts';
 import { audit, queueCounts, unfinished, type AuditResult, type ExpectedOrder, type RefusedPair } from './audit.ts';
+import { repliesByFault, runSentinelFaults, type FaultReplies, type FaultWindow } from './sentinel-faults.ts';
 import { removeLogs, startChaosStack, type StackOptions } from './stack.ts';
 
 /** Options of {@link runChaos}. Times are real milliseconds from the moment the first order is finalised. */
@@ -25,6 +26,16 @@ export interface ChaosOptions {
   forgedUnknown?: number;
   /** Forged pay-in callbacks with 10x the amount for real orders (never credited at that amount). @defaultValue 3 */
   forgedAmount?: number;
+  /**
+   * `single` (default): worker kills every few seconds, a Postgres restart and a Redis SIGKILL. `sentinel`: a primary,
+   * two replicas and three sentinels, workers through PgBouncer, and the faults of sentinel-faults.ts one after
+   * another, `faultGapMs` apart (the single-topology fault options are then unused).
+   */
+  topology?: 'single' | 'sentinel';
+  /** INGEST_MIN_REPLICAS (sentinel topology; above 0 also sets Redis's min-replicas-to-write 1). @defaultValue 0 */
+  minReplicas?: number;
+  /** Plain load before each sentinel-topology fault. @defaultValue 3000 */
+  faultGapMs?: number;
   /** Finalisations are spread evenly over this span. */
   finalizeSpanMs: number;
   /** A worker is SIGKILLed (and restarted) this often while orders are being finalised. */
@@ -51,6 +62,8 @@ export interface ChaosReport {
   /** Replies ingest gave, by HTTP status ('none' = no reply: connection refused or timed out). */
   replies: Record<string, number>;
   faults: { workerKills: number; pgRestarts: number; redisRestarts: number; unexpectedExits: string[]; ingestWorkerExits: number };
+  /** Sentinel topology: each fault, and what ingest answered from its start to the next one's. */
+  faultWindows?: (FaultWindow & FaultReplies)[];
   /** Successful acknowledgements that collapsed onto a job id already stored (duplicate sends, retries). */
   collapsedAtIngest: number;
   audit: AuditResult;
@@ -78,13 +91,18 @@ function isFinal(d: Delivery): boolean {
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? ((line: string) => console.log(line));
-  const stackOptions = { ...DEFAULT_STACK, ...options.stack };
+  const sentinelTopology = options.topology === 'sentinel';
+  const stackOptions: StackOptions = {
+    ...DEFAULT_STACK,
+    ...(sentinelTopology ? { workers: 2, topology: 'sentinel' as const, minReplicas: options.minReplicas ?? 0 } : {}),
+    ...options.stack,
+  };
   const started = Date.now();
   const stack = await startChaosStack(stackOptions);
   let failed = true;
   try {
     const { sim } = stack;
-    log(`chaos: stack up in ${Date.now() - started} ms (ingest x${stackOptions.ingestWorkers}, workers x${stackOptions.workers}, time scale ${stackOptions.timeScale})`);
+    log(`chaos: stack up in ${Date.now() - started} ms (ingest x${stackOptions.ingestWorkers}, workers x${stackOptions.workers}, time scale ${stackOptions.timeScale}${sentinelTopology ? `; sentinel topology, INGEST_MIN_REPLICAS=${stackOptions.minReplicas}` : ''})`);
 
     // 1. Orders exist on both sides before any callback: the platform's, and ours (as the console registers them).
     const url = (path: string) => `${stack.ingestUrl}${path}`;
@@ -137,8 +155,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let redisRestarts = 0;
     const t0 = Date.now();
     const at = (ms: number) => delay(Math.max(0, t0 + ms - Date.now()));
+    const sentinelFaults: Promise<FaultWindow[]> = sentinelTopology ? runSentinelFaults(stack, options.faultGapMs ?? 3000, log, t0) : Promise.resolve([]);
+    sentinelFaults.catch(() => {}); // its failure is thrown below, once the finalisations are done (not an unhandled rejection meanwhile)
     const killer = (async () => {
-      while (chaosOn) {
+      while (chaosOn && !sentinelTopology) {
         await delay(options.workerKillIntervalMs);
         if (!chaosOn) break;
         const slot = workerKills % stackOptions.workers;
@@ -147,6 +167,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     })();
     const pgRestart = (async () => {
+      if (sentinelTopology) return;
       await at(options.pgRestartAtMs);
       const s = Date.now();
       await stack.pg.restart();
@@ -154,6 +175,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       log(`chaos: Postgres restarted at ${s - t0} ms (took ${Date.now() - s} ms)`);
     })();
     const redisRestart = (async () => {
+      if (sentinelTopology) return;
       await at(options.redisKillAtMs);
       const s = Date.now();
       await stack.redis.kill();
@@ -196,7 +218,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     }
     log(`chaos: ${planned.length} orders finalised over ${Date.now() - t0} ms`);
-    await Promise.all([pgRestart, redisRestart]);
+    const [windows] = await Promise.all([sentinelFaults, pgRestart, redisRestart]);
 
     // 4. Every delivery settles (the platform's retries cover the Redis outage), then the chaos stops.
     await waitFor(() => sim.allDeliveries().every(isFinal), {
@@ -210,7 +232,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     log(`chaos: deliveries settled at ${Date.now() - t0} ms; ${workerKills} worker kills; draining`);
 
     // 5. Drain: no job waiting, active, delayed or retrying.
-    const redis = new Redis(stack.redis.url, { maxRetriesPerRequest: 3 });
+    const primaryUrl = await stack.primaryUrl();
+    const redis = new Redis(primaryUrl, { maxRetriesPerRequest: 3 });
     try {
       await waitFor(async () => unfinished(await queueCounts(redis, stack.prefix)) === 0, {
         timeoutMs: options.drainTimeoutMs,
@@ -233,7 +256,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const deliveries = sim.allDeliveries();
     const acked = deliveries.filter((d) => d.attempts.some((a) => a.outcome === 'success'));
     const jobIds = [...new Set(acked.map((d) => `${d.type}-${d.orderNo}-${d.state}`))];
-    const result = await audit({ databaseUrl: stack.databaseUrl, redisUrl: stack.redis.url, prefix: stack.prefix, orders: expected, refused, jobIds });
+    const result = await audit({ databaseUrl: stack.databaseUrl, redisUrl: primaryUrl, prefix: stack.prefix, orders: expected, refused, jobIds });
 
     const replies: Record<string, number> = {};
     let sent = 0;
@@ -265,6 +288,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       },
       replies,
       faults: { workerKills, pgRestarts, redisRestarts, unexpectedExits, ingestWorkerExits },
+      ...(sentinelTopology ? { faultWindows: repliesByFault(windows, deliveries, Date.now()).map((r, i) => ({ ...windows[i]!, ...r })) } : {}),
       collapsedAtIngest: successReplies - jobIds.length,
       audit: result,
       durationMs: Date.now() - started,
@@ -291,10 +315,17 @@ export function printReport(r: ChaosReport, log: (line: string) => void): void {
   log(`  orders            ${r.orders.payins} pay-ins, ${r.orders.payouts} payouts; ${r.orders.forged} forged callbacks, ${r.orders.stale} stale payout events`);
   log(`  callbacks         ${r.callbacks.deliveries} events, ${r.callbacks.sent} sends (${r.callbacks.duplicateCopies} duplicate copies); delivered ${r.callbacks.delivered}, gave up ${r.callbacks.gaveUp}`);
   log(`  ingest replies    ${fmt(r.replies)}`);
-  log(`  faults            worker SIGKILLs ${r.faults.workerKills}, Postgres restarts ${r.faults.pgRestarts}, Redis SIGKILL+AOF restarts ${r.faults.redisRestarts}`);
+  if (r.faultWindows) {
+    for (const f of r.faultWindows) {
+      log(`  fault             ${f.name}: ${f.refused} sends refused, the last ${f.refusedForMs} ms after it began; replies ${fmt(f.replies)}`);
+    }
+  } else {
+    log(`  faults            worker SIGKILLs ${r.faults.workerKills}, Postgres restarts ${r.faults.pgRestarts}, Redis SIGKILL+AOF restarts ${r.faults.redisRestarts}`);
+  }
   log(`  jobs              completed ${a.queue.completed}, failed ${a.queue.failed}, retries ${a.jobRetries}, stalled re-runs ${a.jobStalls}`);
   log(`  job outcomes      ${fmt(a.jobOutcomes)}`);
   log(`  duplicates        ${r.collapsedAtIngest} acknowledged sends collapsed onto stored job ids at ingest; ${a.jobOutcomes.duplicate ?? 0} jobs dropped as duplicates by the worker`);
+  log(`  checker           ${a.notApplied} finalised orders not applied, ${a.missingAcknowledged} acknowledged callbacks without a job at the end (lost), ${a.doubleApplied} orders applied twice`);
   log(`  applied           credited ${a.credited}, payouts succeeded ${a.succeeded}, refused ${a.refused}; receipts ${a.receipts}; ledger entries ${a.ledgerEntries}`);
   log(`  open reviews      ${fmt(a.reviewsByCode)}`);
   log(`  took              ${(r.durationMs / 1000).toFixed(1)} s`);

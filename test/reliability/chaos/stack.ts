@@ -1,7 +1,9 @@
 /**
  * The pipeline as production runs it, on servers the chaos run owns: its own redis-server (AOF, fsync always) and
  * its own Postgres cluster, one ingest main with INGEST_WORKERS cluster processes, N worker mains, and the sandbox
- * platform in this process (time-scaled, so its retry schedule fits in the run).
+ * platform in this process (time-scaled, so its retry schedule fits in the run). The `sentinel` topology puts a
+ * primary, two replicas and three sentinels in place of the one redis-server, and PgBouncer between the workers
+ * and Postgres.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +16,7 @@ import { createTestKeys, type TestKeys } from '../helpers/keys.ts';
 import { freePort } from '@mcb/testkit';
 import { startNodeProcess, type NodeProcess } from '../helpers/node-process.ts';
 import { startOwnPostgres, type OwnPostgres } from '../helpers/own-postgres.ts';
-import { startOwnRedis, type OwnRedis } from '@mcb/testkit';
+import { startOwnPgBouncer, startOwnRedis, startOwnSentinel, type OwnPgBouncer, type OwnRedis, type OwnSentinelSetup } from '@mcb/testkit';
 
 export const CHAOS_MERCHANT_NO = 'M-CHAOS-1';
 
@@ -34,10 +36,24 @@ export interface StackOptions {
   stalledInterval: string;
   /** ORDER_GRACE_PERIOD and CONFIRM_MAX_WAIT of the workers (forged unknown orders end in review after it). */
   verifyWait: string;
+  /** `single`: one redis-server. `sentinel`: primary, two replicas, three sentinels; workers through PgBouncer. */
+  topology?: 'single' | 'sentinel';
+  /** INGEST_MIN_REPLICAS of ingest (sentinel topology). Above 0, every data node also gets Redis's own min-replicas-to-write 1. */
+  minReplicas?: number;
 }
 
+/** Redis's own refusal of writes on a primary without a replica, set whenever INGEST_MIN_REPLICAS > 0 (docs/deployment.md). */
+export const MIN_REPLICAS_TO_WRITE_ARGS = ['--min-replicas-to-write', '1', '--min-replicas-max-lag', '10'];
+
 export interface ChaosStack {
+  /** The one redis-server (single topology), or the initial primary (sentinel topology). */
   redis: OwnRedis;
+  /** The sentinel setup (sentinel topology). */
+  sentinel?: OwnSentinelSetup;
+  /** PgBouncer between workers and Postgres (sentinel topology). */
+  pgbouncer?: OwnPgBouncer;
+  /** URL of the Redis node that is primary now. */
+  primaryUrl(): Promise<string>;
   pg: OwnPostgres;
   databaseUrl: string;
   prefix: string;
@@ -72,12 +88,25 @@ export async function startChaosStack(opts: StackOptions): Promise<ChaosStack> {
   try {
     const keys = createTestKeys();
     closers.push(async () => keys.remove());
-    const redis = await startOwnRedis();
-    closers.push(() => redis.destroy());
+    const sentinelTopology = opts.topology === 'sentinel';
+    const minReplicas = opts.minReplicas ?? 0;
+    let sentinel: OwnSentinelSetup | undefined;
+    let redis: OwnRedis;
+    if (sentinelTopology) {
+      sentinel = await startOwnSentinel('mcb', { sentinels: 3, replicas: 2, redisArgs: minReplicas > 0 ? MIN_REPLICAS_TO_WRITE_ARGS : [] });
+      closers.push(() => sentinel!.destroy());
+      redis = sentinel.primary;
+    } else {
+      redis = await startOwnRedis();
+      closers.push(() => redis.destroy());
+    }
     const pg = await startOwnPostgres();
     closers.push(() => pg.destroy());
     const databaseUrl = pg.url('mcb_chaos');
     await migrateDatabase(databaseUrl);
+    const pgbouncer = sentinelTopology ? await startOwnPgBouncer(databaseUrl, { poolSize: 8 }) : undefined;
+    if (pgbouncer) closers.push(() => pgbouncer.destroy());
+    const workerDatabaseUrl = pgbouncer ? pgbouncer.urlFor(databaseUrl) : databaseUrl;
     const prefix = 'chaos';
 
     const sandbox = await buildSandbox({
@@ -93,7 +122,10 @@ export async function startChaosStack(opts: StackOptions): Promise<ChaosStack> {
 
     const ingestPort = await freePort();
     const ingestUrl = `http://127.0.0.1:${ingestPort}`;
-    const common = { MERCHANT_NO: CHAOS_MERCHANT_NO, REDIS_URL: redis.url, QUEUE_PREFIX: prefix, LOG_LEVEL: 'info' };
+    const redisEnv: Record<string, string> = sentinel
+      ? { REDIS_SENTINELS: sentinel.sentinels, REDIS_SENTINEL_NAME: sentinel.name }
+      : { REDIS_URL: redis.url };
+    const common = { MERCHANT_NO: CHAOS_MERCHANT_NO, ...redisEnv, QUEUE_PREFIX: prefix, LOG_LEVEL: 'info' };
     const watchExit = (p: NodeProcess) => {
       void p.exited.then(({ code, signal }) => {
         if (!closing && !expectedExit.has(p.pid)) unexpected.push(`${p.name} (pid ${p.pid}) exited: ${code ?? signal}`);
@@ -111,6 +143,7 @@ export async function startChaosStack(opts: StackOptions): Promise<ChaosStack> {
           INGEST_PORT: String(ingestPort),
           INGEST_METRICS_PORT: '0',
           INGEST_WORKERS: String(opts.ingestWorkers),
+          INGEST_MIN_REPLICAS: String(minReplicas),
         },
         join(logDir, 'ingest.log'),
       ),
@@ -129,7 +162,7 @@ export async function startChaosStack(opts: StackOptions): Promise<ChaosStack> {
           'apps/worker/src/main.ts',
           {
             ...common,
-            DATABASE_URL: databaseUrl,
+            DATABASE_URL: workerDatabaseUrl,
             PLATFORM_BASE_URL: sandboxUrl,
             PLATFORM_ALLOW_HTTP: 'true',
             PLATFORM_TIMEOUT: '2s',
@@ -172,6 +205,9 @@ export async function startChaosStack(opts: StackOptions): Promise<ChaosStack> {
 
     const stack: ChaosStack = {
       redis,
+      sentinel,
+      pgbouncer,
+      primaryUrl: async () => (sentinel ? `redis://127.0.0.1:${await sentinel.primaryPort()}` : redis.url),
       pg,
       databaseUrl,
       prefix,

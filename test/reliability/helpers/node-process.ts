@@ -23,10 +23,13 @@ export interface NodeProcess {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Start `node <script>` (a path from the repository root) with `env` added to a minimal environment. */
-export function startNodeProcess(name: string, script: string, env: Record<string, string>, logFile: string): NodeProcess {
+/**
+ * Start `node <script>` (a path from the repository root, or from `cwd` when given: an image's file tree) with `env`
+ * added to a minimal environment.
+ */
+export function startNodeProcess(name: string, script: string, env: Record<string, string>, logFile: string, cwd = REPO_ROOT): NodeProcess {
   const child = spawn(process.execPath, [script], {
-    cwd: REPO_ROOT,
+    cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'production', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,

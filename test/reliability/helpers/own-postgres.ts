@@ -12,7 +12,9 @@ import { onProcessExit } from '@mcb/testkit';
 import { freePort } from '@mcb/testkit';
 
 const run = promisify(execFile);
-const BIN = process.env.PG_BIN_DIR ?? '/usr/lib/postgresql/15/bin';
+/** Where Debian's postgresql-15 package puts the server binaries (PG_BIN_DIR overrides it). */
+export const PG_BIN = process.env.PG_BIN_DIR ?? '/usr/lib/postgresql/15/bin';
+const BIN = PG_BIN;
 
 /** Options of {@link startOwnPostgres}. */
 export interface OwnPostgresOptions {
@@ -32,24 +34,35 @@ export interface OwnPostgres {
   destroy(): Promise<void>;
 }
 
-function asPostgres(cmd: string, args: string[]): [string, string[]] {
+/** The command line that runs `cmd` as the `postgres` user when this process is root (Postgres refuses root). */
+export function asPostgres(cmd: string, args: string[]): [string, string[]] {
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
   return root ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
 }
 
-async function pgExec(cmd: string, args: string[]): Promise<void> {
+/** Run one of Postgres's binaries (`initdb`, `pg_ctl`, ...) by name, as {@link asPostgres} says. */
+export async function pgExec(cmd: string, args: string[]): Promise<void> {
   const [file, argv] = asPostgres(join(BIN, cmd), args);
   await run(file, argv, { timeout: 60_000 });
 }
 
-export async function startOwnPostgres(opts: OwnPostgresOptions = {}): Promise<OwnPostgres> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'mcb-rel-pg-'));
+/** A temporary folder the server may write to: owned by `postgres` when this process is root. */
+export function makePgDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   if (process.getuid?.() === 0) {
     const pwd = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
     const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
     chownSync(dir, Number(pwd.stdout.trim()), Number(gid.stdout.trim()));
   }
+  return dir;
+}
+
+/** The user the servers' superuser is named after: `postgres` as root, else the current user (initdb's default). */
+export const pgUser = (): string => (process.getuid?.() === 0 ? 'postgres' : userInfo().username);
+
+export async function startOwnPostgres(opts: OwnPostgresOptions = {}): Promise<OwnPostgres> {
+  const port = await freePort();
+  const dir = makePgDir('mcb-rel-pg-');
   const data = join(dir, 'data');
   const options = [
     `-p ${port}`,
@@ -67,7 +80,7 @@ export async function startOwnPostgres(opts: OwnPostgresOptions = {}): Promise<O
     rmSync(dir, { recursive: true, force: true });
   });
   try {
-    const user = process.getuid?.() === 0 ? 'postgres' : userInfo().username;
+    const user = pgUser();
     await pgExec('initdb', ['-D', data, '-A', 'trust', '-U', user, '-E', 'UTF8', '--no-sync', '--no-instructions']);
     await ctl('-o', options, 'start');
   } catch (e) {
@@ -77,7 +90,7 @@ export async function startOwnPostgres(opts: OwnPostgresOptions = {}): Promise<O
     rmSync(dir, { recursive: true, force: true });
     throw e;
   }
-  const user = process.getuid?.() === 0 ? 'postgres' : userInfo().username;
+  const user = pgUser();
   return {
     port,
     url: (name) => `postgres://${user}@127.0.0.1:${port}/${name}`,

@@ -21,3 +21,26 @@ export function isAllowedDashboardAction(method: string, routePattern: string, p
   if (routePattern === '/api/queues/:queueName/retry/:queueStatus') return params.queueStatus === 'failed';
   return true;
 }
+
+/** The role-gated action (and audit target) of an allowed dashboard request that changes something; undefined for reads. */
+export function dashboardActionOf(
+  method: string,
+  routePattern: string,
+  params: Record<string, unknown>,
+): { action: 'queue.retry' | 'queue.promote'; target: string } | undefined {
+  const m = method.toUpperCase();
+  if (m === 'GET' || m === 'HEAD') return undefined;
+  const queue = String(params.queueName ?? '');
+  switch (routePattern) {
+    case '/api/queues/:queueName/:jobId/retry':
+      return { action: 'queue.retry', target: `job:${queue}/${String(params.jobId)}` };
+    case '/api/queues/:queueName/retry/:queueStatus':
+      return { action: 'queue.retry', target: `queue:${queue}/${String(params.queueStatus)}` };
+    case '/api/queues/:queueName/:jobId/promote':
+      return { action: 'queue.promote', target: `job:${queue}/${String(params.jobId)}` };
+    case '/api/queues/:queueName/promote':
+      return { action: 'queue.promote', target: `queue:${queue}/delayed` };
+    default:
+      return undefined;
+  }
+}

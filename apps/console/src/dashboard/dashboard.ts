@@ -2,24 +2,58 @@ import { createBullBoard } from '@bull-board/api';
 import type { QueueAdapterOptions } from '@bull-board/api/typings/app';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import { ErrorCodes } from '@mcb/core/errors';
+import type { AppError} from '@mcb/core/errors';
+import { coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import type { Queue } from 'bullmq';
-import type { FastifyPluginAsync } from 'fastify';
-import { isAllowedDashboardAction } from './action-guard.ts';
-import { formatJobData, formatReturnValue } from './job-formatter.ts';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { authorize, type ActionDeps, type Authorized } from '../audit/perform.ts';
+import { recordAction } from '../audit/record.ts';
+import { actorOf } from '../operators/operator.ts';
+import { dashboardActionOf, isAllowedDashboardAction } from './action-guard.ts';
+import { BOARD_GUARD_JS } from './board-guard.ts';
+import { formatJobData, formatJobName, formatReturnValue } from './job-formatter.ts';
 
 /** Options of {@link dashboardPlugin}. */
 export interface DashboardOptions {
   /** The queues to show: the callbacks queue (and the maintenance queue when there is one). */
   queues: Queue[];
+  /** The action layer's dependencies: retry and promote are checked (role, X-Reason) and recorded. */
+  actions: ActionDeps;
   /** Where the dashboard lives. @defaultValue '/queues' */
   basePath?: string;
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** A dashboard action that passed the role and reason checks, recorded once bull-board has answered. */
+    dashboardAction?: Authorized;
+  }
+}
+
+/** The reason an operator typed in the dashboard, sent URI-encoded by board-guard.js (or as plain text by a script). */
+function reasonHeader(req: FastifyRequest): string | undefined {
+  const raw = req.headers['x-reason'];
+  if (typeof raw !== 'string') return undefined;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function sendError(req: FastifyRequest, reply: FastifyReply, e: AppError, status: number) {
+  const body: Record<string, unknown> = { code: e.code, message: e.message, requestId: req.id };
+  if (typeof e.details?.requiredRole === 'string') body.requiredRole = e.details.requiredRole;
+  if (Array.isArray(e.details?.errors)) body.errors = e.details.errors;
+  return reply.code(status).send(body);
+}
+
 /**
- * bull-board at `/queues`: inspect jobs (data through {@link formatJobData}), failure reasons and attempts;
- * retry one job, retry all failed, promote delayed jobs. Authentication and the CSRF check come from the root
- * auth hook; this plugin adds the action allow-list (action-guard.ts) and an audit line per action.
+ * bull-board at `/queues`: inspect jobs (data through {@link formatJobData}; each card named with its order
+ * numbers), failure reasons and attempts; retry one job, retry all failed, promote delayed jobs. Authentication and
+ * the CSRF check come from the root auth hook; this plugin adds the action allow-list (action-guard.ts), the role
+ * and `X-Reason` checks of the action layer with an audit row per action, a read-only board for viewers, and
+ * board-guard.js (hides refused controls, asks for the reason, shows refusals).
  */
 export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app, opts) => {
   const basePath = opts.basePath ?? '/queues';
@@ -35,28 +69,70 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
     const adapter = new BullMQAdapter(queue, options);
     adapter.setFormatter('data', formatJobData);
     adapter.setFormatter('returnValue', formatReturnValue);
+    adapter.setFormatter('name', formatJobName);
     return adapter;
   });
   createBullBoard({
     queues: adapters,
     serverAdapter,
-    options: { uiConfig: { boardTitle: 'Callbacks', hideRedisDetails: true } },
+    options: { uiConfig: { boardTitle: 'Callbacks', hideRedisDetails: true, miscLinks: [{ text: 'Console', url: '/search' }] } },
   });
 
+  app.get('/assets/board-guard.js', { schema: { hide: true } }, async (_req, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-store').send(BOARD_GUARD_JS),
+  );
+
   app.addHook('onRequest', async (req, reply) => {
+    if (!req.url.startsWith(basePath)) return;
     const pattern = (req.routeOptions.url ?? '').slice(basePath.length);
     const params = (req.params ?? {}) as Record<string, unknown>;
     if (!isAllowedDashboardAction(req.method, pattern, params)) {
       req.log.warn({ method: req.method, route: pattern }, 'dashboard action refused');
       return reply.code(403).send({
         code: ErrorCodes.FORBIDDEN,
-        message: 'this dashboard action is disabled: only retry and promote are allowed',
+        message: 'this dashboard action is disabled for every role: only retry and promote are allowed',
         requestId: req.id,
       });
     }
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      req.log.info({ action: pattern, queue: params.queueName, jobId: params.jobId, status: params.queueStatus, auth: req.authMethod }, 'dashboard action');
+    const action = dashboardActionOf(req.method, pattern, params);
+    if (!action) return;
+    // Refusals are sent from the hook: bull-board's own error handler would turn a thrown error into a 500.
+    try {
+      req.dashboardAction = await authorize(opts.actions, actorOf(req), { ...action, reason: reasonHeader(req) });
+    } catch (e) {
+      if (isAppError(e, ErrorCodes.FORBIDDEN)) return sendError(req, reply, e, 403);
+      if (isAppError(e, ErrorCodes.REASON_REQUIRED) || isAppError(e, ErrorCodes.REQUEST_INVALID)) return sendError(req, reply, e, 400);
+      throw e;
     }
+  });
+
+  // The effect is bull-board's (in Redis): its answer decides the outcome, recorded once the response is sent.
+  app.addHook('onResponse', async (req, reply) => {
+    const auth = req.dashboardAction;
+    if (!auth) return;
+    const outcome = reply.statusCode < 400 ? 'done' : `failed:HTTP ${reply.statusCode}`;
+    await recordAction(opts.actions.db, { ...auth.actor, action: auth.spec.action, target: auth.spec.target, reason: auth.reason, outcome }).catch((e: unknown) =>
+      req.log.error({ err: coerceError(e), action: auth.spec.action }, 'audit row of a dashboard action not written'),
+    );
+    req.log.info({ action: auth.spec.action, target: auth.spec.target, operator: auth.actor.operator.name, outcome }, 'operator action');
+  });
+
+  // Viewers get a read-only board (bull-board then offers no action), and every page loads board-guard.js.
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (!req.url.startsWith(basePath) || typeof payload !== 'string') return payload;
+    const type = String(reply.getHeader('content-type') ?? '');
+    if (type.startsWith('text/html')) {
+      const role = req.operator?.role ?? 'viewer';
+      return payload
+        .replace(/<link[^>]+fonts\.googleapis\.com[^>]*>/g, '')
+        .replace('</head>', `<script src="/assets/board-guard.js" data-role="${role}"></script></head>`);
+    }
+    if (req.method === 'GET' && (req.routeOptions.url ?? '').endsWith('/api/queues') && req.operator?.role === 'viewer' && type.includes('json')) {
+      const body = JSON.parse(payload) as { queues?: { readOnlyMode?: boolean }[] };
+      for (const q of body.queues ?? []) q.readOnlyMode = true;
+      return JSON.stringify(body);
+    }
+    return payload;
   });
   await app.register(serverAdapter.registerPlugin(), { prefix: basePath });
 };

@@ -29,3 +29,16 @@ export function formatReturnValue(value: unknown): unknown {
   const keep = ['status', 'outcome', 'reason', 'code', 'reviewId', 'orderId', 'receiptId'];
   return Object.fromEntries(keep.filter((k) => v[k] !== undefined).map((k) => [k, v[k]]));
 }
+
+/**
+ * A job card's title: the job name and the order numbers an operator searches by (ours first: what a customer
+ * quotes), e.g. `payin · MO-1042 · P-88123 (state 6)`.
+ */
+export function formatJobName(job: unknown): string {
+  const j = (typeof job === 'object' && job !== null ? job : {}) as { name?: unknown; data?: unknown };
+  const d = (typeof j.data === 'object' && j.data !== null ? j.data : {}) as Record<string, unknown>;
+  const text = (v: unknown) => (typeof v === 'string' && v ? v.slice(0, 64) : undefined);
+  const parts = [text(j.name) ?? 'job', text(d.merchantOrderNo), text(d.orderNo)].filter(Boolean);
+  const state = typeof d.state === 'number' ? ` (state ${d.state})` : '';
+  return `${parts.join(' · ')}${state}`;
+}

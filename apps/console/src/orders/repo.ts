@@ -1,18 +1,18 @@
 import { and, asc, desc, eq } from 'drizzle-orm';
-import { ledgerEntries, orders, reviews, type Db, type NewOrder, type Order } from '@mcb/core/db';
+import { ledgerEntries, orders, reviews, type Database, type Db, type NewOrder, type Order } from '@mcb/core/db';
 import { normalizeDecimal } from '@mcb/core/money';
 import type { OrderView } from '../schemas.ts';
 
 /** One query per function: the console's reads and writes of orders. */
 
-export async function findOrder(db: Db, merchantOrderNo: string): Promise<Order | undefined> {
-  const [row] = await db.db.select().from(orders).where(eq(orders.merchantOrderNo, merchantOrderNo)).limit(1);
+export async function findOrder(db: Db | Database, merchantOrderNo: string): Promise<Order | undefined> {
+  const [row] = await ('db' in db ? db.db : db).select().from(orders).where(eq(orders.merchantOrderNo, merchantOrderNo)).limit(1);
   return row;
 }
 
 /** Insert unless the number exists; returns the new row, or undefined when another registration holds it. */
-export async function insertOrderIfAbsent(db: Db, order: NewOrder): Promise<Order | undefined> {
-  const [row] = await db.db
+export async function insertOrderIfAbsent(db: Database, order: NewOrder): Promise<Order | undefined> {
+  const [row] = await db
     .insert(orders)
     .values(order)
     .onConflictDoNothing({ target: orders.merchantOrderNo })

@@ -10,6 +10,7 @@ import { callbackJobId, jobNoteSchema, type CallbackKind, type JobNote } from '@
 import type { Job, Queue } from 'bullmq';
 import { and, asc, eq, inArray } from 'drizzle-orm';
 import { z } from 'zod';
+import { platformOrderNosOf } from '../callbacks/queries.ts';
 
 export const timelineEntrySchema = z.object({
   at: z.string().describe('ISO-8601 instant'),
@@ -52,7 +53,7 @@ export interface CallbackRecords {
 
 /** Load {@link CallbackRecords} once, for the search route and the timeline alike. */
 export async function loadCallbackRecords(db: Database, queue: Queue | undefined, q: { orderNo?: string; merchantOrderNo?: string }): Promise<CallbackRecords> {
-  const [receiptRows, reviewRows] = await Promise.all([
+  const [receiptRows, reviewRows, arrivedOrderNos] = await Promise.all([
     db
       .select()
       .from(callbackReceipts)
@@ -65,8 +66,10 @@ export async function loadCallbackRecords(db: Database, queue: Queue | undefined
       .where(and(q.orderNo ? eq(reviews.orderNo, q.orderNo) : undefined, q.merchantOrderNo ? eq(reviews.merchantOrderNo, q.merchantOrderNo) : undefined))
       .orderBy(asc(reviews.id))
       .limit(200),
+    // Callbacks that arrived but have neither receipt nor review yet (waiting, failed for good): their jobs too.
+    !q.orderNo && q.merchantOrderNo ? platformOrderNosOf(db, q.merchantOrderNo) : [],
   ]);
-  const orderNos = [...new Set([q.orderNo, ...receiptRows.map((r) => r.orderNo), ...reviewRows.map((r) => r.orderNo)].filter((n): n is string => !!n))].slice(0, 20);
+  const orderNos = [...new Set([q.orderNo, ...arrivedOrderNos, ...receiptRows.map((r) => r.orderNo), ...reviewRows.map((r) => r.orderNo)].filter((n): n is string => !!n))].slice(0, 20);
   const jobs = queue ? (await Promise.all(orderNos.map((no) => jobsOfOrder(queue, no, q.merchantOrderNo)))).flat() : [];
   return { receipts: receiptRows, reviews: reviewRows, jobs };
 }

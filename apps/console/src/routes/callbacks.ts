@@ -4,7 +4,8 @@ import type { Queue } from 'bullmq';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf, type FoundJob } from '../orders/timeline.ts';
-import { errorBodySchema, merchantOrderNoSchema } from '../schemas.ts';
+import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks } from '../callbacks/queries.ts';
+import { errorBodySchema } from '../schemas.ts';
 
 /** Options of {@link callbacksRoutes}. */
 export interface CallbacksDeps {
@@ -51,24 +52,26 @@ const jobSchema = z.object({
 });
 
 /**
- * `GET /api/callbacks?orderNo=&merchantOrderNo=`: what arrived for an order, when, and what happened. Receipts
- * (applied events), reviews (events that failed verification) and, by platform OrderNo, the queue's jobs (still
- * waiting, retrying or failed), and the whole story in time order (`timeline`). What bull-board cannot search, this can.
+ * `GET /api/callbacks?...`: every callback a worker took that matches the filter (`callbacks`, newest first, a
+ * page at a time), from Postgres indexes. Given an order number, also what happened to that order: receipts
+ * (applied events), reviews (events that failed verification), the queue's jobs (still waiting, retrying or
+ * failed) and the whole story in time order (`timeline`). What bull-board cannot search, this can.
  */
 export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app, { db, queue }) => {
   app.get(
     '/api/callbacks',
     {
       schema: {
-        summary: 'Search callbacks by order number',
-        description: 'At least one of `orderNo` (the platform\'s) and `merchantOrderNo` (ours) is required; both narrow together.',
+        summary: 'Search callbacks',
+        description:
+          'At least one filter is required; all narrow together. `receipts`, `reviews`, `jobs` and `timeline` are filled when `orderNo` (the platform\'s) or `merchantOrderNo` (ours) is given.',
         tags: ['callbacks'],
-        querystring: z.strictObject({
-          orderNo: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected a platform OrderNo').optional(),
-          merchantOrderNo: merchantOrderNoSchema.optional(),
+        querystring: callbackFilterSchema.extend({
+          cursor: z.string().max(200).optional().describe('`nextCursor` of the previous page'),
+          limit: z.coerce.number().int().min(1).max(200).default(50).describe('Rows per page (1-200)'),
         }),
         response: {
-          200: z.object({
+          200: callbackPageSchema.extend({
             receipts: z.array(receiptSchema),
             reviews: z.array(reviewSchema),
             jobs: z.array(jobSchema),
@@ -79,18 +82,21 @@ export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app,
       },
     },
     async (req) => {
-      const { orderNo, merchantOrderNo } = req.query;
-      if (!orderNo && !merchantOrderNo) {
-        throw new AppError(ErrorCodes.REQUEST_INVALID, 'give orderNo or merchantOrderNo', {
-          details: { errors: [{ field: 'querystring', message: 'orderNo or merchantOrderNo is required' }] },
+      const { cursor, limit, ...filter } = req.query;
+      if (!hasFilter(filter)) {
+        throw new AppError(ErrorCodes.REQUEST_INVALID, 'give at least one filter (e.g. merchantOrderNo)', {
+          details: { errors: [{ field: 'querystring', message: 'at least one filter is required' }] },
         });
       }
-      const records = await loadCallbackRecords(db, queue, { orderNo, merchantOrderNo });
+      const { orderNo, merchantOrderNo } = filter;
+      if (!orderNo && !merchantOrderNo) return { ...(await searchCallbacks(db, filter, { cursor, limit })), receipts: [], reviews: [], jobs: [], timeline: [] };
+      const [page, records] = await Promise.all([searchCallbacks(db, filter, { cursor, limit }), loadCallbackRecords(db, queue, { orderNo, merchantOrderNo })]);
       const { receipts: receiptRows, reviews: reviewRows } = records;
       const timeline = await timelineOf(db, queue, records);
-      // `jobs` lists the asked platform order's jobs (the timeline also has those its receipts and reviews name).
-      const jobs = orderNo ? records.jobs.filter((j) => (j.job.data as { orderNo?: unknown }).orderNo === orderNo).map(jobView) : [];
+      // `jobs` lists the asked order's jobs (the timeline also has those its receipts and reviews name).
+      const jobs = (orderNo ? records.jobs.filter((j) => (j.job.data as { orderNo?: unknown }).orderNo === orderNo) : records.jobs).map(jobView);
       return {
+        ...page,
         receipts: receiptRows.map((r) => ({
           orderNo: r.orderNo,
           state: r.state,

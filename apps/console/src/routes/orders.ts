@@ -1,53 +1,44 @@
-import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { normalizeDecimal } from '@mcb/core/money';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { findOrder, insertOrderIfAbsent, orderView } from '../orders/repo.ts';
+import { authorize } from '../audit/perform.ts';
+import { orderTarget, registerOrder } from '../orders/actions.ts';
+import { orderDetail, orderDetailSchema } from '../orders/queries.ts';
+import { orderView } from '../orders/repo.ts';
+import { actorOf } from '../operators/operator.ts';
 import { registrationHash } from '../orders/request-hash.ts';
-import { callbackTimeline, timelineEntrySchema } from '../orders/timeline.ts';
 import { errorBodySchema, merchantOrderNoSchema, orderViewSchema, payinBodySchema } from '../schemas.ts';
 import type { RouteDeps } from './deps.ts';
 
-/** The 409 every registration gives for a number already registered with another body. */
-export function orderConflict(merchantOrderNo: string): AppError {
-  return new AppError(
-    ErrorCodes.ORDER_CONFLICT,
-    `order ${merchantOrderNo} is already registered with a different body; use a new merchantOrderNo`,
-    { details: { merchantOrderNo } },
-  );
-}
+export { orderConflict } from '../orders/actions.ts';
 
 /** Pay-in registration and the order view. */
-export const ordersRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db, queue }) => {
+export const ordersRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db, queue, logger }) => {
+  const deps = { db: db.db, logger };
   app.post(
     '/api/payins',
     {
       schema: {
         summary: 'Register a pay-in',
-        description: 'Idempotent: the same body again answers 200 with the order; a different body for the same number answers 409.',
+        description:
+          'Idempotent: the same body again answers 200 with the order; a different body for the same number answers 409. Needs the role operator and a `reason` (not part of what makes two registrations the same).',
         tags: ['orders'],
         body: payinBodySchema,
-        response: { 200: orderViewSchema, 201: orderViewSchema, 400: errorBodySchema, 409: errorBodySchema },
+        response: { 200: orderViewSchema, 201: orderViewSchema, 400: errorBodySchema, 403: errorBodySchema, 409: errorBodySchema },
       },
     },
     async (req, reply) => {
-      const body = req.body;
-      const requestHash = registrationHash({ kind: 'payin', ...body });
-      const created = await insertOrderIfAbsent(db, {
+      const { reason, ...body } = req.body;
+      const auth = await authorize(deps, actorOf(req), { action: 'orders.register', target: orderTarget(body.merchantOrderNo), reason });
+      const { created, order } = await registerOrder(deps, auth, {
         merchantOrderNo: body.merchantOrderNo,
         kind: 'payin',
         currency: body.currency,
         amount: normalizeDecimal(body.amount),
         customerId: body.customerId ?? null,
-        requestHash,
+        requestHash: registrationHash({ kind: 'payin', ...body }),
       });
-      if (created) {
-        req.log.info({ merchantOrderNo: created.merchantOrderNo, kind: 'payin' }, 'order registered');
-        return reply.code(201).send(await orderView(db, created));
-      }
-      const existing = await findOrder(db, body.merchantOrderNo);
-      if (!existing || existing.requestHash !== requestHash) throw orderConflict(body.merchantOrderNo);
-      return reply.code(200).send(await orderView(db, existing));
+      return reply.code(created ? 201 : 200).send(await orderView(db, order));
     },
   );
 
@@ -58,21 +49,9 @@ export const ordersRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db, 
         summary: 'An order with its ledger, open review and callback timeline',
         tags: ['orders'],
         params: z.object({ merchantOrderNo: merchantOrderNoSchema }),
-        response: {
-          200: orderViewSchema.extend({ timeline: z.array(timelineEntrySchema).describe('Its callbacks, job attempts, receipt, ledger and reviews, oldest first') }),
-          404: errorBodySchema,
-        },
+        response: { 200: orderDetailSchema, 404: errorBodySchema },
       },
     },
-    async (req) => {
-      const order = await findOrder(db, req.params.merchantOrderNo);
-      if (!order) {
-        throw new AppError(ErrorCodes.NOT_FOUND, `no order ${req.params.merchantOrderNo}`, {
-          details: { merchantOrderNo: req.params.merchantOrderNo },
-        });
-      }
-      const [view, timeline] = await Promise.all([orderView(db, order), callbackTimeline(db.db, queue, { merchantOrderNo: order.merchantOrderNo })]);
-      return { ...view, timeline };
-    },
+    async (req) => orderDetail(db, queue, req.params.merchantOrderNo),
   );
 };

@@ -4,7 +4,10 @@ import { AppError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import { normalizeDecimal } from '@mcb/core/money';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { findOrder, insertOrderIfAbsent, orderView } from '../orders/repo.ts';
+import { authorize, recordFailure } from '../audit/perform.ts';
+import { orderTarget, registerOrder } from '../orders/actions.ts';
+import { actorOf } from '../operators/operator.ts';
+import { findOrder, orderView } from '../orders/repo.ts';
 import { registrationHash } from '../orders/request-hash.ts';
 import {
   errorBodySchema,
@@ -15,7 +18,6 @@ import {
   type PayoutBody,
 } from '../schemas.ts';
 import type { RouteDeps } from './deps.ts';
-import { orderConflict } from './orders.ts';
 
 type Validated = { apiParams: Record<string, string>; view: CatalogView };
 
@@ -56,47 +58,46 @@ const errorResponses = {
 };
 
 /** Payout registration (validated against the catalog) and validation alone. */
-export const payoutsRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db, catalog }) => {
+export const payoutsRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db, catalog, logger }) => {
+  const deps = { db: db.db, logger };
   app.post(
     '/api/payouts',
     {
       schema: {
         summary: 'Register a payout, validated against the catalog',
         description:
-          'Idempotent like pay-ins. On success the order carries `apiParams`, the create-payout parameters keyed by apiParam. A repeat of a registered body answers 200 without consulting the catalog.',
+          'Idempotent like pay-ins. On success the order carries `apiParams`, the create-payout parameters keyed by apiParam. A repeat of a registered body answers 200 without consulting the catalog. Needs the role operator and a `reason`.',
         tags: ['orders'],
         body: payoutBodySchema,
-        response: { 200: payoutOrderViewSchema, 201: payoutOrderViewSchema, 409: errorBodySchema, ...errorResponses },
+        response: { 200: payoutOrderViewSchema, 201: payoutOrderViewSchema, 403: errorBodySchema, 409: errorBodySchema, ...errorResponses },
       },
     },
     async (req, reply) => {
-      const body = req.body;
+      const { reason, ...body } = req.body;
+      const auth = await authorize(deps, actorOf(req), { action: 'orders.register', target: orderTarget(body.merchantOrderNo), reason });
       const requestHash = registrationHash({ kind: 'payout', ...body });
       // A retry of a registered payout must not depend on the catalog still being reachable or unchanged.
-      const existing = await findOrder(db, body.merchantOrderNo);
-      if (existing) {
-        if (existing.requestHash !== requestHash) throw orderConflict(body.merchantOrderNo);
-        return reply.code(200).send(await payoutView(db, existing));
+      let apiParams: Record<string, string> | undefined;
+      if (!(await findOrder(db, body.merchantOrderNo))) {
+        try {
+          ({ apiParams } = await validateAgainstCatalog(catalog, body, reply));
+        } catch (e) {
+          await recordFailure(deps, auth, e);
+          throw e;
+        }
       }
-      const { apiParams } = await validateAgainstCatalog(catalog, body, reply);
-      const created = await insertOrderIfAbsent(db, {
+      const { created, order } = await registerOrder(deps, auth, {
         merchantOrderNo: body.merchantOrderNo,
         kind: 'payout',
         currency: body.currency,
         amount: normalizeDecimal(body.amount),
         customerId: body.customerId ?? null,
         paymentMethod: body.paymentMethod,
-        payoutParams: apiParams,
+        // Only a new order is inserted; an existing one keeps its own parameters (and must have the same hash).
+        payoutParams: apiParams ?? {},
         requestHash,
       });
-      if (created) {
-        req.log.info({ merchantOrderNo: created.merchantOrderNo, kind: 'payout', paymentMethod: body.paymentMethod }, 'order registered');
-        return reply.code(201).send(await payoutView(db, created));
-      }
-      // Lost a race with a concurrent registration of the same number.
-      const winner = await findOrder(db, body.merchantOrderNo);
-      if (!winner || winner.requestHash !== requestHash) throw orderConflict(body.merchantOrderNo);
-      return reply.code(200).send(await payoutView(db, winner));
+      return reply.code(created ? 201 : 200).send(await payoutView(db, order));
     },
   );
 

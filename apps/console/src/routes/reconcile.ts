@@ -1,18 +1,28 @@
 import type { Config } from '@mcb/core/config';
 import type { Db } from '@mcb/core/db';
-import { ErrorCodes, isAppError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import type { Registry } from '@mcb/core/metrics';
 import type { PlatformClient } from '@mcb/core/platform';
 import type { RedisClient } from '@mcb/core/redis';
-import { createReconcileMetrics, runSweep, sweepLockKey, sweepSettingsFromConfig, type SweepDeps } from '@mcb/settlement';
+import { createReconcileMetrics, runSweep, sweepLockKey, sweepSettingsFromConfig, type SweepDeps, type SweepReport } from '@mcb/settlement';
+import { performExternalAction, type Actor } from '../audit/perform.ts';
+import { actorOf } from '../operators/operator.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorBodySchema } from '../schemas.ts';
+import { errorBodySchema, reasonSchema } from '../schemas.ts';
 
 /** What the reconcile route needs: the sweep's dependencies, built by {@link reconcileRouteDeps}. */
 export interface ReconcileRouteDeps {
   sweep: SweepDeps;
+}
+
+/** Run a sweep now (role operator, a reason), recorded in the audit trail with its counts. */
+export async function reconcileNow(deps: ReconcileRouteDeps, actor: Actor, reason: unknown): Promise<SweepReport> {
+  return performExternalAction({ db: deps.sweep.db, logger: deps.sweep.logger }, actor, { action: 'reconcile.run', target: 'sweep', reason }, async () => {
+    const report = await runSweep(deps.sweep, { trigger: 'manual' });
+    const { scanned, recovered, stillPending, unknown, reviews, errors, stoppedEarly } = report;
+    return { result: report, outcome: stoppedEarly ? 'stopped-early' : 'completed', details: { scanned, recovered, stillPending, unknown, reviews, errors } };
+  });
 }
 
 /**
@@ -48,6 +58,9 @@ const reportSchema = z.object({
   recovered: z.object({ credited: count, succeeded: count, refused: count }).describe('Orders this sweep finalised'),
   stillPending: count.describe('Get order reports them not final: left pending'),
   unknown: count.describe('The platform does not know them (e.g. 40404): left pending, no review'),
+  orders: z
+    .object({ stillPending: z.array(z.string()), unknown: z.array(z.string()) })
+    .describe('The merchant order numbers found still pending and unknown (the first 100 of each)'),
   duplicates: count.describe('Applied by a callback meanwhile'),
   reviews: count.describe("Get order's answer failed verification: sent to review, not credited"),
   errors: count.describe('Orders the sweep could not decide (platform or database failing)'),
@@ -70,31 +83,18 @@ export const reconcileRoutes: FastifyPluginAsyncZod<ReconcileRouteDeps> = async 
       schema: {
         summary: 'Run a reconciliation sweep now',
         description:
-          'Looks up pending orders created between RECONCILE_MAX_AGE and RECONCILE_MIN_AGE ago with Get order, at RECONCILE_RATE, and applies final states as their callbacks would have been. Answers when the sweep is done. See docs/reconciliation.md.',
+          'Looks up pending orders created between RECONCILE_MAX_AGE and RECONCILE_MIN_AGE ago with Get order, at RECONCILE_RATE, and applies final states as their callbacks would have been. Answers when the sweep is done, naming the orders still pending and unknown. Role operator; `reason` required. See docs/reconciliation.md.',
         tags: ['reconciliation'],
+        body: z.strictObject({ reason: reasonSchema.optional() }).optional(),
         response: {
           200: reportSchema,
+          400: errorBodySchema,
+          403: errorBodySchema,
           409: errorBodySchema.describe('A sweep is already running (RECONCILE_IN_PROGRESS)'),
           503: errorBodySchema.describe('The sweep lock could not be asked for (RECONCILE_UNAVAILABLE)'),
         },
       },
     },
-    async (req, reply) => {
-      try {
-        const report = await runSweep(sweep, { trigger: 'manual' });
-        req.log.info({ scanned: report.scanned, recovered: report.recovered, stoppedEarly: report.stoppedEarly }, 'manual reconciliation sweep');
-        return report;
-      } catch (e) {
-        if (isAppError(e, ErrorCodes.RECONCILE_IN_PROGRESS)) {
-          return reply.code(409).send({ code: e.code, message: e.message, requestId: req.id });
-        }
-        if (isAppError(e, ErrorCodes.RECONCILE_UNAVAILABLE)) {
-          req.log.error({ err: e.cause }, 'reconciliation lock unavailable');
-          reply.header('retry-after', '30');
-          return reply.code(503).send({ code: e.code, message: e.message, requestId: req.id });
-        }
-        throw e;
-      }
-    },
+    async (req) => reconcileNow({ sweep }, actorOf(req), req.body?.reason),
   );
 };

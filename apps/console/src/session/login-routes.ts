@@ -1,6 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { countFailure } from '../auth.ts';
+import type { OperatorDirectory } from '../operators/directory.ts';
 import { retryAfterSeconds, type AuthFailureLimiter } from './auth-failures.ts';
 import { isSameOrigin } from './same-origin.ts';
 import { loginPage, safeNext } from './pages.ts';
@@ -8,7 +8,8 @@ import { SESSION_COOKIE, sessionSetCookie, type SessionCodec } from './session-c
 
 /** Options of {@link loginRoutes}. */
 export interface LoginRoutesOptions {
-  token: string;
+  /** Whose tokens open a session: CONSOLE_TOKEN's admin and the operators file. */
+  directory: OperatorDirectory;
   sessions: SessionCodec;
   /**
    * Whether the cookie carries `Secure`: `auto` when the request came over https (fastify's `req.protocol`),
@@ -19,18 +20,16 @@ export interface LoginRoutesOptions {
   limiter?: AuthFailureLimiter;
 }
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
-
 function secure(req: FastifyRequest, mode: LoginRoutesOptions['cookieSecure']): boolean {
   return mode === 'always' || (mode !== 'never' && req.protocol === 'https');
 }
 
 /**
- * `GET /login` (a form), `POST /login` (form or JSON `{token, next}`: the console token for a session cookie,
- * then 303 to `next`), `POST /logout`. The auth hook lets /login through; these routes check the token themselves.
+ * `GET /login` (a form), `POST /login` (form or JSON `{token, next}`: an operator's token for a session cookie
+ * that names the operator, then 303 to `next`), `POST /logout`. The auth hook lets /login through; these routes
+ * check the token themselves.
  */
 export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, opts) => {
-  const expected = digest(opts.token);
   // Form posts are parsed here only: the rest of the console stays JSON-only.
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
@@ -55,14 +54,15 @@ export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, o
     const locked = opts.limiter?.lockedFor(req.ip) ?? 0;
     if (locked > 0) return tooMany(locked);
     const given = typeof body.token === 'string' ? body.token : '';
-    if (!given || !timingSafeEqual(digest(given), expected)) {
+    const operator = given ? opts.directory.byToken(given) : undefined;
+    if (!operator) {
       req.log.warn({ ip: req.ip }, 'login failed: wrong token');
       const failure = opts.limiter ? countFailure(req, opts.limiter) : undefined;
       if (failure?.globalExceeded) return tooMany(failure.retryAfterMs);
       return reply.code(401).headers(html).send(loginPage(next, 'Wrong token.'));
     }
-    const session = opts.sessions.issue();
-    req.log.info({ ip: req.ip, expiresAt: session.expiresAt.toISOString() }, 'operator logged in');
+    const session = opts.sessions.issue(operator.name);
+    req.log.info({ ip: req.ip, operator: operator.name, role: operator.role, expiresAt: session.expiresAt.toISOString() }, 'operator logged in');
     return reply
       .code(303)
       .header('set-cookie', sessionSetCookie(session.value, Math.floor(opts.sessions.ttlMs / 1000), secure(req, opts.cookieSecure)))

@@ -3,10 +3,10 @@
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-/** A local path to return to after login; anything else (other hosts, `//x`, `/\x`, control characters) becomes /queues. */
+/** A local path to return to after login; anything else (other hosts, `//x`, `/\x`, control characters) becomes / (the console's search page). */
 export function safeNext(next: unknown): string {
-  if (typeof next !== 'string' || next.length > 512) return '/queues';
-  return /^\/(?![/\\])[\x21-\x7e]*$/.test(next) && !next.includes('\\') ? next : '/queues';
+  if (typeof next !== 'string' || next.length > 512) return '/';
+  return /^\/(?![/\\])[\x21-\x7e]*$/.test(next) && !next.includes('\\') ? next : '/';
 }
 
 const STYLE =
@@ -21,7 +21,7 @@ export function loginPage(next: string, error?: string): string {
 <body><h1>Merchant console</h1>
 ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
 <form method="post" action="/login">
-<label for="token">Console token</label>
+<label for="token">Your token (from your admin; CONSOLE_TOKEN signs in as admin)</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
 <input type="hidden" name="next" value="${escapeHtml(next)}">
 <button type="submit">Log in</button>

@@ -9,6 +9,7 @@ import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { startFakePlatform as startPlatformDouble, type CatalogMode } from '@mcb/testkit';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
+import type { OperatorEntry } from '../../src/operators/directory.ts';
 
 export const TOKEN = 'test-console-token-0123456789abcdef';
 export const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -93,9 +94,13 @@ export async function startConsole(opts: {
   freshForMs?: number;
   /** With Redis and a prefix, the console also serves the dashboard and POST /api/reconcile. */
   redis?: { url: string; prefix: string };
+  /** Operators besides CONSOLE_TOKEN's admin (see OPERATORS in operators.ts of these helpers). */
+  operators?: readonly OperatorEntry[];
+  /** Further settings (CONSOLE_AUTH_PROXY_HEADER, ...). */
+  env?: Record<string, string>;
 }): Promise<TestConsole> {
   const config = loadConfig(
-    { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: opts.baseUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: opts.databaseUrl, LOG_LEVEL: 'silent' , ...AUTH_LIMITS_OFF },
+    { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: opts.baseUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: opts.databaseUrl, LOG_LEVEL: 'silent' , ...AUTH_LIMITS_OFF, ...opts.env },
     'console',
   );
   const logger = createLogger({ name: 'console-test', level: 'silent' });
@@ -103,7 +108,7 @@ export async function startConsole(opts: {
   const catalog = createCatalogCache({ db: opts.db, platform, logger, now: opts.now, freshForMs: opts.freshForMs });
   const redis = opts.redis ? createRedis(opts.redis.url, 'worker') : undefined;
   const queue = opts.redis && redis ? new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: opts.redis.prefix }) : undefined;
-  const app = await buildApp({ config, db: opts.db, platform, logger, catalog, redis, queue });
+  const app = await buildApp({ config, db: opts.db, platform, logger, catalog, redis, queue, operators: opts.operators });
   await app.ready();
   return {
     app,

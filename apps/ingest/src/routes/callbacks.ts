@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Queue } from 'bullmq';
-import type { RedisClient } from '@mcb/core/redis';
+import type { Redis } from 'ioredis';
+import { redisTargetOf, type RedisClient } from '@mcb/core/redis';
 import { decodeCallbackDetailed, type KeyRing } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
 import { coerceError, isAppError } from '@mcb/core/errors';
@@ -9,6 +10,7 @@ import type { CallbackKind } from '@mcb/core/queue';
 import { inSpan, inSpanSync, orderAttributes, type Span } from '@mcb/core/tracing';
 import { createEnqueuer } from '../enqueue.ts';
 import type { IngestMetrics } from '../metrics.ts';
+import { createSentinelFence } from '../primary-fence.ts';
 import { CONTENT_FAILURE_STATUS, sendText, UNAVAILABLE_STATUS } from '../reply.ts';
 
 /** The routes of DESIGN.md and the kind each expects (`undefined`: read from the record). */
@@ -50,7 +52,13 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
   let lastRefusalLog = 0;
   let refusedSinceLog = 0;
   // Requests that arrive together are stored together: one addBulk and one WAITAOF per batch.
+  // Through Sentinel, a batch is acknowledged only while the sentinels still name the node it went to (a stale primary's
+  // writes would be dropped when it is demoted).
+  const target = redisTargetOf(config);
+  const fence = target.kind === 'sentinel' ? createSentinelFence(deps.redis as Redis, target, { timeoutMs: deps.enqueueTimeoutMs }) : undefined;
+  if (fence) app.addHook('onClose', async () => fence.close());
   const enqueuer = createEnqueuer(deps.queue, deps.redis, {
+    fence,
     timeoutMs: deps.enqueueTimeoutMs,
     minReplicas: deps.config.INGEST_MIN_REPLICAS,
     onBatch: (size) => metrics.enqueueBatchSize.observe(size),

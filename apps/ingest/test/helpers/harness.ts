@@ -49,6 +49,7 @@ export async function startIngest(opts: {
   isShuttingDown?: () => boolean;
   durabilityCheckIntervalMs?: number;
   memoryCheckIntervalMs?: number;
+  refusalLogIntervalMs?: number;
 }): Promise<TestIngest> {
   const config = ingestConfig({ REDIS_URL: opts.redisUrl, QUEUE_PREFIX: opts.prefix, ...opts.env });
   const redis = createRedis(config.REDIS_URL, 'producer', { connectionName: 'ingest-test' });
@@ -69,6 +70,7 @@ export async function startIngest(opts: {
       isShuttingDown: opts.isShuttingDown,
       durabilityCheckIntervalMs: opts.durabilityCheckIntervalMs,
       memoryCheckIntervalMs: opts.memoryCheckIntervalMs,
+      refusalLogIntervalMs: opts.refusalLogIntervalMs,
     });
     return {
       app,

@@ -149,7 +149,7 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
   // 1. Register with our console, as the merchant's system does before sending the customer to pay.
   const api = values.unregistered ? undefined : merchantConsole();
   if (api) {
-    const body: Record<string, unknown> = { merchantOrderNo, currency: values.currency, amount: values.amount };
+    const body: Record<string, unknown> = { merchantOrderNo, currency: values.currency, amount: values.amount, reason: 'sandbox trigger: test order' };
     if (kind === 'payout') {
       const catalog = await api.call<{ currencies?: { methods: Parameters<typeof samplePayout>[0] }[] }>(
         'GET',
@@ -263,6 +263,11 @@ function merchantConsole() {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // `pnpm sandbox trigger --help` asks for help, not for a trigger of kind "--help".
+  if (rest.includes('--help') || rest.includes('-h')) {
+    console.log(USAGE);
+    return 0;
+  }
   switch (command) {
     case 'trigger':
       return trigger(rest[0], rest.slice(1));

@@ -7,11 +7,11 @@ import type { Simulator } from '../simulator.ts';
 /**
  * The platform's own API as the merchant calls it. Error codes the spec lists without meaning are assigned here:
  * 40010 = `merchantNo` missing or not the sandbox's merchant; 40017 = `currencyType` is not an enabled currency.
- * Get order (shape assumed by DESIGN.md) answers 40010 for a wrong merchant and 40404 for an unknown order.
+ * Get order (shape assumed in docs/platform-interface.md) answers 40010 for a wrong merchant and 40404 for an unknown order.
  */
 export { PLATFORM_CODES };
 
-/** Where Get order lives (DESIGN.md; configurable on the merchant's side by PLATFORM_GET_ORDER_PATH). */
+/** Where Get order lives (docs/platform-interface.md; configurable on the merchant's side by PLATFORM_GET_ORDER_PATH). */
 export const GET_ORDER_PATH = '/api/open/order/getOrder';
 export const GET_PAYMENT_METHODS_PATH = '/api/open/order/getPaymentMethods';
 

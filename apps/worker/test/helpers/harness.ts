@@ -1,7 +1,7 @@
 import { createDb, type Db } from '@mcb/core/db';
 import { createLogger, type Logger } from '@mcb/core/logger';
 import { createMetricsRegistry } from '@mcb/core/metrics';
-import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
+import { createPlatformClient, guardPlatform, type PlatformClient, type PlatformGuardOptions } from '@mcb/core/platform';
 import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { MERCHANT_NO, waitFor, type TestEnv } from '@mcb/testkit';
@@ -19,6 +19,8 @@ export interface HarnessOptions extends Partial<Omit<CallbackWorkerDeps, 'db' | 
   platformTimeoutMs?: number;
   /** Where the workers log (a test reads the lines back). @defaultValue silent, or TEST_LOG_LEVEL */
   logger?: Logger;
+  /** Put Get order behind the worker's flow control (rate cap, circuit breaker), as main.ts does. @defaultValue none */
+  platformGuard?: PlatformGuardOptions;
 }
 
 /** Queue, workers and their clients for one test; `close()` releases all of it. */
@@ -37,7 +39,9 @@ export interface Harness {
 
 export async function startHarness(env: TestEnv, platformUrl: string, options: HarnessOptions = {}): Promise<Harness> {
   const logger = options.logger ?? createLogger({ name: 'worker-test', level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent' });
-  const platform = createPlatformClient({ baseUrl: platformUrl, merchantNo: MERCHANT_NO, timeoutMs: options.platformTimeoutMs ?? 2000 });
+  const { platformGuard, ...workerOptions } = options;
+  const direct = createPlatformClient({ baseUrl: platformUrl, merchantNo: MERCHANT_NO, timeoutMs: options.platformTimeoutMs ?? 2000 });
+  const platform = platformGuard ? guardPlatform(direct, platformGuard) : direct;
   const metrics = createWorkerMetrics(createMetricsRegistry('worker-test'));
   const queueConnection = createRedis(env.redisUrl, 'worker');
   const queue = new Queue<CallbackJobInput>(CALLBACKS_QUEUE, { connection: queueConnection, prefix: env.prefix });
@@ -55,7 +59,7 @@ export async function startHarness(env: TestEnv, platformUrl: string, options: H
         backoff: { baseMs: 20, capMs: 200 },
         // Tests read a settled job's return value, reviews included; release-on-review has its own test.
         releaseReviewedJobIds: false,
-        ...options,
+        ...workerOptions,
         connection,
         name: `worker-${i}`,
         prefix: env.prefix,

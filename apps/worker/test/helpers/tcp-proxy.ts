@@ -11,7 +11,16 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+/**
+ * Looks at the bytes of one proxied connection: `toServer`/`toClient` see each chunk before it is forwarded and
+ * return false to swallow it; `drop` ends the connection as a network cut would.
+ */
+export interface TcpTap {
+  toServer?(chunk: Buffer, drop: () => void): boolean;
+  toClient?(chunk: Buffer, drop: () => void): boolean;
+}
+
+export async function startTcpProxy(targetHost: string, targetPort: number, tap: TcpTap = {}): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;
   let port = 0;
@@ -28,7 +37,9 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
-      client.pipe(upstream).pipe(client);
+      if (!tap.toServer && !tap.toClient) return void client.pipe(upstream).pipe(client);
+      client.on('data', (chunk: Buffer) => (tap.toServer?.(chunk, drop) ?? true) && upstream.write(chunk));
+      upstream.on('data', (chunk: Buffer) => (tap.toClient?.(chunk, drop) ?? true) && client.write(chunk));
     });
     await new Promise<void>((resolve, reject) => {
       s.once('error', reject);

@@ -2,8 +2,10 @@ import { z } from 'zod';
 import { AppError, ErrorCodes } from '../errors.ts';
 import { parseRedisNodes } from '../redis-target.ts';
 import { parseDuration } from './duration.ts';
+import { parseSourceRanges, type SourceRange } from './source-ranges.ts';
 
 export { parseDuration } from './duration.ts';
+export { addressMatcher, ipv6Groups, parseSourceRanges, type SourceRange } from './source-ranges.ts';
 
 /** Which process is loading the config: decides which variables are required. */
 export type AppRole = 'ingest' | 'worker' | 'console' | 'sandbox' | 'cli';
@@ -73,11 +75,24 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+/**
+ * IPv4/IPv6 addresses and CIDR ranges, comma-separated (INGEST_ALLOWED_SOURCES, CONSOLE_TRUSTED_PROXIES); blank or
+ * empty means unset. A bad entry is named, and a range with host bits set is refused (see source-ranges.ts).
+ */
+const sourceRanges = optionalString.transform((v, ctx): readonly SourceRange[] | undefined => {
+  if (v === undefined) return undefined;
+  const ranges = parseSourceRanges(v);
+  if (typeof ranges === 'string') {
+    ctx.addIssue({ code: 'custom', message: `expected IP addresses or CIDR blocks, comma-separated: ${ranges}` });
+    return z.NEVER;
+  }
+  return ranges.length > 0 ? ranges : undefined;
+});
 /** An optional URL of `protocols`, blank meaning unset. */
 const optionalUrl = (protocols: readonly string[], what: string) => optionalString.pipe(url(protocols, what).optional());
 
 /**
- * Every environment variable the pipeline reads, with its default. The public ones are DESIGN.md's contract;
+ * Every environment variable the pipeline reads, with its default. The public ones are docs/design.md's contract;
  * the rest are documented in README's configuration table.
  */
 const schema = z.object({
@@ -106,6 +121,18 @@ const schema = z.object({
   REDIS_CLUSTER_NODES: optionalString,
   /** Password of the Redis data nodes behind REDIS_SENTINELS or REDIS_CLUSTER_NODES (with REDIS_URL it goes in the URL). */
   REDIS_PASSWORD: optionalString,
+  /** Password the sentinels themselves ask for (Redis `requirepass` on the sentinels), with REDIS_SENTINELS. */
+  REDIS_SENTINEL_PASSWORD: optionalString,
+  /**
+   * TLS to the sentinels and the data nodes of REDIS_SENTINELS, or to the nodes of REDIS_CLUSTER_NODES. With REDIS_URL
+   * write `rediss://` instead (this setting is then refused, so one connection cannot be half-configured).
+   */
+  REDIS_TLS: bool(false),
+  /**
+   * PEM file of the CA(s) that sign the Redis servers' certificates (a private CA), for `rediss://` or REDIS_TLS.
+   * @defaultValue Node's bundled public CAs
+   */
+  REDIS_TLS_CA_FILE: optionalString,
   /** BullMQ key prefix; on Redis Cluster it must hold a hash tag such as `{mcb}`. */
   QUEUE_PREFIX: z.string().min(1).default('mcb'),
   /** Our merchant number, as the platform knows it. */
@@ -116,7 +143,8 @@ const schema = z.object({
   PLATFORM_BASE_URL: optionalUrl(['http:', 'https:'], 'http(s)'),
   /**
    * Accept an `http://` PLATFORM_BASE_URL (local stacks, the demo, tests). Get order is the only thing that makes an
-   * unsigned callback trustworthy, so production requires https; with this set, every start warns.
+   * unsigned callback trustworthy, so production requires https; with this set, every start warns. Never read from a
+   * `.env` file (scripts/lib/env-file.ts); an operator's command (role `cli`) may reach a loopback platform without it.
    */
   PLATFORM_ALLOW_HTTP: bool(false),
   /** Path of Get order under the base URL (the spec does not show it). */
@@ -168,21 +196,70 @@ const schema = z.object({
   INGEST_KEEPALIVE_TIMEOUT: bound('5s', 300_000),
   /** A connection silent that long is closed. */
   INGEST_IDLE_TIMEOUT: bound('10s', 300_000),
-  /** Most open connections per ingest process; beyond it new connections are closed at once (counted and logged). */
-  INGEST_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(1024),
+  /**
+   * Time to receive a request's body once its headers are in (a callback is a few KB, sent at once); beyond it:
+   * `408 fail`, closed, so a client trickling its body frees its slot within about this long.
+   */
+  INGEST_BODY_TIMEOUT: bound('1s', 300_000),
+  /**
+   * Most open connections per ingest process: `auto` sizes it from the process's open-file limit and the memory
+   * measured per idle connection (docs/ingest.md, logged at start), or a number. Beyond it new connections are
+   * closed at once (counted and logged).
+   */
+  INGEST_MAX_CONNECTIONS: z
+    .string()
+    .default('auto')
+    .transform((v, ctx) => {
+      const text = v.trim();
+      if (text === 'auto') return 'auto' as const;
+      const n = /^\d+$/.test(text) ? Number(text) : NaN;
+      if (!(n >= 1 && n <= 1_000_000)) {
+        ctx.addIssue({ code: 'custom', message: 'expected auto or a whole number from 1 to 1000000' });
+        return z.NEVER;
+      }
+      return n;
+    }),
+  /**
+   * Most open connections from one source address per ingest process (IPv6: one /64), checked when a connection
+   * opens; beyond it the connection is closed before a byte is read (counted and logged). 0: no limit. The default
+   * is far above what a platform keeps in flight (ingest answers in milliseconds) and about a quarter of the smallest
+   * `auto` cap (960). Behind a reverse proxy every connection comes from the proxy: set 0 and limit per client
+   * address at the proxy.
+   */
+  INGEST_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).max(1_000_000).default(256),
+  /**
+   * Only these source addresses may connect: comma-separated IPv4/IPv6 addresses or CIDR ranges (e.g. the
+   * platform's published ranges, or the reverse proxy's address). Others are closed before a byte is read (counted
+   * and logged). Unset: any address.
+   */
+  INGEST_ALLOWED_SOURCES: sourceRanges,
   /**
    * Replicas that must hold a callback's job (Redis `WAIT`, within the 1 s enqueue budget) before ingest answers
    * `success`; fewer answer `503 fail` and fail `/readyz`. 0: the primary's fsynced AOF is enough.
    */
   INGEST_MIN_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),
-  /** Start even when Redis does not keep acknowledged writes (warns on every start). */
+  /** Start even when Redis does not keep acknowledged writes (warns on every start). Never read from a `.env` file. */
   INGEST_ALLOW_VOLATILE_REDIS: bool(false),
+  /**
+   * Bound of ingest's stop after SIGTERM: readiness fails and the callbacks in flight finish; whatever is still open
+   * then is forced closed and the process exits 1. Keep it below the orchestrator's grace period (Kubernetes 30 s;
+   * `stop_grace_period` in compose, 30 s in ours). @defaultValue 25s
+   */
+  INGEST_SHUTDOWN_TIMEOUT: bound('25s', 600_000),
 
   /**
-   * Jobs in flight per worker process. A job waiting on Get order holds no Postgres connection and costs little,
-   * so size it as target credits/s × Get order latency (e.g. 500/s × 0.2 s = 100), with room to spare.
+   * Jobs in flight per worker process, fixed. Unset (the default): the limit adapts to Get order's latency and
+   * failures (Little's law: throughput × latency), between 8 and WORKER_MAX_IN_FLIGHT. Set it only to pin it.
    */
-  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(5000).default(256),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(5000).optional(),
+  /** Ceiling of the adaptive jobs in flight per worker process (ignored when WORKER_CONCURRENCY is set). */
+  WORKER_MAX_IN_FLIGHT: z.coerce.number().int().min(8).max(5000).default(1024),
+  /**
+   * Most Get order requests per second from one worker process (the callback jobs and the sweep together), so
+   * that a backlog never hammers the platform; set it to the platform's published limit divided by the worker
+   * processes. 0: no cap.
+   */
+  PLATFORM_MAX_RPS: z.coerce.number().int().min(0).max(100_000).default(2000),
   /**
    * Most events waiting at once for their order to be registered; beyond it a new one goes to review at once
    * (Postgres) instead of waiting in Redis, and the sweep credits it once the order exists. 0: no cap.
@@ -203,6 +280,14 @@ const schema = z.object({
   WORKER_LOCK_DURATION: optionalDuration,
   /** How often each worker looks for stalled jobs. @defaultValue 30s when unset (BullMQ's default) */
   WORKER_STALLED_INTERVAL: optionalDuration,
+  /**
+   * Bound of the worker's stop after SIGTERM: jobs in progress finish and are recorded in Redis; whatever is still
+   * open then is forced closed (BullMQ's forced close, connections dropped) and the process exits 1. Jobs left in
+   * progress are logged by id: their locks lapse and they run again, and the receipt keeps that to one credit. Keep
+   * it below the orchestrator's grace period (Kubernetes 30 s; `stop_grace_period` in compose, 30 s in ours).
+   * @defaultValue 25s
+   */
+  WORKER_SHUTDOWN_TIMEOUT: bound('25s', 600_000),
   /** How long an event may wait for its order to be registered before it goes to review. */
   ORDER_GRACE_PERIOD: duration('15m'),
   /** How long Get order may answer "not final" before the event goes to review. */
@@ -230,8 +315,33 @@ const schema = z.object({
   CONSOLE_METRICS_PORT: port(9466),
   /** Address of the console's ops listener (metrics, health); never inherits CONSOLE_HOST. */
   CONSOLE_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
-  /** Bearer token for the console API and dashboard. */
+  /** Bearer token of the single admin (named `admin`), for small setups. Required unless CONSOLE_OPERATORS_FILE is set. */
   CONSOLE_TOKEN: optionalString.pipe(z.string().min(16, 'expected at least 16 characters').optional()),
+  /**
+   * JSON file listing the console's operators: `[{"name", "role": "viewer"|"operator"|"admin", "tokenSha256"}]`
+   * (the SHA-256 of each operator's bearer token, hex). Read once at start. @defaultValue unset (CONSOLE_TOKEN only)
+   */
+  CONSOLE_OPERATORS_FILE: optionalString,
+  /**
+   * Request header naming the operator, set by an SSO proxy in front of the console (e.g. `X-Forwarded-Email` from
+   * oauth2-proxy). Honoured only from CONSOLE_TRUSTED_PROXIES; the role comes from CONSOLE_OPERATORS_FILE by name.
+   * @defaultValue unset (no proxy identity)
+   */
+  CONSOLE_AUTH_PROXY_HEADER: optionalString.pipe(z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'expected an HTTP header name').optional()),
+  /** Addresses (IPs or CIDR blocks, comma-separated) whose CONSOLE_AUTH_PROXY_HEADER is believed. @defaultValue unset */
+  CONSOLE_TRUSTED_PROXIES: sourceRanges,
+  /** Where `pnpm cli` reaches the console's API. @defaultValue http://CONSOLE_HOST:CONSOLE_PORT (127.0.0.1 for 0.0.0.0) */
+  CONSOLE_URL: optionalUrl(['http:', 'https:'], 'http(s)'),
+  /**
+   * The bearer token `pnpm cli` sends: your own operator token from CONSOLE_OPERATORS_FILE, so the audit trail names
+   * you. @defaultValue CONSOLE_TOKEN (the admin `admin`)
+   */
+  CONSOLE_OPERATOR_TOKEN: optionalString,
+  /**
+   * Key of the dashboard's session cookies (32+ characters). @defaultValue derived from CONSOLE_TOKEN; with only an
+   * operators file, a random key per process (sessions end when the console restarts, and are not shared by instances)
+   */
+  CONSOLE_SESSION_SECRET: optionalString.pipe(z.string().min(32, 'expected at least 32 characters').optional()),
   /** Lifetime of a dashboard login session (fixed, not sliding). */
   CONSOLE_SESSION_TTL: duration('4h'),
   /** `Secure` on the session cookie: auto (when the request came over https), always (behind a TLS proxy), never. */
@@ -246,6 +356,21 @@ const schema = z.object({
   CONSOLE_AUTH_MAX_FAILURES_GLOBAL: z.coerce.number().int().min(1).default(100),
   /** The window of both failed-authentication limits. */
   CONSOLE_AUTH_FAILURE_WINDOW: bound('1m', 24 * 3600_000),
+  /**
+   * Bound of the console's stop after SIGTERM: requests in flight finish, then the pools close; whatever is still
+   * open then is forced closed and the process exits 1. Keep it below the orchestrator's grace period. @defaultValue 25s
+   */
+  CONSOLE_SHUTDOWN_TIMEOUT: bound('25s', 600_000),
+  /**
+   * Failed jobs a replay sends back to the queue per second when the operator names no rate (each costs one Get
+   * order). Gentle, so a replay started at rush hour does not crowd out live callbacks. @defaultValue 10
+   */
+  CONSOLE_REPLAY_RATE: z.coerce.number().int().min(1).max(10_000).default(10),
+  /**
+   * The highest `ratePerSecond` a replay may ask for (and the dry run's Get order rate): what the platform's Get
+   * order tolerates beside live traffic. A higher ask is refused with 400. @defaultValue 100
+   */
+  CONSOLE_REPLAY_MAX_RATE: z.coerce.number().int().min(1).max(10_000).default(100),
 
   /** Address of the sandbox (the simulated platform; local stacks and tests only). */
   SANDBOX_HOST: z.string().default('127.0.0.1'),
@@ -276,13 +401,14 @@ export type Config = Readonly<z.output<typeof schema>> & { readonly role: AppRol
 const REQUIRED: Record<AppRole, readonly (keyof z.output<typeof schema>)[]> = {
   ingest: ['MERCHANT_NO', 'MERCHANT_PRIVATE_KEY_FILE'],
   worker: ['MERCHANT_NO', 'PLATFORM_BASE_URL'],
-  console: ['MERCHANT_NO', 'PLATFORM_BASE_URL', 'CONSOLE_TOKEN'],
+  console: ['MERCHANT_NO', 'PLATFORM_BASE_URL'],
   sandbox: [],
   cli: [],
 };
 
 /** Settings a role needs one of: the first is named in the error, the second is its fallback. */
 const REQUIRED_EITHER: Partial<Record<AppRole, readonly (readonly [keyof z.output<typeof schema>, keyof z.output<typeof schema>])[]>> = {
+  console: [['CONSOLE_TOKEN', 'CONSOLE_OPERATORS_FILE']],
   sandbox: [
     ['SANDBOX_MERCHANT_NO', 'MERCHANT_NO'],
     ['SANDBOX_MERCHANT_PUBLIC_KEY_FILE', 'MERCHANT_PRIVATE_KEY_FILE'],
@@ -343,6 +469,15 @@ function redisTopologyProblems(values: z.output<typeof schema>, env: Record<stri
   } else if (values.REDIS_SENTINEL_NAME !== undefined) {
     problems.push('REDIS_SENTINEL_NAME: only with REDIS_SENTINELS (unset)');
   }
+  if (values.REDIS_SENTINEL_PASSWORD !== undefined && values.REDIS_SENTINELS === undefined) {
+    problems.push('REDIS_SENTINEL_PASSWORD: only with REDIS_SENTINELS (unset)');
+  }
+  if (values.REDIS_TLS && values.REDIS_SENTINELS === undefined && values.REDIS_CLUSTER_NODES === undefined) {
+    problems.push('REDIS_TLS: only with REDIS_SENTINELS or REDIS_CLUSTER_NODES; for a single node write a rediss:// REDIS_URL');
+  }
+  if (values.REDIS_TLS_CA_FILE !== undefined && !values.REDIS_TLS && !(values.REDIS_SENTINELS === undefined && values.REDIS_CLUSTER_NODES === undefined && values.REDIS_URL.startsWith('rediss:'))) {
+    problems.push('REDIS_TLS_CA_FILE: only with TLS to Redis (a rediss:// REDIS_URL, or REDIS_TLS=true)');
+  }
   if (values.REDIS_CLUSTER_NODES !== undefined) {
     const nodes = parseRedisNodes(values.REDIS_CLUSTER_NODES);
     if (typeof nodes === 'string') problems.push(`REDIS_CLUSTER_NODES: ${nodes}`);
@@ -356,13 +491,29 @@ function redisTopologyProblems(values: z.output<typeof schema>, env: Record<stri
   return problems;
 }
 
+/** Whether a URL's host is this machine (127.0.0.0/8, ::1, localhost). */
+function isLoopbackUrl(raw: string): boolean {
+  const host = new URL(raw).hostname.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** A proxy identity needs the addresses it may come from and the file that gives it a role. */
+function consoleAuthProblems(values: z.output<typeof schema>): string[] {
+  const problems: string[] = [];
+  if (values.CONSOLE_AUTH_PROXY_HEADER !== undefined) {
+    if (values.CONSOLE_TRUSTED_PROXIES === undefined) problems.push('CONSOLE_TRUSTED_PROXIES: required with CONSOLE_AUTH_PROXY_HEADER (the proxy addresses) (unset)');
+    if (values.CONSOLE_OPERATORS_FILE === undefined) problems.push('CONSOLE_OPERATORS_FILE: required with CONSOLE_AUTH_PROXY_HEADER (roles come from it by name) (unset)');
+  }
+  return problems;
+}
+
 /** One line per problem: `NAME: what was wrong (got "…")`. */
 function describeIssues(issues: readonly z.core.$ZodIssue[], env: Record<string, string | undefined>): string[] {
   return issues.map((issue) => {
     const name = String(issue.path[0] ?? '(root)');
     const raw = env[name];
     const got = raw === undefined ? 'unset' : `got ${JSON.stringify(raw.length > 60 ? `${raw.slice(0, 57)}...` : raw)}`;
-    const secret = /TOKEN|KEY/.test(name) ? 'value hidden' : got;
+    const secret = /TOKEN|KEY|SECRET/.test(name) ? 'value hidden' : got;
     return `${name}: ${issue.message} (${secret})`;
   });
 }
@@ -382,13 +533,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         problems.push(`${name}: required for ${role} (unset)`);
       }
     }
-    if (values?.PLATFORM_BASE_URL?.startsWith('http:') && !values.PLATFORM_ALLOW_HTTP && !problems.some((p) => p.startsWith('PLATFORM_BASE_URL:'))) {
+    if (
+      values?.PLATFORM_BASE_URL?.startsWith('http:') &&
+      !values.PLATFORM_ALLOW_HTTP &&
+      // An operator's command (`pnpm cli`, `pnpm sandbox`) confirms no callback; to a platform on this machine (the local
+      // sandbox) its requests never leave the host. Worker and console still need the explicit PLATFORM_ALLOW_HTTP.
+      !(role === 'cli' && isLoopbackUrl(values.PLATFORM_BASE_URL)) &&
+      !problems.some((p) => p.startsWith('PLATFORM_BASE_URL:'))
+    ) {
       problems.push(
         'PLATFORM_BASE_URL: expected an https URL: Get order is what confirms an unsigned callback, so it must not travel in clear; ' +
           'set PLATFORM_ALLOW_HTTP=true for a local stack',
       );
     }
     if (values) problems.push(...redisTopologyProblems(values, env));
+    if (values) problems.push(...consoleAuthProblems(values));
     if (values && values.INGEST_HEADERS_TIMEOUT > values.INGEST_REQUEST_TIMEOUT) {
       problems.push('INGEST_HEADERS_TIMEOUT: must not exceed INGEST_REQUEST_TIMEOUT (the request bound includes its headers)');
     }
@@ -412,6 +571,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
  */
 export function configWarnings(config: Config): string[] {
   const warnings: string[] = [];
+  if (config.role === 'console' && !config.CONSOLE_TOKEN && !config.CONSOLE_SESSION_SECRET) {
+    warnings.push('CONSOLE_SESSION_SECRET unset (and no CONSOLE_TOKEN): dashboard sessions end when the console restarts and are not shared by several consoles');
+  }
   if (config.PLATFORM_ALLOW_HTTP && config.PLATFORM_BASE_URL?.startsWith('http:')) {
     warnings.push('PLATFORM_ALLOW_HTTP=true: Get order goes over plain http; anyone on that path could confirm a forged callback (local stacks only)');
   }

@@ -129,7 +129,12 @@ export const orderEvents = pgTable(
   (t) => [index('order_events_order_id_idx').on(t.orderId)],
 );
 
-/** Events that failed verification, with the reason; operators re-verify or dismiss them. */
+/**
+ * Events that failed verification, one open review per pair (OrderNo, state); operators re-verify or dismiss them.
+ * The reason, details and event are those of the first event that opened it (the original finding, never
+ * rewritten); every distinct event of the pair is in {@link reviewOccurrences}, every later decision about it in
+ * {@link reviewAttempts}.
+ */
 export const reviews = pgTable(
   'reviews',
   {
@@ -142,7 +147,7 @@ export const reviews = pgTable(
     reasonCode: text('reason_code').notNull(),
     reason: text('reason').notNull(),
     details: jsonb('details').$type<Record<string, unknown>>(),
-    /** The event as received (decrypted fields, amounts as text), to re-verify it later. */
+    /** The first event as received (decrypted fields, amounts as text), to re-verify it later. */
     event: jsonb('event').$type<Record<string, unknown>>().notNull(),
     status: text('status', { enum: ['open', 'resolved', 'dismissed'] })
       .notNull()
@@ -162,6 +167,143 @@ export const reviews = pgTable(
   ],
 );
 
+/**
+ * Each distinct event that landed in a review (a forged copy and the genuine one of the same pair are two rows):
+ * the event itself (decrypted fields), the finding it met, and how often and when it was seen. Identical copies
+ * (the same fields but the arrival time and source) count on one row; `event_hash` is `review_event_hash(event)`
+ * (migration 0003), computed by Postgres.
+ */
+export const reviewOccurrences = pgTable(
+  'review_occurrences',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    reviewId: bigint('review_id', { mode: 'number' })
+      .notNull()
+      .references(() => reviews.id),
+    /** SHA-256 (hex) of the event without receivedAt and source. */
+    eventHash: text('event_hash').notNull(),
+    /** The first copy of this event as received (decrypted fields, amounts as text). */
+    event: jsonb('event').$type<Record<string, unknown>>().notNull(),
+    reasonCode: text('reason_code').notNull(),
+    reason: text('reason').notNull(),
+    details: jsonb('details').$type<Record<string, unknown>>(),
+    /** How many copies of this event landed in the review. */
+    seen: integer('seen').notNull().default(1),
+    firstSeenAt: timestamp('first_seen_at', { withTimezone: true }).notNull().defaultNow(),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('review_occurrences_review_event_key').on(t.reviewId, t.eventHash)],
+);
+
+/**
+ * The history of a review after it opened: each console re-verify, and each commit of its pair, with what it came
+ * to. Appended, never rewritten: the review's own reason stays the original finding.
+ */
+export const reviewAttempts = pgTable(
+  'review_attempts',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    reviewId: bigint('review_id', { mode: 'number' })
+      .notNull()
+      .references(() => reviews.id),
+    /** What made the attempt: a console re-verify ('review'), a callback job, or the reconciliation sweep. */
+    source: text('source', { enum: ['callback', 'reconcile', 'review'] }).notNull(),
+    /**
+     * applied: its event was confirmed and applied, the review resolved; already-applied: applied before, every
+     * event of the review confirmed, resolved; kept-open: the pair is applied but some event of the review is not
+     * what Get order confirms, so it stays open for a person; unconfirmed: still failing (reason_code says why).
+     */
+    outcome: text('outcome', { enum: ['applied', 'already-applied', 'kept-open', 'unconfirmed'] }).notNull(),
+    reasonCode: text('reason_code'),
+    reason: text('reason').notNull(),
+    details: jsonb('details').$type<Record<string, unknown>>(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('review_attempts_review_id_idx').on(t.reviewId)],
+);
+
+/**
+ * Every callback that reached the worker, one row per job id (upserted, batched, when the worker first takes the
+ * job and after each attempt): what the console searches by merchant order number, status, code, amount and time,
+ * including jobs that are still waiting or failed for good and so have no receipt. Postgres indexes serve the
+ * search; Redis is never scanned. Codes and one-line reasons only, never the record.
+ */
+export const callbackArrivals = pgTable(
+  'callback_arrivals',
+  {
+    jobId: text('job_id').primaryKey(),
+    kind: text('kind', { enum: ['payin', 'payout'] }).notNull(),
+    orderNo: text('order_no').notNull(),
+    state: integer('state').notNull(),
+    merchantOrderNo: text('merchant_order_no').notNull(),
+    /** Pay-in `FiatCurrency` as the callback sent it; payout callbacks carry no amount. */
+    amount: numeric('amount'),
+    /** When ingest accepted it (the job's receivedAt). */
+    receivedAt: timestamp('received_at', { withTimezone: true }).notNull(),
+    /** When a worker first took the job. */
+    firstSeenAt: timestamp('first_seen_at', { withTimezone: true }).notNull(),
+    /** When the last attempt started or ended (the newest report wins). */
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+    /** Attempts made, the current one included. */
+    attempts: integer('attempts').notNull(),
+    /** active (an attempt runs), waiting / retrying (will run again), failed (for good), applied, duplicate, review. */
+    status: text('status', { enum: ['active', 'waiting', 'retrying', 'failed', 'applied', 'duplicate', 'review'] }).notNull(),
+    /** The last attempt's outcome: credited / succeeded / refused when applied, the duplicate's reason, else null. */
+    outcome: text('outcome'),
+    /** The last attempt's error or review code (VERIFY_AMOUNT_MISMATCH, PLATFORM_HTTP_ERROR, ...). */
+    lastCode: text('last_code'),
+    /** One line about the last attempt (at most 300 characters). */
+    lastDetail: text('last_detail'),
+  },
+  // Ascending indexes, read backwards for the search's newest-first order (received_at DESC, job_id DESC: a DESC
+  // NULLS LAST index would not match that order, and Postgres would sort instead).
+  (t) => [
+    index('callback_arrivals_received_idx').on(t.receivedAt, t.jobId),
+    index('callback_arrivals_merchant_order_no_idx').on(t.merchantOrderNo, t.receivedAt),
+    index('callback_arrivals_order_no_idx').on(t.orderNo),
+    index('callback_arrivals_status_idx').on(t.status, t.receivedAt, t.jobId),
+    index('callback_arrivals_kind_idx').on(t.kind, t.receivedAt, t.jobId),
+    index('callback_arrivals_code_idx').on(t.lastCode, t.receivedAt, t.jobId).where(sql`${t.lastCode} is not null`),
+    index('callback_arrivals_amount_idx').on(t.amount),
+  ],
+);
+
+/**
+ * Replays by filter (POST /api/replays): who asked, why, for which callbacks, at what rate, and how far it got.
+ * The console's replay driver re-runs the failed jobs in chunks from `cursor` on; a console that restarts picks a
+ * running replay up again where `cursor` says (the lease keeps two consoles from driving one replay).
+ */
+export const replays = pgTable(
+  'replays',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    operator: text('operator').notNull(),
+    reason: text('reason').notNull(),
+    /** The search filter, as the API validated it. */
+    filter: jsonb('filter').$type<Record<string, unknown>>().notNull(),
+    ratePerSecond: integer('rate_per_second').notNull(),
+    status: text('status', { enum: ['running', 'cancelled', 'finished'] })
+      .notNull()
+      .default('running'),
+    /** Failed jobs matching the filter when the replay started. */
+    total: integer('total').notNull(),
+    /** Jobs sent back to the queue so far. */
+    replayed: integer('replayed').notNull().default(0),
+    /** Jobs skipped: no longer failed (already retried, completed) or gone from the queue. */
+    skipped: integer('skipped').notNull().default(0),
+    /** The last job id handled (jobs go in job-id order). */
+    cursor: text('cursor'),
+    /** Which console process drives it, until when (renewed while it runs). */
+    leaseOwner: text('lease_owner'),
+    leaseUntil: timestamp('lease_until', { withTimezone: true }),
+    error: text('error'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+  },
+  (t) => [index('replays_running_idx').on(t.id).where(sql`${t.status} = 'running'`)],
+);
+
 /** The last good payment-method catalog per scope ('' = all currencies), served with its age when the platform is down. */
 export const catalogSnapshots = pgTable('catalog_snapshots', {
   scope: text('scope').primaryKey(),
@@ -175,3 +317,43 @@ export type CallbackReceipt = typeof callbackReceipts.$inferSelect;
 export type LedgerEntry = typeof ledgerEntries.$inferSelect;
 export type OrderEvent = typeof orderEvents.$inferSelect;
 export type Review = typeof reviews.$inferSelect;
+export type ReviewOccurrence = typeof reviewOccurrences.$inferSelect;
+export type ReviewAttempt = typeof reviewAttempts.$inferSelect;
+export type CallbackArrival = typeof callbackArrivals.$inferSelect;
+export type Replay = typeof replays.$inferSelect;
+
+/**
+ * The operators' audit trail: one row per action that changes anything (or was refused for the role), written by
+ * the console's action layer in the same transaction as the action's effect where it has one. Append-only: a
+ * trigger (migration 0004) refuses UPDATE and DELETE, so a record cannot be edited away by the console's own role.
+ */
+export const operatorActions = pgTable(
+  'operator_actions',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
+    /** The operator's name (operators file, `admin` for CONSOLE_TOKEN, or the SSO proxy's identity). */
+    operator: text('operator').notNull(),
+    role: text('role', { enum: ['viewer', 'operator', 'admin'] }).notNull(),
+    /** What was done, e.g. `reviews.reverify` (apps/console/src/operators/roles.ts lists them). */
+    action: text('action').notNull(),
+    /** What it was done to, e.g. `review:42`, `order:MO-1`, `job:callbacks/payin-P1-6`. */
+    target: text('target').notNull(),
+    /** Why, as the operator wrote it; empty only for refusals that came without one. */
+    reason: text('reason').notNull(),
+    /** What happened: `applied`, `dismissed`, `denied`, `failed:<CODE>`, ... */
+    outcome: text('outcome').notNull(),
+    requestId: text('request_id'),
+    /** Counts and ids that explain the outcome (never a body, an amount in full detail, or a key). */
+    details: jsonb('details').$type<Record<string, unknown>>(),
+  },
+  (t) => [
+    index('operator_actions_operator_idx').on(t.operator, t.id),
+    index('operator_actions_action_idx').on(t.action, t.id),
+    index('operator_actions_target_idx').on(t.target, t.id),
+    index('operator_actions_at_idx').on(t.at),
+  ],
+);
+
+export type OperatorAction = typeof operatorActions.$inferSelect;
+export type NewOperatorAction = typeof operatorActions.$inferInsert;

@@ -8,7 +8,7 @@ import type { PlatformHttp } from './http.ts';
 /**
  * Get order: THE adapter for the one platform operation the spec names but does not show. Everything we assume
  * about it (path, body, reply shape) lives in this file, so it can be changed in one place when the real shape
- * is known (DESIGN.md, "Get order").
+ * is known (docs/platform-interface.md, "Get order").
  */
 
 /** Default path of Get order under `{base_url}` (`PLATFORM_GET_ORDER_PATH`). */

@@ -17,3 +17,12 @@ export {
   getPaymentMethods,
   type GetPaymentMethodsParams,
 } from './payment-methods.ts';
+export {
+  createRateSpacer,
+  guardPlatform,
+  isPlatformOutage,
+  type BreakerState,
+  type GuardedPlatformClient,
+  type PlatformGuardOptions,
+  type PlatformSample,
+} from './guard.ts';

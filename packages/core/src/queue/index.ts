@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** The one BullMQ queue of callback events (DESIGN.md contract). */
+/** The one BullMQ queue of callback events (docs/design.md contract). */
 export const CALLBACKS_QUEUE = 'callbacks';
 /** Repeatable housekeeping: reconciliation sweeps and catalog refresh. */
 export const MAINTENANCE_QUEUE = 'maintenance';

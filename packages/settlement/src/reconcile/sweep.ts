@@ -53,6 +53,8 @@ export interface SweepReport {
   stillPending: number;
   /** The platform refused to report them (e.g. 40404 unknown order): left pending, no review. */
   unknown: number;
+  /** Which orders (merchant order numbers) were still pending and unknown: the first {@link REPORT_ORDERS_MAX} of each. */
+  orders: { stillPending: string[]; unknown: string[] };
   /** Already applied by a callback meanwhile (the dedup key held). */
   duplicates: number;
   /** Get order's answer failed verification (e.g. amount differs from ours): sent to review, not credited. */
@@ -74,6 +76,9 @@ export interface SweepOptions {
   /** Stops the sweep between orders (and aborts the request in flight), e.g. on shutdown. */
   signal?: AbortSignal;
 }
+
+/** Most order numbers a report names per outcome (the counts stay exact). */
+export const REPORT_ORDERS_MAX = 100;
 
 type Outcome = 'credited' | 'succeeded' | 'refused' | 'stillPending' | 'unknown' | 'duplicates' | 'reviews';
 
@@ -109,7 +114,7 @@ export async function runSweep(deps: SweepDeps, options: SweepOptions = {}): Pro
     deps.reconcileMetrics?.lastSweepTimestamp.set(Date.now() / 1000);
     deps.reconcileMetrics?.lastSweepDuration.set(report.durationMs / 1000);
     deps.reconcileMetrics?.pendingBeyondMaxAge.set(report.beyondMaxAge);
-    const summary = { ...report, window: undefined };
+    const summary = { ...report, window: undefined, orders: undefined };
     if (report.stoppedEarly) log.warn(summary, `reconciliation sweep stopped early: ${report.stopReason}`);
     else log.info(summary, 'reconciliation sweep done');
     return report;
@@ -133,6 +138,7 @@ async function sweep(deps: SweepDeps, trigger: 'schedule' | 'manual', signal: Ab
     recovered: { credited: 0, succeeded: 0, refused: 0 },
     stillPending: 0,
     unknown: 0,
+    orders: { stillPending: [], unknown: [] },
     duplicates: 0,
     reviews: 0,
     errors: 0,
@@ -166,6 +172,10 @@ async function sweep(deps: SweepDeps, trigger: 'schedule' | 'manual', signal: Ab
       deps.reconcileMetrics?.recovered.inc({ kind: order.kind, outcome });
     } else {
       report[outcome] += 1;
+      // An operator acts on these by number (ask the platform, the customer); the log alone is not where to look.
+      if ((outcome === 'stillPending' || outcome === 'unknown') && report.orders[outcome].length < REPORT_ORDERS_MAX) {
+        report.orders[outcome].push(order.merchantOrderNo);
+      }
     }
   };
 

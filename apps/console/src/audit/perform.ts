@@ -1,0 +1,172 @@
+import type { Database } from '@mcb/core/db';
+import { AppError, coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
+import type { Logger } from '@mcb/core/logger';
+import type { Operator } from '../operators/operator.ts';
+import { can, requiredRole, type Action } from '../operators/roles.ts';
+import { recordAction } from './record.ts';
+
+/**
+ * The action layer: every action that changes something goes through {@link performAction} (an effect in our own
+ * Postgres transaction) or {@link performExternalAction} (an effect with its own transaction or outside Postgres:
+ * applyEvent, a sweep, a Redis job). Both check the role, require a reason and write the audit row; routes, pages
+ * and the dashboard hook only call them. A refused role is recorded (`denied`); a missing reason is not (400,
+ * nothing happened and there is nothing to say why).
+ */
+
+/** Who asks, and the request it came with (for the audit row's request id). */
+export interface Actor {
+  operator: Operator;
+  requestId?: string;
+}
+
+/** What is asked. */
+export interface ActionSpec {
+  action: Action;
+  target: string;
+  /** The operator's reason, as received (validated here: required, at most {@link MAX_REASON} characters). */
+  reason: unknown;
+}
+
+/** What an effect reports for the audit row. */
+export interface EffectResult<T> {
+  result: T;
+  /** `applied`, `dismissed`, `created`, ... */
+  outcome: string;
+  details?: Record<string, unknown>;
+}
+
+/** What the action layer needs. */
+export interface ActionDeps {
+  db: Database;
+  logger: Logger;
+}
+
+/** Longest reason kept. */
+export const MAX_REASON = 2000;
+
+/** 403 naming the role `action` needs (and `requiredRole` in the body, for the CLI and the UI). */
+export function forbidden(operator: Operator, action: Action): AppError {
+  const needed = requiredRole(action);
+  return new AppError(ErrorCodes.FORBIDDEN, `${action} needs the role ${needed}; ${operator.name} is ${operator.role}`, {
+    details: { requiredRole: needed, action },
+  });
+}
+
+/** Throws 403 unless the operator may do `action` (for reads such as `audit.readOthers`, which leave no audit row). */
+export function assertCan(operator: Operator, action: Action): void {
+  if (!can(operator.role, action)) throw forbidden(operator, action);
+}
+
+/** The reason, trimmed; 400 REASON_REQUIRED when it is missing, blank or not text, 400 when too long. */
+export function requireReason(reason: unknown): string {
+  const text = typeof reason === 'string' ? reason.trim() : '';
+  if (text === '') {
+    throw new AppError(ErrorCodes.REASON_REQUIRED, 'a reason is required: say why (`reason` in the JSON body, or the X-Reason header for dashboard actions)', {
+      details: { errors: [{ field: 'reason', message: 'required' }] },
+    });
+  }
+  if (text.length > MAX_REASON) {
+    throw new AppError(ErrorCodes.REQUEST_INVALID, `the reason is too long (at most ${MAX_REASON} characters)`, {
+      details: { errors: [{ field: 'reason', message: `at most ${MAX_REASON} characters` }] },
+    });
+  }
+  return text;
+}
+
+/** Proof that an action passed its checks: what {@link commitAction} and {@link commitExternalAction} take. */
+export interface Authorized {
+  readonly actor: Actor;
+  readonly spec: ActionSpec;
+  /** The reason, trimmed and checked. */
+  readonly reason: string;
+}
+
+/**
+ * Role, then reason: a viewer is told they may not, whatever they wrote; a refusal is recorded as `denied`. Call it
+ * before any work (asking the platform, reading much); then commit the effect with what it returns.
+ */
+export async function authorize(deps: ActionDeps, actor: Actor, spec: ActionSpec): Promise<Authorized> {
+  if (!can(actor.operator.role, spec.action)) {
+    const reason = typeof spec.reason === 'string' ? spec.reason.trim().slice(0, MAX_REASON) : '';
+    await recordAction(deps.db, { ...actor, action: spec.action, target: spec.target, reason, outcome: 'denied' }).catch((e: unknown) =>
+      deps.logger.error({ err: coerceError(e), action: spec.action, operator: actor.operator.name }, 'audit row of a refused action not written'),
+    );
+    deps.logger.warn({ action: spec.action, target: spec.target, operator: actor.operator.name, role: actor.operator.role }, 'action refused for the role');
+    throw forbidden(actor.operator, spec.action);
+  }
+  return { actor, spec, reason: requireReason(spec.reason) };
+}
+
+/** A failed action is recorded too, after its transaction rolled back (best effort: the database may be what failed). */
+export async function recordFailure(deps: ActionDeps, auth: Authorized, error: unknown): Promise<void> {
+  const code = isAppError(error) ? error.code : ErrorCodes.INTERNAL_ERROR;
+  const { actor, spec, reason } = auth;
+  await recordAction(deps.db, { ...actor, action: spec.action, target: spec.target, reason, outcome: `failed:${code}` }).catch((e: unknown) =>
+    deps.logger.error({ err: coerceError(e), action: spec.action, operator: actor.operator.name }, 'audit row of a failed action not written'),
+  );
+}
+
+/** Run `effect` in one transaction with its audit row: both commit, or neither. The effect must use `tx` only. */
+export async function commitAction<T>(deps: ActionDeps, auth: Authorized, effect: (tx: Database) => Promise<EffectResult<T>>): Promise<T> {
+  const { actor, spec, reason } = auth;
+  try {
+    const done = await deps.db.transaction(async (tx) => {
+      const r = await effect(tx);
+      await recordAction(tx, { ...actor, action: spec.action, target: spec.target, reason, outcome: r.outcome, details: r.details });
+      return r;
+    });
+    log(deps, auth, done.outcome);
+    return done.result;
+  } catch (e) {
+    await recordFailure(deps, auth, e);
+    throw e;
+  }
+}
+
+/**
+ * Run an effect that commits on its own (settlement's applyEvent, a reconciliation sweep) or lives outside Postgres
+ * (a job in Redis), then write its audit row; `finish`, when given, runs in the audit row's transaction (a
+ * follow-up of ours that must commit with the record).
+ */
+export async function commitExternalAction<T>(
+  deps: ActionDeps,
+  auth: Authorized,
+  effect: () => Promise<EffectResult<T> & { finish?: (tx: Database) => Promise<void> }>,
+): Promise<T> {
+  const { actor, spec, reason } = auth;
+  let done: EffectResult<T> & { finish?: (tx: Database) => Promise<void> };
+  try {
+    done = await effect();
+  } catch (e) {
+    await recordFailure(deps, auth, e);
+    throw e;
+  }
+  await deps.db.transaction(async (tx) => {
+    await done.finish?.(tx);
+    await recordAction(tx, { ...actor, action: spec.action, target: spec.target, reason, outcome: done.outcome, details: done.details });
+  });
+  log(deps, auth, done.outcome);
+  return done.result;
+}
+
+/** {@link authorize} then {@link commitAction}. */
+export async function performAction<T>(deps: ActionDeps, actor: Actor, spec: ActionSpec, effect: (tx: Database) => Promise<EffectResult<T>>): Promise<T> {
+  return commitAction(deps, await authorize(deps, actor, spec), effect);
+}
+
+/** {@link authorize} then {@link commitExternalAction}. */
+export async function performExternalAction<T>(
+  deps: ActionDeps,
+  actor: Actor,
+  spec: ActionSpec,
+  effect: () => Promise<EffectResult<T> & { finish?: (tx: Database) => Promise<void> }>,
+): Promise<T> {
+  return commitExternalAction(deps, await authorize(deps, actor, spec), effect);
+}
+
+function log(deps: ActionDeps, { actor, spec, reason }: Authorized, outcome: string) {
+  deps.logger.info(
+    { action: spec.action, target: spec.target, operator: actor.operator.name, role: actor.operator.role, outcome, reasonLength: reason.length, requestId: actor.requestId },
+    'operator action',
+  );
+}

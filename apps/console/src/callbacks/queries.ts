@@ -1,0 +1,150 @@
+/**
+ * The callback search: every callback a worker took (callback_arrivals), by order numbers, status, kind, code,
+ * amount and time, newest first, with keyset (cursor) pagination. One indexed query; Redis is never scanned. The
+ * JSON route, the pages, the CLI (through the route) and the replay planner all use this filter and query.
+ */
+import { isDecimalString } from '@mcb/core/money';
+import { AppError, ErrorCodes } from '@mcb/core/errors';
+import { callbackArrivals, callbackReceipts, type Database } from '@mcb/core/db';
+import { and, desc, eq, gte, lte, sql, type SQL } from 'drizzle-orm';
+import { z } from 'zod';
+import { merchantOrderNoSchema } from '../schemas.ts';
+
+export const ARRIVAL_STATUSES = ['active', 'waiting', 'retrying', 'failed', 'applied', 'duplicate', 'review'] as const;
+
+const decimal = z.string().max(40).refine(isDecimalString, 'expected a decimal string such as "100.50"');
+const instant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant, e.g. 2026-11-24T10:00:00Z');
+
+/** What selects callbacks: the search's filter and a replay's. Every field narrows; all are optional. */
+export const callbackFilterSchema = z.strictObject({
+  orderNo: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected a platform OrderNo').optional().describe("The platform's OrderNo"),
+  merchantOrderNo: merchantOrderNoSchema.optional(),
+  status: z.enum(ARRIVAL_STATUSES).optional().describe('Where the callback is: active, waiting, retrying, failed (for good), applied, duplicate, review'),
+  kind: z.enum(['payin', 'payout']).optional(),
+  code: z.string().regex(/^[A-Z0-9_]{2,64}$/, 'expected an error code such as VERIFY_AMOUNT_MISMATCH').optional().describe("The last attempt's error or review code"),
+  amountMin: decimal.optional().describe('Pay-in amount at least (payout callbacks carry no amount)'),
+  amountMax: decimal.optional().describe('Pay-in amount at most'),
+  from: instant.optional().describe('Received at or after'),
+  to: instant.optional().describe('Received before'),
+});
+export type CallbackFilter = z.output<typeof callbackFilterSchema>;
+
+/** One callback as the search shows it: numbers, amount, where it is, its last attempt; never the record. */
+export const callbackRowSchema = z.object({
+  jobId: z.string(),
+  kind: z.enum(['payin', 'payout']),
+  orderNo: z.string(),
+  state: z.number().int(),
+  merchantOrderNo: z.string(),
+  amount: z.string().nullable().describe('Pay-in amount as the callback sent it'),
+  receivedAt: z.string(),
+  firstSeenAt: z.string().describe('When a worker first took it'),
+  updatedAt: z.string(),
+  attempts: z.number().int(),
+  status: z.enum(ARRIVAL_STATUSES),
+  outcome: z.string().nullable(),
+  code: z.string().nullable(),
+  detail: z.string().nullable(),
+  appliedAt: z.string().nullable().describe("When its receipt was written (the pair's credit or finalisation), if it was"),
+});
+export type CallbackRow = z.output<typeof callbackRowSchema>;
+
+export const callbackPageSchema = z.object({
+  callbacks: z.array(callbackRowSchema),
+  nextCursor: z.string().nullable().describe('Pass as `cursor` for the next (older) page; null on the last page'),
+});
+export type CallbackPage = z.output<typeof callbackPageSchema>;
+
+/** True when the filter narrows anything (the API refuses an empty one: it would list everything). */
+export function hasFilter(f: CallbackFilter): boolean {
+  return Object.values(f).some((v) => v !== undefined);
+}
+
+/** The WHERE of a filter on callback_arrivals. */
+export function filterWhere(f: CallbackFilter): SQL | undefined {
+  const t = callbackArrivals;
+  return and(
+    f.orderNo ? eq(t.orderNo, f.orderNo) : undefined,
+    f.merchantOrderNo ? eq(t.merchantOrderNo, f.merchantOrderNo) : undefined,
+    f.status ? eq(t.status, f.status) : undefined,
+    f.kind ? eq(t.kind, f.kind) : undefined,
+    f.code ? eq(t.lastCode, f.code) : undefined,
+    f.amountMin ? gte(t.amount, f.amountMin) : undefined,
+    f.amountMax ? lte(t.amount, f.amountMax) : undefined,
+    f.from ? gte(t.receivedAt, new Date(f.from)) : undefined,
+    f.to ? sql`${t.receivedAt} < ${new Date(f.to)}` : undefined,
+  );
+}
+
+// A cursor is the last row's (received_at in µs since the epoch, job id): exact, whatever Postgres stored.
+function encodeCursor(us: string, jobId: string): string {
+  return Buffer.from(JSON.stringify([us, jobId])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): [string, string] {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown;
+    if (Array.isArray(v) && v.length === 2 && /^\d{1,20}$/.test(String(v[0])) && typeof v[1] === 'string') return [String(v[0]), v[1]];
+  } catch {
+    // falls through to the error below
+  }
+  throw new AppError(ErrorCodes.REQUEST_INVALID, 'cursor: not a cursor this API returned', { details: { errors: [{ field: 'cursor', message: 'invalid cursor' }] } });
+}
+
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+
+/** One page of callbacks matching `filter`, newest first; `limit` rows at most. */
+export async function searchCallbacks(db: Database, filter: CallbackFilter, page: { cursor?: string; limit?: number } = {}): Promise<CallbackPage> {
+  const t = callbackArrivals;
+  const limit = Math.min(Math.max(page.limit ?? 50, 1), 200);
+  const after = page.cursor ? decodeCursor(page.cursor) : undefined;
+  const rows = await db
+    .select({
+      a: t,
+      us: sql<string>`(extract(epoch from ${t.receivedAt}) * 1000000)::bigint::text`,
+      appliedAt: callbackReceipts.appliedAt,
+    })
+    .from(t)
+    .leftJoin(callbackReceipts, and(eq(callbackReceipts.orderNo, t.orderNo), eq(callbackReceipts.state, t.state)))
+    .where(
+      and(
+        filterWhere(filter),
+        after ? sql`(${t.receivedAt}, ${t.jobId}) < (timestamptz 'epoch' + ${after[0]}::bigint * interval '1 microsecond', ${after[1]})` : undefined,
+      ),
+    )
+    .orderBy(desc(t.receivedAt), desc(t.jobId))
+    .limit(limit + 1);
+  const more = rows.length > limit;
+  const shown = rows.slice(0, limit);
+  const last = shown.at(-1);
+  return {
+    callbacks: shown.map(({ a, appliedAt }) => ({
+      jobId: a.jobId,
+      kind: a.kind,
+      orderNo: a.orderNo,
+      state: a.state,
+      merchantOrderNo: a.merchantOrderNo,
+      amount: a.amount,
+      receivedAt: a.receivedAt.toISOString(),
+      firstSeenAt: a.firstSeenAt.toISOString(),
+      updatedAt: a.updatedAt.toISOString(),
+      attempts: a.attempts,
+      status: a.status,
+      outcome: a.outcome,
+      code: a.lastCode,
+      detail: a.lastDetail,
+      appliedAt: iso(appliedAt),
+    })),
+    nextCursor: more && last ? encodeCursor(last.us, last.a.jobId) : null,
+  };
+}
+
+/** The platform order numbers of a merchant order's callbacks (the timeline then reads their jobs). */
+export async function platformOrderNosOf(db: Database, merchantOrderNo: string): Promise<string[]> {
+  const rows = await db
+    .selectDistinct({ orderNo: callbackArrivals.orderNo })
+    .from(callbackArrivals)
+    .where(eq(callbackArrivals.merchantOrderNo, merchantOrderNo))
+    .limit(20);
+  return rows.map((r) => r.orderNo);
+}

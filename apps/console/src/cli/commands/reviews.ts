@@ -1,0 +1,75 @@
+import { parseArgs } from 'node:util';
+import type { ReviewList, ReviewView } from '../../reviews/queries.ts';
+import { answer, at, cliApi } from './_api.ts';
+
+export const summary = 'reviews list [--status open] [--order MO] | reverify <id> --reason "..." | dismiss <id> --reason "..." [--note "..."]';
+
+const USAGE = `usage: pnpm cli reviews list [--status open|resolved|dismissed] [--order <merchantOrderNo>] [--limit N] [--before ID] [--json]
+       pnpm cli reviews reverify <id> --reason "why now" [--json]
+       pnpm cli reviews dismiss <id> --reason "why (kept as the note)" [--note "note, when it differs"] [--json]
+  Every action needs a reason; it is recorded in the audit trail with your name (CONSOLE_OPERATOR_TOKEN).`;
+
+const OPTIONS = {
+  status: { type: 'string' },
+  order: { type: 'string' },
+  limit: { type: 'string' },
+  before: { type: 'string' },
+  reason: { type: 'string' },
+  note: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean' },
+} as const;
+
+export function renderReview(r: ReviewView): string {
+  const details = Object.entries(r.details ?? {}).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
+  return [
+    `review ${r.id}  ${r.status.toUpperCase()}  ${r.reasonCode}  order ${r.merchantOrderNo} (platform ${r.orderNo}, ${r.kind} state ${r.state})  opened ${at(r.createdAt)}${r.occurrences > 1 ? `  x${r.occurrences}` : ''}`,
+    `  ${r.reason}`,
+    ...(details ? [`  compared: ${details}`] : []),
+    ...(r.note ? [`  note: ${r.note}`] : []),
+  ].join('\n');
+}
+
+const REVERIFIED: Record<string, string> = {
+  applied: 'Get order confirmed it: credited (or finalised) once; review resolved',
+  duplicate: 'it had been applied already: nothing credited again; review resolved',
+  review: 'Get order still does not confirm it: the review stays open',
+};
+
+export async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ args, options: OPTIONS, allowPositionals: true });
+  } catch (e) {
+    console.error(`${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const { values: v, positionals } = parsed;
+  const [sub, id, ...rest] = positionals;
+  if (v.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (sub === 'list' && id === undefined) {
+    const q = new URLSearchParams();
+    if (v.status) q.set('status', v.status);
+    if (v.order) q.set('merchantOrderNo', v.order);
+    if (v.limit) q.set('limit', v.limit);
+    if (v.before) q.set('before', v.before);
+    const res = await cliApi(env).call<ReviewList>('GET', `/api/reviews${q.size ? `?${q}` : ''}`);
+    return answer(res, v.json, (list) =>
+      [
+        ...(list.reviews.length === 0 ? ['no reviews'] : list.reviews.map(renderReview)),
+        ...(list.nextBefore !== null ? [`(more: --before ${list.nextBefore})`] : []),
+      ].join('\n'),
+    );
+  }
+  if ((sub === 'reverify' || sub === 'dismiss') && id && /^\d+$/.test(id) && rest.length === 0) {
+    // The reason is sent as given (even absent): the console refuses an action without one, in one place.
+    const body = sub === 'reverify' ? { reason: v.reason } : { reason: v.reason, ...(v.note ? { note: v.note } : {}) };
+    const res = await cliApi(env).call<{ outcome?: string; review: ReviewView }>('POST', `/api/reviews/${id}/${sub}`, body);
+    return answer(res, v.json, (b) => `${sub === 'reverify' ? `re-verified: ${REVERIFIED[b.outcome ?? ''] ?? b.outcome}` : 'dismissed: nothing credited'}\n${renderReview(b.review)}`);
+  }
+  console.error(USAGE);
+  return 2;
+}

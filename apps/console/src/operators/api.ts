@@ -1,0 +1,31 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ACTIONS, can, type Action } from './roles.ts';
+
+/** `GET /api/whoami`: the operator behind this request, their role, how they signed in, and what they may do. */
+export const whoamiRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    '/api/whoami',
+    {
+      schema: {
+        summary: 'Who is asking',
+        description: 'The authenticated operator, the role from the operators file (or admin for CONSOLE_TOKEN), and the actions that role allows.',
+        tags: ['operators'],
+        response: {
+          200: z.object({
+            name: z.string(),
+            role: z.enum(['viewer', 'operator', 'admin']),
+            via: z.enum(['bearer', 'session', 'proxy']),
+            may: z.array(z.string()).optional().describe('Actions this role allows (with ?actions=true)'),
+          }),
+        },
+        querystring: z.strictObject({ actions: z.enum(['true', 'false']).optional() }),
+      },
+    },
+    async (req) => {
+      const operator = req.operator!;
+      const may = req.query.actions === 'true' ? (Object.keys(ACTIONS) as Action[]).filter((a) => can(operator.role, a)) : undefined;
+      return { name: operator.name, role: operator.role, via: req.authMethod!, ...(may ? { may } : {}) };
+    },
+  );
+};

@@ -1,0 +1,22 @@
+import { AppError, ErrorCodes } from '@mcb/core/errors';
+import type { Role } from './roles.ts';
+
+/** The authenticated person behind a request: set on every authenticated request as `req.operator`. */
+export interface Operator {
+  /** Unique within the console: from the operators file, `admin` for CONSOLE_TOKEN, or the SSO proxy's identity. */
+  readonly name: string;
+  readonly role: Role;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the auth hook on every request it lets through (not on /login and /logout). */
+    operator?: Operator;
+  }
+}
+
+/** The operator of an authenticated request and its id, as the action layer wants them (401 if none: a wiring bug). */
+export function actorOf(req: { operator?: Operator; id: string }): { operator: Operator; requestId: string } {
+  if (!req.operator) throw new AppError(ErrorCodes.UNAUTHORIZED, 'no operator on this request');
+  return { operator: req.operator, requestId: req.id };
+}

@@ -1,0 +1,20 @@
+import type { Db } from '@mcb/core/db';
+import { AppError, ErrorCodes } from '@mcb/core/errors';
+import type { Queue } from 'bullmq';
+import { z } from 'zod';
+import { orderViewSchema } from '../schemas.ts';
+import { findOrder, orderView } from './repo.ts';
+import { callbackTimeline, timelineEntrySchema } from './timeline.ts';
+
+/** An order with its ledger, open review and callback timeline: `GET /api/orders/{no}` and the order page. */
+export const orderDetailSchema = orderViewSchema.extend({
+  timeline: z.array(timelineEntrySchema).describe('Its callbacks, job attempts, receipt, ledger and reviews, oldest first'),
+});
+export type OrderDetail = z.output<typeof orderDetailSchema>;
+
+export async function orderDetail(db: Db, queue: Queue | undefined, merchantOrderNo: string): Promise<OrderDetail> {
+  const order = await findOrder(db, merchantOrderNo);
+  if (!order) throw new AppError(ErrorCodes.NOT_FOUND, `no order ${merchantOrderNo}`, { details: { merchantOrderNo } });
+  const [view, timeline] = await Promise.all([orderView(db, order), callbackTimeline(db.db, queue, { merchantOrderNo: order.merchantOrderNo })]);
+  return { ...view, timeline };
+}

@@ -1,0 +1,63 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { actorOf } from '../operators/operator.ts';
+import { errorBodySchema } from '../schemas.ts';
+import { cancelReplay, planReplayAction, replayRequestSchema, startReplay, type ReplayDeps } from './actions.ts';
+import { replayPlanSchema } from './plan.ts';
+import { getReplay, listReplays, replayViewSchema } from './queries.ts';
+
+const idParams = z.strictObject({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
+const errors = { 400: errorBodySchema, 403: errorBodySchema, 404: errorBodySchema, 409: errorBodySchema };
+
+/**
+ * `POST /api/replays` (dry run or start), `GET /api/replays[/{id}]`, `POST /api/replays/{id}/cancel`: replay by
+ * filter. The rules (role, reason, rate bound, audit row) are in actions.ts.
+ */
+export const replaysRoutes: FastifyPluginAsyncZod<ReplayDeps> = async (app, deps) => {
+  app.post(
+    '/api/replays',
+    {
+      schema: {
+        summary: 'Dry-run or start a replay of failed jobs by filter',
+        description:
+          'With `dryRun: true`, classifies each failed job matching `filter` against the ledger and Get order: alreadyApplied, willApply, willReview, stillPending (and notReplayable: gone or no longer failed), with counts and samples; changes nothing. Without it, starts a replay (a `reason` is required): 202 with its id; it sends the jobs back to the queue at `ratePerSecond`.',
+        tags: ['replays'],
+        body: replayRequestSchema,
+        response: { 200: z.object({ plan: replayPlanSchema }), 202: z.object({ replay: replayViewSchema }), ...errors },
+      },
+    },
+    async (req, reply) => {
+      const { filter, dryRun, ratePerSecond, reason } = req.body;
+      if (dryRun) return { plan: await planReplayAction(deps, actorOf(req), filter) };
+      const replay = await startReplay(deps, actorOf(req), { filter, ratePerSecond, reason });
+      return reply.code(202).header('location', `/api/replays/${replay.id}`).send({ replay });
+    },
+  );
+
+  app.get(
+    '/api/replays',
+    { schema: { summary: 'Replays, newest first', tags: ['replays'], response: { 200: z.object({ replays: z.array(replayViewSchema) }) } } },
+    async () => ({ replays: await listReplays(deps.db) }),
+  );
+
+  app.get(
+    '/api/replays/:id',
+    { schema: { summary: "A replay's progress", tags: ['replays'], params: idParams, response: { 200: z.object({ replay: replayViewSchema }), ...errors } } },
+    async (req) => ({ replay: await getReplay(deps.db, req.params.id) }),
+  );
+
+  app.post(
+    '/api/replays/:id/cancel',
+    {
+      schema: {
+        summary: 'Cancel a running replay',
+        description: 'No further job is sent back (the driver stops within a second); jobs already sent back run to their end. A `reason` is required.',
+        tags: ['replays'],
+        params: idParams,
+        body: z.strictObject({ reason: z.string().optional() }).optional(),
+        response: { 200: z.object({ replay: replayViewSchema }), ...errors },
+      },
+    },
+    async (req) => ({ replay: await cancelReplay(deps, actorOf(req), req.params.id, req.body?.reason) }),
+  );
+};

@@ -1,0 +1,189 @@
+/**
+ * The replay driver: sends the failed jobs of each running replay back to the callbacks queue, in job-id order, a
+ * chunk per tick at the replay's rate, and records its progress (cursor, counts) in Postgres after each chunk. The
+ * state lives in the replays table and the work in the queue, so a console that restarts, or another console,
+ * picks a replay up where its cursor says: a lease (renewed every tick, released on close) keeps two consoles
+ * from driving the same replay. A cancelled replay is seen at the next tick (at most a second away) and stops.
+ * Replaying never credits twice: a retried job goes through the worker, and the (OrderNo, state) receipt decides.
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { callbackArrivals, replays, type Database, type Replay } from '@mcb/core/db';
+import { coerceError, firstLineOf } from '@mcb/core/errors';
+import type { Logger } from '@mcb/core/logger';
+import type { Queue } from 'bullmq';
+import { and, eq, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm';
+import { callbackFilterSchema } from '../callbacks/queries.ts';
+import { replayCandidates } from './plan.ts';
+
+export interface ReplayDriverOptions {
+  db: Database;
+  queue: Queue;
+  logger: Logger;
+  /** How long a console holds a replay without renewing it, in ms. @defaultValue 10000 */
+  leaseMs?: number;
+  /** How often running replays without a driver are looked for, in ms. @defaultValue 2000 */
+  pollMs?: number;
+  /** This process's name on the leases. @defaultValue host-pid-random */
+  owner?: string;
+}
+
+export interface ReplayDriver {
+  /** Look for replays to drive now (after a start), instead of at the next poll. */
+  wake(): void;
+  /** Replays this process drives right now. */
+  readonly driving: ReadonlySet<number>;
+  /** Stop driving (the current chunk ends first) and release the leases, so another console resumes at once. */
+  close(): Promise<void>;
+}
+
+/** Jobs per tick and the tick's length: about ten ticks a second, never more than a second between two. */
+export function chunking(ratePerSecond: number): { size: number; intervalMs: number } {
+  const size = Math.max(1, Math.round(ratePerSecond / 10));
+  return { size, intervalMs: (size * 1000) / ratePerSecond };
+}
+
+export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
+  const { db, queue, logger } = options;
+  const leaseMs = options.leaseMs ?? 10_000;
+  const pollMs = options.pollMs ?? 2_000;
+  const owner = options.owner ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const stop = new AbortController();
+  const driving = new Set<number>();
+  const runs = new Set<Promise<void>>();
+  let wakeUp: (() => void) | undefined;
+
+  const leaseUntil = () => sql`now() + ${`${leaseMs} milliseconds`}::interval`;
+
+  /** Take one running replay nobody holds (or this process held before a restart of its loop). */
+  const claim = async (): Promise<Replay | undefined> => {
+    const free = or(isNull(replays.leaseUntil), lt(replays.leaseUntil, sql`now()`), eq(replays.leaseOwner, owner));
+    const busy = [...driving];
+    const [row] = await db
+      .update(replays)
+      .set({ leaseOwner: owner, leaseUntil: leaseUntil() })
+      .where(
+        eq(
+          replays.id,
+          sql`(select id from ${replays} where ${and(eq(replays.status, 'running'), free, busy.length ? notInArray(replays.id, busy) : undefined)} order by id limit 1 for update skip locked)`,
+        ),
+      )
+      .returning();
+    return row;
+  };
+
+  const drive = async (replay: Replay) => {
+    const filter = callbackFilterSchema.parse(replay.filter);
+    const { size, intervalMs } = chunking(replay.ratePerSecond);
+    let cursor = replay.cursor;
+    let next = performance.now();
+    const log = logger.child({ replayId: replay.id });
+    log.info({ ratePerSecond: replay.ratePerSecond, total: replay.total, cursor }, 'replay: driving');
+    while (!stop.signal.aborted) {
+      try {
+        // Still ours and still running? A cancel (or a lost lease) ends the loop here, before any further retry.
+        const [held] = await db
+          .update(replays)
+          .set({ leaseUntil: leaseUntil(), updatedAt: sql`now()` })
+          .where(and(eq(replays.id, replay.id), eq(replays.status, 'running'), eq(replays.leaseOwner, owner)))
+          .returning({ id: replays.id });
+        if (!held) break;
+        const chunk = await replayCandidates(db, filter, cursor, size);
+        if (chunk.length === 0) {
+          await db
+            .update(replays)
+            .set({ status: 'finished', finishedAt: sql`now()`, updatedAt: sql`now()`, leaseUntil: null })
+            .where(and(eq(replays.id, replay.id), eq(replays.status, 'running')));
+          log.info('replay: finished');
+          break;
+        }
+        const results = await Promise.all(chunk.map((c) => retryFailed(queue, c.jobId)));
+        const replayed = results.filter(Boolean).length;
+        cursor = chunk.at(-1)!.jobId;
+        // The search shows them as queued again at once. updated_at stays the worker's (its failure report's), so the
+        // worker's next report, stamped later by its own clock, always replaces this one.
+        const sent = chunk.filter((_, i) => results[i]).map((c) => c.jobId);
+        if (sent.length > 0) {
+          await db
+            .update(callbackArrivals)
+            .set({ status: 'retrying', lastDetail: `sent back to the queue by replay ${replay.id}` })
+            .where(and(inArray(callbackArrivals.jobId, sent), eq(callbackArrivals.status, 'failed')));
+        }
+        await db
+          .update(replays)
+          .set({ replayed: sql`${replays.replayed} + ${replayed}`, skipped: sql`${replays.skipped} + ${chunk.length - replayed}`, cursor, error: null, updatedAt: sql`now()` })
+          .where(eq(replays.id, replay.id));
+      } catch (e) {
+        // Redis or Postgres away: the cursor did not move; try the same chunk again after a pause.
+        log.warn({ err: coerceError(e) }, 'replay: chunk failed, will retry it');
+        await db.update(replays).set({ error: firstLineOf(coerceError(e)).slice(0, 300) }).where(eq(replays.id, replay.id)).catch(() => 0);
+        next = performance.now() + 1000;
+      }
+      next += intervalMs;
+      const wait = next - performance.now();
+      if (wait > 0) await delay(wait, undefined, { signal: stop.signal }).catch(() => undefined);
+      else next = performance.now(); // fell behind (a slow chunk): no burst to catch up
+    }
+  };
+
+  const start = (replay: Replay) => {
+    driving.add(replay.id);
+    const run = drive(replay)
+      .catch((e: unknown) => logger.error({ err: coerceError(e), replayId: replay.id }, 'replay: driver stopped'))
+      .finally(() => {
+        driving.delete(replay.id);
+        runs.delete(run);
+      });
+    runs.add(run);
+  };
+
+  const loop = async () => {
+    while (!stop.signal.aborted) {
+      try {
+        for (let r = await claim(); r && !stop.signal.aborted; r = await claim()) start(r);
+      } catch (e) {
+        logger.warn({ err: coerceError(e) }, 'replay: could not look for replays to drive');
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pollMs);
+        wakeUp = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        stop.signal.addEventListener('abort', wakeUp, { once: true });
+      });
+      wakeUp = undefined;
+    }
+  };
+  const looping = loop();
+
+  return {
+    wake: () => wakeUp?.(),
+    driving,
+    async close() {
+      stop.abort();
+      await looping;
+      await Promise.all([...runs]);
+      await db
+        .update(replays)
+        .set({ leaseUntil: null })
+        .where(and(eq(replays.leaseOwner, owner), eq(replays.status, 'running')))
+        .catch((e: unknown) => logger.warn({ err: coerceError(e) }, 'replay: could not release leases (they lapse on their own)'));
+    },
+  };
+}
+
+/** Send one failed job back to the queue; false when it is gone or no longer failed (someone retried it). */
+async function retryFailed(queue: Queue, jobId: string): Promise<boolean> {
+  const job = await queue.getJob(jobId);
+  if (!job) return false;
+  try {
+    await job.retry('failed');
+    return true;
+  } catch (e) {
+    // BullMQ refuses a job that is not in the failed set (already retried, completed): nothing to replay.
+    if (/not in the failed state|is not in the|Missing key/i.test(coerceError(e).message)) return false;
+    throw e;
+  }
+}

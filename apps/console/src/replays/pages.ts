@@ -1,0 +1,102 @@
+/**
+ * The replay wizard's pages: /replays (list), /replays/new (filter, dry run, start form), /replays/{id} (progress,
+ * cancel). They call the same actions and queries as the JSON API (STYLE 17) and ask `can` before rendering a
+ * control (STYLE 18); a refused or invalid form comes back as a flash line on the same page.
+ */
+import { AppError, ErrorCodes, isAppError, type ErrorCode } from '@mcb/core/errors';
+import type { FastifyPluginAsync } from 'fastify';
+import { callbackFilterSchema, type CallbackFilter } from '../callbacks/queries.ts';
+import { assertCan } from '../audit/perform.ts';
+import { actorOf } from '../operators/operator.ts';
+import { can } from '../operators/roles.ts';
+import { formAction } from '../web/forms.ts';
+import { html } from '../web/html.ts';
+import { flashOf, redirectWithFlash, sendPage } from '../web/send.ts';
+import { cancelReplay, planReplayAction, startReplay, type ReplayDeps } from './actions.ts';
+import { getReplay, listReplays } from './queries.ts';
+import { filterFormView, listView, planView, progressView } from './views.ts';
+
+const FILTER_FIELDS = ['merchantOrderNo', 'orderNo', 'kind', 'code', 'amountMin', 'amountMax', 'from', 'to'] as const;
+
+/** A form's text fields as the filter: blanks dropped, a date without a zone read as UTC; 400 when invalid. */
+function filterOfForm(form: Record<string, unknown>): CallbackFilter {
+  const raw: Record<string, string> = {};
+  for (const k of FILTER_FIELDS) {
+    let v = typeof form[k] === 'string' ? (form[k] as string).trim() : '';
+    if (!v) continue;
+    if ((k === 'from' || k === 'to') && /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?$/.test(v)) v = `${v.length === 16 ? `${v}:00` : v}Z`;
+    raw[k] = v;
+  }
+  const parsed = callbackFilterSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new AppError(ErrorCodes.REQUEST_INVALID, `the filter is not valid: ${problems}`);
+  }
+  return parsed.data;
+}
+
+/** What an operator is told on the page itself (anything else goes to the error boundary). */
+const REFUSALS = new Set<ErrorCode>([ErrorCodes.REQUEST_INVALID, ErrorCodes.REASON_REQUIRED, ErrorCodes.FORBIDDEN, ErrorCodes.REPLAY_NOT_RUNNING, ErrorCodes.NOT_FOUND]);
+
+const idOf = (params: unknown): number => {
+  const id = Number((params as { id?: string }).id);
+  if (!Number.isSafeInteger(id) || id <= 0) throw new AppError(ErrorCodes.NOT_FOUND, 'no such replay');
+  return id;
+};
+
+export const replaysPages: FastifyPluginAsync<ReplayDeps> = async (app, deps) => {
+  app.get('/replays', { schema: { hide: true } }, async (req, reply) => {
+    const vm = { replays: await listReplays(deps.db), canPlan: can(req.operator!.role, 'replays.plan') };
+    return sendPage(req, reply, { title: 'Replays', area: 'replays', flash: flashOf(req.query) }, listView(vm));
+  });
+
+  app.get('/replays/new', { schema: { hide: true } }, async (req, reply) => {
+    // The wizard is for those who may dry-run (it asks Get order); a viewer is told which role it needs.
+    assertCan(req.operator!, 'replays.plan');
+    const query = (req.query ?? {}) as Record<string, unknown>;
+    const values = Object.fromEntries(FILTER_FIELDS.map((k) => [k, typeof query[k] === 'string' ? (query[k] as string) : undefined]));
+    const form = filterFormView({ values });
+    const frame = { title: 'New replay', area: 'replays' as const, flash: flashOf(req.query) };
+    if (query.dryRun !== '1') return sendPage(req, reply, frame, form);
+    let filter: CallbackFilter;
+    try {
+      filter = filterOfForm(query);
+    } catch (e) {
+      return sendPage(req, reply, { ...frame, flash: { kind: 'error', text: (e as Error).message } }, form, 400);
+    }
+    const plan = await planReplayAction(deps, actorOf(req), filter);
+    const canStart = can(req.operator!.role, 'replays.start');
+    return sendPage(req, reply, frame, html`${form}${planView({ plan, filter, canStart, defaultRate: deps.defaultRate, maxRate: deps.maxRate })}`);
+  });
+
+  app.post('/replays', { schema: { hide: true } }, async (req, reply) => {
+    const form = (req.body ?? {}) as Record<string, unknown>;
+    const back = `/replays/new?${new URLSearchParams({ ...Object.fromEntries(FILTER_FIELDS.filter((k) => typeof form[k] === 'string' && form[k]).map((k) => [k, String(form[k])])), dryRun: '1' })}`;
+    try {
+      const rate = typeof form.ratePerSecond === 'string' && form.ratePerSecond.trim() ? Number(form.ratePerSecond) : undefined;
+      if (rate !== undefined && !Number.isInteger(rate)) throw new AppError(ErrorCodes.REQUEST_INVALID, 'jobs per second: expected a whole number');
+      const replay = await startReplay(deps, actorOf(req), { filter: filterOfForm(form), ratePerSecond: rate, reason: typeof form.reason === 'string' ? form.reason : undefined });
+      // Started: on to its progress page; refused: back to the dry run, with why.
+      return redirectWithFlash(reply, `/replays/${replay.id}`, { kind: 'ok', text: `replay ${replay.id} started: ${replay.total} job(s) at ${replay.ratePerSecond} per second` });
+    } catch (e) {
+      if (isAppError(e) && REFUSALS.has(e.code)) return redirectWithFlash(reply, back, { kind: 'error', text: e.message });
+      throw e;
+    }
+  });
+
+  app.get('/replays/:id', { schema: { hide: true } }, async (req, reply) => {
+    const replay = await getReplay(deps.db, idOf(req.params));
+    const role = req.operator!.role;
+    const canCancel = can(role, replay.operator === req.operator!.name ? 'replays.cancel' : 'replays.cancelOthers');
+    return sendPage(req, reply, { title: `Replay ${replay.id}`, area: 'replays', flash: flashOf(req.query) }, progressView({ replay, canCancel }));
+  });
+
+  app.post('/replays/:id/cancel', { schema: { hide: true } }, async (req, reply) => {
+    const id = idOf(req.params);
+    const form = (req.body ?? {}) as Record<string, unknown>;
+    return formAction(reply, `/replays/${id}`, async () => {
+      const replay = await cancelReplay(deps, actorOf(req), id, form.reason);
+      return `replay ${id} cancelled after ${replay.replayed} of ${replay.total} job(s)`;
+    });
+  });
+};

@@ -1,0 +1,37 @@
+import { reviews, type Db } from '@mcb/core/db';
+import { count, eq } from 'drizzle-orm';
+import type { Queue } from 'bullmq';
+import { findOrder } from '../orders/repo.ts';
+import { loadCallbackRecords, timelineOf, type TimelineEntry } from '../orders/timeline.ts';
+
+/** What a search for one number found. */
+export type FoundNumber =
+  | { kind: 'order'; merchantOrderNo: string }
+  | { kind: 'callbacks'; query: string; timeline: TimelineEntry[] }
+  | { kind: 'nothing'; query: string };
+
+const ORDER_NO = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * Find an order by what an operator has at hand: our merchant order number (what the customer quotes) or the
+ * platform's OrderNo (what the platform's support quotes). A platform number whose callbacks name no registered
+ * order shows those callbacks' timeline, so "something arrived" is never mistaken for "nothing arrived".
+ */
+export async function findByNumber(db: Db, queue: Queue | undefined, text: string): Promise<FoundNumber> {
+  const query = text.trim();
+  if (query === '') return { kind: 'nothing', query };
+  if (/^[\x21-\x7e]{1,64}$/.test(query) && (await findOrder(db, query))) return { kind: 'order', merchantOrderNo: query };
+  if (!ORDER_NO.test(query)) return { kind: 'nothing', query };
+  const records = await loadCallbackRecords(db.db, queue, { orderNo: query });
+  const named = [...records.receipts, ...records.reviews].map((r) => r.merchantOrderNo).find(Boolean)
+    ?? records.jobs.map((j) => (j.job.data as { merchantOrderNo?: unknown }).merchantOrderNo).find((n): n is string => typeof n === 'string');
+  if (named && (await findOrder(db, named))) return { kind: 'order', merchantOrderNo: named };
+  const timeline = await timelineOf(db.db, queue, records);
+  return timeline.length > 0 ? { kind: 'callbacks', query, timeline } : { kind: 'nothing', query };
+}
+
+/** What waits for a person, shown under the search box: the open reviews (an index on status is not needed: few). */
+export async function waiting(db: Db): Promise<{ openReviews: number }> {
+  const [row] = await db.db.select({ n: count() }).from(reviews).where(eq(reviews.status, 'open'));
+  return { openReviews: row?.n ?? 0 };
+}

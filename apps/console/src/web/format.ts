@@ -1,0 +1,25 @@
+import { html, type Html } from './html.ts';
+
+/** An ISO instant as people read it at a glance, in UTC (the logs' zone): `2026-11-24 03:02:11 UTC`. */
+export function when(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : `${d.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+/** A status word, coloured by class (`status-credited`, `status-failed`, ...). */
+export const status = (word: string): Html => html`<span class="status status-${word.replace(/[^a-z-]/gi, '')}">${word}</span>`;
+
+/** A value of a review's `details` (compared amounts, states, waited time) as one line of text. */
+export function detailValue(v: unknown): string {
+  if (v === null || v === undefined) return '—';
+  if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return String(v);
+  try {
+    return JSON.stringify(v).slice(0, 300);
+  } catch {
+    return '(unreadable)';
+  }
+}
+
+/** A local link to an order's page. */
+export const orderHref = (merchantOrderNo: string) => `/orders/${encodeURIComponent(merchantOrderNo)}`;

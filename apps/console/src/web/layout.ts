@@ -1,0 +1,47 @@
+import type { Operator } from '../operators/operator.ts';
+import { html, type Html } from './html.ts';
+
+/** The areas in the navigation, in order; `/queues` is bull-board (its own app, same login). */
+export const NAV = [
+  { area: 'search', href: '/search', label: 'Search' },
+  { area: 'reviews', href: '/reviews', label: 'Reviews' },
+  { area: 'replays', href: '/replays', label: 'Replays' },
+  { area: 'audit', href: '/audit', label: 'Audit' },
+  { area: 'queues', href: '/queues', label: 'Queues (bull-board)' },
+] as const;
+
+export type Area = (typeof NAV)[number]['area'];
+
+/** What every page tells the layout. */
+export interface PageFrame {
+  title: string;
+  /** Highlighted in the navigation. */
+  area?: Area;
+  /** The signed-in operator; shown with their role, and the logout button. */
+  operator?: Operator;
+  /** One line at the top: what the last action did (`ok`) or why it was refused (`error`). */
+  flash?: { kind: 'ok' | 'error'; text: string };
+}
+
+/**
+ * The console's page: a skip link, the navigation, who is signed in, the flash line, then the page. Plain HTML
+ * forms and links only (no script): every control is reachable with Tab and works with Enter, and nothing is
+ * fetched from outside.
+ */
+export function layout(frame: PageFrame, body: Html): Html {
+  const nav = NAV.map(
+    (n) => html`<li><a href="${n.href}"${n.area === frame.area ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
+  );
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${frame.title} · Merchant console</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/assets/console.css"></head>
+<body><a class="skip" href="#main">Skip to content</a>
+<header><nav aria-label="Console"><strong class="brand">Merchant console</strong><ul>${nav}</ul></nav>
+${frame.operator ? html`<form class="who" method="post" action="/logout"><span>${frame.operator.name} <span class="role role-${frame.operator.role}">${frame.operator.role}</span></span> <button type="submit">Log out</button></form>` : ''}
+</header>
+<main id="main">
+${frame.flash ? html`<p class="flash flash-${frame.flash.kind}" role="${frame.flash.kind === 'error' ? 'alert' : 'status'}">${frame.flash.text}</p>` : ''}
+${body}
+</main></body></html>`;
+}

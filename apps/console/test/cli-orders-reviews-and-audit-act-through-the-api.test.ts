@@ -1,0 +1,91 @@
+import { execFile } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reviews } from '@mcb/core/db';
+import { createOrder, useTestEnv } from '@mcb/testkit';
+import { startConsole, startFakePlatform, type TestConsole } from './helpers/fake-platform.ts';
+import { OPERATORS, TOKENS } from './helpers/operators.ts';
+
+const env = useTestEnv();
+const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+let platform: Awaited<ReturnType<typeof startFakePlatform>>;
+let c: TestConsole;
+let url: string;
+let reviewId: number;
+
+beforeAll(async () => {
+  platform = await startFakePlatform();
+  c = await startConsole({ db: env.db, databaseUrl: env.databaseUrl, baseUrl: platform.baseUrl, operators: OPERATORS });
+  await c.app.listen({ host: '127.0.0.1', port: 0 });
+  url = `http://127.0.0.1:${(c.app.server.address() as AddressInfo).port}`;
+  await createOrder(env.db.db, { merchantOrderNo: 'CLI-1', kind: 'payin', amount: '420.00' });
+  const [row] = await env.db.db
+    .insert(reviews)
+    .values({ kind: 'payin', orderNo: 'P-CLI-1', state: 6, merchantOrderNo: 'CLI-1', reasonCode: 'VERIFY_ORDER_UNKNOWN', reason: 'Get order does not know it', event: {} })
+    .returning();
+  reviewId = row!.id;
+});
+afterAll(async () => {
+  await c?.close();
+  await platform?.stop();
+});
+
+/** `pnpm cli ...` as a child process: the console's address and the operator's token from the environment only. */
+function cli(token: string | undefined, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { PATH: process.env.PATH, CONSOLE_URL: url, ...(token ? { CONSOLE_OPERATOR_TOKEN: token } : {}) }, timeout: 20_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('pnpm cli orders / reviews / audit', () => {
+  it('orders get prints the order, its amount, ledger and timeline; an unknown one exits 1', async () => {
+    const r = await cli(TOKENS.viewer, 'orders', 'get', 'CLI-1');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^order CLI-1 {2}payin {2}PENDING {2}420 PHP {2}platform \(not known yet\)/);
+    expect(r.stdout).toContain('open review since');
+    expect(r.stdout).toMatch(/review-opened\s+P-CLI-1\/6/);
+    const missing = await cli(TOKENS.viewer, 'orders', 'get', 'NOPE');
+    expect([missing.code, missing.stderr.trim()]).toEqual([1, '404 NOT_FOUND no order NOPE']);
+  });
+
+  it('reviews list, then dismiss: refused without a reason and for a viewer, done for an operator', async () => {
+    const list = await cli(TOKENS.viewer, 'reviews', 'list', '--status', 'open');
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain(`review ${reviewId}  OPEN  VERIFY_ORDER_UNKNOWN  order CLI-1 (platform P-CLI-1, payin state 6)`);
+
+    const noReason = await cli(TOKENS.operator, 'reviews', 'dismiss', String(reviewId));
+    expect(noReason.code).toBe(1);
+    expect(noReason.stderr).toMatch(/^400 REASON_REQUIRED a reason is required.*\[reason: required\]/);
+    const viewer = await cli(TOKENS.viewer, 'reviews', 'dismiss', String(reviewId), '--reason', 'looks forged');
+    expect(viewer.code).toBe(1);
+    expect(viewer.stderr).toMatch(/^403 FORBIDDEN reviews\.dismiss needs the role operator; vera\.viewer@example\.com is viewer \(needs the role operator\)/);
+
+    const done = await cli(TOKENS.operator, 'reviews', 'dismiss', String(reviewId), '--reason', 'platform says it never existed');
+    expect(done.code).toBe(0);
+    expect(done.stdout).toContain('dismissed: nothing credited');
+    expect(done.stdout).toContain('note: platform says it never existed');
+  });
+
+  it('audit shows the operator their own actions, and an admin everyone\'s, filtered', async () => {
+    const mine = await cli(TOKENS.operator, 'audit');
+    expect(mine.code).toBe(0);
+    expect(mine.stdout).toMatch(/otto\.operator@example\.com\s+operator\s+reviews\.dismiss\s+review:\d+\s+dismissed\s+platform says it never existed/);
+    expect(mine.stdout).not.toContain('vera.viewer');
+    const admin = await cli(TOKENS.admin, 'audit', '--operator', 'vera.viewer@example.com', '--json');
+    expect(admin.code).toBe(0);
+    expect(JSON.parse(admin.stdout)).toMatchObject({ scope: 'all', entries: [{ operator: 'vera.viewer@example.com', outcome: 'denied', reason: 'looks forged' }] });
+  });
+
+  it('says which variable to set when no token is set, and prints usage for a wrong command (exit 2)', async () => {
+    const r = await cli(undefined, 'audit');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('set CONSOLE_OPERATOR_TOKEN');
+    expect((await cli(TOKENS.viewer, 'reviews', 'frobnicate')).code).toBe(2);
+  });
+});

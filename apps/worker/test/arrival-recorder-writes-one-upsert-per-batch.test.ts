@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { callbackArrivals, createDb } from '@mcb/core/db';
+import { createLogger } from '@mcb/core/logger';
+import { callbackJobSchema } from '@mcb/core/queue';
+import { lineSink, payinEvent, useTestEnv } from '@mcb/testkit';
+import type { Job } from 'bullmq';
+import { asc, eq } from 'drizzle-orm';
+import { createArrivalRecorder } from '../src/arrival-recorder.ts';
+
+const env = useTestEnv();
+const silent = createLogger({ name: 'arrivals-test', level: 'silent' });
+
+/** What the recorder reads of a BullMQ job. */
+const fakeJob = (id: string, attemptsMade = 0) => ({ id, attemptsMade, timestamp: Date.now() }) as unknown as Job;
+const event = (i: number) => callbackJobSchema.parse(payinEvent({ orderNo: `P-AR-${i}`, merchantOrderNo: `MO-AR-${i}`, fiatAmount: `${i}.50` }));
+
+describe('the arrival recorder', () => {
+  it('writes 500 concurrent reports in a few upserts, not one statement per job; taken then settled in one batch collapse', async () => {
+    const batches: number[] = [];
+    const recorder = createArrivalRecorder(env.db.db, silent, { onBatch: (n) => batches.push(n) });
+    for (let i = 0; i < 250; i++) {
+      const job = fakeJob(`payin-P-AR-${i}-6`);
+      recorder.taken(job, event(i));
+      recorder.settled(job, event(i), i % 2 ? { status: 'applied', outcome: 'credited' } : { status: 'failed', code: 'PLATFORM_HTTP_ERROR', detail: 'x'.repeat(400) });
+    }
+    await recorder.flush();
+    expect(batches.reduce((a, b) => a + b, 0)).toBe(500);
+    expect(batches.length).toBeLessThanOrEqual(3); // 256 rows a statement at most
+    const rows = await env.db.db.select().from(callbackArrivals).orderBy(asc(callbackArrivals.jobId));
+    expect(rows).toHaveLength(250);
+    const failed = rows.find((r) => r.jobId === 'payin-P-AR-0-6')!;
+    expect(failed).toMatchObject({ status: 'failed', lastCode: 'PLATFORM_HTTP_ERROR', merchantOrderNo: 'MO-AR-0', amount: '0.50', attempts: 1 });
+    expect(failed.lastDetail).toHaveLength(300);
+    expect(rows.find((r) => r.jobId === 'payin-P-AR-1-6')).toMatchObject({ status: 'applied', outcome: 'credited', lastCode: null });
+  });
+
+  it('records taken only on a first attempt; a later attempt updates the row; an older report changes nothing', async () => {
+    const recorder = createArrivalRecorder(env.db.db, silent);
+    const id = 'payin-P-AR-900-6';
+    recorder.taken(fakeJob(id), event(900));
+    await recorder.flush();
+    const [first] = await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, id));
+    expect(first).toMatchObject({ status: 'active', attempts: 1 });
+
+    recorder.taken(fakeJob(id, 1), event(900)); // a retry: no write
+    recorder.settled(fakeJob(id, 1), event(900), { status: 'retrying', code: 'PLATFORM_TIMEOUT' });
+    await recorder.flush();
+    const [second] = await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, id));
+    expect(second).toMatchObject({ status: 'retrying', attempts: 2, lastCode: 'PLATFORM_TIMEOUT' });
+    expect(second!.firstSeenAt).toEqual(first!.firstSeenAt);
+
+    // A stalled attempt's late word, stamped before the stored one: ignored.
+    await env.db.db.update(callbackArrivals).set({ updatedAt: new Date(Date.now() + 60_000) }).where(eq(callbackArrivals.jobId, id));
+    recorder.settled(fakeJob(id, 0), event(900), { status: 'failed', code: 'OLD' });
+    await recorder.flush();
+    const [third] = await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, id));
+    expect(third).toMatchObject({ status: 'retrying', lastCode: 'PLATFORM_TIMEOUT' });
+  });
+
+  it('never throws into the job when Postgres is unreachable: it logs one line and goes on', async () => {
+    const sink = lineSink();
+    const logger = createLogger({ name: 'arrivals-test', level: 'warn', destination: sink.destination });
+    const down = createDb('postgres://postgres@127.0.0.1:1/nowhere', { max: 1, connectionTimeoutMs: 500 });
+    try {
+      const recorder = createArrivalRecorder(down.db, logger);
+      for (let i = 0; i < 10; i++) expect(() => recorder.taken(fakeJob(`payin-P-DOWN-${i}-6`), event(i))).not.toThrow();
+      await recorder.flush();
+      const warnings = sink.lines.filter((l) => l.includes('could not record callback arrivals'));
+      expect(warnings).toHaveLength(1);
+    } finally {
+      await down.close();
+    }
+  });
+});

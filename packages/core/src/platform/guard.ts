@@ -1,0 +1,154 @@
+import { BrokenCircuitError, circuitBreaker, CircuitState, ConsecutiveBreaker, ExponentialBackoff, handleWhen } from 'cockatiel';
+import { AppError, ErrorCodes } from '../errors.ts';
+import type { PlatformClient } from './client.ts';
+
+/** Get order's outcome as flow control sees it: how long the platform took, and whether it was an outage. */
+export interface PlatformSample {
+  ms: number;
+  /** False for an outage-like failure (timeout, unreachable, 5xx/429/408); a business answer counts as ok. */
+  ok: boolean;
+}
+
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
+/** Options of {@link guardPlatform}. */
+export interface PlatformGuardOptions {
+  /** Most Get order requests per second, whoever asks (PLATFORM_MAX_RPS); 0 = no cap. @defaultValue 0 */
+  maxRps?: number;
+  /** Consecutive outage-like failures that open the circuit. @defaultValue 10 */
+  failuresToOpen?: number;
+  /** How long the circuit stays open before one probe is let through, growing while probes fail. @defaultValue 1 s to 30 s */
+  openMs?: { initial: number; max: number };
+  /**
+   * How long a call waits, in ms, for an open circuit before it fails with PLATFORM_CIRCUIT_OPEN (transient). Calls
+   * wait rather than fail so that an outage does not burn jobs' attempts. @defaultValue 30000
+   */
+  maxWaitMs?: number;
+  /** Told each Get order's latency and outcome (the worker's concurrency limiter listens). */
+  onSample?: (sample: PlatformSample) => void;
+  /** Told when the circuit opens, half-opens or closes. */
+  onStateChange?: (state: BreakerState) => void;
+}
+
+/** A guarded platform client, and what its guard is doing. */
+export interface GuardedPlatformClient extends PlatformClient {
+  breakerState(): BreakerState;
+}
+
+/** An outage, not an answer: the platform did not reply in time, could not be reached, or said it is overloaded. */
+export function isPlatformOutage(e: unknown): boolean {
+  if (!(e instanceof AppError) || !e.transient) return false;
+  return e.code === ErrorCodes.PLATFORM_TIMEOUT || e.code === ErrorCodes.PLATFORM_UNREACHABLE || e.code === ErrorCodes.PLATFORM_HTTP_ERROR;
+}
+
+/**
+ * At most `rps` requests start in any window of 1.1 s, spread evenly: at most `b` starts in any `1.1 s × b / rps`
+ * (b, the largest divisor of `rps` up to rps / 50, so about 20 ms' worth: timers cannot space single requests a
+ * fraction of a millisecond apart). A sliding log of start times is checked before each start, in arrival order.
+ * The extra tenth of a second is room for network jitter, so that the platform, counting arrivals, never sees more
+ * than `rps` in a second.
+ */
+export function createRateSpacer(rps: number, windowMs = 1100): { take(signal?: AbortSignal): Promise<void> } {
+  let b = Math.max(1, Math.ceil(rps / 50));
+  while (rps % b !== 0) b--;
+  const span = (windowMs * b) / rps;
+  const starts = new Float64Array(b); // ring of the last `b` start times
+  let count = 0;
+  let head = 0; // the oldest start, once the ring is full
+  const waiters: Array<{ go: () => void; signal?: AbortSignal }> = [];
+  let timer: NodeJS.Timeout | undefined;
+  const pump = () => {
+    timer = undefined;
+    while (waiters.length > 0) {
+      const w = waiters[0]!;
+      if (w.signal?.aborted) {
+        waiters.shift();
+        continue;
+      }
+      const now = performance.now();
+      if (count === b && now - starts[head]! < span) {
+        timer = setTimeout(pump, span - (now - starts[head]!) + 0.5);
+        return;
+      }
+      if (count < b) starts[count++] = now;
+      else {
+        starts[head] = now;
+        head = (head + 1) % b;
+      }
+      waiters.shift();
+      w.go();
+    }
+  };
+  return {
+    take(signal) {
+      return new Promise<void>((resolve, reject) => {
+        signal?.addEventListener('abort', () => reject(new AppError(ErrorCodes.PLATFORM_ABORTED, 'aborted while waiting for a request slot')), { once: true });
+        waiters.push({ go: resolve, signal });
+        if (!timer) pump();
+      });
+    },
+  };
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const STATES: Record<CircuitState, BreakerState> = {
+  [CircuitState.Closed]: 'closed',
+  [CircuitState.Open]: 'open',
+  [CircuitState.HalfOpen]: 'half-open',
+  [CircuitState.Isolated]: 'open',
+};
+
+/**
+ * Get order behind flow control: a request rate cap (PLATFORM_MAX_RPS) and a circuit breaker (cockatiel). While the
+ * circuit is open, callers wait (up to `maxWaitMs`) for a probe to succeed instead of failing: a platform outage
+ * then costs the jobs time, not attempts. getPaymentMethods passes through (it has its own cache and schedule).
+ */
+export function guardPlatform(client: PlatformClient, options: PlatformGuardOptions = {}): GuardedPlatformClient {
+  const spacer = options.maxRps ? createRateSpacer(options.maxRps) : undefined;
+  const maxWaitMs = options.maxWaitMs ?? 30_000;
+  const breaker = circuitBreaker(handleWhen(isPlatformOutage), {
+    breaker: new ConsecutiveBreaker(options.failuresToOpen ?? 10),
+    halfOpenAfter: new ExponentialBackoff({ initialDelay: options.openMs?.initial ?? 1000, maxDelay: options.openMs?.max ?? 30_000 }),
+  });
+  breaker.onStateChange((s) => options.onStateChange?.(STATES[s]));
+
+  const call = async (merchantOrderNo: string, signal: AbortSignal | undefined) => {
+    await spacer?.take(signal);
+    const started = performance.now();
+    try {
+      const order = await client.getOrder(merchantOrderNo, { signal });
+      options.onSample?.({ ms: performance.now() - started, ok: true });
+      return order;
+    } catch (e) {
+      options.onSample?.({ ms: performance.now() - started, ok: !isPlatformOutage(e) });
+      throw e;
+    }
+  };
+
+  return {
+    breakerState: () => STATES[breaker.state],
+    async getOrder(merchantOrderNo, callOpts = {}) {
+      const giveUpAt = Date.now() + maxWaitMs;
+      for (;;) {
+        try {
+          return await breaker.execute(() => call(merchantOrderNo, callOpts.signal));
+        } catch (e) {
+          // A failure that opened (or re-opened, as a failed probe) the circuit is the outage itself: wait it out
+          // like the callers behind it. Any other failure, or one while the circuit stays closed, is the caller's.
+          const outage = e instanceof BrokenCircuitError || (isPlatformOutage(e) && breaker.state !== CircuitState.Closed);
+          if (!outage) throw e;
+          if (Date.now() >= giveUpAt || callOpts.signal?.aborted) {
+            throw new AppError(ErrorCodes.PLATFORM_CIRCUIT_OPEN, `Get order paused: the platform failed repeatedly and has not recovered within ${maxWaitMs} ms`, {
+              transient: true,
+              details: { merchantOrderNo },
+            });
+          }
+          // Open (or half-open with its probe out): wait and ask again; one probe at a time tests the platform.
+          await pause(Math.min(250, Math.max(1, giveUpAt - Date.now())));
+        }
+      }
+    },
+    getPaymentMethods: (opts) => client.getPaymentMethods(opts),
+    close: () => client.close(),
+  };
+}

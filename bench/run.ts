@@ -2,7 +2,8 @@
  * `pnpm bench`: the pipeline's throughput and latency as ratios to this machine's own limits, measured in the same
  * run. Progress goes to stderr, the table to stdout, everything to bench/results/latest.json.
  *
- *   pnpm bench [--quick] [--only limits,ingest,e2e,backlog,search] [--search-rows N] [--search-queries N] [--e2e-orders N] [--backlog N]
+ *   pnpm bench [--quick] [--only limits,ingest,compare,e2e,backlog,search] [--compare-orders N] [--compare-delays 0,200,500,1000]
+ *              [--search-rows N] [--search-queries N] [--e2e-orders N] [--e2e-in-flight N] [--backlog N]
  *              [--backlog-drain-seconds S | --backlog-drain-all] [--step-seconds S] [--half-seconds S]
  *              [--limit-seconds S] [--bits 2048] [--concurrency 16] [--log-level info] [--profile] [--keep-db]
  */

@@ -18,7 +18,7 @@ import { insertPendingPayins, truncateAll } from './lib/database.ts';
 import { REPO_ROOT, startIngest } from './lib/ingest-process.ts';
 import { openConn, send } from './lib/load.ts';
 import { cpuSecondsOf, freePort, launch, treeCpuSeconds, waitForHttp, type Child } from './lib/proc.ts';
-import { profileSession, type ProfileSummary } from './lib/profile-summary.ts';
+import { monotonicUs, profileSession, type ProfileSummary } from './lib/profile-summary.ts';
 import { progress, sleep } from './lib/progress.ts';
 import type { BenchRedis } from './lib/redis-server.ts';
 import { summarize, type LatencySummary } from './lib/stats.ts';
@@ -33,6 +33,8 @@ export interface SystemRun {
   /** Postgres transactions committed per credit (pg_stat_database). */
   postgresTransactionsPerCredit: number;
   non2xx: number;
+  /** The worker's jobs in flight and its limit, sampled every 100 ms while the run lasted (pipeline only). */
+  workerInFlight?: { peak: number; limitMin: number; limitMax: number };
   /** CPU profiles of the pipeline's processes (with --profile). */
   profiles?: Record<string, ProfileSummary | undefined>;
 }
@@ -67,6 +69,33 @@ async function startEmulator(delayMs: number): Promise<{ url: string; close: () 
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+  };
+}
+
+/** Sample the worker's in-flight gauges (its /metrics) every 100 ms until `stop()`. */
+function sampleWorkerInFlight(metricsUrl: string): { stop: () => Promise<SystemRun['workerInFlight']> } {
+  const seen = { peak: 0, limitMin: Infinity, limitMax: 0 };
+  const gauge = (text: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const text = await fetch(metricsUrl).then((r) => r.text(), () => '');
+      const inFlight = gauge(text, 'mcb_worker_in_flight');
+      const limit = gauge(text, 'mcb_worker_in_flight_limit');
+      if (Number.isFinite(inFlight)) seen.peak = Math.max(seen.peak, inFlight);
+      if (Number.isFinite(limit)) {
+        seen.limitMin = Math.min(seen.limitMin, limit);
+        seen.limitMax = Math.max(seen.limitMax, limit);
+      }
+      await sleep(100);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return Number.isFinite(seen.limitMin) ? seen : undefined;
+    },
   };
 }
 
@@ -127,6 +156,7 @@ async function runSystem(o: {
   await o.redis.flush();
   const pool = new pg.Pool({ connectionString: o.databaseUrl, max: 2 });
   const children: Child[] = [];
+  let workerMetricsUrl: string | undefined;
   try {
     await truncateAll(pool);
     const tag = `B${Date.now().toString(36).toUpperCase()}`;
@@ -163,7 +193,9 @@ async function runSystem(o: {
     } else {
       const ingest = await startIngest({ redisUrl: o.redis.url, privateKeyFile: o.keys.privateKeyFile, workers: 0, logLevel: o.logLevel, nodeArgs: prof?.ingest.nodeArgs });
       children.push(ingest.child);
-      children.push(await startWorker({ redisUrl: o.redis.url, databaseUrl: o.databaseUrl, platformUrl: o.platformUrl, logLevel: o.logLevel, nodeArgs: prof?.worker.nodeArgs }));
+      const worker = await startWorker({ redisUrl: o.redis.url, databaseUrl: o.databaseUrl, platformUrl: o.platformUrl, logLevel: o.logLevel, nodeArgs: prof?.worker.nodeArgs });
+      children.push(worker);
+      workerMetricsUrl = worker.metricsUrl;
       port = ingest.port;
       path = '/callbacks/payin';
     }
@@ -179,6 +211,8 @@ async function runSystem(o: {
     const byProcess0 = children.map((c) => treeCpuSeconds(c.pid));
     const cpu0 = { own: own(), pg: postgresCpuSeconds(), redis: cpuSecondsOf(o.redisPid), xact: await stat() };
     const t0 = performance.now();
+    const fromUs = monotonicUs();
+    const inFlightSampler = workerMetricsUrl ? sampleWorkerInFlight(workerMetricsUrl) : undefined;
     const fired = fire(port, requests, o.inFlight);
     let credited = 0;
     const deadline = t0 + Math.max(120_000, o.orders * 100);
@@ -188,6 +222,8 @@ async function runSystem(o: {
       if (performance.now() > deadline) throw new Error(`${o.which}: only ${credited}/${o.orders} credited in time`);
     }
     const seconds = (performance.now() - t0) / 1000;
+    const measured = { fromUs, toUs: monotonicUs() };
+    const workerInFlight = await inFlightSampler?.stop();
     const { replyMs, firstSent, non2xx } = await fired;
     const cpu = { own: own() - cpu0.own, pg: postgresCpuSeconds() - cpu0.pg, redis: cpuSecondsOf(o.redisPid) - cpu0.redis };
     const xacts = (await stat()) - cpu0.xact;
@@ -198,13 +234,15 @@ async function runSystem(o: {
     let profiles: SystemRun['profiles'];
     if (prof) {
       for (const c of [...children].reverse()) await c.stop();
-      profiles = { ingest: prof.ingest.collect(), worker: prof.worker.collect() };
+      // The measured run only: start-up's module loading is not the per-credit work.
+      profiles = { ingest: prof.ingest.collect(measured), worker: prof.worker.collect(measured) };
       for (const [name, p] of Object.entries(profiles)) {
-        if (p) progress(`  profile ${name}: ${p.topFunctions.slice(0, 10).map((f) => `${f.fn} ${(f.share * 100).toFixed(0)}%`).join(', ')}`);
+        if (p) progress(`  profile ${name} (${p.processes} process${p.processes === 1 ? '' : 'es'}): ${p.byCategory.slice(0, 6).map((c) => `${c.category} ${(c.share * 100).toFixed(0)}%`).join(', ')}; ${p.topFunctions.slice(0, 10).map((f) => `${f.fn} ${(f.share * 100).toFixed(0)}%`).join(', ')}`);
       }
     }
     return {
       ...(profiles ? { profiles } : {}),
+      ...(workerInFlight ? { workerInFlight } : {}),
       creditsPerSecond: o.orders / seconds,
       replyMs: summarize(replyMs),
       callbackToCreditMs: summarize(toCredit),
@@ -242,7 +280,8 @@ export async function runCompare(o: {
           `  Get order ${delayMs} ms, ${name}: ${r.creditsPerSecond.toFixed(0)} credits/s; reply p50 ${r.replyMs.p50.toFixed(1)} p99 ${r.replyMs.p99.toFixed(1)} ms; ` +
             `callback→credit p50 ${r.callbackToCreditMs.p50.toFixed(0)} p99 ${r.callbackToCreditMs.p99.toFixed(0)} ms; CPU ${r.cpuMsPerCredit.total.toFixed(2)} ms/credit ` +
             `(${Object.entries(r.cpuMsPerCredit.byProcess).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}, Postgres ${r.cpuMsPerCredit.postgres.toFixed(2)}, Redis ${r.cpuMsPerCredit.redis.toFixed(2)}); ` +
-            `${r.postgresTransactionsPerCredit.toFixed(2)} Postgres transactions/credit; non-2xx ${r.non2xx}`,
+            `${r.postgresTransactionsPerCredit.toFixed(2)} Postgres transactions/credit; non-2xx ${r.non2xx}` +
+            (r.workerInFlight ? `; worker in flight peak ${r.workerInFlight.peak}, limit ${r.workerInFlight.limitMin}-${r.workerInFlight.limitMax}` : ''),
         );
       line('in-request', inRequest);
       const pipeline = await runSystem({ ...base, which: 'pipeline' });

@@ -3,7 +3,7 @@ import { BENCH_MERCHANT_NO } from './callbacks.ts';
 import { REPO_ROOT } from './ingest-process.ts';
 import { freePort, launch, waitForHttp, type Child } from './proc.ts';
 
-export async function startWorker(opts: { redisUrl: string; databaseUrl: string; platformUrl: string; concurrency?: number; logLevel: string; nodeArgs?: string[] }): Promise<Child> {
+export async function startWorker(opts: { redisUrl: string; databaseUrl: string; platformUrl: string; concurrency?: number; logLevel: string; nodeArgs?: string[] }): Promise<Child & { metricsUrl: string }> {
   const metricsPort = await freePort();
   const child = launch({
     name: 'worker',
@@ -23,5 +23,5 @@ export async function startWorker(opts: { redisUrl: string; databaseUrl: string;
     },
   });
   await waitForHttp(child, `http://127.0.0.1:${metricsPort}/healthz`, 60_000);
-  return child;
+  return Object.assign(child, { metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` });
 }

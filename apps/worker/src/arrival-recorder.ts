@@ -6,13 +6,12 @@
  * job's next attempt, and a row that cannot be written is logged, never a job failure.
  */
 import { Batcher, type Settled } from '@mcb/core/batcher';
-import { callbackArrivals, type Database } from '@mcb/core/db';
+import type { callbackArrivals, Database } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import type { CallbackJob } from '@mcb/core/queue';
-import type { ApplyOutcome } from '@mcb/settlement';
+import { poolOf, type ApplyOutcome } from '@mcb/settlement';
 import type { Job } from 'bullmq';
-import { sql } from 'drizzle-orm';
 
 type ArrivalRow = typeof callbackArrivals.$inferInsert;
 export type ArrivalStatus = ArrivalRow['status'];
@@ -46,39 +45,51 @@ export interface ArrivalRecorderOptions {
 }
 
 /**
- * Upsert `rows` by job id. Rows of one job in one batch (taken, then settled) collapse to the last; a report older
- * than the stored one (a stalled attempt's late word) changes nothing.
+ * One statement for a whole batch: 14 array parameters unnested into rows, whatever the batch's size. Built once,
+ * not per batch: drizzle's insert builder spent 6-12 % of the worker's CPU assembling 14 placeholders per row (bench
+ * profile at 0 ms). A job id is reused after a reviewed job released it, so the newer callback's fields replace the
+ * older's; a report older than the stored one (a stalled attempt's late word) changes nothing.
  */
+const UPSERT_SQL = `
+INSERT INTO callback_arrivals AS t
+       (job_id, kind, order_no, state, merchant_order_no, amount, received_at, first_seen_at, updated_at, attempts,
+        status, outcome, last_code, last_detail)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::numeric[], $7::timestamptz[],
+                     $8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[])
+ON CONFLICT (job_id) DO UPDATE SET
+       kind = excluded.kind, order_no = excluded.order_no, state = excluded.state,
+       merchant_order_no = excluded.merchant_order_no, amount = excluded.amount, received_at = excluded.received_at,
+       first_seen_at = least(t.first_seen_at, excluded.first_seen_at), updated_at = excluded.updated_at,
+       attempts = excluded.attempts, status = excluded.status, outcome = excluded.outcome,
+       last_code = excluded.last_code, last_detail = excluded.last_detail
+ WHERE excluded.updated_at >= t.updated_at`;
+
+/** Upsert `rows` by job id. Rows of one job in one batch (taken, then settled) collapse to the last. */
 async function upsertArrivals(db: Database, rows: readonly ArrivalRow[]): Promise<Settled<void>[]> {
   const byJob = new Map<string, ArrivalRow>();
   for (const row of rows) {
     const earlier = byJob.get(row.jobId);
     byJob.set(row.jobId, earlier ? { ...row, firstSeenAt: earlier.firstSeenAt } : row);
   }
-  const t = callbackArrivals;
-  await db
-    .insert(t)
-    .values([...byJob.values()])
-    .onConflictDoUpdate({
-      target: t.jobId,
-      set: {
-        // A job id is reused after a reviewed job released it: the newer callback's fields replace the older's.
-        kind: sql`excluded.kind`,
-        orderNo: sql`excluded.order_no`,
-        state: sql`excluded.state`,
-        merchantOrderNo: sql`excluded.merchant_order_no`,
-        amount: sql`excluded.amount`,
-        receivedAt: sql`excluded.received_at`,
-        firstSeenAt: sql`least(${t.firstSeenAt}, excluded.first_seen_at)`,
-        updatedAt: sql`excluded.updated_at`,
-        attempts: sql`excluded.attempts`,
-        status: sql`excluded.status`,
-        outcome: sql`excluded.outcome`,
-        lastCode: sql`excluded.last_code`,
-        lastDetail: sql`excluded.last_detail`,
-      },
-      setWhere: sql`excluded.updated_at >= ${t.updatedAt}`,
-    });
+  const list = [...byJob.values()];
+  const column = <T>(pick: (r: ArrivalRow) => T) => list.map(pick);
+  const time = (d: Date | undefined) => d?.toISOString();
+  await poolOf(db).query(UPSERT_SQL, [
+    column((r) => r.jobId),
+    column((r) => r.kind),
+    column((r) => r.orderNo),
+    column((r) => r.state),
+    column((r) => r.merchantOrderNo),
+    column((r) => r.amount ?? null),
+    column((r) => time(r.receivedAt)),
+    column((r) => time(r.firstSeenAt)),
+    column((r) => time(r.updatedAt)),
+    column((r) => r.attempts),
+    column((r) => r.status),
+    column((r) => r.outcome ?? null),
+    column((r) => r.lastCode ?? null),
+    column((r) => r.lastDetail ?? null),
+  ]);
   return rows.map(() => ({ ok: true, value: undefined }));
 }
 

@@ -5,6 +5,7 @@ export { inDoubtReceiptOf } from './commit-in-doubt.ts';
 export { commitStarted, commitWaits, type CommitWaits } from './commit-watch.ts';
 export { findOrder, lookUpEvents, type LookupKey, type LookupResult } from './lookup.ts';
 export type { SettlementMetrics } from './metrics.ts';
+export { poolOf } from './sql.ts';
 export { recordReview, recordReviewAttempt, type RecordedReview, type ReviewAttemptInput } from './record-review.ts';
 export { reverifyReview, type ReverifyOutcome } from './reverify-review.ts';
 export {

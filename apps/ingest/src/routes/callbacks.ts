@@ -117,7 +117,9 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
         enqueueSpan?.setAttribute('mcb.job_id', id);
         return id;
       });
-      logger.info({ ...ids, jobId, keyIndex, outcome: 'enqueued' }, 'callback accepted');
+      // debug, not info: a line per callback is a hot path's cost (pino's redaction and serialisation), and each one
+      // is counted (ingest_callbacks_total), stored as its job and shown by the console's search.
+      logger.debug({ ...ids, jobId, keyIndex, outcome: 'enqueued' }, 'callback accepted');
       return done('success', 200, 'success');
     } catch (e) {
       metrics.enqueueFailures.inc();

@@ -57,6 +57,17 @@ describe('the arrival recorder', () => {
     expect(third).toMatchObject({ status: 'retrying', lastCode: 'PLATFORM_TIMEOUT' });
   });
 
+  it('stores any detail text as it was: quotes, braces, backslashes, commas and the word NULL (array parameters)', async () => {
+    const recorder = createArrivalRecorder(env.db.db, silent);
+    const detail = 'platform said "no", {x,y} \\ C:\\path NULL';
+    recorder.settled(fakeJob('payin-P-AR-950-6'), event(950), { status: 'retrying', code: 'NULL', detail });
+    recorder.settled(fakeJob('payout-P-AR-951-4'), { ...event(951), kind: 'payout' } as never, { status: 'applied', outcome: 'succeeded' });
+    await recorder.flush();
+    const rows = await env.db.db.select().from(callbackArrivals).orderBy(asc(callbackArrivals.jobId));
+    expect(rows.find((r) => r.jobId === 'payin-P-AR-950-6')).toMatchObject({ lastDetail: detail, lastCode: 'NULL', outcome: null, amount: '950.50' });
+    expect(rows.find((r) => r.jobId === 'payout-P-AR-951-4')).toMatchObject({ kind: 'payout', amount: null, lastDetail: null });
+  });
+
   it('never throws into the job when Postgres is unreachable: it logs one line and goes on', async () => {
     const sink = lineSink();
     const logger = createLogger({ name: 'arrivals-test', level: 'warn', destination: sink.destination });

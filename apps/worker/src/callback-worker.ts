@@ -21,6 +21,7 @@ import {
 import { alertOnReviewOpened, type Alerter } from './alerts.ts';
 import type { AdaptiveLimit } from './adaptive-concurrency.ts';
 import { attemptReport, createArrivalRecorder, type ArrivalRecorder } from './arrival-recorder.ts';
+import { groupFetchLoops, shareOf, type FetchLoopGroup } from './fetch-loops.ts';
 import type { WorkerMetrics } from './metrics.ts';
 
 /** How often the adaptive limit folds its samples into a new limit. */
@@ -53,6 +54,12 @@ export interface CallbackWorkerDeps extends ApplyDeps {
    * platform guard; the worker applies it every 100 ms. @defaultValue none: `concurrency` is fixed
    */
   adaptive?: AdaptiveLimit;
+  /**
+   * BullMQ Workers in this process that share the jobs in flight (fetch-loops.ts: a Worker starts none of the jobs
+   * it fetches until its free slots are full, so one Worker with many free slots processes nothing while it fills
+   * them one fetch at a time). @defaultValue 4 with `adaptive`, else 1
+   */
+  fetchLoops?: number;
   /** The CALLBACK_BACKOFF strategy's scale and cap. @defaultValue base 1 s, cap 10 min */
   backoff?: BackoffOptions;
   /** Job lock, in ms; a job whose lock lapses (its worker died) is run again. Keep it above PLATFORM_TIMEOUT. @defaultValue 30000 */
@@ -94,8 +101,11 @@ export interface CallbackWorkerDeps extends ApplyDeps {
   arrivals?: ArrivalRecorder;
 }
 
-/** The callbacks queue's worker. `close()` waits for the jobs in progress (graceful shutdown). */
-export type CallbackWorker = Worker<CallbackJobInput, ApplyOutcome>;
+/**
+ * The callbacks queue's worker: the first of its fetch loops, standing for all of them (their events, close, pause).
+ * `close()` waits for the jobs in progress (graceful shutdown).
+ */
+export type CallbackWorker = FetchLoopGroup<Worker<CallbackJobInput, ApplyOutcome>>;
 
 /** A failure that leaves the job in the failed set (a permanent error, or its last attempt), not a retry. */
 function isFinalFailure(job: Job, err: Error): boolean {
@@ -238,11 +248,13 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     }
   };
 
-  const worker = new Worker<CallbackJobInput, ApplyOutcome>(CALLBACKS_QUEUE, processor, {
+  const loops = Math.max(1, Math.floor(deps.fetchLoops ?? (adaptive ? 4 : 1)));
+  const allowed = adaptive?.limit ?? deps.concurrency ?? 256;
+  const loop = (i: number) => new Worker<CallbackJobInput, ApplyOutcome>(CALLBACKS_QUEUE, processor, {
     connection: deps.connection,
     prefix: deps.prefix ?? 'mcb',
     name: deps.name,
-    concurrency: adaptive?.limit ?? deps.concurrency ?? 256,
+    concurrency: shareOf(allowed, loops, i),
     autorun: deps.autorun ?? true,
     lockDuration: deps.lockDurationMs ?? 30_000,
     stalledInterval: deps.stalledIntervalMs ?? 30_000,
@@ -257,6 +269,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
       },
     },
   });
+  const worker: CallbackWorker = groupFetchLoops([loop(0), ...Array.from({ length: loops - 1 }, (_, i) => loop(i + 1))]);
   // An 'error' without a listener would crash the process; BullMQ reconnects on its own. A Redis at maxmemory
   // (noeviction) refuses every BullMQ script with OOM and BullMQ's loop would retry at once, spinning: pause fetching
   // with a growing backoff instead, and log at most one line per 10 s. Jobs in flight still try to complete.
@@ -286,12 +299,14 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     metrics?.redisOomBackoff.set(0);
   });
   worker.on('closing', () => clearTimeout(resumeTimer));
-  metrics?.inFlightLimit.set(worker.concurrency);
+  metrics?.inFlightLimit.set(allowed);
   if (adaptive) {
-    // The limit follows Get order's latency and failures (Little's law); BullMQ reads it before each fetch.
+    // The limit follows Get order's latency and failures (Little's law), spread over the fetch loops; BullMQ reads
+    // each loop's share before each fetch.
     const retune = setInterval(() => {
-      worker.concurrency = adaptive.update();
-      metrics?.inFlightLimit.set(worker.concurrency);
+      const limit = adaptive.update();
+      worker.fetchLoops.forEach((l, i) => (l.concurrency = shareOf(limit, loops, i)));
+      metrics?.inFlightLimit.set(limit);
       // 100 ms: a full limit doubles per window, so at 500 ms of Get order it reaches ~throughput x latency within
       // about 0.3 s of the first replies (250 ms windows took 0.75 s, a quarter of a 3,000-callback burst).
     }, LIMIT_WINDOW_MS);

@@ -1,0 +1,75 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { orders } from '@mcb/core/db';
+import { payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
+import { createAdaptiveLimit, type AdaptiveLimit } from '../src/adaptive-concurrency.ts';
+import { shareOf } from '../src/fetch-loops.ts';
+import { startHarness, type Harness } from './helpers/harness.ts';
+
+// One worker process, several BullMQ Workers on the callbacks queue (fetch-loops.ts): together they run the
+// process's jobs in flight, their events reach the worker's listeners, and pause/close act on all of them.
+
+const N = 240;
+const env = useTestEnv();
+let platform: FakePlatform;
+let h: Harness;
+let adaptive: AdaptiveLimit;
+const nos: string[] = [];
+
+beforeAll(async () => {
+  platform = await startFakePlatform();
+  platform.setDelay(50);
+  const run = uid();
+  for (let i = 0; i < N; i++) nos.push(`FL-${run}-${i}`);
+  await env.db.db.insert(orders).values(nos.map((no) => ({ merchantOrderNo: no, kind: 'payin' as const, amount: '10', currency: 'PHP', requestHash: `t-${no}` })));
+  for (const no of nos) platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '10' }));
+  adaptive = createAdaptiveLimit({ initial: 42, max: 400 });
+  h = await startHarness(env, platform.url, { adaptive });
+});
+afterAll(async () => {
+  await h?.close();
+  await platform?.close();
+});
+
+describe('a worker process with several fetch loops', () => {
+  it('splits the jobs in flight between them, shares differing by at most one', () => {
+    expect([0, 1, 2, 3].map((i) => shareOf(42, 4, i))).toEqual([11, 11, 10, 10]);
+    expect([0, 1, 2, 3].map((i) => shareOf(8, 4, i))).toEqual([2, 2, 2, 2]);
+    // A loop always has a slot: BullMQ refuses a concurrency below 1.
+    expect([0, 1, 2, 3].map((i) => shareOf(2, 4, i))).toEqual([1, 1, 1, 1]);
+    const worker = h.workers[0]!;
+    expect(worker.fetchLoops).toHaveLength(4); // the default with an adaptive limit
+    expect(worker.fetchLoops[0]).toBe(worker);
+    expect(worker.fetchLoops.map((l) => l.concurrency).reduce((a, b) => a + b)).toBe(42);
+  });
+
+  it('credits every order once, each loop taking a share, and every completion reaches the worker', async () => {
+    const worker = h.workers[0]!;
+    // The first loop is the worker itself: what it sees is every loop's; the others see their own only.
+    const others = worker.fetchLoops.slice(1).map(() => 0);
+    worker.fetchLoops.slice(1).forEach((l, i) => l.on('completed', () => others[i]!++));
+    let seen = 0;
+    worker.on('completed', () => seen++);
+    await h.queue.addBulk(nos.map((no) => {
+      const event = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '10' });
+      return { name: 'payin', data: event, opts: { jobId: `payin-P${no}-6`, attempts: 5 } };
+    }));
+    await waitFor(() => seen === N, { timeoutMs: 60_000, message: 'not every completion reached the worker' });
+    const ledger = await env.db.db.execute(sql`select count(*)::int as n, count(distinct order_id)::int as orders from ledger_entries`);
+    expect(ledger.rows[0]).toEqual({ n: N, orders: N });
+    const byOthers = others.reduce((a, b) => a + b);
+    for (const n of [N - byOthers, ...others]) expect(n).toBeGreaterThan(0);
+    // The limit moved while the orders ran, and the loops' shares followed it.
+    await waitFor(() => worker.fetchLoops.map((l) => l.concurrency).reduce((a, b) => a + b) === adaptive.limit, { timeoutMs: 2000, message: 'the loops do not share the current limit' });
+  }, 90_000);
+
+  it('pauses, resumes and closes every loop through the worker', async () => {
+    const worker = h.workers[0]!;
+    await worker.pause(true);
+    expect(worker.fetchLoops.map((l) => l.isPaused())).toEqual([true, true, true, true]);
+    await worker.resume();
+    expect(worker.fetchLoops.map((l) => l.isPaused())).toEqual([false, false, false, false]);
+    await worker.close();
+    expect(worker.fetchLoops.map((l) => l.isRunning())).toEqual([false, false, false, false]);
+  });
+});

@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { encryptRecord } from '@mcb/core/callback';
+import { metricValue } from '@mcb/core/metrics';
 import { PayinState } from '@mcb/core/spec';
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -75,15 +76,13 @@ async function startEmulator(delayMs: number): Promise<{ url: string; close: () 
 /** Sample the worker's in-flight gauges (its /metrics) every 100 ms until `stop()`. */
 function sampleWorkerInFlight(metricsUrl: string): { stop: () => Promise<SystemRun['workerInFlight']> } {
   const seen = { peak: 0, limitMin: Infinity, limitMax: 0 };
-  const gauge = (text: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
   let running = true;
   const loop = (async () => {
     while (running) {
-      const text = await fetch(metricsUrl).then((r) => r.text(), () => '');
-      const inFlight = gauge(text, 'mcb_worker_in_flight');
-      const limit = gauge(text, 'mcb_worker_in_flight_limit');
-      if (Number.isFinite(inFlight)) seen.peak = Math.max(seen.peak, inFlight);
-      if (Number.isFinite(limit)) {
+      const text = await fetch(metricsUrl).then((r) => (r.ok ? r.text() : ''), () => '');
+      if (text.includes('mcb_worker_in_flight_limit')) {
+        const limit = metricValue(text, 'mcb_worker_in_flight_limit');
+        seen.peak = Math.max(seen.peak, metricValue(text, 'mcb_worker_in_flight'));
         seen.limitMin = Math.min(seen.limitMin, limit);
         seen.limitMax = Math.max(seen.limitMax, limit);
       }

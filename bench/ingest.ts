@@ -10,7 +10,8 @@ import { closedLoop, openLoop, type LoadResult } from './lib/load.ts';
 import { processTree, sampleMemory, treeCpuSeconds } from './lib/proc.ts';
 import { profileSession, type ProfileSummary } from './lib/profile-summary.ts';
 import { progress } from './lib/progress.ts';
-import type { BenchRedis } from './lib/redis-server.ts';
+import type { BenchRedis, FsyncStalls } from './lib/redis-server.ts';
+import { metricValue } from '@mcb/core/metrics';
 import { round, summarize, type LatencySummary } from './lib/stats.ts';
 
 export interface IngestStep {
@@ -28,7 +29,23 @@ export interface IngestResult {
   workers: number | 'all';
   processes: number;
   peak: { rps: number; connections: number; latencyMs: LatencySummary; ingestCpu: number; generatorCpu: number };
-  halfPeak: { rate: number; achievedRps: number; latencyMs: LatencySummary; ingestCpu: number; generatorCpu: number };
+  halfPeak: {
+    rate: number;
+    achievedRps: number;
+    latencyMs: LatencySummary;
+    ingestCpu: number;
+    generatorCpu: number;
+    /** Replies that took 20 ms or more (the target's bound). */
+    over20ms: number;
+    /** Redis's AOF fsyncs of 5 ms or more while it ran (its latency monitor): what every reply of that moment waited for. */
+    fsyncStalls: FsyncStalls;
+    /**
+     * Ingest's own event loop while it ran (prom-client's lag histogram, reset at the scrape before): how late it ran
+     * its callbacks, in ms; and its major (mark-sweep) garbage collections. One process only: a cluster's aggregate
+     * of these is not one loop's.
+     */
+    ingestLoop?: { lagP99Ms: number; lagMaxMs: number; majorGcs: number; majorGcMs: number };
+  };
   steps: IngestStep[];
   /** Peak resident memory of ingest (all its processes), bytes. */
   peakRssBytes: number;
@@ -89,7 +106,9 @@ export async function runIngest(o: IngestOptions): Promise<IngestResult> {
     let best: { r: LoadResult; connections: number; ingestCpu: number; generatorCpu: number } | undefined;
     let flat = 0;
     for (let c = 1; c <= o.maxConnections; c *= 2) {
-      const prepared = pool((best?.r.rps ?? o.decryptsPerSecond) * 1.3, o.stepSeconds);
+      // Enough callbacks for this step: it may well more than double the best so far (the first, one-connection step
+      // runs while a cluster's processes still warm up), never beyond what the cores can decrypt.
+      const prepared = pool(Math.min(o.decryptsPerSecond * 1.3, (best?.r.rps ?? o.decryptsPerSecond) * 2.6), o.stepSeconds);
       const cpu0 = treeCpuSeconds(ingest.child.pid);
       const r = await closedLoop({ ...target, connections: c, durationMs: o.stepSeconds * 1000, next: prepared.next });
       const ingestCpu = (treeCpuSeconds(ingest.child.pid) - cpu0) / r.seconds;
@@ -115,14 +134,33 @@ export async function runIngest(o: IngestOptions): Promise<IngestResult> {
     const rate = best.r.rps / 2;
     const prepared = pool(rate, o.halfSeconds);
     const cpu0 = treeCpuSeconds(ingest.child.pid);
+    const scrape = () => fetch(ingest.metricsUrl).then((r) => (r.ok ? r.text() : ''), () => '');
+    const before = o.workers === 1 ? await scrape() : ''; // also resets the event-loop lag histogram
+    const halfFrom = Date.now();
     const half = await openLoop({ ...target, rate, durationMs: o.halfSeconds * 1000, maxConnections: 256, next: prepared.next });
     const halfIngestCpu = (treeCpuSeconds(ingest.child.pid) - cpu0) / half.seconds;
     accepted += half.ok;
     addFailures(failures, half);
     const halfLat = summarize(half.latencies);
+    const fsyncStalls = await o.redis.fsyncStalls(halfFrom);
+    const over20ms = half.latencies.filter((ms) => ms >= 20).length;
+    const after = before ? await scrape() : '';
+    const gc = (text: string, what: string) => metricValue(text, `nodejs_gc_duration_seconds_${what}`, { kind: 'major' });
+    const ingestLoop = after.includes('nodejs_eventloop_lag_max_seconds')
+      ? {
+          lagP99Ms: metricValue(after, 'nodejs_eventloop_lag_p99_seconds') * 1000,
+          lagMaxMs: metricValue(after, 'nodejs_eventloop_lag_max_seconds') * 1000,
+          majorGcs: gc(after, 'count') - gc(before, 'count'),
+          majorGcMs: (gc(after, 'sum') - gc(before, 'sum')) * 1000,
+        }
+      : undefined;
     progress(
       `  open loop at ${rate.toFixed(0)} req/s (half of peak): p50 ${halfLat.p50.toFixed(1)} ms, p99 ${halfLat.p99.toFixed(1)} ms, ` +
-        `max ${halfLat.max.toFixed(1)} ms, ingest CPU ${halfIngestCpu.toFixed(2)}`,
+        `max ${halfLat.max.toFixed(1)} ms, ${over20ms} of ${half.latencies.length} replies at 20 ms or more, ingest CPU ${halfIngestCpu.toFixed(2)}; ` +
+        `Redis AOF fsync at 5 ms or more in ${fsyncStalls.seconds} of its seconds, worst ${fsyncStalls.worstMs} ms` +
+        (ingestLoop
+          ? `; ingest event loop lag p99 ${ingestLoop.lagP99Ms.toFixed(1)} ms, max ${ingestLoop.lagMaxMs.toFixed(1)} ms, ${ingestLoop.majorGcs} major GCs (${ingestLoop.majorGcMs.toFixed(0)} ms)`
+          : ''),
     );
 
     const jobsStored = Number(await o.redis.admin.llen('mcb:callbacks:wait'));
@@ -134,7 +172,7 @@ export async function runIngest(o: IngestOptions): Promise<IngestResult> {
       workers: o.workers === 0 ? 'all' : o.workers,
       processes,
       peak: { rps: best.r.rps, connections: best.connections, latencyMs: summarize(best.r.latencies), ingestCpu: best.ingestCpu, generatorCpu: best.generatorCpu },
-      halfPeak: { rate, achievedRps: half.rps, latencyMs: halfLat, ingestCpu: halfIngestCpu, generatorCpu: half.generatorCpuSeconds / half.seconds },
+      halfPeak: { rate, achievedRps: half.rps, latencyMs: halfLat, ingestCpu: halfIngestCpu, generatorCpu: half.generatorCpuSeconds / half.seconds, over20ms, fsyncStalls, ...(ingestLoop ? { ingestLoop } : {}) },
       steps,
       peakRssBytes: memory.peak,
       jobsStored,

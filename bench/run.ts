@@ -16,6 +16,7 @@ import { runCompare, type CompareRow } from './compare.ts';
 import { runE2e, type E2eResult } from './e2e.ts';
 import { runIngest, type IngestResult } from './ingest.ts';
 import { runSearch, type SearchResult } from './search.ts';
+import { measureDisk, type DiskLimit } from './limits/disk.ts';
 import { measurePostgres, type PostgresLimit } from './limits/postgres.ts';
 import { measureRedis, type RedisLimit } from './limits/redis.ts';
 import { measureRsa, type RsaLimit } from './limits/rsa.ts';
@@ -77,7 +78,7 @@ export interface BenchReport {
   at: string;
   machine: { cores: number; cpu: string; memoryBytes: number; node: string; quick: boolean };
   options: Omit<typeof opts, 'only'> & { only: string[] };
-  limits: { rsa?: RsaLimit; postgres?: PostgresLimit; redis?: RedisLimit; tracingOff?: TracingOffCost };
+  limits: { rsa?: RsaLimit; postgres?: PostgresLimit; redis?: RedisLimit; disk?: DiskLimit; tracingOff?: TracingOffCost };
   ingest?: { one?: IngestResult; all?: IngestResult };
   compare?: CompareRow[];
   e2e?: E2eResult;
@@ -135,6 +136,12 @@ try {
     progress(
       `Redis: PING ${report.limits.redis.pingSequential.toFixed(0)}/s one at a time, ${report.limits.redis.pingConcurrent.toFixed(0)}/s with ${opts.concurrency} in flight; ` +
         `fsynced SET ${report.limits.redis.durableWritesConcurrent.toFixed(0)}/s with ${opts.concurrency} in flight`,
+    );
+    report.limits.disk = measureDisk({ dir: redis.dir, seconds: Math.min(3, opts.limitSeconds) });
+    const disk = report.limits.disk;
+    progress(
+      `disk fdatasync of a 2 KiB append (Redis's AOF directory): p50 ${disk.fdatasyncMs.p50.toFixed(2)} ms, p99 ${disk.fdatasyncMs.p99.toFixed(2)} ms, ` +
+        `max ${disk.fdatasyncMs.max.toFixed(1)} ms; ${disk.over20ms} of ${disk.syncs} at 20 ms or more`,
     );
   }
 
@@ -205,7 +212,9 @@ function targets(r: BenchReport): BenchReport['targets'] {
   const one = r.ingest?.one;
   if (one) {
     t.push({ name: 'ingest.ratio', target: '>= 0.8', value: one.ratio.toFixed(2), met: one.ratio >= 0.8 });
-    t.push({ name: 'ingest p99 at half of peak', target: '< 20 ms', value: `${one.halfPeak.latencyMs.p99.toFixed(1)} ms`, met: one.halfPeak.latencyMs.p99 < 20 });
+    // Beside it, the slowest AOF fsync Redis recorded in that run: a reply can be no faster than the fsync it waits for.
+    const stall = one.halfPeak.fsyncStalls.seconds ? ` (worst Redis fsync ${one.halfPeak.fsyncStalls.worstMs} ms)` : '';
+    t.push({ name: 'ingest p99 at half of peak', target: '< 20 ms', value: `${one.halfPeak.latencyMs.p99.toFixed(1)} ms${stall}`, met: one.halfPeak.latencyMs.p99 < 20 });
   }
   const off = r.limits.tracingOff;
   if (off && r.limits.rsa) {

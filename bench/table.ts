@@ -13,7 +13,7 @@ function grid(rows: string[][]): string {
 export function renderTable(r: BenchReport): string {
   const out: string[] = [];
   out.push(`merchant-callbacks benchmark  ${r.at}  ${r.machine.cores} cores (${r.machine.cpu}), Node ${r.machine.node}${r.machine.quick ? '  [--quick]' : ''}`);
-  const { rsa, postgres, redis, tracingOff } = r.limits;
+  const { rsa, postgres, redis, disk, tracingOff } = r.limits;
   if (rsa || postgres || redis) {
     out.push('', 'LIMITS (this machine, this run)');
     const rows = [['measure', 'value']];
@@ -26,6 +26,9 @@ export function renderTable(r: BenchReport): string {
       rows.push(['Redis PING, one at a time', `${n0(redis.pingSequential)}/s`]);
       rows.push([`Redis PING, ${redis.inFlight} in flight`, `${n0(redis.pingConcurrent)}/s`]);
       rows.push([`Redis fsynced SET (AOF always), ${redis.inFlight} in flight`, `${n0(redis.durableWritesConcurrent)}/s`]);
+    }
+    if (disk) {
+      rows.push(['disk fdatasync, 2 KiB append, p50 / p99 / max', `${ms(disk.fdatasyncMs.p50)} / ${ms(disk.fdatasyncMs.p99)} / ${ms(disk.fdatasyncMs.max)} ms`]);
     }
     if (tracingOff) rows.push(['tracing helpers while off, per callback (ingest)', `${n0(tracingOff.nsPerCallback)} ns`]);
     out.push(grid(rows));
@@ -44,7 +47,13 @@ export function renderTable(r: BenchReport): string {
     for (const x of [r.ingest.one, r.ingest.all]) {
       if (!x) continue;
       const fails = Object.entries(x.failures).map(([k, v]) => `${k}: ${v}`).join(', ') || 'none';
-      out.push(`  ${x.processes} process(es): half-peak ${n0(x.halfPeak.rate)} req/s → p50 ${ms(x.halfPeak.latencyMs.p50)} ms, max ${ms(x.halfPeak.latencyMs.max)} ms; jobs stored ${x.jobsStored}/${x.accepted} accepted; non-2xx ${fails}`);
+      const stalls = x.halfPeak.fsyncStalls;
+      out.push(
+        `  ${x.processes} process(es): half-peak ${n0(x.halfPeak.rate)} req/s → p50 ${ms(x.halfPeak.latencyMs.p50)} ms, max ${ms(x.halfPeak.latencyMs.max)} ms, ` +
+          `${x.halfPeak.over20ms} of ${x.halfPeak.latencyMs.count} replies at 20 ms or more; Redis AOF fsync at 5 ms or more in ${stalls.seconds} s, worst ${stalls.worstMs} ms; ` +
+          (x.halfPeak.ingestLoop ? `ingest event loop lag max ${ms(x.halfPeak.ingestLoop.lagMaxMs)} ms, ${x.halfPeak.ingestLoop.majorGcs} major GCs; ` : '') +
+          `jobs stored ${x.jobsStored}/${x.accepted} accepted; non-2xx ${fails}`,
+      );
     }
     const prof = r.ingest.one?.profile;
     if (prof) {

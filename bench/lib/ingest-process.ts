@@ -9,6 +9,8 @@ export interface IngestProcess {
   child: Child;
   port: number;
   host: string;
+  /** Its /metrics (with several processes, the cluster's aggregate). */
+  metricsUrl: string;
 }
 
 export async function startIngest(opts: {
@@ -45,5 +47,5 @@ export async function startIngest(opts: {
     // Each cluster worker starts on its own; give them all time to listen before measuring.
     await waitForHttp(child, `http://127.0.0.1:${metricsPort}/metrics`, 30_000);
   }
-  return { child, port, host: '127.0.0.1' };
+  return { child, port, host: '127.0.0.1', metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
 }

@@ -16,10 +16,23 @@ export interface BenchRedis {
   child: Child;
   /** A plain client for the benchmark's own bookkeeping (INFO, FLUSHALL between phases). */
   admin: Redis;
+  /** The directory its AOF is written to. */
+  dir: string;
   /** Bytes of `used_memory`. */
   usedMemory: () => Promise<number>;
+  /**
+   * Redis's own record (LATENCY HISTORY aof-fsync-always, kept per second at 5 ms and more) of fsyncs that held its
+   * event loop since `since` (a Date.now()): every client waits for them, acknowledged callbacks included.
+   */
+  fsyncStalls: (since: number) => Promise<FsyncStalls>;
   flush: () => Promise<void>;
   close: () => Promise<void>;
+}
+
+/** Seconds in which Redis's AOF fsync took 5 ms or more, and the slowest of them. */
+export interface FsyncStalls {
+  seconds: number;
+  worstMs: number;
 }
 
 export const REDIS_SERVER = process.env.BENCH_REDIS_SERVER ?? '/usr/bin/redis-server';
@@ -33,7 +46,7 @@ export async function startRedis(): Promise<BenchRedis> {
     args: [
       '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
       '--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction',
-      '--loglevel', 'warning',
+      '--loglevel', 'warning', '--latency-monitor-threshold', '5',
     ],
     keepStdout: true,
   });
@@ -55,12 +68,19 @@ export async function startRedis(): Promise<BenchRedis> {
   }
   const ready = admin;
   const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await ready.info('memory'))?.[1] ?? Number.NaN);
+  const fsyncStalls = async (since: number): Promise<FsyncStalls> => {
+    const history = (await ready.call('LATENCY', 'HISTORY', 'aof-fsync-always')) as Array<[number, number]>;
+    const recent = history.filter(([at]) => at * 1000 >= since - 1000);
+    return { seconds: recent.length, worstMs: recent.reduce((w, [, ms]) => Math.max(w, ms), 0) };
+  };
   return {
     url,
     port,
     child,
     admin: ready,
+    dir,
     usedMemory,
+    fsyncStalls,
     async flush() {
       await ready.flushall();
       // Keep the AOF from growing across phases (a rewrite mid-measurement would add a latency spike of our making).

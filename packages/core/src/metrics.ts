@@ -11,6 +11,21 @@ export function createMetricsRegistry(app: string): Registry {
   return registry;
 }
 
+/**
+ * The value of `name` in a Prometheus text exposition (a /metrics body): the sum over its series whose labels include
+ * every one of `labels` (all of them when none is given); 0 when there is none. For tests, the bench and tools that
+ * read another process's metrics.
+ */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    if (Object.entries(labels).every(([k, v]) => (m[2] ?? '').includes(`${k}="${v}"`))) sum += Number(m[3]);
+  }
+  return sum;
+}
+
 /** The queue states reported by {@link registerQueueDepthGauge}. */
 export const QUEUE_DEPTH_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'failed', 'completed', 'paused'] as const;
 

@@ -105,16 +105,8 @@ export function postFrom(localAddress: string, port: number, body: string): Prom
   });
 }
 
-/** Sum of a metric's samples in Prometheus text, optionally only those whose labels include `labels`. */
-export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    const m = /^([a-z_]+)(\{[^}]*\})?\s+(\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    if (Object.entries(labels).every(([k, v]) => (m[2] ?? '').includes(`${k}="${v}"`))) sum += Number(m[3]);
-  }
-  return sum;
-}
+/** Read from ingest's /metrics body (shared with the bench). */
+export { metricValue } from '@mcb/core/metrics';
 
 /** The p-th percentile (0-100) of `values`, nearest rank. */
 export function percentile(values: number[], p: number): number {

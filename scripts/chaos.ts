@@ -2,6 +2,7 @@
  * `pnpm test:chaos`: the large chaos run (see docs/reliability.md). Options as flags, e.g.
  *   pnpm test:chaos --payins 3000 --payouts 1000 --span 90s --kill-every 3s
  *   pnpm test:chaos --topology sentinel --min-replicas 1 --payins 800 --payouts 200 --span 40s --fault-gap 4s
+ *   pnpm test:chaos --worker-concurrency adaptive   (each worker at its production default: the adaptive limit, 4 fetch loops)
  * The sentinel topology (a primary, two replicas, three sentinels, PgBouncer) replaces the worker kills, Postgres
  * restart and Redis SIGKILL with its own faults: a stale primary, a replication link cut, a PgBouncer restart and a
  * worker SIGKILL mid-batch (test/reliability/chaos/sentinel-faults.ts).
@@ -24,6 +25,7 @@ const { values } = parseArgs({
     topology: { type: 'string', default: 'single' },
     'min-replicas': { type: 'string', default: '1' },
     'fault-gap': { type: 'string', default: '4s' },
+    'worker-concurrency': { type: 'string', default: '8' },
   },
 });
 
@@ -42,7 +44,13 @@ const topology = values.topology;
 if (topology !== 'single' && topology !== 'sentinel') throw new Error('--topology: expected single or sentinel');
 const minReplicas = Number(values['min-replicas']);
 if (!Number.isInteger(minReplicas) || minReplicas < 0 || minReplicas > 2) throw new Error('--min-replicas: expected 0, 1 or 2');
+const concurrencyFlag = values['worker-concurrency'];
+const workerConcurrency = concurrencyFlag === 'adaptive' ? 'adaptive' : Number(concurrencyFlag);
+if (workerConcurrency !== 'adaptive' && !(Number.isInteger(workerConcurrency) && workerConcurrency > 0)) {
+  throw new Error('--worker-concurrency: expected a positive whole number or adaptive');
+}
 const report = await runChaos({
+  stack: { workerConcurrency },
   payins: Number(values.payins),
   payouts: Number(values.payouts),
   duplicateShare: Number(values.duplicates),

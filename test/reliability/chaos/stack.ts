@@ -26,8 +26,8 @@ export interface StackOptions {
   ingestWorkers: number;
   /** Worker main processes. */
   workers: number;
-  /** WORKER_CONCURRENCY of each. */
-  workerConcurrency: number;
+  /** WORKER_CONCURRENCY of each, or `adaptive`: unset, so each runs the adaptive limit over its fetch loops. */
+  workerConcurrency: number | 'adaptive';
   /** Sandbox time scale: platform retries at 3, 9, 27, 81 min become these divided by it. */
   timeScale: number;
   /** Worker job lock (a killed worker's jobs run again once it lapses), e.g. '3s'. */
@@ -166,7 +166,7 @@ export async function startChaosStack(opts: StackOptions): Promise<ChaosStack> {
             PLATFORM_BASE_URL: sandboxUrl,
             PLATFORM_ALLOW_HTTP: 'true',
             PLATFORM_TIMEOUT: '2s',
-            WORKER_CONCURRENCY: String(opts.workerConcurrency),
+            ...(opts.workerConcurrency === 'adaptive' ? {} : { WORKER_CONCURRENCY: String(opts.workerConcurrency) }),
             WORKER_METRICS_PORT: '0',
             WORKER_LOCK_DURATION: opts.lockDuration,
             WORKER_STALLED_INTERVAL: opts.stalledInterval,

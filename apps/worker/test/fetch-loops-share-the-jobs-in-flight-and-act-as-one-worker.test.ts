@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orders } from '@mcb/core/db';
-import { payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
+import { startFakePlatform, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
 import { createAdaptiveLimit, type AdaptiveLimit } from '../src/adaptive-concurrency.ts';
 import { shareOf } from '../src/fetch-loops.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
+import { payinJobs, releasedPayins } from './helpers/released-payins.ts';
 
 // One worker process, several BullMQ Workers on the callbacks queue (fetch-loops.ts): together they run the
 // process's jobs in flight, their events reach the worker's listeners, and pause/close act on all of them.
@@ -14,15 +14,12 @@ const env = useTestEnv();
 let platform: FakePlatform;
 let h: Harness;
 let adaptive: AdaptiveLimit;
-const nos: string[] = [];
+let nos: string[];
 
 beforeAll(async () => {
   platform = await startFakePlatform();
   platform.setDelay(50);
-  const run = uid();
-  for (let i = 0; i < N; i++) nos.push(`FL-${run}-${i}`);
-  await env.db.db.insert(orders).values(nos.map((no) => ({ merchantOrderNo: no, kind: 'payin' as const, amount: '10', currency: 'PHP', requestHash: `t-${no}` })));
-  for (const no of nos) platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '10' }));
+  nos = await releasedPayins(env, platform, 'FL', N);
   adaptive = createAdaptiveLimit({ initial: 42, max: 400 });
   h = await startHarness(env, platform.url, { adaptive });
 });
@@ -50,10 +47,7 @@ describe('a worker process with several fetch loops', () => {
     worker.fetchLoops.slice(1).forEach((l, i) => l.on('completed', () => others[i]!++));
     let seen = 0;
     worker.on('completed', () => seen++);
-    await h.queue.addBulk(nos.map((no) => {
-      const event = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '10' });
-      return { name: 'payin', data: event, opts: { jobId: `payin-P${no}-6`, attempts: 5 } };
-    }));
+    await h.queue.addBulk(payinJobs(nos, { attempts: 5 }));
     await waitFor(() => seen === N, { timeoutMs: 60_000, message: 'not every completion reached the worker' });
     const ledger = await env.db.db.execute(sql`select count(*)::int as n, count(distinct order_id)::int as orders from ledger_entries`);
     expect(ledger.rows[0]).toEqual({ n: N, orders: N });

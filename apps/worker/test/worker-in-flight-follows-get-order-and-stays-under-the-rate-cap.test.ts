@@ -1,9 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orders } from '@mcb/core/db';
-import { payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
+import { startFakePlatform, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
 import { createAdaptiveLimit, type AdaptiveLimit } from '../src/adaptive-concurrency.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
+import { payinJobs, releasedPayins } from './helpers/released-payins.ts';
 
 // A real worker, queue and database, and a platform double whose pace the test sets: jobs in flight grow while
 // Get order is fast, are cut when it slows and when it fails, and Get order never exceeds PLATFORM_MAX_RPS.
@@ -14,15 +15,12 @@ const env = useTestEnv();
 let platform: FakePlatform;
 let adaptive: AdaptiveLimit;
 let h: Harness;
-const nos: string[] = [];
+let nos: string[];
 
 beforeAll(async () => {
   platform = await startFakePlatform();
   platform.setDelay(20);
-  const run = uid();
-  for (let i = 0; i < N; i++) nos.push(`AL-${run}-${i}`);
-  await env.db.db.insert(orders).values(nos.map((no) => ({ merchantOrderNo: no, kind: 'payin' as const, amount: '10', currency: 'PHP', requestHash: `t-${no}` })));
-  for (const no of nos) platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '10' }));
+  nos = await releasedPayins(env, platform, 'AL', N);
   adaptive = createAdaptiveLimit({ initial: 16, max: 400, maxRps: MAX_RPS });
   h = await startHarness(env, platform.url, {
     adaptive,
@@ -42,10 +40,7 @@ describe('the worker adapts its jobs in flight to Get order', () => {
     const worker = h.workers[0]!;
     // The process's jobs in flight: the shares of its fetch loops (BullMQ Workers) add up to the limit.
     const allowed = () => worker.fetchLoops.reduce((n, l) => n + l.concurrency, 0);
-    await h.queue.addBulk(nos.map((no) => {
-      const event = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '10' });
-      return { name: 'payin', data: event, opts: { jobId: `payin-P${no}-6`, attempts: 60, backoff: { type: 'callback-backoff' } } };
-    }));
+    await h.queue.addBulk(payinJobs(nos, { attempts: 60, backoff: { type: 'callback-backoff' } }));
 
     // 1. Fast Get order (20 ms): the limit grows from 16, within what 400 requests/s can serve (400 × 45 ms × 2 = 36).
     await waitFor(() => adaptive.limit >= 32, { timeoutMs: 20_000, message: `limit did not grow (at ${adaptive.limit})` });

@@ -73,11 +73,11 @@ function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T>
 }
 
 /**
- * Micro-batched enqueue: requests that arrive together (the same tick, or while the previous batch is being
- * stored) are added in one pipeline on the queue's connection followed by one `WAITAOF`, and each is told
- * `success` only once the whole batch is stored and fsynced. When the batch fails (Redis down, WAITAOF short),
- * every request of it fails and answers `503 fail`; none is acknowledged. An add Redis refuses on its own (out
- * of memory) fails alone.
+ * Micro-batched enqueue: requests that arrive together (read in the same turn of the event loop, or while the
+ * previous batches are being stored) are added in one transaction on the queue's connection followed by one
+ * `WAITAOF`, and each is told `success` only once the whole batch is stored and fsynced. When the batch fails
+ * (Redis down, WAITAOF short), every request of it fails and answers `503 fail`; none is acknowledged. An add
+ * Redis refuses on its own (out of memory) fails alone.
  * @param redis the connection the queue uses: WAITAOF only covers writes made on its own connection.
  */
 export function createEnqueuer(queue: Queue, redis: RedisClient, options: EnqueuerOptions): Enqueuer {
@@ -142,7 +142,9 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
       if (stillPrimary && stored) await stillPrimary();
       return outcome.map((r) => (r.ok ? { ok: true as const, value: undefined } : r));
     },
-    { maxBatch: options.maxBatch ?? 64, maxInFlight: 4, onBatch: options.onBatch },
+    // 'loop-turn': the requests read in one poll of the sockets go as one batch; with 'microtask', each of them would
+    // start its own transaction while slots were free (one MULTI per request at half of peak: 20 % of ingest's CPU).
+    { maxBatch: options.maxBatch ?? 64, maxInFlight: 4, onBatch: options.onBatch, gather: 'loop-turn' },
   );
   return {
     async enqueue(job, opts) {

@@ -1,8 +1,9 @@
 /**
  * Group calls made concurrently into one batch (group commit). A batch starts as soon as a slot is free: when the
- * batcher is idle a call runs alone at once (no added latency), and while a batch is in flight new calls gather
- * and go together when it ends, up to `maxBatch` each. Batches therefore grow with load and shrink to one when
- * idle, with no timer. The same shape as graphile-worker's `batch()` and Postgres' own group commit.
+ * batcher is idle a call runs alone at once (no added latency; with `gather: 'loop-turn'`, once this turn of the
+ * event loop has read its input), and while a batch is in flight new calls gather and go together when it ends, up
+ * to `maxBatch` each. Batches therefore grow with load and shrink to one when idle, with no timer. The same shape
+ * as graphile-worker's `batch()` and Postgres' own group commit.
  */
 
 /** One item's result inside a batch: its value, or the error that item alone failed with. */
@@ -16,6 +17,16 @@ export interface BatcherOptions {
   maxInFlight?: number;
   /** Told the size of each batch as it starts (a metric). Must not throw. */
   onBatch?: (size: number) => void;
+  /**
+   * Which calls may join a batch that is about to start.
+   * - `'microtask'`: those made in the same synchronous run (a burst of completions in one callback).
+   * - `'loop-turn'`: those made in the same turn of the event loop. Node runs each socket's callback, and the
+   *   microtasks after it, on its own, so requests whose bytes arrived together (one poll of the sockets) are
+   *   separate runs; with `'microtask'` each of them would start a batch of its own while slots are free. The batch
+   *   starts in the turn's check phase (`setImmediate`), after every socket of the poll has been read.
+   * @defaultValue 'microtask'
+   */
+  gather?: 'microtask' | 'loop-turn';
 }
 
 interface Pending<I, O> {
@@ -29,6 +40,7 @@ export class Batcher<I, O> {
   readonly #maxBatch: number;
   readonly #maxInFlight: number;
   readonly #onBatch: ((size: number) => void) | undefined;
+  readonly #defer: (run: () => void) => void;
   #pending: Pending<I, O>[] = [];
   #inFlight = 0;
   #scheduled = false;
@@ -42,6 +54,7 @@ export class Batcher<I, O> {
     this.#maxBatch = Math.max(1, options.maxBatch ?? 64);
     this.#maxInFlight = Math.max(1, options.maxInFlight ?? 1);
     this.#onBatch = options.onBatch;
+    this.#defer = options.gather === 'loop-turn' ? (run) => void setImmediate(run) : (run) => queueMicrotask(run);
   }
 
   /** Items waiting for a batch (not counting those in flight). */
@@ -57,11 +70,11 @@ export class Batcher<I, O> {
     });
   }
 
-  // Calls made in the same tick (a burst of completions) join one batch: start on the next microtask turn.
+  // Calls made in the same tick (or turn of the loop, see `gather`) join one batch.
   #schedule(): void {
     if (this.#scheduled || this.#inFlight >= this.#maxInFlight) return;
     this.#scheduled = true;
-    queueMicrotask(() => {
+    this.#defer(() => {
       this.#scheduled = false;
       this.#flush();
     });

@@ -58,7 +58,9 @@ export function blockDecryptor(privateKey: KeyObject, decrypt: PrivateDecrypt = 
   const documented: BlockDecrypt = (block) => decrypt(options, block);
   try {
     // A copy, so that the extra property never changes what other code gets from the ring's key.
-    const copy = createPrivateKey({ key: privateKey.export({ type: 'pkcs8', format: 'der' }), format: 'der', type: 'pkcs8' });
+    const der = privateKey.export({ type: 'pkcs8', format: 'der' });
+    const copy = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
+    der.fill(0); // the key's bytes stay in the two KeyObjects only, not in a buffer waiting for GC
     Object.defineProperty(copy, 'padding', { value: constants.RSA_PKCS1_PADDING, enumerable: false });
     const fast: BlockDecrypt = (block) => decrypt(copy, block);
     const k = Math.ceil((privateKey.asymmetricKeyDetails?.modulusLength ?? 0) / 8);

@@ -6,6 +6,7 @@ import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { Queue } from 'bullmq';
 import { AggregatorRegistry } from 'prom-client';
+import { prepareDecryption } from '@mcb/core/callback';
 import { loadConfig, type Config } from '@mcb/core/config';
 import { coerceError } from '@mcb/core/errors';
 import { createReleasers, type Releasers } from '@mcb/core/lifecycle';
@@ -23,7 +24,9 @@ async function runServer(config: Config, logger: Logger, clustered: boolean, rel
   const tracing = startTracing('mcb-ingest', { ...process.env, ...config });
   if (tracing) releasers.add('tracing', () => tracing.shutdown());
   const keyRing = loadKeyRingFromConfig(config);
-  logger.info({ keys: keyRing.keys.map((k) => ({ id: k.id, bits: k.bits })) }, 'key ring loaded');
+  // Each key's decryption call is chosen (and checked) now, not on its first callback; the line says which.
+  const rsaCalls = prepareDecryption(keyRing.keys);
+  logger.info({ keys: keyRing.keys.map((k, i) => ({ id: k.id, bits: k.bits, rsaCall: rsaCalls[i] })) }, 'key ring loaded');
   const registry = createMetricsRegistry('ingest');
   const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'ingest' });
   // The gauges (mcb_redis_up, mcb_redis_down_since_seconds). The app logs the connection's errors once it is built;

@@ -1,5 +1,6 @@
 import { constants, generateKeyPairSync, KeyObject, privateDecrypt, publicEncrypt, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { generateKeyPair, loadKeyRing, prepareDecryption } from '@mcb/core/callback';
 import { blockDecryptor } from '../src/callback/rsa-blocks.ts';
 
 const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -57,5 +58,10 @@ describe('the block decryptor', () => {
     expect(d.fast).toBe(false);
     const bad = malformed();
     expect(d.decrypt(bad)).toEqual(documented(bad));
+  });
+
+  it('prepareDecryption checks every key of a ring before any callback and names the call each one uses', () => {
+    const ring = loadKeyRing([generateKeyPair().privateKeyPem, generateKeyPair().privateKeyPem]);
+    expect(prepareDecryption(ring.keys)).toEqual(['fast', 'fast']);
   });
 });

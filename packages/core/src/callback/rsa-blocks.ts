@@ -81,12 +81,21 @@ export function blockDecryptor(privateKey: KeyObject, decrypt: PrivateDecrypt = 
   }
 }
 
-const decryptors = new WeakMap<KeyObject, BlockDecrypt>();
+const decryptors = new WeakMap<KeyObject, { decrypt: BlockDecrypt; fast: boolean }>();
 
-function decryptorOf(privateKey: KeyObject): BlockDecrypt {
+function decryptorOf(privateKey: KeyObject): { decrypt: BlockDecrypt; fast: boolean } {
   let d = decryptors.get(privateKey);
-  if (!d) decryptors.set(privateKey, (d = blockDecryptor(privateKey).decrypt));
+  if (!d) decryptors.set(privateKey, (d = blockDecryptor(privateKey)));
   return d;
+}
+
+/**
+ * Run each key's {@link blockDecryptor} check now (at start-up) rather than on the first callback it decrypts, and
+ * say which call each key decrypts with: `'fast'` (the key copy carrying its padding) or `'documented'` (this
+ * runtime did not decrypt the same through the copy; about 5 % more CPU per decryption).
+ */
+export function prepareDecryption(keys: readonly RingKey[]): Array<'fast' | 'documented'> {
+  return keys.map((k) => (decryptorOf(k.privateKey).fast ? 'fast' : 'documented'));
 }
 
 /**
@@ -97,7 +106,7 @@ function decryptorOf(privateKey: KeyObject): BlockDecrypt {
  */
 export function decryptBlocks(ciphertext: Buffer, key: RingKey): Buffer | undefined {
   const k = key.blockBytes;
-  const decrypt = decryptorOf(key.privateKey);
+  const { decrypt } = decryptorOf(key.privateKey);
   const parts: Buffer[] = [];
   for (let at = 0; at < ciphertext.length; at += k) {
     try {

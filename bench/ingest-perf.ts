@@ -13,13 +13,14 @@
  * `--no-perf`, it prints the figures without the breakdown.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createKeys, prepareCallbacks } from './lib/callbacks.ts';
 import { startIngest } from './lib/ingest-process.ts';
 import { closedLoop, openLoop } from './lib/load.ts';
+import { cpuSecondsOf } from './lib/proc.ts';
 import { startRedis } from './lib/redis-server.ts';
 import { summarize } from './lib/stats.ts';
 
@@ -89,13 +90,6 @@ function breakdown(data: string, top: number): void {
     .forEach(([f, n]) => console.log(`  ${pct(n)}  ${f.slice(3, 150)}`));
 }
 
-/** utime + stime of one thread, seconds. */
-function threadCpu(pid: number, tid: number): number {
-  const raw = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-  const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
-
 const keys = createKeys(2048);
 const redis = await startRedis();
 const work = mkdtempSync(join(tmpdir(), 'mcb-ingest-perf-'));
@@ -112,11 +106,11 @@ try {
     const data = join(work, 'perf.data');
     // The main thread's id is the process's; perf follows that thread only (V8's helpers are not ingest's work).
     const recorder = perfOk ? spawn('perf', ['record', '-F', '1999', '-g', '-t', String(pid), '-o', data, '--', 'sleep', String(seconds)], { stdio: 'ignore' }) : undefined;
-    const cpu0 = threadCpu(pid, pid);
+    const cpu0 = cpuSecondsOf(pid, pid);
     const r = 'rate' in load
       ? await openLoop({ ...target, rate: load.rate, durationMs: seconds * 1000, maxConnections: 256, next: prepared.next })
       : await closedLoop({ ...target, connections: load.connections, durationMs: seconds * 1000, next: prepared.next });
-    const cpu = (threadCpu(pid, pid) - cpu0) / r.seconds;
+    const cpu = (cpuSecondsOf(pid, pid) - cpu0) / r.seconds;
     if (recorder) await new Promise((resolve) => recorder.once('exit', resolve));
     const lat = summarize(r.latencies);
     const what = 'rate' in load ? `open loop at ${load.rate} req/s` : `closed loop, ${load.connections} connections`;

@@ -123,10 +123,10 @@ export function memoryOf(pid: number): { rss: number; hwm: number } {
   }
 }
 
-/** CPU seconds (user + system) used so far by one process. */
-export function cpuSecondsOf(pid: number): number {
+/** CPU seconds (user + system) used so far by one process, or by one of its threads when `tid` is given. */
+export function cpuSecondsOf(pid: number, tid?: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime (fields 14 and 15)
   } catch {

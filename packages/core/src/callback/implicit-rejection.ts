@@ -6,6 +6,20 @@ type Decrypt = (key: KeyObject, block: Buffer) => Buffer;
 const nodeDecrypt: Decrypt = (key, block) => privateDecrypt({ key, padding: constants.RSA_PKCS1_PADDING }, block);
 
 /**
+ * Two ciphertext blocks under `publicKey` whose PKCS#1 v1.5 padding is malformed: a wrong block type (00 01), and a
+ * type-2 block without the zero separator. Implicit rejection decrypts each to deterministic pseudo-random bytes.
+ */
+export function malformedPkcs1Blocks(publicKey: KeyObject): Buffer[] {
+  const k = Math.ceil((publicKey.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
+  return [0x01, 0x02].map((blockType) => {
+    const malformed = Buffer.alloc(k, 0x5a);
+    malformed[0] = 0x00;
+    malformed[1] = blockType;
+    return publicEncrypt({ key: publicKey, padding: constants.RSA_NO_PADDING }, malformed);
+  });
+}
+
+/**
  * Why the runtime is unusable, or `undefined` when RSA PKCS#1 v1.5 decryption uses implicit rejection: a block with
  * malformed padding must decrypt (to deterministic pseudo-random bytes) instead of throwing. A runtime that throws
  * (OpenSSL < 3.2, or Node's CVE-2023-46809 guard) would make the receiver a Bleichenbacher/Marvin padding oracle.
@@ -13,17 +27,8 @@ const nodeDecrypt: Decrypt = (key, block) => privateDecrypt({ key, padding: cons
  */
 export function probeImplicitRejection(decrypt: Decrypt = nodeDecrypt): string | undefined {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 1024 });
-  const k = 128;
-  // Two malformed encodings: wrong block type (00 01) and a type-2 block without the zero separator.
-  const wrongType = Buffer.alloc(k, 0x5a);
-  wrongType[1] = 0x01;
-  wrongType[0] = 0x00;
-  const noSeparator = Buffer.alloc(k, 0x5a);
-  noSeparator[0] = 0x00;
-  noSeparator[1] = 0x02;
   const runtime = `Node ${process.versions.node} with OpenSSL ${process.versions.openssl}`;
-  for (const malformed of [wrongType, noSeparator]) {
-    const block = publicEncrypt({ key: publicKey, padding: constants.RSA_NO_PADDING }, malformed);
+  for (const block of malformedPkcs1Blocks(publicKey)) {
     let first: Buffer;
     let second: Buffer;
     try {

@@ -1,4 +1,5 @@
 import { constants, createPrivateKey, createPublicKey, privateDecrypt, publicEncrypt, randomBytes, type KeyObject } from 'node:crypto';
+import { malformedPkcs1Blocks } from './implicit-rejection.ts';
 import type { RingKey } from './key-ring.ts';
 import { parsePublicKey } from './keys.ts';
 
@@ -63,16 +64,10 @@ export function blockDecryptor(privateKey: KeyObject, decrypt: PrivateDecrypt = 
     der.fill(0); // the key's bytes stay in the two KeyObjects only, not in a buffer waiting for GC
     Object.defineProperty(copy, 'padding', { value: constants.RSA_PKCS1_PADDING, enumerable: false });
     const fast: BlockDecrypt = (block) => decrypt(copy, block);
-    const k = Math.ceil((privateKey.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
     const publicKey = createPublicKey(privateKey);
     const plaintext = randomBytes(32);
     if (!fast(publicEncrypt({ key: publicKey, padding: constants.RSA_PKCS1_PADDING }, plaintext)).equals(plaintext)) return { decrypt: documented, fast: false };
-    // Malformed: wrong block type (00 01), and a type-2 block without the zero separator.
-    for (const second of [0x01, 0x02]) {
-      const malformed = Buffer.alloc(k, 0x5a);
-      malformed[0] = 0x00;
-      malformed[1] = second;
-      const block = publicEncrypt({ key: publicKey, padding: constants.RSA_NO_PADDING }, malformed);
+    for (const block of malformedPkcs1Blocks(publicKey)) {
       if (!fast(block).equals(documented(block))) return { decrypt: documented, fast: false };
     }
     return { decrypt: fast, fast: true };

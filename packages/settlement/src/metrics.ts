@@ -4,6 +4,11 @@ import type { Counter, Histogram } from '@mcb/core/metrics';
 export interface SettlementMetrics {
   /** Reviews opened (or re-seen), by kind and reason code. */
   reviews: Counter<'kind' | 'code'>;
+  /**
+   * Callbacks for an applied pair (against="receipt") or an already-final order (against="order") whose content
+   * differs from what was applied: suspected forgeries, each also a VERIFY_DIFFERS_FROM_APPLIED review.
+   */
+  suspectedForgeries?: Counter<'kind' | 'against'>;
   /** Get order round trips, by result (ok or the error code). */
   getOrderDuration: Histogram<'result'>;
 }

@@ -11,4 +11,10 @@ export interface SettlementMetrics {
   suspectedForgeries?: Counter<'kind' | 'against'>;
   /** Get order round trips, by result (ok or the error code). */
   getOrderDuration: Histogram<'result'>;
+  /**
+   * From the record's PayTime (the platform's UTC+8 local time, stored as an instant) to the commit of the credit
+   * (or payout's finalisation) this process made, by kind: how long a customer waited. Events without a PayTime (the
+   * sweep's, rebuilt from Get order) are not observed.
+   */
+  paymentToCredit?: Histogram<'kind'>;
 }

@@ -381,6 +381,14 @@ async function decide(ctx: EventContext, order: Order, confirmed: PlatformOrder)
   return reportApplied(ctx, order, result);
 }
 
+/** The customer's wait, PayTime to this commit (mcb_payment_to_credit_seconds); a clock ahead of ours counts as 0. */
+function observePaymentToCredit(ctx: EventContext): void {
+  const histogram = ctx.deps.metrics?.paymentToCredit;
+  const paidAt = ctx.event.payTime ? Date.parse(ctx.event.payTime) : NaN;
+  if (!histogram || Number.isNaN(paidAt)) return;
+  histogram.observe({ kind: ctx.event.kind }, Math.max(0, ((ctx.deps.now ?? Date.now)() - paidAt) / 1000));
+}
+
 /** What follows a credit this job made: afterCommit, then the outcome's log line. */
 async function reportApplied(
   ctx: EventContext,
@@ -388,6 +396,7 @@ async function reportApplied(
   result: { outcome: TargetStatus; receiptId: number; ledgerEntryId: number | undefined },
 ): Promise<ApplyOutcome> {
   const outcome: ApplyOutcome = { status: 'applied', outcome: result.outcome, orderId: order.id, receiptId: result.receiptId };
+  observePaymentToCredit(ctx);
   await ctx.deps.afterCommit?.(outcome);
   ctx.log.info(
     { outcome: result.outcome, orderId: order.id, receiptId: result.receiptId, ledgerEntryId: result.ledgerEntryId, amount: order.amount, currency: order.currency },

@@ -355,5 +355,20 @@ export const operatorActions = pgTable(
   ],
 );
 
+/**
+ * Console sessions ended by `POST /logout` before their expiry: a session cookie is signed and stateless, so a logged-out
+ * one would otherwise keep working until it expires. Rows are kept until then (the console prunes expired ones).
+ */
+export const consoleRevokedSessions = pgTable(
+  'console_revoked_sessions',
+  {
+    /** The session's id (its random nonce). */
+    id: text('id').primaryKey(),
+    /** When the session would have expired anyway: the row is useless after it. */
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('console_revoked_sessions_expires_idx').on(t.expiresAt)],
+);
+
 export type OperatorAction = typeof operatorActions.$inferSelect;
 export type NewOperatorAction = typeof operatorActions.$inferInsert;

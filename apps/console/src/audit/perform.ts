@@ -61,6 +61,7 @@ export function assertCan(operator: Operator, action: Action): void {
  * Characters a reason may not hold: control characters other than tab and line breaks (Postgres refuses NUL in text,
  * and the others garble the audit trail and logs), and lone UTF-16 surrogates (not storable as UTF-8).
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const UNSTORABLE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]|\p{Cs}/u;
 
 /**

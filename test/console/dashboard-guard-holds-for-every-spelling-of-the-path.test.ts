@@ -114,7 +114,7 @@ describe('the dashboard guard decides by the route matched, not by the raw URL',
       expect(res.statusCode, how).toBe(403);
       expect(res.json()).toMatchObject({ requiredRole: 'operator' });
     }
-    const [, operatorHeaders] = credentials('operator')[0];
+    const operatorHeaders = bearer('operator');
     const bare = await stack.app.inject({ method: 'PUT', url, headers: operatorHeaders });
     expect(bare.statusCode).toBe(400);
     expect(await stack.queue.getJobState(jobId)).toBe('failed');

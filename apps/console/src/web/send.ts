@@ -24,7 +24,9 @@ export function redirectWithFlash(reply: FastifyReply, to: string, flash: { kind
   url.searchParams.delete('ok');
   url.searchParams.delete('error');
   url.searchParams.set(flash.kind, flash.text.slice(0, 300));
-  return reply.code(303).header('location', `${url.pathname}${url.search}`).header('cache-control', 'no-store').send();
+  // Normalised here: a path that resolves to `//host` would send the browser to another site.
+  const path = url.origin === 'http://console.invalid' && /^\/(?![/\\])/.test(url.pathname) ? url.pathname : '/';
+  return reply.code(303).header('location', `${path}${url.search}`).header('cache-control', 'no-store').send();
 }
 
 /** The flash a page received through {@link redirectWithFlash}, if any. */

@@ -338,8 +338,9 @@ const schema = z.object({
    */
   CONSOLE_OPERATOR_TOKEN: optionalString,
   /**
-   * Key of the dashboard's session cookies (32+ characters). @defaultValue derived from CONSOLE_TOKEN; with only an
-   * operators file, a random key per process (sessions end when the console restarts, and are not shared by instances)
+   * Key of the dashboard's session cookies (32+ characters): whoever holds it can mint a session for any operator,
+   * so it is never derived from CONSOLE_TOKEN. Required with CONSOLE_OPERATORS_FILE. @defaultValue a random key per
+   * process (CONSOLE_TOKEN only: sessions end when the console restarts, and are not shared by instances)
    */
   CONSOLE_SESSION_SECRET: optionalString.pipe(z.string().min(32, 'expected at least 32 characters').optional()),
   /** Lifetime of a dashboard login session (fixed, not sliding). */
@@ -497,9 +498,16 @@ function isLoopbackUrl(raw: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
-/** A proxy identity needs the addresses it may come from and the file that gives it a role. */
-function consoleAuthProblems(values: z.output<typeof schema>): string[] {
+/**
+ * A proxy identity needs the addresses it may come from and the file that gives it a role; operators' sessions need
+ * a key of their own (a random one per process would log every operator out at each restart, and differ between
+ * instances).
+ */
+function consoleAuthProblems(values: z.output<typeof schema>, role: string): string[] {
   const problems: string[] = [];
+  if (role === 'console' && values.CONSOLE_OPERATORS_FILE !== undefined && values.CONSOLE_SESSION_SECRET === undefined) {
+    problems.push('CONSOLE_SESSION_SECRET: required with CONSOLE_OPERATORS_FILE (the key of the operators\' sessions, 32+ random characters; never CONSOLE_TOKEN) (unset)');
+  }
   if (values.CONSOLE_AUTH_PROXY_HEADER !== undefined) {
     if (values.CONSOLE_TRUSTED_PROXIES === undefined) problems.push('CONSOLE_TRUSTED_PROXIES: required with CONSOLE_AUTH_PROXY_HEADER (the proxy addresses) (unset)');
     if (values.CONSOLE_OPERATORS_FILE === undefined) problems.push('CONSOLE_OPERATORS_FILE: required with CONSOLE_AUTH_PROXY_HEADER (roles come from it by name) (unset)');
@@ -547,7 +555,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       );
     }
     if (values) problems.push(...redisTopologyProblems(values, env));
-    if (values) problems.push(...consoleAuthProblems(values));
+    if (values) problems.push(...consoleAuthProblems(values, role));
     if (values && values.INGEST_HEADERS_TIMEOUT > values.INGEST_REQUEST_TIMEOUT) {
       problems.push('INGEST_HEADERS_TIMEOUT: must not exceed INGEST_REQUEST_TIMEOUT (the request bound includes its headers)');
     }
@@ -571,8 +579,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
  */
 export function configWarnings(config: Config): string[] {
   const warnings: string[] = [];
-  if (config.role === 'console' && !config.CONSOLE_TOKEN && !config.CONSOLE_SESSION_SECRET) {
-    warnings.push('CONSOLE_SESSION_SECRET unset (and no CONSOLE_TOKEN): dashboard sessions end when the console restarts and are not shared by several consoles');
+  if (config.role === 'console' && !config.CONSOLE_SESSION_SECRET) {
+    warnings.push('CONSOLE_SESSION_SECRET unset: a random session key per start, so dashboard sessions end when the console restarts and are not shared by several consoles');
   }
   if (config.PLATFORM_ALLOW_HTTP && config.PLATFORM_BASE_URL?.startsWith('http:')) {
     warnings.push('PLATFORM_ALLOW_HTTP=true: Get order goes over plain http; anyone on that path could confirm a forged callback (local stacks only)');

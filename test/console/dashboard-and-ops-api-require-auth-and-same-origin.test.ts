@@ -90,7 +90,7 @@ describe('authentication of the dashboard and the ops API', () => {
     expect(ok.statusCode).toBe(303);
     expect(ok.headers.location).toBe('/');
     const setCookie = String(ok.headers['set-cookie']);
-    expect(setCookie).toMatch(new RegExp(`^${SESSION_COOKIE}=v2\\.`));
+    expect(setCookie).toMatch(new RegExp(`^${SESSION_COOKIE}=v3\\.`));
     expect(setCookie).toContain('HttpOnly');
     expect(setCookie).toContain('SameSite=Strict');
     expect(setCookie).toContain('Max-Age=14400');

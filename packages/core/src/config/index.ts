@@ -328,7 +328,10 @@ const schema = z.object({
    * @defaultValue unset (no proxy identity)
    */
   CONSOLE_AUTH_PROXY_HEADER: optionalString.pipe(z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'expected an HTTP header name').optional()),
-  /** Addresses (IPs or CIDR blocks, comma-separated) whose CONSOLE_AUTH_PROXY_HEADER is believed. @defaultValue unset */
+  /**
+   * Addresses (IPs or CIDR blocks, comma-separated) whose CONSOLE_AUTH_PROXY_HEADER and `X-Forwarded-Proto` are
+   * believed. @defaultValue unset
+   */
   CONSOLE_TRUSTED_PROXIES: sourceRanges,
   /** Where `pnpm cli` reaches the console's API. @defaultValue http://CONSOLE_HOST:CONSOLE_PORT (127.0.0.1 for 0.0.0.0) */
   CONSOLE_URL: optionalUrl(['http:', 'https:'], 'http(s)'),
@@ -345,7 +348,10 @@ const schema = z.object({
   CONSOLE_SESSION_SECRET: optionalString.pipe(z.string().min(32, 'expected at least 32 characters').optional()),
   /** Lifetime of a dashboard login session (fixed, not sliding). */
   CONSOLE_SESSION_TTL: duration('4h'),
-  /** `Secure` on the session cookie: auto (when the request came over https), always (behind a TLS proxy), never. */
+  /**
+   * `Secure` on the session cookie: auto (when the request came over https: TLS to the console, or
+   * `X-Forwarded-Proto: https` from a CONSOLE_TRUSTED_PROXIES address), always, never.
+   */
   CONSOLE_COOKIE_SECURE: z.enum(['auto', 'always', 'never']).default('auto'),
   /**
    * Failed logins / bearer tokens from one client address within CONSOLE_AUTH_FAILURE_WINDOW that lock it until the

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorActions } from '@mcb/core/db';
 import { createRedis } from '@mcb/core/redis';
@@ -71,7 +72,34 @@ const credentials = (role: 'viewer' | 'operator') => [
   ['session', { cookie: cookies[role]!, origin: 'http://console.test', host: 'console.test' }] as const,
 ];
 
+/** bull-board's own route table (the console's copy of @bull-board/api), so a route a new version adds is tested too. */
+const bullBoardRoutes = (): { method: string; route: string }[] => {
+  const require = createRequire(new URL('../../apps/console/package.json', import.meta.url));
+  const { appRoutes } = require('@bull-board/api/dist/routes.js') as { appRoutes: { api: { method: string; route: string | string[] }[] } };
+  return appRoutes.api.flatMap((r) => (Array.isArray(r.route) ? r.route : [r.route]).map((route) => ({ method: r.method.toUpperCase(), route })));
+};
+const ALLOWED = new Set(['PUT /api/queues/:queueName/:jobId/retry', 'PUT /api/queues/:queueName/retry/:queueStatus', 'PUT /api/queues/:queueName/:jobId/promote', 'PUT /api/queues/:queueName/promote']);
+
 describe('the dashboard guard decides by the route matched, not by the raw URL', () => {
+  it('refuses every non-GET bull-board route that is not on the allow-list, for every role, plain or encoded (deny by default)', async () => {
+    const changing = bullBoardRoutes().filter((r) => r.method !== 'GET' && !ALLOWED.has(`${r.method} ${r.route}`));
+    expect(changing.length).toBeGreaterThan(15);
+    const before = await stack.queue.getJobCounts();
+    const fill = (route: string) =>
+      route.replace(':queueName', 'callbacks').replace(':jobId', jobId).replace(':queueStatus', 'failed').replace(':schedulerId', 'none');
+    for (const role of ['viewer', 'operator', 'admin'] as const) {
+      for (const r of changing) {
+        const rest = fill(r.route);
+        for (const url of [`/queues${rest}`, `/%71ueues${rest}`, `/queue%73${rest}`]) {
+          const res = await stack.app.inject({ method: r.method as 'PUT', url, headers: { ...bearer(role), 'x-reason': 'trying' }, payload: {} });
+          expect(res.statusCode, `${role} ${r.method} ${url}: ${res.body}`).toBe(403);
+        }
+      }
+    }
+    expect(await stack.queue.getJobCounts()).toEqual(before);
+    expect(await stack.queue.isPaused()).toBe(false);
+  });
+
   for (const role of ['viewer', 'operator'] as const) {
     it(`refuses pause, resume, clean, update-data, add, remove and empty for a ${role}, whatever the spelling (bearer and session)`, async () => {
       const rowsBefore = (await env.db.db.select().from(operatorActions)).length;

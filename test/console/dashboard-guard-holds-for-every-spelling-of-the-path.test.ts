@@ -65,6 +65,13 @@ const spellings = (rest: string) => [
   `//queues${rest}`,
   `/queues/${rest}`,
   `/queues${rest.replace('/api/queues/', '/api//queues/')}`,
+  `/queues/%2e${rest}`,
+  `/queues/x/%2e%2e${rest}`,
+  `/queues${rest.replaceAll('/', '%2F')}`,
+  `/queues${rest.replace('/api/queues/', '/api/queues%2F')}`,
+  `/queues${rest}?x=1`,
+  `/queues${rest}#frag`,
+  `/queues${rest.toUpperCase()}`,
 ];
 
 const credentials = (role: 'viewer' | 'operator') => [

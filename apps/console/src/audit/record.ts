@@ -41,7 +41,7 @@ export const PENDING = 'pending';
 
 /**
  * Complete an intent row (outcome `pending`) with the effect's outcome: the one update the append-only trail allows
- * (migration 0008). Throws when the row is not pending any more (a bug: each intent is completed once).
+ * (migration 0006). Throws when the row is not pending any more (a bug: each intent is completed once).
  */
 export async function completeIntent(tx: Database, id: number, outcome: string, details?: Record<string, unknown>): Promise<void> {
   const done = await tx

@@ -178,7 +178,9 @@ export function createFleet(options: FleetOptions): Fleet {
     beat = setTimeout(() => void heartbeat(), sharedOpen ? 250 : fallback ? 1000 : 2000);
     beat.unref();
   }
-  void heartbeat();
+  // The first once the connection is up: a process still connecting is not "Redis unreachable".
+  if (redis.status === 'ready') void heartbeat();
+  else redis.once('ready', () => void heartbeat());
 
   // Requests waiting for a start time, in arrival order; one pump reserves for them.
   type Waiter = { go: () => void; fail: (e: Error) => void; signal?: AbortSignal; done: boolean };

@@ -1,4 +1,4 @@
-import { BrokenCircuitError, circuitBreaker, CircuitState, ConsecutiveBreaker, ExponentialBackoff, handleWhen } from 'cockatiel';
+import { BrokenCircuitError, circuitBreaker, CircuitState, ConsecutiveBreaker, ExponentialBackoff, handleWhen, IsolatedCircuitError } from 'cockatiel';
 import { AppError, ErrorCodes } from '../errors.ts';
 import type { PlatformClient } from './client.ts';
 import { shareBreaker } from './fleet-breaker.ts';
@@ -128,8 +128,10 @@ export function guardPlatform(client: PlatformClient, options: PlatformGuardOpti
   });
   const shared = fleet ? shareBreaker(breaker, fleet) : undefined;
 
-  const call = async (merchantOrderNo: string, signal: AbortSignal | undefined) => {
+  const call = async (merchantOrderNo: string, signal: AbortSignal | undefined, probe = false) => {
     await (fleet ? fleet.take(signal) : spacer?.take(signal));
+    // The fleet's breaker opened while this call waited for its start time: it waits with the others instead.
+    if (fleet && !probe && breaker.state === CircuitState.Isolated) throw new IsolatedCircuitError();
     const started = performance.now();
     try {
       const order = await client.getOrder(merchantOrderNo, { signal });
@@ -155,7 +157,7 @@ export function guardPlatform(client: PlatformClient, options: PlatformGuardOpti
           if (!outage) throw e;
           // The fleet's breaker is open: one of its few probes a second, when this process holds the token.
           if (shared && (await shared.mayProbe())) {
-            const probed = await shared.probe(() => call(merchantOrderNo, callOpts.signal), isPlatformOutage);
+            const probed = await shared.probe(() => call(merchantOrderNo, callOpts.signal, true), isPlatformOutage);
             if (probed) return probed.value;
           }
           if (Date.now() >= giveUpAt || callOpts.signal?.aborted) {

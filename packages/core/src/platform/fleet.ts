@@ -29,7 +29,7 @@ export interface FleetOptions {
   maxRps: number;
   /** Probes of an open breaker per second, the whole fleet together. @defaultValue 3 */
   probesPerSecond?: number;
-  /** How long a Redis call may take before this process falls back to its own share, in ms. @defaultValue 500 */
+  /** How long a Redis call may take before this process falls back to its own share, in ms. @defaultValue 1000 */
   redisTimeoutMs?: number;
   /** Metrics of the budget and the shared breaker are registered here when given. */
   registry?: Registry;
@@ -83,7 +83,7 @@ export function createFleet(options: FleetOptions): Fleet {
   const { redis, maxRps } = options;
   const scope = options.scope ?? 'all';
   const keys = fleetKeys(options.prefix, scope);
-  const timeoutMs = options.redisTimeoutMs ?? 500;
+  const timeoutMs = options.redisTimeoutMs ?? 1000;
   const probeIntervalMs = Math.round(1000 / (options.probesPerSecond ?? 3));
   const processId = options.processId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   // Start times 1 s / budget apart; a burst of ⌊budget / 50⌋ (20 ms' worth) after a pause; reserved at most
@@ -106,7 +106,9 @@ export function createFleet(options: FleetOptions): Fleet {
     p.catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`fleet budget: Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
+      // After this turn's I/O (setImmediate): a stalled event loop wakes to both the timer and a reply already read.
+      const fail = () => reject(new Error(`fleet budget: Redis did not answer within ${timeoutMs} ms`));
+      timer = setTimeout(() => setImmediate(fail), timeoutMs);
     });
     return Promise.race([p, late]).finally(() => clearTimeout(timer));
   };
@@ -228,8 +230,9 @@ export function createFleet(options: FleetOptions): Fleet {
           else setTimeout(w.go, ms);
           last = ms;
         }
-        // Ask again when the lease is spent (or when the budget has room again): one lease ahead at most.
-        const wait = reply.delaysMs.length === 0 ? reply.retryMs + Math.random() * (intervalUs / 1000) : last;
+        // Ask again half a horizon before the lease is spent (so that a late timer does not let the budget's next
+        // start times pass unused), or when the budget has room again.
+        const wait = reply.delaysMs.length === 0 ? reply.retryMs + Math.random() * (intervalUs / 1000) : last - horizonUs / 2000;
         if (wait >= 1) await pause(wait);
       }
     } finally {

@@ -6,6 +6,7 @@
  * state, and every process releases its breaker when it sees that (within its 250 ms look at the state).
  */
 import { CircuitState, type CircuitBreakerPolicy, type IDisposable } from 'cockatiel';
+import { AppError, ErrorCodes } from '../errors.ts';
 import type { Fleet } from './fleet.ts';
 
 /** A breaker bound to the fleet's state. */
@@ -48,6 +49,8 @@ export function shareBreaker(breaker: CircuitBreakerPolicy, fleet: Fleet): Share
           fleet.reportOpen();
           return undefined;
         }
+        // The caller gave up before the platform said anything: no news either way.
+        if (e instanceof AppError && e.code === ErrorCodes.PLATFORM_ABORTED) throw e;
         fleet.reportClosed();
         throw e;
       }

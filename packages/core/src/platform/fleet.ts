@@ -91,6 +91,8 @@ export function createFleet(options: FleetOptions): Fleet {
   const intervalUs = maxRps > 0 ? 1_000_000 / maxRps : 0;
   const toleranceUs = Math.floor(maxRps / 50) * intervalUs;
   const horizonUs = Math.max(50_000, 2 * intervalUs);
+  // A start time whose timer fires later than this is not used (see the pump).
+  const staleMs = Math.max(25, (2 * intervalUs) / 1000);
   if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { numberOfKeys: RESERVE_KEYS, lua: RESERVE_LUA });
   const reserveCommand = (redis as unknown as Record<string, Reserve>)[COMMAND]!.bind(redis);
   const metrics = options.registry ? fleetMetrics(options.registry, maxRps) : undefined;
@@ -225,9 +227,23 @@ export function createFleet(options: FleetOptions): Fleet {
         for (const ms of reply.delaysMs) {
           const w = nextWaiter();
           if (!w) break; // its caller gave up meanwhile: the start time goes unused
-          metrics?.granted.inc({ mode: 'fleet' });
-          if (ms < 1) w.go();
-          else setTimeout(w.go, ms);
+          if (ms < 1) {
+            metrics?.granted.inc({ mode: 'fleet' });
+            w.go();
+          } else {
+            const due = performance.now() + ms;
+            setTimeout(() => {
+              // A timer that fires late (a stalled event loop) would bunch this start with the fleet's next ones: the
+              // start time goes unused and the request asks again, first in line.
+              if (w.done) return;
+              if (performance.now() - due <= staleMs) {
+                metrics?.granted.inc({ mode: 'fleet' });
+                return w.go();
+              }
+              waiters.unshift(w);
+              void pump();
+            }, ms);
+          }
           last = ms;
         }
         // Ask again half a horizon before the lease is spent (so that a late timer does not let the budget's next
@@ -311,7 +327,7 @@ function fleetMetrics(registry: Registry, maxRps: number) {
   budget.set(maxRps);
   const granted = new Counter({
     name: 'mcb_platform_budget_granted_total',
-    help: 'Get order start times this process took: from the fleet budget, or locally (its last fair share) while Redis was away',
+    help: 'Get order start times this process used: from the fleet budget, or locally (its last fair share) while Redis was away',
     labelNames: ['mode'],
     registers,
   });

@@ -6,7 +6,7 @@ import type { Db } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import { Counter, type Registry } from '@mcb/core/metrics';
-import type { PlatformClient } from '@mcb/core/platform';
+import { readFleetState, type PlatformClient } from '@mcb/core/platform';
 import type { RedisClient } from '@mcb/core/redis';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -162,7 +162,8 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   await app.register(async (pages) => {
     acceptForms(pages);
     pages.get('/', { schema: { hide: true } }, async (_req, reply) => reply.code(302).header('location', '/search').send());
-    await pages.register(searchPages, { db: deps.db, queue: deps.queue });
+    const redis = deps.redis;
+    await pages.register(searchPages, { db: deps.db, queue: deps.queue, platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)) });
     await pages.register(ordersPages, { db: deps.db, queue: deps.queue });
     await pages.register(reviewsPages, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
     await pages.register(auditPages, { db: deps.db.db });

@@ -255,9 +255,10 @@ const schema = z.object({
   /** Ceiling of the adaptive jobs in flight per worker process (ignored when WORKER_CONCURRENCY is set). */
   WORKER_MAX_IN_FLIGHT: z.coerce.number().int().min(8).max(5000).default(1024),
   /**
-   * Most Get order requests per second from one worker process (the callback jobs and the sweep together), so
-   * that a backlog never hammers the platform; set it to the platform's published limit divided by the worker
-   * processes. 0: no cap.
+   * The deployment's Get order budget: most requests per second of every worker (callback jobs, the sweep) and the
+   * console (re-verify, replay dry run) together, shared through Redis (work-conserving: an idle process holds no
+   * share). Set it to the platform's limit for the merchant account, the same on every process; do not divide it.
+   * 0: no cap.
    */
   PLATFORM_MAX_RPS: z.coerce.number().int().min(0).max(100_000).default(2000),
   /**
@@ -375,7 +376,8 @@ const schema = z.object({
   CONSOLE_REPLAY_RATE: z.coerce.number().int().min(1).max(10_000).default(10),
   /**
    * The highest `ratePerSecond` a replay may ask for (and the dry run's Get order rate): what the platform's Get
-   * order tolerates beside live traffic. A higher ask is refused with 400. @defaultValue 100
+   * order tolerates beside live traffic (its Get orders come out of PLATFORM_MAX_RPS, the fleet's budget). A higher
+   * ask is refused with 400. @defaultValue 100
    */
   CONSOLE_REPLAY_MAX_RATE: z.coerce.number().int().min(1).max(10_000).default(100),
 
@@ -587,6 +589,11 @@ export function configWarnings(config: Config): string[] {
   const warnings: string[] = [];
   if (config.role === 'console' && !config.CONSOLE_SESSION_SECRET) {
     warnings.push('CONSOLE_SESSION_SECRET unset: a random session key per start, so dashboard sessions end when the console restarts and are not shared by several consoles');
+  }
+  if (config.role === 'console' && config.PLATFORM_MAX_RPS > 0 && config.CONSOLE_REPLAY_MAX_RATE > config.PLATFORM_MAX_RPS) {
+    warnings.push(
+      `CONSOLE_REPLAY_MAX_RATE (${config.CONSOLE_REPLAY_MAX_RATE}) is above PLATFORM_MAX_RPS (${config.PLATFORM_MAX_RPS}): a replay's Get orders come out of the fleet's budget, so it cannot go faster`,
+    );
   }
   if (config.PLATFORM_ALLOW_HTTP && config.PLATFORM_BASE_URL?.startsWith('http:')) {
     warnings.push('PLATFORM_ALLOW_HTTP=true: Get order goes over plain http; anyone on that path could confirm a forged callback (local stacks only)');

@@ -5,8 +5,11 @@ export interface TestServices {
   /** A Postgres URL whose database part the harness replaces. */
   databaseUrl: string;
   redisUrl: string;
-  /** How they were found: from the environment, the local defaults, or containers started for this run. */
-  source: 'env' | 'local' | 'testcontainers';
+  /**
+   * How they were found: from the environment, the local defaults, servers of our own started for this run
+   * (own-services.ts; one of them may be the local default), or containers started for this run.
+   */
+  source: 'env' | 'local' | 'own' | 'testcontainers';
 }
 
 export const LOCAL_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres';

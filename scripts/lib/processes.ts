@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { commandAs } from '@mcb/testkit/own-services';
 
 /** The four apps, in start order. */
 export type AppName = 'sandbox' | 'ingest' | 'worker' | 'console';
@@ -34,7 +35,9 @@ export function spawnApp(name: AppName, root: string, env: Record<string, string
     logFile = join(output.dir, `${name}.log`);
     fd = openSync(logFile, 'w', 0o600);
   }
-  const child = spawn(process.execPath, [join('apps', name, 'src', 'main.ts')], {
+  // SIGTERM when this script dies, even of SIGKILL (Linux, setpriv): an app never outlives dev or demo.
+  const [file, args] = commandAs(process.execPath, [join('apps', name, 'src', 'main.ts')], { dieWithParent: 'TERM', keepUser: true });
+  const child = spawn(file, args, {
     cwd: root,
     env,
     stdio: fd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd],

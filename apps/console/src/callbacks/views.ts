@@ -78,8 +78,8 @@ function filterForm(vm: CallbacksPageModel): Html {
 <label>Other codes, comma-separated <input name="code" value="${typedCodes.join(', ')}" size="30" autocomplete="off" placeholder="any code; case does not matter"></label></fieldset>
 <div class="fields">
 <label>Kind <select name="kind"><option value="">any</option>${(['payin', 'payout'] as const).map((k) => html`<option value="${k}"${vm.filter.kind === k ? html` selected` : ''}>${k}</option>`)}</select></label>
-<label>Merchant order no. <input name="merchantOrderNo" value="${v.merchantOrderNo ?? ''}" size="18" placeholder="our number, exact"></label>
-<label>Platform order no. <input name="orderNo" value="${v.orderNo ?? ''}" size="18" placeholder="platform's OrderNo, exact"></label>
+<label>Merchant order no. <input name="merchantOrderNo" value="${v.merchantOrderNo ?? ''}" size="18" placeholder="exact"></label>
+<label>Platform order no. <input name="orderNo" value="${v.orderNo ?? ''}" size="18" placeholder="exact"></label>
 <label>Amount from <input name="amountMin" value="${v.amountMin ?? ''}" inputmode="decimal" size="9" placeholder="decimal"></label>
 <label>Amount to <input name="amountMax" value="${v.amountMax ?? ''}" inputmode="decimal" size="9" placeholder="decimal"></label>
 <label>Received from (UTC) <input name="from" value="${v.from ?? ''}" size="19" placeholder="YYYY-MM-DD HH:MM"></label>

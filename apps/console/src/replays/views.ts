@@ -37,8 +37,8 @@ export function filterFormView(form: FilterForm): Html {
 <form class="inline" method="get" action="/replays/new" aria-label="Replay filter">
 ${field('code', 'Last error codes (any of; comma-separated)', v.code, html`size="40" placeholder="e.g. two codes, comma-separated"`)}
 <label>Kind<select name="kind"><option value="">any</option>${(['payin', 'payout'] as const).map((k) => html`<option value="${k}"${v.kind === k ? html` selected` : ''}>${k}</option>`)}</select></label>
-${field('merchantOrderNo', 'Merchant order no.', v.merchantOrderNo, html`placeholder="our number, exact"`)}
-${field('orderNo', 'Platform order no.', v.orderNo, html`placeholder="platform's OrderNo, exact"`)}
+${field('merchantOrderNo', 'Merchant order no.', v.merchantOrderNo, html`placeholder="exact"`)}
+${field('orderNo', 'Platform order no.', v.orderNo, html`placeholder="exact"`)}
 ${field('amountMin', 'Amount from', v.amountMin, html`inputmode="decimal" size="8" placeholder="decimal"`)}
 ${field('amountMax', 'Amount to', v.amountMax, html`inputmode="decimal" size="8" placeholder="decimal"`)}
 ${field('from', 'Received from (UTC)', v.from, html`placeholder="YYYY-MM-DD HH:MM"`)}

@@ -39,7 +39,7 @@ legend{font-size:.85rem;color:var(--muted)}label.check{flex-direction:row;align-
 a.button{display:inline-block;padding:.35rem .8rem;border:1px solid var(--accent);border-radius:.25rem;text-decoration:none}
 a.button.primary{background:var(--accent);color:#fff}
 .outcomes{display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;margin:.5rem 0;padding:0;list-style:none}
-main{overflow-wrap:anywhere}td.mono,td code{overflow-wrap:anywhere}
+main{overflow-wrap:break-word}
 @media (max-width:40rem){
 header{padding:.5rem .75rem}main{padding:.75rem}nav{flex-wrap:wrap;gap:.5rem}
 input,select,textarea{max-width:100%}textarea{width:100%}input[size]{width:100%}
@@ -50,6 +50,7 @@ table.stack tr{border-bottom:2px solid var(--line);padding:.4rem 0}
 table.stack td{border:0;padding:.15rem 0;text-align:left}
 table.stack td[data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-size:.85rem}
 table.stack td.num{text-align:left}
+td,dd,code{overflow-wrap:anywhere}
 }
 `;
 

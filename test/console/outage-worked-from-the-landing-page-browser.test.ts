@@ -116,6 +116,8 @@ describe('an outage worked from the landing page, in a browser', () => {
       expect(await page.locator('tr', { hasText: 'attempt failed' }).count()).toBe(3);
       await page.getByText('PLATFORM_HTTP_ERROR').first().waitFor();
       await page.getByText('credited').first().waitFor();
+      // The replay that repaired it is part of its story: who, and why.
+      await page.getByText(`sent back to the queue by replay ${id} of otto.operator@example.com: Get order was down (503); customers paid`).waitFor();
       await shot(page, '6-order-1366');
       await page.goto(`${stack.url}/replays`);
       await page.getByRole('heading', { name: 'Replays' }).waitFor();

@@ -89,7 +89,7 @@ describe('an outage worked from the landing page, in a browser', () => {
       await reason.click();
       await page.keyboard.type('stop: the platform asks us to wait', { delay: 40 });
       const pollsBefore = Number((await page.locator('[data-replay-id]').getAttribute('data-polls')) ?? 0);
-      await page.waitForFunction((n) => Number((globalThis as Win).document.querySelector('[data-replay-id]').getAttribute('data-polls')) >= n, pollsBefore + 3, { timeout: 20_000 });
+      await page.waitForFunction((n) => Number((globalThis as Win).document.querySelector('[data-replay-id]')?.getAttribute('data-polls')) >= n, pollsBefore + 3, { timeout: 20_000 });
       expect(await reason.inputValue()).toBe('stop: the platform asks us to wait');
       expect(await page.evaluate(() => (globalThis as Win).document.activeElement?.getAttribute('name'))).toBe('reason');
       expect(Number(await page.locator('[data-replayed]').textContent())).toBeGreaterThan(0);

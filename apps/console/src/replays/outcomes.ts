@@ -7,19 +7,9 @@ import { callbackArrivals, orders, replayJobs, type Database } from '@mcb/core/d
 import { sumDecimals } from '@mcb/core/money';
 import { eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
+import { REPLAY_OUTCOMES, type ReplayOutcome } from './words.ts';
 
-export const REPLAY_OUTCOMES = ['credited', 'finalised', 'duplicate', 'review', 'failedAgain', 'retrying'] as const;
-export type ReplayOutcome = (typeof REPLAY_OUTCOMES)[number];
-
-/** Words for each outcome, the same on the pages and in the CLI. */
-export const OUTCOME_WORDS: Record<ReplayOutcome, string> = {
-  credited: 'credited',
-  finalised: 'payout finalised',
-  duplicate: 'duplicate (applied before: nothing done)',
-  review: 'into review',
-  failedAgain: 'failed again',
-  retrying: 'queued or retrying',
-};
+export { OUTCOME_WORDS, REPLAY_OUTCOMES, type ReplayOutcome } from './words.ts';
 
 export const replayOutcomeSchema = z.object({
   outcome: z.enum(REPLAY_OUTCOMES),

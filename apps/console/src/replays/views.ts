@@ -2,14 +2,16 @@
  * The replay wizard's views: filter → dry-run table → reason and rate → start → progress → cancel. Typed
  * functions of the view models the API serves (ReplayPlan, ReplayView); every value is escaped by `html`.
  */
-import { formatDecimal } from '@mcb/core/money';
 import { filterParams, type FILTER_FIELDS } from '../callbacks/form.ts';
 import { listOf, type CallbackFilter } from '../callbacks/queries.ts';
 import { orderHref, when } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
-import { OUTCOME_WORDS, type ReplayOutcomeRow } from './outcomes.ts';
-import { PLAN_CLASSES, type PlanClass, type PlanTotal, type ReplayPlan } from './plan.ts';
+import type { ReplayOutcomeRow } from './outcomes.ts';
+import { PLAN_CLASSES, type PlanClass, type ReplayPlan } from './plan.ts';
+import { amounts, money, OUTCOME_WORDS, planSentence } from './words.ts';
 import type { ReplayView } from './queries.ts';
+
+export { planSentence } from './words.ts';
 
 const CLASS_LABELS: Record<PlanClass, { label: string; help: string }> = {
   willApply: { label: 'Will apply', help: 'Get order confirms it: replaying credits (or finalises) the order once' },
@@ -47,36 +49,6 @@ ${field('to', 'Received before (UTC)', v.to, html`placeholder="YYYY-MM-DD HH:MM"
 <button type="submit" class="primary">Dry run</button>
 </form>
 <p class="muted">A replay re-runs the jobs that <strong>failed for good</strong> among the callbacks this filter matches. The dry run changes nothing. To pick them from a list, use <a href="/callbacks?status=failed">Callbacks › Failed</a>.</p>`;
-}
-
-const money = (t: { amount: string; currency: string | null }) => (t.currency ? `${formatDecimal(t.amount)} ${t.currency}` : '');
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
-
-/** "36,790.00 INR + 120.00 USD" of the totals given (those without a known order are left out). */
-function amounts(totals: readonly { amount: string; currency: string | null }[]): string {
-  return totals.filter((t) => t.currency).map(money).join(' + ');
-}
-
-/**
- * The dry run in one sentence, money first: "Will credit 41 orders, 36,790.00 INR; finalise 5 payouts; 0 into
- * review; 3 back to retrying; 2 already applied (no-op)".
- */
-export function planSentence(plan: ReplayPlan): string {
-  const of = (f: (t: PlanTotal) => boolean) => plan.totals.filter(f);
-  const count = (ts: PlanTotal[]) => ts.reduce((n, t) => n + t.orders, 0);
-  const credit = of((t) => t.cls === 'willApply' && t.target === 'credited');
-  const payouts = of((t) => t.cls === 'willApply' && t.kind === 'payout');
-  const succeeded = of((t) => t.cls === 'willApply' && t.target === 'succeeded');
-  const refused = of((t) => t.cls === 'willApply' && t.target === 'refused');
-  const parts = [
-    `credit ${plural(count(credit), 'order')}${count(credit) > 0 && amounts(credit) ? `, ${amounts(credit)}` : ''}`,
-    `finalise ${plural(count(payouts), 'payout')}${count(payouts) > 0 ? ` (${count(succeeded)} succeeded${amounts(succeeded) ? `, ${amounts(succeeded)}` : ''}; ${count(refused)} refused)` : ''}`,
-    `${plan.counts.willReview} into review`,
-    `${plan.counts.stillPending} back to retrying with a fresh budget`,
-  ];
-  if (plan.counts.alreadyApplied > 0) parts.push(`${plan.counts.alreadyApplied} already applied (no-op)`);
-  if (plan.counts.notReplayable > 0) parts.push(`${plan.counts.notReplayable} not replayable`);
-  return `Will ${parts.join('; ')}.`;
 }
 
 /** The dry run's result, then (for those who may) the start form with the reason and the rate. */

@@ -1,8 +1,6 @@
 import { parseArgs } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
-import { formatDecimal } from '@mcb/core/money';
-import { OUTCOME_WORDS, type ReplayOutcome } from '../../replays/outcomes.ts';
-import { planSentence } from '../../replays/views.ts';
+import { amounts, money, OUTCOME_WORDS, planSentence, type ReplayOutcome } from '../../replays/words.ts';
 import { at, cliApi, describeRefusal, type CliApi } from './_api.ts';
 import { table } from './methods.ts';
 import { FILTER_OPTIONS, FILTER_USAGE, filterOf } from './_filter.ts';
@@ -65,13 +63,11 @@ const CLASSES: [string, string][] = [
   ['notReplayable', 'not replayable (gone, no longer failed)'],
 ];
 
-const money = (t: { amount: string; currency: string | null }) => (t.currency ? `${formatDecimal(t.amount)} ${t.currency}` : '');
-const amountsOf = (ts: { amount: string; currency: string | null }[]) => ts.filter((t) => t.currency).map(money).join(' + ');
 
 function printPlan(plan: Plan): void {
   console.log(`${plan.matched} failed job(s) match${plan.classified < plan.matched ? `; the first ${plan.classified} classified` : ''}`);
   console.log(planSentence(plan as Parameters<typeof planSentence>[0]));
-  console.log(table(CLASSES.map(([k, label]) => [`  ${label}`, String(plan.counts[k] ?? 0), amountsOf(plan.totals.filter((t) => t.cls === k))])).join('\n'));
+  console.log(table(CLASSES.map(([k, label]) => [`  ${label}`, String(plan.counts[k] ?? 0), amounts(plan.totals.filter((t) => t.cls === k))])).join('\n'));
   for (const [k, label] of CLASSES) {
     const samples = plan.samples[k] ?? [];
     if (samples.length === 0) continue;

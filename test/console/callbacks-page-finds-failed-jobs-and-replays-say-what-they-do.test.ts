@@ -91,6 +91,12 @@ describe('the Callbacks page and replays that say what they will do', () => {
     expect(dryRunHref).toBe('/replays/new?status=failed&code=PLATFORM_HTTP_ERROR&code=PLATFORM_TIMEOUT&dryRun=1');
 
     dryRunLink = dryRunHref!;
+
+    // The order page of a failed callback names the platform order its callback named (nothing applied yet).
+    const order = await page('viewer', `/orders/${outage[0]!.merchantOrderNo}`);
+    expect(order.body).toContain(`${outage[0]!.orderNo} <span class="muted">(named by its callbacks; none applied yet)</span>`);
+    expect(order.body).not.toContain('not known yet');
+    expect(order.body).toContain('Nothing posted: not credited yet.');
     // A viewer sees the list but no way to replay.
     const viewerList = await page('viewer', '/callbacks?status=failed');
     expect(viewerList.body).not.toContain('/replays/new?');

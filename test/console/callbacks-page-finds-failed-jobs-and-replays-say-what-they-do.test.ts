@@ -214,6 +214,30 @@ describe('the Callbacks page and replays that say what they will do', () => {
     expect(denials.map((d) => d.operator)).toEqual(['vera.viewer@example.com']);
   }, 60_000);
 
+  it('pages through a long list, newest first, with times typed without a zone read as UTC', async () => {
+    const base = Date.parse('1999-03-01T00:00:00Z');
+    await env.db.db.insert(callbackArrivals).values(
+      Array.from({ length: 60 }, (_, i) => {
+        const at = new Date(base + i * 60_000);
+        return { jobId: `payin-P-OLD-${i}-6`, kind: 'payin' as const, orderNo: `P-OLD-${i}`, state: 6, merchantOrderNo: `MO-OLD-${i}`, amount: '1.00', receivedAt: at, firstSeenAt: at, updatedAt: at, attempts: 1, status: 'applied' as const, outcome: 'credited' };
+      }),
+    );
+    const first = await page('viewer', '/callbacks?from=1999-03-01+00:00&to=1999-03-02+00:00');
+    expect(first.body).toContain('60 callback(s) match');
+    const rows = (body: string) => [...body.matchAll(/data-job="payin-P-OLD-(\d+)-6"/g)].map((m) => Number(m[1]));
+    expect(rows(first.body)).toEqual(Array.from({ length: 50 }, (_, i) => 59 - i));
+    const older = /href="(\/callbacks\?[^"]+)">Older callbacks/.exec(first.body)?.[1]?.replaceAll('&amp;', '&');
+    expect(older).toMatch(/from=1999-03-01T00%3A00%3A00Z&to=1999-03-02T00%3A00%3A00Z&cursor=/);
+    const second = await page('viewer', older!);
+    expect(rows(second.body)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+    expect(second.body).not.toContain('Older callbacks');
+    // A bad value is said on the page, in words, with the form kept.
+    const bad = await page('viewer', '/callbacks?amountMin=ten&merchantOrderNo=MO-1');
+    expect(bad.statusCode).toBe(400);
+    expect(bad.body).toContain('amountMin: expected a decimal string');
+    expect(bad.body).toContain('value="MO-1"');
+  });
+
   it('`pnpm cli reviews list` lists open reviews by default, every status with --all', async () => {
     const calls: string[] = [];
     const spy = vi.spyOn(globalThis, 'fetch');

@@ -19,6 +19,7 @@ import { installErrorHandler } from './error-handler.ts';
 import { whoamiRoutes } from './operators/api.ts';
 import { createOperatorDirectory, loadOperatorsFile, type OperatorEntry } from './operators/directory.ts';
 import { trustedProxies } from './operators/trusted-proxies.ts';
+import { callbacksPages } from './callbacks/pages.ts';
 import { callbacksRoutes } from './routes/callbacks.ts';
 import type { RouteDeps } from './routes/deps.ts';
 import { eventsRoutes } from './routes/events.ts';
@@ -164,6 +165,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     pages.get('/', { schema: { hide: true } }, async (_req, reply) => reply.code(302).header('location', '/search').send());
     const redis = deps.redis;
     await pages.register(searchPages, { db: deps.db, queue: deps.queue, platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)) });
+    await pages.register(callbacksPages, { db: deps.db.db, logger: deps.logger, queue: deps.queue });
     await pages.register(ordersPages, { db: deps.db, queue: deps.queue });
     await pages.register(reviewsPages, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
     await pages.register(auditPages, { db: deps.db.db });

@@ -108,7 +108,9 @@ function wantsPage(req: FastifyRequest): boolean {
 function respond(req: FastifyRequest, reply: FastifyReply, status: number, body: { code: string; message: string; requestId: string } & Record<string, unknown>) {
   reply.code(status);
   if (!wantsPage(req)) return reply.send(body);
-  return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(errorPage(status, body.code, body.message, body.requestId, req.operator).value);
+  // A page names the role, not the internal action (`replays.plan`) the API's message names for scripts.
+  const message = status === 403 && typeof body.requiredRole === 'string' ? `This needs the role ${body.requiredRole}; you are signed in as ${req.operator?.role ?? 'nobody'}.` : body.message;
+  return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(errorPage(status, body.code, message, body.requestId, req.operator).value);
 }
 
 function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply) {

@@ -238,6 +238,14 @@ const schema = z.object({
    * `success`; fewer answer `503 fail` and fail `/readyz`. 0: the primary's fsynced AOF is enough.
    */
   INGEST_MIN_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),
+  /**
+   * Attempts of each callback job (its retry budget), set by ingest when it enqueues the job: a transient failure
+   * (Postgres or the platform away) is retried with the worker's backoff (exponential with full jitter, capped at
+   * 10 minutes) until the attempts are used up; then the job fails for good and waits for a replay. 60 attempts
+   * ride out about 8 hours (8.2 h on average, 8.45 h at most; 20 give about 1.5 h, 10 about 4 minutes); the table
+   * is in docs/worker.md ("Retry budget"). A replay gives a job a fresh budget of its attempts. @defaultValue 60
+   */
+  CALLBACK_JOB_ATTEMPTS: z.coerce.number().int().min(1).max(1000).default(60),
   /** Start even when Redis does not keep acknowledged writes (warns on every start). Never read from a `.env` file. */
   INGEST_ALLOW_VOLATILE_REDIS: bool(false),
   /**

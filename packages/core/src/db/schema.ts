@@ -8,6 +8,7 @@ import {
   jsonb,
   numeric,
   pgTable,
+  primaryKey,
   text,
   timestamp,
   uniqueIndex,
@@ -302,6 +303,23 @@ export const replays = pgTable(
     finishedAt: timestamp('finished_at', { withTimezone: true }),
   },
   (t) => [index('replays_running_idx').on(t.id).where(sql`${t.status} = 'running'`)],
+);
+
+/**
+ * The jobs each replay sent back to the queue (one row per job, written with the chunk's progress): what the replay's
+ * page and list join with callback_arrivals to say what became of them (credited, duplicate, review, failed again)
+ * and for how much.
+ */
+export const replayJobs = pgTable(
+  'replay_jobs',
+  {
+    replayId: bigint('replay_id', { mode: 'number' })
+      .notNull()
+      .references(() => replays.id),
+    jobId: text('job_id').notNull(),
+    sentAt: timestamp('sent_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.replayId, t.jobId] })],
 );
 
 /** The last good payment-method catalog per scope ('' = all currencies), served with its age when the platform is down. */

@@ -13,7 +13,7 @@ import pg from 'pg';
 import { driveDemo, planOrders } from './lib/demo-driver.ts';
 import { buildSummary, formatSummary } from './lib/demo-report.ts';
 import { stackInputEnv } from './lib/env-file.ts';
-import { readLocalSettings, startLocalStack, triggerHint, type LocalStack } from './lib/local-stack.ts';
+import { ownServicesIfNeeded, readLocalSettings, startLocalStack, triggerHint, type LocalStack } from './lib/local-stack.ts';
 import { stopOnSignals } from './lib/processes.ts';
 
 const USAGE = `usage: pnpm demo [--once] [--orders N] [--free-ports] [--timeout 60s] [--summary-file FILE]
@@ -25,7 +25,8 @@ const USAGE = `usage: pnpm demo [--once] [--orders N] [--free-ports] [--timeout 
   --summary-file F  also write the summary as JSON to F
 
 Environment: DEMO_DATABASE_URL (default database merchant_callbacks_demo on the DATABASE_URL server),
-DEMO_QUEUE_PREFIX (default mcb-demo), DEMO_LOG_DIR (default .data/demo/logs), REDIS_URL, MERCHANT_NO, KEYS_DIR, CONSOLE_TOKEN, SANDBOX_TIME_SCALE (600),
+DEMO_QUEUE_PREFIX (default mcb-demo), DEMO_LOG_DIR (default .data/demo/logs), REDIS_URL, MCB_OWN_SERVICES (1: always
+start own Postgres and Redis in .data/own-services/demo; 0: never; unset: when none is chosen and none answers), MERCHANT_NO, KEYS_DIR, CONSOLE_TOKEN, SANDBOX_TIME_SCALE (600),
 INGEST_PORT, CONSOLE_PORT, SANDBOX_PORT, *_METRICS_PORT.`;
 
 const root = resolve(import.meta.dirname, '..');
@@ -82,9 +83,10 @@ try {
 
 let exitCode = 1;
 try {
-  const settings = readLocalSettings(stackInputEnv(), 'demo', root);
+  const input = await ownServicesIfNeeded(stackInputEnv(), 'demo', root, exit.services, say);
+  const settings = readLocalSettings(input, 'demo', root);
   const logDir = resolve(root, process.env.DEMO_LOG_DIR?.trim() || join('.data', 'demo', 'logs'));
-  stack = await startLocalStack(settings, { started, freePorts: options.freePorts, output: { kind: 'file', dir: logDir }, say });
+  stack = await startLocalStack(settings, { started, freePorts: options.freePorts, output: { kind: 'file', dir: logDir }, say, inputEnv: input });
   say(`services up (logs in ${logDir}); driving ${options.orders} orders at sandbox time scale ${settings.timeScale}`);
   const running = stack;
   // An app that dies mid-run is a failure of the run, whatever the driver is doing.

@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { coerceError } from '@mcb/core/errors';
 import { stackInputEnv } from './lib/env-file.ts';
-import { readLocalSettings, startLocalStack, triggerHint, type LocalStack } from './lib/local-stack.ts';
+import { ownServicesIfNeeded, readLocalSettings, startLocalStack, triggerHint, type LocalStack } from './lib/local-stack.ts';
 import { stopOnSignals } from './lib/processes.ts';
 
 const root = resolve(import.meta.dirname, '..');
@@ -28,13 +28,16 @@ try {
 }
 
 try {
-  const settings = readLocalSettings(stackInputEnv(), 'dev', root);
+  const say = (line: string) => console.log(`dev: ${line}`);
+  const input = await ownServicesIfNeeded(stackInputEnv(), 'dev', root, exit.services, say);
+  const settings = readLocalSettings(input, 'dev', root);
   stack = await startLocalStack(settings, {
+    inputEnv: input,
     started,
     freePorts,
     traces,
     output: { kind: 'prefix', write: (line) => console.log(line) },
-    say: (line) => console.log(`dev: ${line}`),
+    say,
   });
   const u = stack.urls;
   console.log(

@@ -4,8 +4,9 @@
  * answers. `stop()` ends them in reverse order.
  */
 import type { DurabilityReport } from '@mcb/core/redis';
+import { ownServicesFolder, planOwnServices, startOwnServices } from '@mcb/testkit/own-services';
 import { LOOSENINGS, stackInputEnv, writeLocalEnvFile } from './env-file.ts';
-import { childEnv, ensureConsoleToken, ensureKeys, settlePorts, type LocalSettings, type StackPorts } from './local-env.ts';
+import { childEnv, DEMO_DATABASE_NAME, ensureConsoleToken, ensureKeys, settlePorts, type LocalSettings, type StackMode, type StackPorts } from './local-env.ts';
 import { migrate, redisDurability, requireServices, volatileRedisWarning } from './preflight.ts';
 import { spawnApp, stopAll, waitReady, type AppName, type AppProcess, type OutputMode } from './processes.ts';
 
@@ -26,6 +27,8 @@ export interface StartOptions {
   readyTimeoutMs?: number;
   /** Receives each app as it is spawned, so a caller interrupted during start-up (Ctrl-C) can stop them. */
   started?: AppProcess[];
+  /** The environment the settings were read from (with {@link ownServicesIfNeeded}'s URLs). @defaultValue stackInputEnv() */
+  inputEnv?: Record<string, string | undefined>;
 }
 
 /** URLs of a running stack. */
@@ -94,6 +97,41 @@ export function triggerHint(sandboxUrl: string, envFileWritten: string | undefin
   return envFileWritten ? command : `SANDBOX_URL=${sandboxUrl} ${command}`;
 }
 
+/** Settings that choose a Postgres or a Redis: when one is set, the stack uses it and starts none of its own. */
+const SERVICE_CHOICES = ['DATABASE_URL', 'DEMO_DATABASE_URL', 'REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'] as const;
+
+/**
+ * Own Postgres and Redis for dev and demo (@mcb/testkit/own-services): when none was chosen (`input`: the
+ * environment and a user's own .env) and none answers at the defaults, or with MCB_OWN_SERVICES=1, start them in
+ * `.data/own-services/<mode>/`, say so in one line, and return `input` pointing at them. `services` receives them:
+ * the script stops them after the apps (stopOnSignals).
+ */
+export async function ownServicesIfNeeded(
+  input: Record<string, string | undefined>,
+  mode: StackMode,
+  root: string,
+  services: { stop(): Promise<void> }[],
+  say: (line: string) => void,
+): Promise<Record<string, string | undefined>> {
+  const chosen = SERVICE_CHOICES.filter((name) => (mode === 'demo' || name !== 'DEMO_DATABASE_URL') && input[name]?.trim());
+  const plan = await planOwnServices(input, chosen);
+  if (!plan) return input;
+  const own = await startOwnServices({ plan, folder: ownServicesFolder(root, mode, input), command: mode, durable: true, started: services });
+  say(own.line);
+  const env = { ...input };
+  if (own.databaseUrl) {
+    const u = new URL(own.databaseUrl);
+    u.pathname = `/${mode === 'demo' ? DEMO_DATABASE_NAME : 'merchant_callbacks'}`;
+    env.DATABASE_URL = u.toString();
+    delete env.DEMO_DATABASE_URL;
+  }
+  if (own.redisUrl) {
+    env.REDIS_URL = own.redisUrl;
+    for (const name of ['REDIS_SENTINELS', 'REDIS_SENTINEL_NAME', 'REDIS_CLUSTER_NODES']) delete env[name];
+  }
+  return env;
+}
+
 /**
  * Preflight and start. On any failure everything started so far is stopped and the error is rethrown; its
  * message says what to do (start Postgres/Redis, free a port, read an app's log).
@@ -119,7 +157,7 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   const ports = await settlePorts(settings, opts.freePorts ?? false);
   const urls = urlsOf(ports);
   // The apps get the real environment (not a previous run's settings from the stack's own .env) and the stack's.
-  const env = childEnv(settings, ports, { consoleToken, allowVolatileRedis: volatileRedis }, stackInputEnv());
+  const env = childEnv(settings, ports, { consoleToken, allowVolatileRedis: volatileRedis }, opts.inputEnv ?? stackInputEnv());
   // The local stack's logs are read by a person (`pnpm dev` on the terminal, `pnpm demo` in its log files):
   // pino-pretty, coloured when dev's terminal is, unless LOG_FORMAT says otherwise.
   if (opts.traces) env.OTEL_TRACES_EXPORTER = 'console';

@@ -15,6 +15,7 @@ export const HOW_TO_START_SERVICES = [
   '  - Debian packages: sudo pg_ctlcluster <version> main start   (`pg_lsclusters` shows the version)',
   '                     redis-server --daemonize yes --appendonly yes --appendfsync always --maxmemory-policy noeviction',
   '  - your own:        DATABASE_URL=postgres://user@host:5432/db REDIS_URL=redis://host:6379 pnpm demo',
+  '  - none:            unset DATABASE_URL and REDIS_URL (and MCB_OWN_SERVICES if it is 0): dev and demo then start their own',
 ].join('\n');
 
 function hostOf(url: string): string {

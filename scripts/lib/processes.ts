@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { commandAs } from '@mcb/testkit/own-services';
 
 /** The four apps, in start order. */
 export type AppName = 'sandbox' | 'ingest' | 'worker' | 'console';
@@ -34,7 +35,9 @@ export function spawnApp(name: AppName, root: string, env: Record<string, string
     logFile = join(output.dir, `${name}.log`);
     fd = openSync(logFile, 'w', 0o600);
   }
-  const child = spawn(process.execPath, [join('apps', name, 'src', 'main.ts')], {
+  // SIGTERM when this script dies, even of SIGKILL (Linux, setpriv): an app never outlives dev or demo.
+  const [file, args] = commandAs(process.execPath, [join('apps', name, 'src', 'main.ts')], { dieWithParent: 'TERM', keepUser: true });
+  const child = spawn(file, args, {
     cwd: root,
     env,
     stdio: fd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd],
@@ -114,12 +117,17 @@ export interface StackExit {
   readonly started: AppProcess[];
   /** Whether a shutdown has begun (an app exiting then is expected, not a failure). */
   readonly stopping: boolean;
-  /** Stop the apps (reverse order) and exit; later calls wait for the first one and keep its exit code. */
+  /**
+   * Servers the script started for the apps (own Postgres and Redis): stopped after the apps, in reverse order,
+   * also when a signal comes during start-up.
+   */
+  readonly services: { stop(): Promise<void> }[];
+  /** Stop the apps (reverse order), then the services, and exit; later calls wait for the first one and keep its exit code. */
   shutdown(code: number): Promise<never>;
 }
 
 /**
- * Stop every started app, then exit with `codes[signal]` (read when the signal comes, so a caller may change it), on
+ * Stop every started app, then the script's own services, then exit with `codes[signal]` (read when the signal comes, so a caller may change it), on
  * SIGINT and SIGTERM. Used by `pnpm demo` and `pnpm dev`. The handlers stay installed: Ctrl-C reaches this process
  * twice (from the terminal, and again from pnpm, which forwards it), and a second SIGINT without a handler would kill
  * the process mid-shutdown, which pnpm reports as `ELIFECYCLE Command failed`. Later signals wait for the first
@@ -127,6 +135,7 @@ export interface StackExit {
  */
 export function stopOnSignals(say: (line: string) => void, codes: { SIGINT: number; SIGTERM: number }): StackExit {
   const started: AppProcess[] = [];
+  const services: { stop(): Promise<void> }[] = [];
   let stopping = false;
   let stopped: Promise<never> | undefined;
   const shutdown = (code: number): Promise<never> => {
@@ -136,6 +145,10 @@ export function stopOnSignals(say: (line: string) => void, codes: { SIGINT: numb
         say('stopping console, worker, ingest, sandbox');
         await stopAll(started);
       }
+      if (services.length > 0) {
+        say('stopping own Postgres and Redis');
+        while (services.length > 0) await services.pop()!.stop().catch((e: Error) => say(`could not stop a service: ${e.message}`));
+      }
       process.exit(code);
     })();
     return stopped;
@@ -144,6 +157,7 @@ export function stopOnSignals(say: (line: string) => void, codes: { SIGINT: numb
   process.on('SIGTERM', () => void shutdown(codes.SIGTERM));
   return {
     started,
+    services,
     get stopping() {
       return stopping;
     },

@@ -4,7 +4,8 @@ import { createRedis } from '@mcb/core/redis';
 import { payinEvent, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { createSessionCodec, SESSION_COOKIE } from '../../apps/console/src/session/session-cookie.ts';
-import { browserHeaders, login, startOpsStack, TOKEN, type OpsStack } from './helpers/ops-harness.ts';
+import { sha256Hex } from '../../apps/console/src/operators/directory.ts';
+import { browserHeaders, login, SESSION_SECRET, startOpsStack, TOKEN, type OpsStack } from './helpers/ops-harness.ts';
 
 const env = useTestEnv();
 let stack: OpsStack;
@@ -54,9 +55,10 @@ describe('authentication of the dashboard and the ops API', () => {
   it.each([
     ['nothing', {}],
     ['a wrong bearer token', { authorization: `Bearer ${TOKEN}x` }],
-    ['a forged session cookie', { cookie: `${SESSION_COOKIE}=v2.9999999999.YWRtaW4.AAAAAAAAAAAAAAAAAAAAAA.${'A'.repeat(43)}` }],
-    ['a session signed with another token', { cookie: `${SESSION_COOKIE}=${createSessionCodec({ secret: 'another-token-0123456789' }).issue('admin').value}` }],
-    ['an expired session', { cookie: `${SESSION_COOKIE}=${createSessionCodec({ secret: TOKEN, now: () => Date.now() - 5 * 3600_000 }).issue('admin').value}` }],
+    ['a forged session cookie', { cookie: `${SESSION_COOKIE}=v3.9999999999.YWRtaW4.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.${'A'.repeat(43)}` }],
+    ['a session signed with another key', { cookie: `${SESSION_COOKIE}=${createSessionCodec({ secret: 'another-secret-0123456789' }).issue('admin', sha256Hex(TOKEN)).value}` }],
+    ['a session signed with the admin token', { cookie: `${SESSION_COOKIE}=${createSessionCodec({ secret: TOKEN }).issue('admin', sha256Hex(TOKEN)).value}` }],
+    ['an expired session', { cookie: `${SESSION_COOKIE}=${createSessionCodec({ secret: SESSION_SECRET, now: () => Date.now() - 5 * 3600_000 }).issue('admin', sha256Hex(TOKEN)).value}` }],
   ])('answers 401 with %s and changes nothing', async (_what, headers) => {
     await env.db.db.insert(reviews).values({ kind: 'payin', orderNo: 'R1', state: 6, merchantOrderNo: 'MO-R1', reasonCode: 'VERIFY_AMOUNT_MISMATCH', reason: 'r', event: {} }).onConflictDoNothing();
     for (const route of ROUTES()) {
@@ -88,7 +90,7 @@ describe('authentication of the dashboard and the ops API', () => {
     expect(ok.statusCode).toBe(303);
     expect(ok.headers.location).toBe('/');
     const setCookie = String(ok.headers['set-cookie']);
-    expect(setCookie).toMatch(new RegExp(`^${SESSION_COOKIE}=v2\\.`));
+    expect(setCookie).toMatch(new RegExp(`^${SESSION_COOKIE}=v3\\.`));
     expect(setCookie).toContain('HttpOnly');
     expect(setCookie).toContain('SameSite=Strict');
     expect(setCookie).toContain('Max-Age=14400');

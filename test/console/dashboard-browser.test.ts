@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorActions } from '@mcb/core/db';
@@ -123,6 +125,54 @@ describe('the dashboard in a browser', () => {
       await page.close();
     }
   }, 60_000);
+
+  it('the security headers leave the board and the pages working, and keep a same-site page from framing them', async () => {
+    const { merchantOrderNo } = await failedPayin();
+    for (const width of [1366, 375]) {
+      const page = await browser!.newPage({ viewport: { width, height: 900 } });
+      try {
+        await logIn(page, TOKENS.viewer, '/search');
+        // bull-board's page, with its scripts, under frame-ancestors 'none' and nosniff: it renders the job.
+        const board = await page.goto(`${stack.url}/queues/queue/callbacks?status=failed`);
+        expect(board?.headers()).toMatchObject({ 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff', 'content-security-policy': "frame-ancestors 'none'" });
+        await page.getByText(merchantOrderNo).first().waitFor({ timeout: 15_000 });
+        for (const action of ['Retry', 'Retry all', 'Clean all']) expect(await visibleButtons(page)).not.toContain(action);
+        await page.screenshot({ path: path.join(ARTIFACTS, `dashboard-viewer-headers-${width}.png`), fullPage: true });
+        // A console page: its own CSP with frame-ancestors merged in, and it renders.
+        const order = await page.goto(`${stack.url}/orders/${merchantOrderNo}`);
+        expect(order?.status()).toBe(200);
+        expect(order?.headers()['content-security-policy']).toMatch(/^default-src 'none';.*frame-ancestors 'none'/);
+        expect(order?.headers()['x-frame-options']).toBe('DENY');
+        await page.getByRole('heading', { name: new RegExp(merchantOrderNo) }).first().waitFor();
+        await page.screenshot({ path: path.join(ARTIFACTS, `console-order-headers-${width}.png`), fullPage: true });
+      } finally {
+        await page.close();
+      }
+    }
+
+    // Another port of the same host is the same site: the session cookie would go along with a framed request.
+    const framer: Server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<!doctype html><title>framer</title><iframe id="f" src="${stack.url}/queues/queue/callbacks?status=failed" width="800" height="600"></iframe>`);
+    });
+    await new Promise<void>((resolve) => framer.listen(0, '127.0.0.1', resolve));
+    const page = await browser!.newPage();
+    try {
+      await logIn(page, TOKENS.viewer, '/search');
+      const loaded = page.waitForResponse((r) => r.url().includes('/queues/queue/callbacks'));
+      await page.goto(`http://127.0.0.1:${(framer.address() as AddressInfo).port}/`);
+      expect((await loaded).status()).toBe(200);
+      const frame = await (await page.$('#f'))!.contentFrame();
+      // The browser refuses to show it: the frame holds an error page, not the board.
+      const text = await frame!.evaluate('document.body ? document.body.innerText : ""').catch(() => '');
+      expect(String(text)).not.toContain(merchantOrderNo);
+      expect(String(text)).not.toMatch(/Callbacks/);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-framed-refused.png') });
+    } finally {
+      await page.close();
+      await new Promise((resolve) => framer.close(resolve));
+    }
+  }, 90_000);
 
   it('CONSOLE_TOKEN still logs in, as the admin named admin', async () => {
     const page = await browser!.newPage();

@@ -63,12 +63,12 @@ const ACTION_ROUTES = (): ActionRoute[] => [
   { method: 'PUT' as const, url: '/queues/api/queues/callbacks/promote' },
   { method: 'POST' as const, url: '/api/replays', payload: { filter: { status: 'failed' } } },
   { method: 'POST' as const, url: `/api/replays/${replayId}/cancel`, payload: {} },
+  { method: 'POST' as const, url: '/api/payment-methods/refresh', payload: {} },
 ];
 
 /** Routes that are not GET yet change nothing an operator is accountable for (reason written here). */
 const NOT_ACTIONS = new Set([
   'POST /api/payouts/validate', // validates only
-  'POST /api/payment-methods/refresh', // re-reads the platform's catalog into the cache; the platform's data, not ours
 ]);
 
 type ActionRoute = { method: 'POST' | 'PUT'; url: string; payload?: Record<string, unknown> };
@@ -160,6 +160,14 @@ describe('operator actions', () => {
 
   it('keeps operator_actions append-only: UPDATE and DELETE are refused by the database itself', async () => {
     await expect(env.db.pool.query("update operator_actions set reason = 'edited'")).rejects.toThrow(/operator_actions is append-only \(UPDATE refused\)/);
+    // The one update allowed: an intent row (pending) completed once with its outcome; nothing else of it changes.
+    const { rows } = await env.db.pool.query<{ id: string }>(
+      "insert into operator_actions (operator, role, action, target, reason, outcome) values ('otto.operator@example.com', 'operator', 'reconcile.run', 'sweep', 'r', 'pending') returning id",
+    );
+    const id = rows[0]!.id;
+    await expect(env.db.pool.query("update operator_actions set outcome = 'completed', reason = 'edited' where id = $1", [id])).rejects.toThrow(/append-only/);
+    await env.db.pool.query("update operator_actions set outcome = 'completed' where id = $1", [id]);
+    await expect(env.db.pool.query("update operator_actions set outcome = 'stopped-early' where id = $1", [id])).rejects.toThrow(/append-only/);
     await expect(env.db.pool.query('delete from operator_actions')).rejects.toThrow(/operator_actions is append-only \(DELETE refused\)/);
     expect(await auditRows()).toBeGreaterThan(0);
   });

@@ -75,7 +75,10 @@ describe('the replay wizard pages', () => {
     const progress = await page('operator', location);
     expect(progress.body).toContain('data-status="running"');
     expect(progress.body).toContain('customer &lt;i&gt;paid&lt;/i&gt;');
-    expect(progress.body).toContain('<meta http-equiv="refresh" content="2">');
+    // Only the counters refresh (a script polls the JSON API); the page itself never reloads.
+    expect(progress.body).not.toContain('http-equiv="refresh"');
+    expect(progress.body).toContain(`data-replay-id="${id}"`);
+    expect(progress.body).toContain('<script src="/assets/replay-progress.js" defer></script>');
     expect(progress.body).toContain(`action="/replays/${id}/cancel"`);
     // Another operator's replay: only an admin may cancel it; a viewer sees no control.
     expect((await page('viewer', `/replays/${id}`)).body).not.toContain('/cancel"');
@@ -87,6 +90,9 @@ describe('the replay wizard pages', () => {
     expect(cancelled.headers.location).toMatch(new RegExp(`^/replays/${id}\\?ok=replay\\+${id}\\+cancelled`));
     const after = await page('operator', `/replays/${id}`);
     expect(after.body).toContain('data-status="cancelled"');
-    expect(after.body).not.toContain('http-equiv="refresh"');
+    expect(after.body).not.toContain('replay-progress.js');
+    // A cancelled replay offers the rest: a dry run of the same filter.
+    expect(after.body).toContain('Replay the rest');
+    expect(after.body).toContain(`href="/replays/new?merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}&amp;dryRun=1"`);
   });
 });

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createFleet, readFleetState } from '@mcb/core/platform';
 import { callbackJobId, callbackJobOptions, MAINTENANCE_QUEUE, MaintenanceJobs, type CallbackJobInput } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
 import { acquireSweepLock, sweepLockKey } from '@mcb/settlement';
@@ -157,6 +158,12 @@ describe('the pipeline on a 3-master Redis Cluster', () => {
       await Promise.all(procs.slice(1).map((w) => w.waitForOutput(/worker started/, 30_000)));
       const schedulers = await maintenance.getJobSchedulers();
       expect(schedulers.map((j) => j.name).sort()).toEqual([MaintenanceJobs.catalogRefresh, MaintenanceJobs.reconcile].sort());
+      // Both workers share one Get order budget through the cluster: the fleet's script runs in the prefix's slot.
+      await waitFor(async () => (await readFleetState(admin, prefix)).processes === 2, { timeoutMs: 10_000, message: 'the workers did not join the fleet budget' });
+      const fleet = createFleet({ redis: admin, prefix, maxRps: 50 });
+      await Promise.all(Array.from({ length: 10 }, () => fleet.take()));
+      expect(fleet.status()).toMatchObject({ fallback: false, alive: 3 });
+      await fleet.close();
       rmSync(logDir, { recursive: true, force: true });
     } finally {
       await Promise.all(procs.map((proc) => proc.stop(5000)));

@@ -6,7 +6,7 @@ import type { Db } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import { Counter, type Registry } from '@mcb/core/metrics';
-import type { PlatformClient } from '@mcb/core/platform';
+import { readFleetState, type PlatformClient } from '@mcb/core/platform';
 import type { RedisClient } from '@mcb/core/redis';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -19,6 +19,7 @@ import { installErrorHandler } from './error-handler.ts';
 import { whoamiRoutes } from './operators/api.ts';
 import { createOperatorDirectory, loadOperatorsFile, type OperatorEntry } from './operators/directory.ts';
 import { trustedProxies } from './operators/trusted-proxies.ts';
+import { callbacksPages } from './callbacks/pages.ts';
 import { callbacksRoutes } from './routes/callbacks.ts';
 import type { RouteDeps } from './routes/deps.ts';
 import { eventsRoutes } from './routes/events.ts';
@@ -37,7 +38,9 @@ import { reviewsApi } from './reviews/api.ts';
 import { reviewsPages } from './reviews/pages.ts';
 import { searchPages } from './search/pages.ts';
 import { ordersPages } from './orders/pages.ts';
+import { createSessionRevocations } from './session/revocations.ts';
 import { createSessionCodec } from './session/session-cookie.ts';
+import { installSecurityHeaders } from './web/security-headers.ts';
 import { assetsPlugin } from './web/assets.ts';
 import { acceptForms } from './web/forms.ts';
 
@@ -107,18 +110,20 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   base.setValidatorCompiler(validatorCompiler);
   base.setSerializerCompiler(serializerCompiler);
   installErrorHandler(base);
-  // Without a configured secret, a random one: sessions then last until this process ends (configWarnings says so).
-  const sessionSecret = config.CONSOLE_SESSION_SECRET ?? config.CONSOLE_TOKEN ?? randomBytes(32).toString('base64url');
+  installSecurityHeaders(base);
+  // Never derived from a bearer token (its holder could mint a session for any operator). Without a configured secret
+  // (allowed only without an operators file: loadConfig), a random one: sessions last until this process ends.
+  const sessionSecret = config.CONSOLE_SESSION_SECRET ?? randomBytes(32).toString('base64url');
   const sessions = createSessionCodec({ secret: sessionSecret, ttlMs: deps.sessionTtlMs });
+  const revocations = createSessionRevocations(deps.db.db);
   const limiter = createAuthFailureLimiter({
     perAddress: deps.config.CONSOLE_AUTH_MAX_FAILURES,
     global: deps.config.CONSOLE_AUTH_MAX_FAILURES_GLOBAL,
     windowMs: deps.config.CONSOLE_AUTH_FAILURE_WINDOW,
   });
-  const proxy = config.CONSOLE_AUTH_PROXY_HEADER && config.CONSOLE_TRUSTED_PROXIES
-    ? { header: config.CONSOLE_AUTH_PROXY_HEADER.toLowerCase(), trusted: trustedProxies(config.CONSOLE_TRUSTED_PROXIES) }
-    : undefined;
-  auth.check = installAuth(base, { directory, sessions, limiter, proxy });
+  const trusted = config.CONSOLE_TRUSTED_PROXIES ? trustedProxies(config.CONSOLE_TRUSTED_PROXIES) : undefined;
+  const proxy = config.CONSOLE_AUTH_PROXY_HEADER && trusted ? { header: config.CONSOLE_AUTH_PROXY_HEADER.toLowerCase(), trusted } : undefined;
+  auth.check = installAuth(base, { directory, sessions, revocations, limiter, proxy });
   if (deps.registry) installMetrics(base, deps.registry);
   const app = base.withTypeProvider<ZodTypeProvider>();
 
@@ -146,7 +151,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   await app.register(reviewsApi, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
   await app.register(eventsRoutes, { db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs });
   await app.register(callbacksRoutes, { db: deps.db.db, queue: deps.queue });
-  await app.register(loginRoutes, { directory, sessions, cookieSecure: deps.cookieSecure, limiter });
+  await app.register(loginRoutes, { directory, sessions, revocations, cookieSecure: deps.cookieSecure ?? config.CONSOLE_COOKIE_SECURE, trustedProxies: trusted, limiter });
   await app.register(assetsPlugin);
   // Replays (API and wizard) need the queue: its failed jobs are what they send back.
   const replayDeps = deps.queue && replayDepsOf(deps, deps.queue);
@@ -158,7 +163,9 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   await app.register(async (pages) => {
     acceptForms(pages);
     pages.get('/', { schema: { hide: true } }, async (_req, reply) => reply.code(302).header('location', '/search').send());
-    await pages.register(searchPages, { db: deps.db, queue: deps.queue });
+    const redis = deps.redis;
+    await pages.register(searchPages, { db: deps.db, queue: deps.queue, platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)) });
+    await pages.register(callbacksPages, { db: deps.db.db, logger: deps.logger, queue: deps.queue });
     await pages.register(ordersPages, { db: deps.db, queue: deps.queue });
     await pages.register(reviewsPages, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
     await pages.register(auditPages, { db: deps.db.db });

@@ -6,6 +6,7 @@ import type { ProxyCheck } from './operators/trusted-proxies.ts';
 import { retryAfterSeconds, type AuthFailureLimiter } from './session/auth-failures.ts';
 import { loginRequiredPage } from './session/pages.ts';
 import { isSafeMethod, isSameOrigin } from './session/same-origin.ts';
+import type { SessionRevocations } from './session/revocations.ts';
 import { readCookie, SESSION_COOKIE, type SessionCodec } from './session/session-cookie.ts';
 
 /** How a request was authenticated. */
@@ -30,12 +31,17 @@ export interface AuthOptions {
   directory: OperatorDirectory;
   /** Session cookies set by POST /login; none accepted when omitted. */
   sessions?: SessionCodec;
+  /** Sessions ended by logout (required with `sessions`: a logged-out session must not come back). */
+  revocations?: SessionRevocations;
   limiter?: AuthFailureLimiter;
   proxy?: ProxyIdentity;
 }
 
-/** Paths served without authentication: the login form and its post, logout (it only clears the cookie), static assets. */
-const isOpenPath = (path: string) => path === '/login' || path === '/logout' || path.startsWith('/assets/');
+/**
+ * Routes served without authentication: the login form and its post, logout, static assets. Decided by the route
+ * fastify matched (`routeOptions.url`), not by the URL as sent: no spelling of a path reaches another route as "open".
+ */
+const isOpenRoute = (route: string | undefined) => route === '/login' || route === '/logout' || (route !== undefined && route.startsWith('/assets/'));
 
 /**
  * Authentication for every route of the app, including routes and plugins registered later and the 404
@@ -44,8 +50,10 @@ const isOpenPath = (path: string) => path === '/login' || path === '/logout' || 
  * - `Authorization: Bearer <token>`: CONSOLE_TOKEN (the admin `admin`) or an operator's token from the operators
  *   file, looked up by its SHA-256;
  * - the SSO proxy's header, only when the peer address is one of CONSOLE_TRUSTED_PROXIES (from anywhere else the
- *   header is ignored); the role is the operators file's for that name, and a name not in the file gets 403;
- * - the session cookie set by `POST /login`, naming an operator who is still in the directory.
+ *   header is ignored); the name is looked up in the operators file only (`admin`, CONSOLE_TOKEN's holder, is not
+ *   in it and cannot be named), and a name not in the file gets 403;
+ * - the session cookie set by `POST /login`: signed by this console, not expired, not logged out, naming an operator
+ *   who is still in the directory with the token the session was opened with.
  * Cookie- and proxy-authenticated requests are ambient credentials of a browser: one that changes state must come
  * from this origin (CSRF; see session/same-origin.ts), else 403. Refusals are sent from the hook itself, not
  * thrown: plugins such as bull-board install their own error handlers, which would turn a thrown 401 into a 500.
@@ -55,7 +63,7 @@ const isOpenPath = (path: string) => path === '/login' || path === '/logout' || 
  * they are HMACs, proof of an earlier successful login, and an expired one is not a guess.
  */
 export function installAuth(app: FastifyInstance, opts: AuthOptions): (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
-  const { directory, sessions, limiter, proxy } = opts;
+  const { directory, sessions, revocations, limiter, proxy } = opts;
   const admit = (req: FastifyRequest, reply: FastifyReply, operator: Operator, method: AuthMethod, path: string) => {
     if (method !== 'bearer' && !isSafeMethod(req.method) && !isSameOrigin(req)) {
       req.log.warn({ method: req.method, path, origin: req.headers.origin, site: req.headers['sec-fetch-site'] }, 'cross-origin request refused');
@@ -68,7 +76,7 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): (req: Fast
 
   const check = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const path = req.url.split('?')[0]!;
-    if (sessions && isOpenPath(path)) return;
+    if (sessions && isOpenRoute(req.routeOptions?.url)) return;
     const header = req.headers.authorization ?? '';
     const locked = header && limiter ? limiter.lockedFor(req.ip) : 0;
     if (locked > 0) return refuseLocked(req, reply, locked);
@@ -80,7 +88,7 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): (req: Fast
       const named = req.headers[proxy.header];
       if (typeof named === 'string' && named !== '') {
         if (proxy.trusted(req.socket.remoteAddress)) {
-          const operator = directory.byName(named.trim());
+          const operator = directory.byFileName(named.trim());
           if (!operator) {
             req.log.warn({ operator: named.slice(0, 128) }, 'proxy identity is not an operator of this console');
             return refuse(req, reply, 403, ErrorCodes.FORBIDDEN, `${named.slice(0, 128)} is not an operator of this console (CONSOLE_OPERATORS_FILE)`);
@@ -91,9 +99,15 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): (req: Fast
       }
     }
 
-    const sessionName = !header ? sessions?.verify(readCookie(req.headers.cookie, SESSION_COOKIE)) : undefined;
-    const bySession = sessionName !== undefined ? directory.byName(sessionName) : undefined;
-    if (bySession) return admit(req, reply, bySession, 'session', path);
+    const claims = !header ? sessions?.verify(readCookie(req.headers.cookie, SESSION_COOKIE)) : undefined;
+    if (claims && sessions) {
+      const bySession = directory.byName(claims.name);
+      const credential = directory.credentialOf(claims.name);
+      // A session lasts while its operator keeps the token it was opened with, and until logout.
+      if (bySession && credential !== undefined && sessions.binds(claims, credential) && !(await revocations?.isRevoked(claims.id))) {
+        return admit(req, reply, bySession, 'session', path);
+      }
+    }
 
     reply.header('www-authenticate', 'Bearer realm="console"');
     // A browser opening a page gets a 401 page that links to the login form; everything else gets the JSON 401.

@@ -9,7 +9,7 @@ import { errorPage } from './web/error-page.ts';
  * The console's one HTTP error boundary. Which failure gets which status (docs/console.md):
  * 400 REQUEST_INVALID, 401 UNAUTHORIZED, 403 FORBIDDEN, 404 NOT_FOUND, 409 ORDER_CONFLICT, 422 PAYOUT_INVALID,
  * 502 the platform answered with an error code (its code and message are passed on) or a malformed reply,
- * 503 CATALOG_UNAVAILABLE / PLATFORM_UNREACHABLE / DB_UNAVAILABLE, 504 PLATFORM_TIMEOUT, 500 anything else.
+ * 503 CATALOG_UNAVAILABLE / PLATFORM_UNREACHABLE / PLATFORM_CIRCUIT_OPEN / DB_UNAVAILABLE, 504 PLATFORM_TIMEOUT, 500 anything else.
  * Only our own AppError messages reach a body; stacks, SQL and causes stay in the logs.
  */
 const STATUS: Partial<Record<ErrorCode, number>> = {
@@ -31,6 +31,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.PLATFORM_HTTP_ERROR]: 502,
   [ErrorCodes.CATALOG_UNAVAILABLE]: 503,
   [ErrorCodes.PLATFORM_UNREACHABLE]: 503,
+  [ErrorCodes.PLATFORM_CIRCUIT_OPEN]: 503,
   [ErrorCodes.DB_UNAVAILABLE]: 503,
   [ErrorCodes.PLATFORM_TIMEOUT]: 504,
 };
@@ -107,7 +108,9 @@ function wantsPage(req: FastifyRequest): boolean {
 function respond(req: FastifyRequest, reply: FastifyReply, status: number, body: { code: string; message: string; requestId: string } & Record<string, unknown>) {
   reply.code(status);
   if (!wantsPage(req)) return reply.send(body);
-  return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(errorPage(status, body.code, body.message, body.requestId, req.operator).value);
+  // A page names the role, not the internal action (`replays.plan`) the API's message names for scripts.
+  const message = status === 403 && typeof body.requiredRole === 'string' ? `This needs the role ${body.requiredRole}; you are signed in as ${req.operator?.role ?? 'nobody'}.` : body.message;
+  return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(errorPage(status, body.code, message, body.requestId, req.operator).value);
 }
 
 function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply) {

@@ -4,7 +4,7 @@ import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
-import { createPlatformClientFromConfig } from '@mcb/core/platform';
+import { createFleet, createPlatformClientFromConfig, guardPlatform } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
 import { createRedis, createRedisHealth, redisTargetOf } from '@mcb/core/redis';
 import { startTracing } from '@mcb/core/tracing';
@@ -28,9 +28,6 @@ try {
   releasers.add('postgres', () => db.close());
   // Before it serves anything (replays and the dashboard enqueue jobs): a missing migration stops it here.
   await requireMigratedSchema(db.pool, { app: 'console', logger });
-  const platform = createPlatformClientFromConfig(config);
-  releasers.add('platform', () => platform.close());
-
   // The dashboard's Redis connection fails fast (an operator gets an error, not a hang) while Redis is down. Its
   // errors, and the queues' copies of them, are logged at most once per interval (watched before the queues exist).
   const registry = createMetricsRegistry('console');
@@ -42,6 +39,11 @@ try {
   const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
   for (const q of [queue, maintenance]) redisHealth.listen(q, `${q.name} queue`);
   releasers.add('queues', () => Promise.all([queue.close(), maintenance.close()]));
+  // Re-verify, the dry run and "sweep now" ask Get order out of the fleet's budget (PLATFORM_MAX_RPS), beside the workers.
+  const fleet = createFleet({ redis, prefix: config.QUEUE_PREFIX, maxRps: config.PLATFORM_MAX_RPS, registry, logger });
+  releasers.add('fleet budget', () => fleet.close());
+  const platform = guardPlatform(createPlatformClientFromConfig(config), { fleet, maxWaitMs: 5000 });
+  releasers.add('platform', () => platform.close());
 
   registerQueueDepthGauge(registry, [queue, maintenance]);
   const app = await buildApp({

@@ -7,7 +7,7 @@ import { useTestEnv } from '@mcb/testkit';
 import { loadOperatorsFile, sha256Hex } from '../src/operators/directory.ts';
 import { can } from '../src/operators/roles.ts';
 import { createSessionCodec, SESSION_COOKIE } from '../src/session/session-cookie.ts';
-import { AUTH, startConsole, startFakePlatform, TOKEN, type TestConsole } from './helpers/fake-platform.ts';
+import { AUTH, SESSION_SECRET, startConsole, startFakePlatform, type TestConsole } from './helpers/fake-platform.ts';
 import { bearer, OPERATORS, TOKENS } from './helpers/operators.ts';
 
 const env = useTestEnv();
@@ -53,7 +53,7 @@ describe('who is asking', () => {
     expect(await whoami({ cookie })).toMatchObject({ status: 200, body: { name: 'otto.operator@example.com', role: 'operator', via: 'session' } });
 
     // A validly signed session of someone no longer in the directory (removed from the file) lets nobody in.
-    const removed = createSessionCodec({ secret: TOKEN }).issue('gone@example.com').value;
+    const removed = createSessionCodec({ secret: SESSION_SECRET }).issue('gone@example.com', sha256Hex('gone-token')).value;
     expect((await whoami({ cookie: `${SESSION_COOKIE}=${removed}` })).status).toBe(401);
   });
 
@@ -64,6 +64,8 @@ describe('who is asking', () => {
     // From anywhere else the header is ignored: no identity at all.
     expect((await whoami(header, '10.8.0.1')).status).toBe(401);
     expect((await whoami({ 'x-forwarded-email': 'admin' }, '192.168.1.1')).status).toBe(401);
+    // `admin` is CONSOLE_TOKEN's holder, not an entry of the file: a trusted proxy cannot name it either.
+    expect(await whoami({ 'x-forwarded-email': 'admin' }, '10.9.3.4')).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
     // A trusted proxy naming someone who is not an operator: authenticated but not admitted.
     const stranger = await whoami({ 'x-forwarded-email': 'mallory@example.com' }, '10.9.0.1');
     expect(stranger.status).toBe(403);
@@ -88,16 +90,25 @@ describe('configuration', () => {
     const bad = path.join(dir, 'bad.json');
     writeFileSync(bad, JSON.stringify([{ name: 'a@x', role: 'root', tokenSha256: 'abc' }]));
     expect(() => loadOperatorsFile(bad)).toThrow(/CONSOLE_OPERATORS_FILE: .*\[0\.role\].*\[0\.tokenSha256\] expected the SHA-256/);
+    // `admin` is reserved for CONSOLE_TOKEN's holder: a file entry of that name is refused, in any case.
+    const admin = path.join(dir, 'admin.json');
+    writeFileSync(admin, JSON.stringify([{ name: 'Admin', role: 'viewer', tokenSha256: sha256Hex('t'.repeat(20)) }]));
+    expect(() => loadOperatorsFile(admin)).toThrow(/\[0\.name\] the name admin is reserved/);
   });
 
   it('needs CONSOLE_TOKEN or an operators file, and a proxy header needs trusted addresses and the file', () => {
     const base = { MERCHANT_NO: 'M1', PLATFORM_BASE_URL: 'https://p' };
     expect(() => loadConfig(base, 'console')).toThrow(/CONSOLE_TOKEN: required for console \(or CONSOLE_OPERATORS_FILE/);
-    expect(loadConfig({ ...base, CONSOLE_OPERATORS_FILE: '/etc/ops.json' }, 'console').CONSOLE_TOKEN).toBeUndefined();
+    const secret = { CONSOLE_SESSION_SECRET: 's'.repeat(32) };
+    expect(loadConfig({ ...base, ...secret, CONSOLE_OPERATORS_FILE: '/etc/ops.json' }, 'console').CONSOLE_TOKEN).toBeUndefined();
+    // Operators' sessions need a key of their own: never CONSOLE_TOKEN, and not a random one per start.
+    expect(() => loadConfig({ ...base, CONSOLE_TOKEN: 'x'.repeat(16), CONSOLE_OPERATORS_FILE: '/etc/ops.json' }, 'console')).toThrow(
+      /CONSOLE_SESSION_SECRET: required with CONSOLE_OPERATORS_FILE/,
+    );
     expect(() => loadConfig({ ...base, CONSOLE_TOKEN: 'x'.repeat(16), CONSOLE_AUTH_PROXY_HEADER: 'X-Forwarded-Email' }, 'console')).toThrow(
       /CONSOLE_TRUSTED_PROXIES: required with CONSOLE_AUTH_PROXY_HEADER[\s\S]*CONSOLE_OPERATORS_FILE: required with CONSOLE_AUTH_PROXY_HEADER/,
     );
-    expect(() => loadConfig({ ...base, CONSOLE_OPERATORS_FILE: '/f', CONSOLE_TRUSTED_PROXIES: '10.0.0.0/33,nope' }, 'console')).toThrow(
+    expect(() => loadConfig({ ...base, ...secret, CONSOLE_OPERATORS_FILE: '/f', CONSOLE_TRUSTED_PROXIES: '10.0.0.0/33,nope' }, 'console')).toThrow(
       /CONSOLE_TRUSTED_PROXIES: expected IP addresses or CIDR blocks/,
     );
   });

@@ -98,7 +98,10 @@ describe('pages', () => {
     const byPlatform = await c.app.inject({ method: 'GET', url: '/search?q=P-EVIL', headers: { ...bearer('viewer'), accept: 'text/html' } });
     expect(byPlatform.headers.location).toBe(`/orders/${encodeURIComponent(EVIL_NO)}`);
     // The empty search page says what waits for a person.
-    expect((await page('/search', 'viewer')).body).toMatch(/<a href="\/reviews"><strong>1<\/strong> open review<\/a> wait/);
+    expect((await page('/search', 'viewer')).body).toMatch(/<a href="\/reviews"><strong data-count="open review">1<\/strong> open review<\/a>/);
+    // Numbers are found whatever their case (each spelling is one exact look-up).
+    const lower = await c.app.inject({ method: 'GET', url: '/search?q=p-evil', headers: { ...bearer('viewer'), accept: 'text/html' } });
+    expect(lower.headers.location).toBe(`/orders/${encodeURIComponent(EVIL_NO)}`);
     const none = await page('/search?q=NO-SUCH-ORDER', 'viewer');
     expect(none.body).toContain('No order and no callback found for <code>NO-SUCH-ORDER</code>');
   });

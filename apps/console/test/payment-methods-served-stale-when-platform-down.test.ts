@@ -86,7 +86,7 @@ describe('GET /api/payment-methods', () => {
     const res = await get('/api/payment-methods?currency=PHP');
     expect(res.json()).toMatchObject({ currencies: [{ currency: 'PHP' }], ageSeconds: 0, stale: false });
     expect(platform.state.requests).toEqual([{ merchantNo: 'M100', currencyType: 'PHP' }]);
-    const refreshed = await c.app.inject({ method: 'POST', url: '/api/payment-methods/refresh', headers: AUTH });
+    const refreshed = await c.app.inject({ method: 'POST', url: '/api/payment-methods/refresh', headers: AUTH, payload: { reason: 'catalog changed upstream' } });
     expect(refreshed.statusCode).toBe(200);
     expect(refreshed.json().currencies).toHaveLength(2);
   });
@@ -100,7 +100,7 @@ describe('GET /api/payment-methods', () => {
     expect(res.headers.age).toBe('7200');
     expect(res.headers['x-catalog-stale']).toBe('true');
     // An on-demand refresh has no fallback: the operator sees the platform is down.
-    const refresh = await c.app.inject({ method: 'POST', url: '/api/payment-methods/refresh', headers: AUTH });
+    const refresh = await c.app.inject({ method: 'POST', url: '/api/payment-methods/refresh', headers: AUTH, payload: { reason: 'catalog changed upstream' } });
     expect(refresh.statusCode).toBe(503);
     expect(refresh.json()).toMatchObject({ code: 'PLATFORM_UNREACHABLE', message: 'the platform is unreachable; retry later' });
     expect(refresh.body).not.toContain('127.0.0.1');

@@ -15,7 +15,7 @@ export interface IdAdd {
 export type ReadBack = { ok: true; data: string } | { ok: false; error: Error };
 
 /**
- * Add each job under its id and read back what the id holds, every pair in ONE `MULTI`/`EXEC` on the queue's
+ * Add each job under its id (with `jobOptions.attempts` when given: CALLBACK_JOB_ATTEMPTS) and read back what the id holds, every pair in ONE `MULTI`/`EXEC` on the queue's
  * connection. Nothing can run between an add and its read-back: not the worker releasing a reviewed forgery's id,
  * not a removal from the dashboard. So the read-back says exactly what is stored under the id once the add has run:
  * this record (added now, or an identical copy before), or another record that held the id first (BullMQ's add is
@@ -25,7 +25,7 @@ export type ReadBack = { ok: true; data: string } | { ok: false; error: Error };
  * that refuses to queue a command (OOM) aborts the whole transaction: every add of the batch fails, none is told
  * it is stored.
  */
-export async function addAndReadBack(queue: Queue, adds: readonly IdAdd[]): Promise<ReadBack[]> {
+export async function addAndReadBack(queue: Queue, adds: readonly IdAdd[], jobOptions: { attempts?: number } = {}): Promise<ReadBack[]> {
   if (adds.length === 0) return [];
   const client = await queue.getBackend().client;
   const multi = client.multi();
@@ -40,7 +40,7 @@ export async function addAndReadBack(queue: Queue, adds: readonly IdAdd[]): Prom
   const traced = adds.map((a, i) =>
     withContext(a.context, () =>
       queue.trace(SpanKind.PRODUCER, 'add', `${queue.name}.${a.job.kind}`, async (span, metadata) => {
-        const opts = { ...queue.jobsOpts, ...callbackJobOptions, jobId: a.jobId, ...(metadata ? { telemetry: { metadata } } : {}) };
+        const opts = { ...queue.jobsOpts, ...callbackJobOptions, ...jobOptions, jobId: a.jobId, ...(metadata ? { telemetry: { metadata } } : {}) };
         const before = tx.length;
         // BullMQ's own add script, queued on our transaction (addJob enqueues before its first await).
         void new Job(queue, a.job.kind, a.job, opts, a.jobId).addJob(multi).catch(() => {});

@@ -23,6 +23,8 @@ export interface EnqueuerOptions {
    * primary's writes are refused, not acknowledged). @defaultValue none
    */
   fence?: PrimaryFence;
+  /** Attempts of each job (CALLBACK_JOB_ATTEMPTS). @defaultValue callbackJobOptions.attempts (60) */
+  attempts?: number;
 }
 
 /** Stores callbacks' jobs durably, many requests' at once. */
@@ -84,6 +86,7 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
   // WAIT and WAITAOF count the writes of their own connection: on a cluster they must reach the node holding the
   // queue (every key of it shares the prefix's hash tag), so they travel beside one of the queue's keys.
   const anchor = queue.keys.meta!;
+  const jobOptions = options.attempts === undefined ? {} : { attempts: options.attempts };
   const batcher = new Batcher<Add, void>(
     async (adds) => {
       const stillPrimary = options.fence?.begin();
@@ -91,7 +94,7 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
       // result. Each add runs in the context of the request it came from, so that its span (and the job's trace)
       // is that callback's, whichever request happened to start the batch.
       const outcome: Array<{ ok: true } | { ok: false; error: Error }> = [];
-      const first = await addAndReadBack(queue, adds);
+      const first = await addAndReadBack(queue, adds, jobOptions);
       const copies: number[] = [];
       const variants: number[] = [];
       first.forEach((r, i) => {
@@ -107,6 +110,7 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
         const again = await addAndReadBack(
           queue,
           variants.map((i) => ({ ...adds[i]!, jobId: variantJobId(adds[i]!.jobId, adds[i]!.job) })),
+          jobOptions,
         );
         variants.forEach((i, k) => {
           const r = again[k]!;

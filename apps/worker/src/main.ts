@@ -4,7 +4,7 @@ import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
-import { createPlatformClientFromConfig, guardPlatform } from '@mcb/core/platform';
+import { createFleet, createPlatformClientFromConfig, guardPlatform } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
 import { createRedis, createRedisHealth, redisTargetOf } from '@mcb/core/redis';
 import { startTracing } from '@mcb/core/tracing';
@@ -58,10 +58,14 @@ try {
     config.WORKER_CONCURRENCY === undefined
       ? createAdaptiveLimit({ max: config.WORKER_MAX_IN_FLIGHT, maxRps: config.PLATFORM_MAX_RPS, loopDelayMs: eventLoopDelaySampler() })
       : undefined;
-  // One keep-alive connection per Get order in flight at most; the guard caps the request rate (PLATFORM_MAX_RPS)
-  // and pauses Get order while the platform keeps failing, so an outage costs jobs time rather than attempts.
+  // The fleet's Get order budget (PLATFORM_MAX_RPS, shared by every worker and the console) and breaker state, on
+  // the queue's Redis connection under the queue prefix (docs/deployment.md "Sizing").
+  const fleet = createFleet({ redis, prefix: config.QUEUE_PREFIX, maxRps: config.PLATFORM_MAX_RPS, registry, logger });
+  releasers.add('fleet budget', () => fleet.close());
+  // One keep-alive connection per Get order in flight at most; the guard takes Get order's start times from the
+  // fleet's budget and pauses Get order while the platform keeps failing, so an outage costs jobs time rather than attempts.
   const platform = guardPlatform(createPlatformClientFromConfig(config, { connections: config.WORKER_CONCURRENCY ?? config.WORKER_MAX_IN_FLIGHT }), {
-    maxRps: config.PLATFORM_MAX_RPS,
+    fleet,
     onSample: adaptive?.sample,
     onStateChange: (state) => {
       adaptive?.paused(state === 'open');

@@ -57,3 +57,35 @@ export function isPositiveDecimal(s: string): boolean {
   const n = normalizeDecimal(s);
   return !n.startsWith('-') && n !== '0';
 }
+
+/** Split a decimal into sign, digits and scale (digits without the point). */
+function scaled(s: string): { digits: bigint; scale: number } {
+  const n = normalizeDecimal(s);
+  const neg = n.startsWith('-');
+  const [int, frac = ''] = (neg ? n.slice(1) : n).split('.');
+  const digits = BigInt(`${int}${frac}`);
+  return { digits: neg ? -digits : digits, scale: frac.length };
+}
+
+/** The exact sum of decimal strings, normalised ("0.1" + "0.2" = "0.3"; none: "0"). Totals of money by currency. */
+export function sumDecimals(values: readonly string[]): string {
+  const parts = values.map(scaled);
+  const scale = Math.max(0, ...parts.map((p) => p.scale));
+  const total = parts.reduce((acc, p) => acc + p.digits * 10n ** BigInt(scale - p.scale), 0n);
+  const neg = total < 0n;
+  const text = (neg ? -total : total).toString().padStart(scale + 1, '0');
+  const body = scale === 0 ? text : `${text.slice(0, text.length - scale)}.${text.slice(text.length - scale)}`;
+  return normalizeDecimal(`${neg ? '-' : ''}${body}`);
+}
+
+/**
+ * A decimal as people read money: thousands grouped, at least `minPlaces` places ("36790" → "36,790.00"). Text
+ * only, exact: the digits are never rounded.
+ */
+export function formatDecimal(s: string, minPlaces = 2): string {
+  const n = normalizeDecimal(s);
+  const neg = n.startsWith('-');
+  const [int, frac = ''] = (neg ? n.slice(1) : n).split('.');
+  const grouped = int!.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return `${neg ? '-' : ''}${grouped}.${frac.padEnd(minPlaces, '0')}`.replace(/\.$/, '');
+}

@@ -1,4 +1,4 @@
-import { decimalEquals, decimalPlaces, isPositiveDecimal, normalizeDecimal } from '@mcb/core/money';
+import { decimalEquals, decimalPlaces, formatDecimal, isPositiveDecimal, normalizeDecimal, sumDecimals } from '@mcb/core/money';
 import { describe, expect, it } from 'vitest';
 
 describe('money', () => {
@@ -29,5 +29,22 @@ describe('money', () => {
     for (const bad of ['', 'abc', '1,5', '0x10', 'NaN', 'Infinity', '1e99999']) {
       expect(() => normalizeDecimal(bad), bad).toThrow(RangeError);
     }
+  });
+
+  it('sums exactly, whatever the places (a float would not)', () => {
+    expect(sumDecimals(['0.1', '0.2'])).toBe('0.3');
+    expect(sumDecimals([])).toBe('0');
+    expect(sumDecimals(['9007199254740993', '1'])).toBe('9007199254740994');
+    expect(sumDecimals(Array(41).fill('897.32'))).toBe('36790.12');
+    expect(sumDecimals(['10.005', '-0.005', '0.00'])).toBe('10');
+    expect(sumDecimals(['-1.5', '0.25'])).toBe('-1.25');
+  });
+
+  it('formats money for people without rounding', () => {
+    expect(formatDecimal('36790')).toBe('36,790.00');
+    expect(formatDecimal('1234567.891')).toBe('1,234,567.891');
+    expect(formatDecimal('0.5')).toBe('0.50');
+    expect(formatDecimal('-1000')).toBe('-1,000.00');
+    expect(formatDecimal('12', 0)).toBe('12');
   });
 });

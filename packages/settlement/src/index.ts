@@ -21,6 +21,7 @@ export {
   type BackoffOptions,
   type ErrorClass,
 } from './retry-policy.ts';
+export { callbackRetryWindow, describeWindow, type RetryWindow } from './retry-window.ts';
 export {
   applyConfirmed,
   applyEvent,

@@ -3,6 +3,16 @@ import { migrateDatabase } from '@mcb/core/db';
 import pg from 'pg';
 import type * as TestcontainersModule from 'testcontainers';
 import type { TestProject } from 'vitest/node';
+import { fileURLToPath } from 'node:url';
+import {
+  INSTALL_SERVICES,
+  missingForPlan,
+  ownServicesFolder,
+  ownServicesSwitch,
+  planForDefaults,
+  startOwnServices,
+  type OwnServicesPlan,
+} from './own-services.ts';
 import { canConnect, HOW_TO_START, LOCAL_DATABASE_URL, LOCAL_REDIS_URL, type TestServices } from './services.ts';
 
 declare module 'vitest' {
@@ -22,7 +32,7 @@ async function startContainers(): Promise<{ services: TestServices; stop: () => 
   try {
     tc = await import('testcontainers');
   } catch {
-    throw new Error(`No Postgres/Redis reachable and testcontainers is not installed.\n${HOW_TO_START}`);
+    throw new Error('testcontainers is not installed');
   }
   try {
     const pgc = await new tc.GenericContainer('postgres:17-alpine')
@@ -45,11 +55,32 @@ async function startContainers(): Promise<{ services: TestServices; stop: () => 
       },
     };
   } catch (e) {
-    throw new Error(`No Postgres/Redis reachable and no Docker engine to start them (${(e as Error).message}).\n${HOW_TO_START}`);
+    throw new Error(`no Docker engine for containers either (${(e as Error).message})`);
   }
 }
 
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+
+/** Own Postgres and/or Redis in `.data/own-services/test/` (the other one, if any, is the local default). */
+async function startOwn(plan: OwnServicesPlan): Promise<{ services: TestServices; stop: () => Promise<void> }> {
+  const own = await startOwnServices({ plan, folder: ownServicesFolder(ROOT, 'test', process.env), command: 'test', durable: false });
+  console.log(own.line);
+  return {
+    services: { databaseUrl: own.databaseUrl ?? LOCAL_DATABASE_URL, redisUrl: own.redisUrl ?? LOCAL_REDIS_URL, source: 'own' },
+    stop: () => own.stop(),
+  };
+}
+
+/**
+ * Where the run's services are, in this order: DATABASE_URL/REDIS_URL when set (never replaced); the local defaults
+ * when both answer; else own servers for what does not answer (the machine's redis-server and Postgres binaries:
+ * a few seconds, nothing to pull, the same servers `pnpm demo` starts); else containers where a Docker engine runs
+ * (a machine without the binaries); else one message saying how to install them. MCB_OWN_SERVICES=1 starts own
+ * servers whatever answers, 0 never.
+ */
 async function resolveServices(): Promise<{ services: TestServices; stop: () => Promise<void> }> {
+  const mode = ownServicesSwitch(process.env);
+  if (mode === 'always') return startOwn({ postgres: true, redis: true, reason: `MCB_OWN_SERVICES=${process.env.MCB_OWN_SERVICES?.trim()}` });
   const envDb = process.env.DATABASE_URL;
   const envRedis = process.env.REDIS_URL;
   const databaseUrl = envDb ?? LOCAL_DATABASE_URL;
@@ -64,7 +95,15 @@ async function resolveServices(): Promise<{ services: TestServices; stop: () => 
       .join(' and ');
     throw new Error(`${down} not reachable.\n${HOW_TO_START}`);
   }
-  return startContainers();
+  const plan = planForDefaults(dbUp, redisUp);
+  const missing = missingForPlan(plan);
+  if (mode === 'auto' && missing.length === 0) return startOwn(plan);
+  try {
+    return await startContainers();
+  } catch (e) {
+    const own = mode === 'never' ? 'MCB_OWN_SERVICES=0 forbids starting own servers' : `this machine has no ${missing.join(' and ')} to start its own`;
+    throw new Error(`${plan.reason}; ${own}, and ${(e as Error).message}\n${INSTALL_SERVICES}`);
+  }
 }
 
 function withDatabase(url: string, name: string): string {

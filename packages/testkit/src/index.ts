@@ -7,7 +7,9 @@ import type { TestServices } from './services.ts';
 
 export { canConnect, HOW_TO_START, type TestServices } from './services.ts';
 export { waitFor, type WaitForOptions } from './wait-for.ts';
-export { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from './own-redis.ts';
+export { DURABLE_REDIS_ARGS, redisServerPath, startOwnRedis, type OwnRedis, type OwnRedisOptions } from './own-redis.ts';
+export { canDieWithParent, chownToServerUser, commandAs, commandOf, findExecutable, isRoot, serverUser } from './run-as.ts';
+export { findPostgresBinaries, type PostgresBinaries } from './postgres-binaries.ts';
 export { freePort } from './free-port.ts';
 export { listeningAddresses } from './listening.ts';
 export { killQuietly, onProcessExit, stopChild } from './cleanup.ts';

@@ -1,15 +1,22 @@
-/** A private redis-server (never the shared one) that a test may SIGKILL and restart from its AOF. */
+/**
+ * A private redis-server (never the shared one): a test's, which it may SIGKILL and restart from its AOF, or the
+ * own services' of `pnpm demo`/`dev`/`test` (own-services.ts), which keep their data in a folder of the checkout.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { waitFor } from './wait-for.ts';
 import { killQuietly, onProcessExit } from './cleanup.ts';
 import { freePort } from './free-port.ts';
+import { commandAs, findExecutable } from './run-as.ts';
 
 /** Durable settings ingest accepts: every acknowledged write is fsynced before the reply, nothing is evicted. */
 export const DURABLE_REDIS_ARGS = ['--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'];
+
+/** `redis-server` on PATH (Debian's /usr/bin, Homebrew's), or undefined when the machine has none. */
+export const redisServerPath = (): string | undefined => findExecutable('redis-server');
 
 export interface OwnRedis {
   url: string;
@@ -20,60 +27,114 @@ export interface OwnRedis {
   pid(): number | undefined;
   /** SIGKILL, as in a crash; resolves once the process is gone. */
   kill(): Promise<void>;
+  /** SIGTERM (Redis flushes its AOF and exits); SIGKILL after `graceMs`. Resolves once the process is gone. */
+  stop(graceMs?: number): Promise<void>;
   /** Start again on the same port and directory (the AOF is replayed). */
   start(): Promise<void>;
-  /** Kill and remove the data directory. */
+  /** Kill and remove the data directory (unless it was given as `options.dir`). */
   destroy(): Promise<void>;
 }
 
-export async function startOwnRedis(args: string[] = DURABLE_REDIS_ARGS): Promise<OwnRedis> {
+/** Options of {@link startOwnRedis}. */
+export interface OwnRedisOptions {
+  /** Keep the data here (created when missing, never removed) instead of a temporary folder. */
+  dir?: string;
+  /** Write the server's pid to `<dir>/redis.pid` and its log to `<dir>/redis.log` (else the log is discarded). */
+  pidAndLog?: boolean;
+  /** SIGTERM the server when this process dies (Linux, through setpriv), and keep it out of our process group. */
+  dieWithParent?: boolean;
+}
+
+export async function startOwnRedis(args: string[] = DURABLE_REDIS_ARGS, options: OwnRedisOptions = {}): Promise<OwnRedis> {
+  const binary = redisServerPath() ?? '/usr/bin/redis-server';
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'mcb-redis-'));
+  const ownDir = options.dir === undefined;
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'mcb-redis-'));
+  if (!ownDir) mkdirSync(dir, { recursive: true });
   const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   const unregister = onProcessExit(() => {
-    killQuietly(child?.pid);
-    rmSync(dir, { recursive: true, force: true });
+    if (ownDir) {
+      killQuietly(child?.pid);
+      rmSync(dir, { recursive: true, force: true });
+    } else if (child?.pid !== undefined) {
+      try {
+        process.kill(child.pid, 'SIGTERM'); // it flushes and exits on its own once we are gone
+      } catch {
+        // already gone
+      }
+    }
   });
+  const extra = options.pidAndLog ? ['--pidfile', join(dir, 'redis.pid'), '--logfile', join(dir, 'redis.log')] : [];
+  const argv = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...extra, ...args];
 
   const start = async () => {
-    child = spawn('/usr/bin/redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...args], {
+    // Redis may run as root: only the parent-death tie is asked of setpriv.
+    const [file, fileArgs] = options.dieWithParent ? commandAs(binary, argv, { dieWithParent: 'TERM', keepUser: true }) : [binary, argv];
+    const c = spawn(file, fileArgs, {
       stdio: 'ignore',
+      detached: options.dieWithParent === true,
     });
+    child = c;
+    const exited = new Promise<never>((_, reject) => {
+      const fail = (why: string) => {
+        const log = options.pidAndLog && existsSync(join(dir, 'redis.log')) ? readFileSync(join(dir, 'redis.log'), 'utf8').trim().split('\n').slice(-5).join('\n') : '';
+        reject(new Error(`redis-server on ${port} ${why}${log ? `; last log lines:\n${log}` : ''}`));
+      };
+      c.once('error', (e) => fail(`could not start (${e.message})`));
+      c.once('exit', (code, signal) => fail(`exited (${code ?? signal}) before it answered`));
+    });
+    exited.catch(() => {}); // raced below; once ready, a later exit is the caller's business
     const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => {}); // refused until the server listens
     try {
       // PING answers only once the AOF is loaded (LOADING errors before), so "up" means "has its data".
-      await waitFor(
-        async () => {
-          if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
-          return (await probe.ping().catch(() => '')) === 'PONG';
-        },
-        { timeoutMs: 15_000, message: `redis-server on ${port} did not start` },
-      );
+      await Promise.race([
+        exited,
+        waitFor(
+          async () => {
+            if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
+            return (await probe.ping().catch(() => '')) === 'PONG';
+          },
+          { timeoutMs: 15_000, message: `redis-server on ${port} did not start` },
+        ),
+      ]);
     } finally {
       probe.disconnect();
     }
   };
-  const kill = async () => {
+  const end = async (signal: NodeJS.Signals, graceMs: number) => {
     const c = child;
     if (!c || c.exitCode !== null || c.signalCode !== null) return;
     await new Promise<void>((resolve) => {
-      c.once('exit', () => resolve());
-      c.kill('SIGKILL');
+      const timer = setTimeout(() => c.kill('SIGKILL'), graceMs);
+      c.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      c.kill(signal);
     });
   };
-  await start();
+  const kill = () => end('SIGKILL', 0);
+  try {
+    await start();
+  } catch (e) {
+    await kill();
+    unregister();
+    if (ownDir) rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   return {
     url,
     port,
     dir,
     pid: () => (child && child.exitCode === null && child.signalCode === null ? child.pid : undefined),
     kill,
+    stop: (graceMs = 10_000) => end('SIGTERM', graceMs),
     start,
     destroy: async () => {
       await kill();
-      rmSync(dir, { recursive: true, force: true });
+      if (ownDir) rmSync(dir, { recursive: true, force: true });
       unregister();
     },
   };

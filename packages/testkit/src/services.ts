@@ -5,8 +5,11 @@ export interface TestServices {
   /** A Postgres URL whose database part the harness replaces. */
   databaseUrl: string;
   redisUrl: string;
-  /** How they were found: from the environment, the local defaults, or containers started for this run. */
-  source: 'env' | 'local' | 'testcontainers';
+  /**
+   * How they were found: from the environment, the local defaults, servers of our own started for this run
+   * (own-services.ts; one of them may be the local default), or containers started for this run.
+   */
+  source: 'env' | 'local' | 'own' | 'testcontainers';
 }
 
 export const LOCAL_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -33,5 +36,6 @@ export const HOW_TO_START = [
   'Tests need a real Postgres and a real Redis. Either:',
   '  - start them: `docker compose up -d postgres redis` (from the repository root), or',
   '  - point the tests at yours: DATABASE_URL=postgres://user@host:5432/db REDIS_URL=redis://host:6379 pnpm test, or',
+  '  - unset DATABASE_URL and REDIS_URL: the harness then starts its own (the machine\'s redis-server and Postgres), or',
   '  - run a Docker engine so the harness can start containers itself (testcontainers).',
 ].join('\n');

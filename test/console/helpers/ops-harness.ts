@@ -18,6 +18,9 @@ export const MERCHANT_NO = 'M100200';
 /** The console's bearer token in these tests. */
 export const TOKEN = 'test-console-token-0123456789abcdef';
 
+/** The console's session key (CONSOLE_SESSION_SECRET) in these tests. */
+export const SESSION_SECRET = 'test-console-session-secret-0123456789abcdef';
+
 /** A console with the dashboard, a callbacks queue, optionally a worker, and a local Get order platform. */
 export interface OpsStack {
   app: FastifyInstance;
@@ -55,7 +58,7 @@ export async function startOpsStack(env: TestEnv, options: OpsStackOptions = {})
   connections.push(redis);
   const queue = new Queue<CallbackJobInput>(CALLBACKS_QUEUE, { connection: redis, prefix: env.prefix });
   const config = loadConfig(
-    { MERCHANT_NO, PLATFORM_BASE_URL: platform.url, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' , ...AUTH_LIMITS_OFF },
+    { MERCHANT_NO, PLATFORM_BASE_URL: platform.url, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, CONSOLE_SESSION_SECRET: SESSION_SECRET, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' , ...AUTH_LIMITS_OFF },
     'console',
   );
   const app = await buildApp({ config, db: env.db, platform: client, logger, queue: queue as Queue, ...options.consoleDeps });

@@ -1,19 +1,22 @@
 /**
  * A private Postgres cluster (initdb + pg_ctl in a temporary folder, on a free port) that a test may restart.
- * initdb refuses to run as root, so as root every command runs as the `postgres` user (runuser), with the folder
- * owned by it. Never the shared server.
+ * initdb refuses to run as root, so as root every command runs as the `postgres` user (the testkit's `commandAs`:
+ * setpriv, else runuser), with the folder owned by it. Never the shared server.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { onProcessExit } from '@mcb/testkit';
-import { freePort } from '@mcb/testkit';
+import { chownToServerUser, commandAs, findPostgresBinaries, freePort, onProcessExit, serverUser } from '@mcb/testkit';
 
 const run = promisify(execFile);
-/** Where Debian's postgresql-15 package puts the server binaries (PG_BIN_DIR overrides it). */
-export const PG_BIN = process.env.PG_BIN_DIR ?? '/usr/lib/postgresql/15/bin';
+/**
+ * The machine's Postgres binaries (PG_BIN_DIR, PATH, Debian's newest /usr/lib/postgresql/<version>/bin), never the
+ * npm distribution: pg_basebackup is needed too.
+ */
+const found = findPostgresBinaries();
+export const PG_BIN = found && found.source !== 'npm' ? found.dir : '/usr/lib/postgresql/15/bin';
 const BIN = PG_BIN;
 
 /** Options of {@link startOwnPostgres}. */
@@ -34,10 +37,12 @@ export interface OwnPostgres {
   destroy(): Promise<void>;
 }
 
-/** The command line that runs `cmd` as the `postgres` user when this process is root (Postgres refuses root). */
+/**
+ * The command line that runs `cmd` as the `postgres` user when this process is root (Postgres refuses root): the
+ * testkit's `commandAs`, shared with the own services of `pnpm demo`/`pnpm test`.
+ */
 export function asPostgres(cmd: string, args: string[]): [string, string[]] {
-  const root = typeof process.getuid === 'function' && process.getuid() === 0;
-  return root ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
+  return commandAs(cmd, args);
 }
 
 /** Run one of Postgres's binaries (`initdb`, `pg_ctl`, ...) by name, as {@link asPostgres} says. */
@@ -46,19 +51,15 @@ export async function pgExec(cmd: string, args: string[]): Promise<void> {
   await run(file, argv, { timeout: 60_000 });
 }
 
-/** A temporary folder the server may write to: owned by `postgres` when this process is root. */
+/** A temporary folder the server may write to: owned by the server user when this process is root. */
 export function makePgDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  if (process.getuid?.() === 0) {
-    const pwd = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
-    const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
-    chownSync(dir, Number(pwd.stdout.trim()), Number(gid.stdout.trim()));
-  }
+  chownToServerUser(dir);
   return dir;
 }
 
-/** The user the servers' superuser is named after: `postgres` as root, else the current user (initdb's default). */
-export const pgUser = (): string => (process.getuid?.() === 0 ? 'postgres' : userInfo().username);
+/** The user the servers' superuser is named after: the server user as root, else the current user (initdb's default). */
+export const pgUser = (): string => serverUser() ?? userInfo().username;
 
 export async function startOwnPostgres(opts: OwnPostgresOptions = {}): Promise<OwnPostgres> {
   const port = await freePort();

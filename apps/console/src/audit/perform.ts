@@ -3,7 +3,7 @@ import { AppError, coerceError, ErrorCodes, isAppError } from '@mcb/core/errors'
 import type { Logger } from '@mcb/core/logger';
 import type { Operator } from '../operators/operator.ts';
 import { can, requiredRole, type Action } from '../operators/roles.ts';
-import { recordAction } from './record.ts';
+import { completeIntent, PENDING, recordAction } from './record.ts';
 
 /**
  * The action layer: every action that changes something goes through {@link performAction} (an effect in our own
@@ -57,7 +57,17 @@ export function assertCan(operator: Operator, action: Action): void {
   if (!can(operator.role, action)) throw forbidden(operator, action);
 }
 
-/** The reason, trimmed; 400 REASON_REQUIRED when it is missing, blank or not text, 400 when too long. */
+/**
+ * Characters a reason may not hold: control characters other than tab and line breaks (Postgres refuses NUL in text,
+ * and the others garble the audit trail and logs), and lone UTF-16 surrogates (not storable as UTF-8).
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const UNSTORABLE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]|\p{Cs}/u;
+
+/**
+ * The reason, trimmed; 400 REASON_REQUIRED when it is missing, blank or not text, 400 REQUEST_INVALID when too long or
+ * when it holds characters that cannot be stored as written ({@link UNSTORABLE}): refused before anything happens.
+ */
 export function requireReason(reason: unknown): string {
   const text = typeof reason === 'string' ? reason.trim() : '';
   if (text === '') {
@@ -70,8 +80,17 @@ export function requireReason(reason: unknown): string {
       details: { errors: [{ field: 'reason', message: `at most ${MAX_REASON} characters` }] },
     });
   }
+  if (UNSTORABLE.test(text)) {
+    throw new AppError(ErrorCodes.REQUEST_INVALID, 'the reason holds control characters or invalid Unicode: write it as plain text', {
+      details: { errors: [{ field: 'reason', message: 'no control characters (other than tab and line breaks) or lone surrogates' }] },
+    });
+  }
   return text;
 }
+
+/** A reason as far as it can be recorded on a refusal (which must be written whatever the operator sent). */
+const storableReason = (reason: unknown) =>
+  typeof reason === 'string' ? reason.trim().slice(0, MAX_REASON).replace(new RegExp(UNSTORABLE.source, 'gu'), '\uFFFD') : '';
 
 /** Proof that an action passed its checks: what {@link commitAction} and {@link commitExternalAction} take. */
 export interface Authorized {
@@ -87,8 +106,7 @@ export interface Authorized {
  */
 export async function authorize(deps: ActionDeps, actor: Actor, spec: ActionSpec): Promise<Authorized> {
   if (!can(actor.operator.role, spec.action)) {
-    const reason = typeof spec.reason === 'string' ? spec.reason.trim().slice(0, MAX_REASON) : '';
-    await recordAction(deps.db, { ...actor, action: spec.action, target: spec.target, reason, outcome: 'denied' }).catch((e: unknown) =>
+    await recordAction(deps.db, { ...actor, action: spec.action, target: spec.target, reason: storableReason(spec.reason), outcome: 'denied' }).catch((e: unknown) =>
       deps.logger.error({ err: coerceError(e), action: spec.action, operator: actor.operator.name }, 'audit row of a refused action not written'),
     );
     deps.logger.warn({ action: spec.action, target: spec.target, operator: actor.operator.name, role: actor.operator.role }, 'action refused for the role');
@@ -124,26 +142,44 @@ export async function commitAction<T>(deps: ActionDeps, auth: Authorized, effect
 }
 
 /**
+ * Write the audit row of an effect that commits on its own as an intent (outcome `pending`), before the effect: if it
+ * cannot be written, this throws and the effect must not run. Complete it with {@link completeIntent}.
+ */
+export async function recordIntent(deps: ActionDeps, auth: Authorized, details?: Record<string, unknown>): Promise<number> {
+  const { actor, spec, reason } = auth;
+  return recordAction(deps.db, { ...actor, action: spec.action, target: spec.target, reason, outcome: PENDING, details });
+}
+
+/** Complete an intent row with a failure (best effort: the database may be what failed; the row then stays pending). */
+export async function completeIntentFailed(deps: ActionDeps, auth: Authorized, intentId: number, outcome: string): Promise<void> {
+  await completeIntent(deps.db, intentId, outcome).catch((e: unknown) =>
+    deps.logger.error({ err: coerceError(e), action: auth.spec.action, operator: auth.actor.operator.name, intentId }, 'audit row of a failed action not completed'),
+  );
+}
+
+/**
  * Run an effect that commits on its own (settlement's applyEvent, a reconciliation sweep) or lives outside Postgres
- * (a job in Redis), then write its audit row; `finish`, when given, runs in the audit row's transaction (a
- * follow-up of ours that must commit with the record).
+ * (a job in Redis). Its audit row is written first, as an intent ({@link recordIntent}): no intent row, no effect.
+ * Once the effect is done the row is completed with its outcome; `finish`, when given, runs in that completion's
+ * transaction (a follow-up of ours that must commit with the record). A row left `pending` means the effect may have
+ * happened but its outcome could not be recorded.
  */
 export async function commitExternalAction<T>(
   deps: ActionDeps,
   auth: Authorized,
   effect: () => Promise<EffectResult<T> & { finish?: (tx: Database) => Promise<void> }>,
 ): Promise<T> {
-  const { actor, spec, reason } = auth;
+  const intentId = await recordIntent(deps, auth);
   let done: EffectResult<T> & { finish?: (tx: Database) => Promise<void> };
   try {
     done = await effect();
   } catch (e) {
-    await recordFailure(deps, auth, e);
+    await completeIntentFailed(deps, auth, intentId, `failed:${isAppError(e) ? e.code : ErrorCodes.INTERNAL_ERROR}`);
     throw e;
   }
   await deps.db.transaction(async (tx) => {
     await done.finish?.(tx);
-    await recordAction(tx, { ...actor, action: spec.action, target: spec.target, reason, outcome: done.outcome, details: done.details });
+    await completeIntent(tx, intentId, done.outcome, done.details);
   });
   log(deps, auth, done.outcome);
   return done.result;

@@ -1,4 +1,5 @@
 import { operatorActions, type Database } from '@mcb/core/db';
+import { and, eq } from 'drizzle-orm';
 import type { Operator } from '../operators/operator.ts';
 import type { Action } from '../operators/roles.ts';
 
@@ -21,8 +22,8 @@ export interface ActionRecord {
  * Append one row to `operator_actions`. Pass the transaction of the action's effect, so that the effect and its
  * record commit together or not at all. The table refuses UPDATE and DELETE (migration 0004).
  */
-export async function recordAction(tx: Database, record: ActionRecord): Promise<void> {
-  await tx.insert(operatorActions).values({
+export async function recordAction(tx: Database, record: ActionRecord): Promise<number> {
+  const [row] = await tx.insert(operatorActions).values({
     operator: record.operator.name,
     role: record.operator.role,
     action: record.action,
@@ -31,5 +32,22 @@ export async function recordAction(tx: Database, record: ActionRecord): Promise<
     outcome: record.outcome.slice(0, 200),
     requestId: record.requestId ?? null,
     details: record.details ?? null,
-  });
+  }).returning({ id: operatorActions.id });
+  return row!.id;
+}
+
+/** Outcome of an intent row: written before an effect that commits on its own, completed by {@link completeIntent}. */
+export const PENDING = 'pending';
+
+/**
+ * Complete an intent row (outcome `pending`) with the effect's outcome: the one update the append-only trail allows
+ * (migration 0006). Throws when the row is not pending any more (a bug: each intent is completed once).
+ */
+export async function completeIntent(tx: Database, id: number, outcome: string, details?: Record<string, unknown>): Promise<void> {
+  const done = await tx
+    .update(operatorActions)
+    .set({ outcome: outcome.slice(0, 200), ...(details ? { details } : {}) })
+    .where(and(eq(operatorActions.id, id), eq(operatorActions.outcome, PENDING)))
+    .returning({ id: operatorActions.id });
+  if (done.length !== 1) throw new Error(`audit row ${id} is not pending`);
 }

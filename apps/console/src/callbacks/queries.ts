@@ -6,22 +6,31 @@
 import { isDecimalString } from '@mcb/core/money';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { callbackArrivals, callbackReceipts, type Database } from '@mcb/core/db';
-import { and, desc, eq, gte, lte, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { merchantOrderNoSchema } from '../schemas.ts';
 
 export const ARRIVAL_STATUSES = ['active', 'waiting', 'retrying', 'failed', 'applied', 'duplicate', 'review'] as const;
 
 const decimal = z.string().max(40).refine(isDecimalString, 'expected a decimal string such as "100.50"');
+const errorCode = z.string().regex(/^[A-Z0-9_]{2,64}$/, 'expected an error code such as VERIFY_AMOUNT_MISMATCH');
+/** Most codes one filter may name. */
+export const MAX_CODES = 20;
 const instant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant, e.g. 2026-11-24T10:00:00Z');
 
 /** What selects callbacks: the search's filter and a replay's. Every field narrows; all are optional. */
 export const callbackFilterSchema = z.strictObject({
   orderNo: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected a platform OrderNo').optional().describe("The platform's OrderNo"),
   merchantOrderNo: merchantOrderNoSchema.optional(),
-  status: z.enum(ARRIVAL_STATUSES).optional().describe('Where the callback is: active, waiting, retrying, failed (for good), applied, duplicate, review'),
+  status: z
+    .union([z.enum(ARRIVAL_STATUSES), z.array(z.enum(ARRIVAL_STATUSES)).min(1).max(ARRIVAL_STATUSES.length)])
+    .optional()
+    .describe('Where the callback is: active, waiting, retrying, failed (for good), applied, duplicate, review; several: any of them (repeat the parameter)'),
   kind: z.enum(['payin', 'payout']).optional(),
-  code: z.string().regex(/^[A-Z0-9_]{2,64}$/, 'expected an error code such as VERIFY_AMOUNT_MISMATCH').optional().describe("The last attempt's error or review code"),
+  code: z
+    .union([errorCode, z.array(errorCode).min(1).max(MAX_CODES)])
+    .optional()
+    .describe("The last attempt's error or review code; several: any of them (repeat the parameter)"),
   amountMin: decimal.optional().describe('Pay-in amount at least (payout callbacks carry no amount)'),
   amountMax: decimal.optional().describe('Pay-in amount at most'),
   from: instant.optional().describe('Received at or after'),
@@ -55,6 +64,13 @@ export const callbackPageSchema = z.object({
 });
 export type CallbackPage = z.output<typeof callbackPageSchema>;
 
+export type ArrivalStatus = (typeof ARRIVAL_STATUSES)[number];
+
+/** One value or several, as a list (a filter's `status` and `code` take either). */
+export function listOf<T>(v: T | readonly T[] | undefined): T[] {
+  return v === undefined ? [] : Array.isArray(v) ? [...(v as readonly T[])] : [v as T];
+}
+
 /** True when the filter narrows anything (the API refuses an empty one: it would list everything). */
 export function hasFilter(f: CallbackFilter): boolean {
   return Object.values(f).some((v) => v !== undefined);
@@ -66,9 +82,9 @@ export function filterWhere(f: CallbackFilter): SQL | undefined {
   return and(
     f.orderNo ? eq(t.orderNo, f.orderNo) : undefined,
     f.merchantOrderNo ? eq(t.merchantOrderNo, f.merchantOrderNo) : undefined,
-    f.status ? eq(t.status, f.status) : undefined,
+    f.status ? inArray(t.status, listOf(f.status)) : undefined,
     f.kind ? eq(t.kind, f.kind) : undefined,
-    f.code ? eq(t.lastCode, f.code) : undefined,
+    f.code ? inArray(t.lastCode, listOf(f.code)) : undefined,
     f.amountMin ? gte(t.amount, f.amountMin) : undefined,
     f.amountMax ? lte(t.amount, f.amountMax) : undefined,
     f.from ? gte(t.receivedAt, new Date(f.from)) : undefined,

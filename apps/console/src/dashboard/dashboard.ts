@@ -6,8 +6,8 @@ import type { AppError} from '@mcb/core/errors';
 import { coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import type { Queue } from 'bullmq';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { authorize, type ActionDeps, type Authorized } from '../audit/perform.ts';
-import { recordAction } from '../audit/record.ts';
+import { authorize, completeIntentFailed, recordIntent, type ActionDeps, type Authorized } from '../audit/perform.ts';
+import { completeIntent } from '../audit/record.ts';
 import { actorOf } from '../operators/operator.ts';
 import { dashboardActionOf, isAllowedDashboardAction } from './action-guard.ts';
 import { BOARD_GUARD_JS } from './board-guard.ts';
@@ -25,8 +25,8 @@ export interface DashboardOptions {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** A dashboard action that passed the role and reason checks, recorded once bull-board has answered. */
-    dashboardAction?: Authorized;
+    /** A dashboard action that passed the role and reason checks, and its intent row, completed once bull-board has answered. */
+    dashboardAction?: Authorized & { intentId: number };
   }
 }
 
@@ -39,6 +39,11 @@ function reasonHeader(req: FastifyRequest): string | undefined {
   } catch {
     return raw;
   }
+}
+
+/** A job as bull-board serialises it, without its stack trace (a viewer sees the failure reason, not our code's frames). */
+function withoutStacktrace(job: unknown) {
+  if (typeof job === 'object' && job !== null && 'stacktrace' in job) (job as { stacktrace: unknown }).stacktrace = [];
 }
 
 function sendError(req: FastifyRequest, reply: FastifyReply, e: AppError, status: number) {
@@ -75,17 +80,26 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
   createBullBoard({
     queues: adapters,
     serverAdapter,
-    options: { uiConfig: { boardTitle: 'Callbacks', hideRedisDetails: true, miscLinks: [{ text: 'Console', url: '/search' }] } },
+    // showWorkers off: the workers' list is Redis's CLIENT LIST (addresses and names of every connection).
+    options: { uiConfig: { boardTitle: 'Callbacks', hideRedisDetails: true, showWorkers: false, miscLinks: [{ text: 'Console', url: '/search' }] } },
   });
 
   app.get('/assets/board-guard.js', { schema: { hide: true } }, async (_req, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-store').send(BOARD_GUARD_JS),
   );
 
+  // The hooks below are this plugin's own (it is not wrapped in fastify-plugin): they run for bull-board's routes and
+  // board-guard.js only, whatever spelling of the path reached them. They decide by the route fastify matched
+  // (`routeOptions.url`), never by the raw URL: `/%71ueues/...`, `/queue%73/...` reach the same route as `/queues/...`.
+  const patternOf = (req: FastifyRequest) => {
+    const route = req.routeOptions.url ?? '';
+    return route.startsWith(basePath) ? route.slice(basePath.length) : route;
+  };
+
   app.addHook('onRequest', async (req, reply) => {
-    if (!req.url.startsWith(basePath)) return;
-    const pattern = (req.routeOptions.url ?? '').slice(basePath.length);
+    const pattern = patternOf(req);
     const params = (req.params ?? {}) as Record<string, unknown>;
+    // Deny by default: any method but GET/HEAD on a route not on the allow-list, for every role.
     if (!isAllowedDashboardAction(req.method, pattern, params)) {
       req.log.warn({ method: req.method, route: pattern }, 'dashboard action refused');
       return reply.code(403).send({
@@ -95,31 +109,53 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
       });
     }
     const action = dashboardActionOf(req.method, pattern, params);
-    if (!action) return;
+    if (!action) {
+      if (req.method === 'GET' || req.method === 'HEAD') return;
+      // An allowed route with no action of ours would be an allow-list bug: refuse rather than act unrecorded.
+      return reply.code(403).send({ code: ErrorCodes.FORBIDDEN, message: 'this dashboard action is not recorded, so it is refused', requestId: req.id });
+    }
     // Refusals are sent from the hook: bull-board's own error handler would turn a thrown error into a 500.
+    let auth: Authorized;
     try {
-      req.dashboardAction = await authorize(opts.actions, actorOf(req), { ...action, reason: reasonHeader(req) });
+      auth = await authorize(opts.actions, actorOf(req), { ...action, reason: reasonHeader(req) });
     } catch (e) {
       if (isAppError(e, ErrorCodes.FORBIDDEN)) return sendError(req, reply, e, 403);
       if (isAppError(e, ErrorCodes.REASON_REQUIRED) || isAppError(e, ErrorCodes.REQUEST_INVALID)) return sendError(req, reply, e, 400);
       throw e;
     }
+    // The effect is bull-board's, in Redis, outside our transactions: its audit row is written first, as an intent.
+    // No row, no effect.
+    try {
+      req.dashboardAction = { ...auth, intentId: await recordIntent(opts.actions, auth) };
+    } catch (e) {
+      req.log.error({ err: coerceError(e), action: action.action }, 'audit row of a dashboard action not written: action refused');
+      return reply.code(503).header('retry-after', '5').send({
+        code: ErrorCodes.DB_UNAVAILABLE,
+        message: 'the audit row of this action could not be written, so nothing was done; retry later',
+        requestId: req.id,
+      });
+    }
   });
 
-  // The effect is bull-board's (in Redis): its answer decides the outcome, recorded once the response is sent.
+  // bull-board's answer decides the outcome, which completes the intent row once the response is sent.
   app.addHook('onResponse', async (req, reply) => {
     const auth = req.dashboardAction;
     if (!auth) return;
     const outcome = reply.statusCode < 400 ? 'done' : `failed:HTTP ${reply.statusCode}`;
-    await recordAction(opts.actions.db, { ...auth.actor, action: auth.spec.action, target: auth.spec.target, reason: auth.reason, outcome }).catch((e: unknown) =>
-      req.log.error({ err: coerceError(e), action: auth.spec.action }, 'audit row of a dashboard action not written'),
-    );
+    if (reply.statusCode < 400) {
+      await completeIntent(opts.actions.db, auth.intentId, outcome).catch((e: unknown) =>
+        req.log.error({ err: coerceError(e), action: auth.spec.action, intentId: auth.intentId }, 'audit row of a dashboard action not completed'),
+      );
+    } else {
+      await completeIntentFailed(opts.actions, auth, auth.intentId, outcome);
+    }
     req.log.info({ action: auth.spec.action, target: auth.spec.target, operator: auth.actor.operator.name, outcome }, 'operator action');
   });
 
-  // Viewers get a read-only board (bull-board then offers no action), and every page loads board-guard.js.
+  // Viewers get a read-only board (bull-board then offers no action) without stack traces, and every page loads
+  // board-guard.js.
   app.addHook('onSend', async (req, reply, payload) => {
-    if (!req.url.startsWith(basePath) || typeof payload !== 'string') return payload;
+    if (typeof payload !== 'string') return payload;
     const type = String(reply.getHeader('content-type') ?? '');
     if (type.startsWith('text/html')) {
       const role = req.operator?.role ?? 'viewer';
@@ -127,12 +163,16 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
         .replace(/<link[^>]+fonts\.googleapis\.com[^>]*>/g, '')
         .replace('</head>', `<script src="/assets/board-guard.js" data-role="${role}"></script></head>`);
     }
-    if (req.method === 'GET' && (req.routeOptions.url ?? '').endsWith('/api/queues') && req.operator?.role === 'viewer' && type.includes('json')) {
-      const body = JSON.parse(payload) as { queues?: { readOnlyMode?: boolean }[] };
-      for (const q of body.queues ?? []) q.readOnlyMode = true;
-      return JSON.stringify(body);
+    if (req.method !== 'GET' || !type.includes('json') || req.operator?.role !== 'viewer') return payload;
+    const body = JSON.parse(payload) as Record<string, unknown>;
+    if (patternOf(req) === '/api/queues') {
+      for (const q of (body.queues ?? []) as { readOnlyMode?: boolean; jobs?: unknown[] }[]) {
+        q.readOnlyMode = true;
+        for (const job of q.jobs ?? []) withoutStacktrace(job);
+      }
     }
-    return payload;
+    if (body.job) withoutStacktrace(body.job);
+    return JSON.stringify(body);
   });
   await app.register(serverAdapter.registerPlugin(), { prefix: basePath });
 };

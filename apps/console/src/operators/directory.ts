@@ -12,6 +12,7 @@ export const operatorEntrySchema = z.strictObject({
   name: z
     .string()
     .regex(/^[\x21-\x7e]{1,128}$/, 'expected 1 to 128 visible ASCII characters (an email address suits)')
+    .refine((n) => n.toLowerCase() !== TOKEN_ADMIN_NAME, `the name ${TOKEN_ADMIN_NAME} is reserved for CONSOLE_TOKEN's holder`)
     .describe('Unique name; what the audit trail records, and what an SSO proxy sends'),
   role: z.enum(['viewer', 'operator', 'admin']),
   tokenSha256: z
@@ -28,8 +29,15 @@ export type OperatorEntry = z.output<typeof operatorEntrySchema>;
 export interface OperatorDirectory {
   /** The operator whose token this is, or undefined. */
   byToken(token: string): Operator | undefined;
-  /** The operator of this name (for sessions and the SSO proxy), or undefined. */
+  /** The operator of this name (for sessions; CONSOLE_TOKEN's `admin` included), or undefined. */
   byName(name: string): Operator | undefined;
+  /** The operators file's entry of this name, never CONSOLE_TOKEN's `admin` (for the SSO proxy), or undefined. */
+  byFileName(name: string): Operator | undefined;
+  /**
+   * The SHA-256 of the operator's current token (undefined for one without a token): what a session is bound to, so
+   * that a rotated or removed token ends the sessions opened with it.
+   */
+  credentialOf(name: string): string | undefined;
   /** How many operators can sign in (for the start-up log). */
   readonly size: number;
 }
@@ -44,20 +52,27 @@ export const sha256Hex = (s: string): string => createHash('sha256').update(s).d
 export function createOperatorDirectory(options: { token?: string; operators?: readonly OperatorEntry[] }): OperatorDirectory {
   const byDigest = new Map<string, Operator>();
   const byName = new Map<string, Operator>();
+  const credentials = new Map<string, string>();
+  const fromFile = new Set<string>();
   const add = (operator: Operator, digest: string | undefined, where: string) => {
     if (byName.has(operator.name)) throw configError(`${where}: the name ${JSON.stringify(operator.name)} appears twice`);
     byName.set(operator.name, operator);
     if (digest === undefined) return;
+    credentials.set(operator.name, digest);
     if (byDigest.has(digest)) throw configError(`${where}: two operators share one token`);
     byDigest.set(digest, operator);
   };
   if (options.token) add(Object.freeze({ name: TOKEN_ADMIN_NAME, role: 'admin' }), sha256Hex(options.token), 'CONSOLE_TOKEN');
   for (const entry of options.operators ?? []) {
+    if (entry.name.toLowerCase() === TOKEN_ADMIN_NAME) throw configError(`the name ${TOKEN_ADMIN_NAME} is reserved for CONSOLE_TOKEN's holder`);
     add(Object.freeze({ name: entry.name, role: entry.role }), entry.tokenSha256, 'CONSOLE_OPERATORS_FILE');
+    fromFile.add(entry.name);
   }
   return {
     byToken: (token) => byDigest.get(sha256Hex(token)),
     byName: (name) => byName.get(name),
+    byFileName: (name) => (fromFile.has(name) ? byName.get(name) : undefined),
+    credentialOf: (name) => credentials.get(name),
     size: byName.size,
   };
 }

@@ -15,6 +15,8 @@ export const ACTIONS = {
   read: 'viewer',
   /** Register a pay-in or a payout (POST /api/payins, /api/payouts). */
   'orders.register': 'operator',
+  /** Fetch the payment-method catalog from the platform now and store it (POST /api/payment-methods/refresh). */
+  'catalog.refresh': 'operator',
   /** Re-verify a review now (Get order asked again). */
   'reviews.reverify': 'operator',
   /** Close a review without applying its event. */

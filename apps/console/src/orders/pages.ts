@@ -14,7 +14,7 @@ export const ordersPages: FastifyPluginAsync<{ db: Db; queue?: Queue }> = async 
     const { merchantOrderNo } = z.object({ merchantOrderNo: merchantOrderNoSchema }).parse(req.params);
     const [detail, reviews] = await Promise.all([
       orderDetail(db, queue, merchantOrderNo),
-      listReviews(db.db, { status: 'open', merchantOrderNo, limit: 20 }),
+      listReviews(db.db, { status: 'open', merchantOrderNo, limit: 20 }, req.operator!.role),
     ]);
     return sendPage(
       req,

@@ -5,7 +5,7 @@
  * settled it, the receipt, the ledger entries and the reviews. Jobs are kept a day after completion (30 days when
  * failed); after that the database part of the story remains.
  */
-import { callbackReceipts, ledgerEntries, reviewOccurrences, reviews, type Database } from '@mcb/core/db';
+import { callbackReceipts, ledgerEntries, replayJobs, replays, reviewOccurrences, reviews, type Database } from '@mcb/core/db';
 import { ErrorCodes } from '@mcb/core/errors';
 import { callbackJobId, jobNoteSchema, type CallbackKind, type JobNote } from '@mcb/core/queue';
 import type { Job, Queue } from 'bullmq';
@@ -15,7 +15,7 @@ import { platformOrderNosOf } from '../callbacks/queries.ts';
 
 export const timelineEntrySchema = z.object({
   at: z.string().describe('ISO-8601 instant'),
-  source: z.enum(['ingest', 'job', 'receipt', 'ledger', 'review']),
+  source: z.enum(['ingest', 'job', 'receipt', 'ledger', 'review', 'replay']),
   event: z
     .enum([
       'received',
@@ -24,6 +24,7 @@ export const timelineEntrySchema = z.object({
       'attempt-failed',
       'attempt-settled',
       'job-failed',
+      'replayed',
       'applied',
       'ledger-entry',
       'review-opened',
@@ -196,7 +197,32 @@ export async function timelineOf(db: Database, queue: Queue | undefined, records
       detail: `suspected forgery, nothing paid (review ${o.reviewId}, seen ${o.seen} time(s)): ${o.reason}`,
     });
   }
-  // Time order; at the same instant, the order in which things happen (arrival, attempt, receipt, ledger).
-  const rank: Record<TimelineEntry['source'], number> = { ingest: 0, job: 1, receipt: 2, ledger: 3, review: 4 };
+  // Each replay that sent one of these jobs back: who, when and why (its job failed for good before it).
+  const jobIds = [...new Set([...jobs.map((j) => j.job.id), ...receiptRows.map((r) => r.jobId)].filter((id): id is string => !!id))];
+  if (jobIds.length > 0) {
+    const sent = await db
+      .select({ jobId: replayJobs.jobId, sentAt: replayJobs.sentAt, replayId: replays.id, operator: replays.operator, reason: replays.reason })
+      .from(replayJobs)
+      .innerJoin(replays, eq(replays.id, replayJobs.replayId))
+      .where(inArray(replayJobs.jobId, jobIds))
+      .limit(100);
+    const byId = new Map(jobs.map((j) => [j.job.id, j.job.data as { orderNo?: string; state?: number }]));
+    for (const r of sent) {
+      const data = byId.get(r.jobId);
+      entries.push({
+        at: r.sentAt.toISOString(),
+        source: 'replay',
+        event: 'replayed',
+        orderNo: data?.orderNo ?? null,
+        state: data?.state ?? null,
+        jobId: r.jobId,
+        attempt: null,
+        code: null,
+        detail: `it had failed for good; sent back to the queue by replay ${r.replayId} of ${r.operator}: ${r.reason}`.slice(0, 500),
+      });
+    }
+  }
+  // Time order; at the same instant, the order in which things happen (arrival, attempt, replay, receipt, ledger).
+  const rank: Record<TimelineEntry['source'], number> = { ingest: 0, job: 1, replay: 2, receipt: 3, ledger: 4, review: 5 };
   return entries.sort((a, b) => a.at.localeCompare(b.at) || rank[a.source] - rank[b.source]);
 }

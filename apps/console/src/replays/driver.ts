@@ -9,7 +9,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { callbackArrivals, replays, type Database, type Replay } from '@mcb/core/db';
+import { callbackArrivals, replayJobs, replays, type Database, type Replay } from '@mcb/core/db';
 import { coerceError, firstLineOf } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import { REPLAY_RETRY_OPTIONS } from '@mcb/core/queue';
@@ -106,6 +106,8 @@ export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
         // worker's next report, stamped later by its own clock, always replaces this one.
         const sent = chunk.filter((_, i) => results[i]).map((c) => c.jobId);
         if (sent.length > 0) {
+          // Which jobs this replay sent back: its page says what became of each (credited, failed again, ...).
+          await db.insert(replayJobs).values(sent.map((jobId) => ({ replayId: replay.id, jobId }))).onConflictDoNothing();
           await db
             .update(callbackArrivals)
             .set({ status: 'retrying', lastDetail: `sent back to the queue by replay ${replay.id}` })

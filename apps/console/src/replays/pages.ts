@@ -5,7 +5,8 @@
  */
 import { AppError, ErrorCodes, isAppError, type ErrorCode } from '@mcb/core/errors';
 import type { FastifyPluginAsync } from 'fastify';
-import { callbackFilterSchema, type CallbackFilter } from '../callbacks/queries.ts';
+import { FILTER_FIELDS, filterOfForm, filterParams, formValues } from '../callbacks/form.ts';
+import type { CallbackFilter } from '../callbacks/queries.ts';
 import { assertCan } from '../audit/perform.ts';
 import { actorOf } from '../operators/operator.ts';
 import { can } from '../operators/roles.ts';
@@ -16,25 +17,6 @@ import { cancelReplay, planReplayAction, startReplay, type ReplayDeps } from './
 import { getReplay, listReplays } from './queries.ts';
 import { filterFormView, listView, planView, progressView } from './views.ts';
 
-const FILTER_FIELDS = ['merchantOrderNo', 'orderNo', 'kind', 'code', 'amountMin', 'amountMax', 'from', 'to'] as const;
-
-/** A form's text fields as the filter: blanks dropped, a date without a zone read as UTC; 400 when invalid. */
-function filterOfForm(form: Record<string, unknown>): CallbackFilter {
-  const raw: Record<string, string> = {};
-  for (const k of FILTER_FIELDS) {
-    let v = typeof form[k] === 'string' ? (form[k] as string).trim() : '';
-    if (!v) continue;
-    if ((k === 'from' || k === 'to') && /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?$/.test(v)) v = `${v.length === 16 ? `${v}:00` : v}Z`;
-    raw[k] = v;
-  }
-  const parsed = callbackFilterSchema.safeParse(raw);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new AppError(ErrorCodes.REQUEST_INVALID, `the filter is not valid: ${problems}`);
-  }
-  return parsed.data;
-}
-
 /** What an operator is told on the page itself (anything else goes to the error boundary). */
 const REFUSALS = new Set<ErrorCode>([ErrorCodes.REQUEST_INVALID, ErrorCodes.REASON_REQUIRED, ErrorCodes.FORBIDDEN, ErrorCodes.REPLAY_NOT_RUNNING, ErrorCodes.NOT_FOUND]);
 
@@ -43,6 +25,17 @@ const idOf = (params: unknown): number => {
   if (!Number.isSafeInteger(id) || id <= 0) throw new AppError(ErrorCodes.NOT_FOUND, 'no such replay');
   return id;
 };
+
+/** The dry run's address for a posted start form's filter fields (as typed, so a refusal shows them again). */
+function backParams(form: Record<string, unknown>): URLSearchParams {
+  try {
+    return filterParams(filterOfForm(form), { dryRun: '1' });
+  } catch {
+    const q = new URLSearchParams({ dryRun: '1' });
+    for (const k of FILTER_FIELDS) if (typeof form[k] === 'string' && form[k]) q.set(k, String(form[k]));
+    return q;
+  }
+}
 
 export const replaysPages: FastifyPluginAsync<ReplayDeps> = async (app, deps) => {
   app.get('/replays', { schema: { hide: true } }, async (req, reply) => {
@@ -54,8 +47,7 @@ export const replaysPages: FastifyPluginAsync<ReplayDeps> = async (app, deps) =>
     // The wizard is for those who may dry-run (it asks Get order); a viewer is told which role it needs.
     assertCan(req.operator!, 'replays.plan');
     const query = (req.query ?? {}) as Record<string, unknown>;
-    const values = Object.fromEntries(FILTER_FIELDS.map((k) => [k, typeof query[k] === 'string' ? (query[k] as string) : undefined]));
-    const form = filterFormView({ values });
+    const form = filterFormView({ values: formValues(query) });
     const frame = { title: 'New replay', area: 'replays' as const, flash: flashOf(req.query) };
     if (query.dryRun !== '1') return sendPage(req, reply, frame, form);
     let filter: CallbackFilter;
@@ -71,7 +63,7 @@ export const replaysPages: FastifyPluginAsync<ReplayDeps> = async (app, deps) =>
 
   app.post('/replays', { schema: { hide: true } }, async (req, reply) => {
     const form = (req.body ?? {}) as Record<string, unknown>;
-    const back = `/replays/new?${new URLSearchParams({ ...Object.fromEntries(FILTER_FIELDS.filter((k) => typeof form[k] === 'string' && form[k]).map((k) => [k, String(form[k])])), dryRun: '1' })}`;
+    const back = `/replays/new?${backParams(form)}`;
     try {
       const rate = typeof form.ratePerSecond === 'string' && form.ratePerSecond.trim() ? Number(form.ratePerSecond) : undefined;
       if (rate !== undefined && !Number.isInteger(rate)) throw new AppError(ErrorCodes.REQUEST_INVALID, 'jobs per second: expected a whole number');
@@ -88,7 +80,8 @@ export const replaysPages: FastifyPluginAsync<ReplayDeps> = async (app, deps) =>
     const replay = await getReplay(deps.db, idOf(req.params));
     const role = req.operator!.role;
     const canCancel = can(role, replay.operator === req.operator!.name ? 'replays.cancel' : 'replays.cancelOthers');
-    return sendPage(req, reply, { title: `Replay ${replay.id}`, area: 'replays', flash: flashOf(req.query) }, progressView({ replay, canCancel }));
+    const canPlan = can(role, 'replays.plan');
+    return sendPage(req, reply, { title: `Replay ${replay.id}`, area: 'replays', flash: flashOf(req.query) }, progressView({ replay, canCancel, canPlan }));
   });
 
   app.post('/replays/:id/cancel', { schema: { hide: true } }, async (req, reply) => {

@@ -10,8 +10,9 @@ import { callbackJobSchema, type CallbackJob } from '@mcb/core/queue';
 import { checkOwnOrder, createRateLimiter, targetStatus, verifyConfirmation } from '@mcb/settlement';
 import type { Queue } from 'bullmq';
 import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import { sumDecimals } from '@mcb/core/money';
 import { z } from 'zod';
-import { filterWhere, type CallbackFilter } from '../callbacks/queries.ts';
+import { filterWhere, listOf, type CallbackFilter } from '../callbacks/queries.ts';
 
 export const PLAN_CLASSES = ['alreadyApplied', 'willApply', 'willReview', 'stillPending', 'notReplayable'] as const;
 export type PlanClass = (typeof PLAN_CLASSES)[number];
@@ -27,11 +28,24 @@ export const planSampleSchema = z.object({
 });
 export type PlanSample = z.output<typeof planSampleSchema>;
 
+/** What the jobs of one class would do to one kind of order, in one currency: how many and how much. */
+export const planTotalSchema = z.object({
+  cls: z.enum(PLAN_CLASSES),
+  kind: z.enum(['payin', 'payout']),
+  /** credited, succeeded or refused: the order's status after the event applies; null when our order is not known. */
+  target: z.enum(['credited', 'succeeded', 'refused']).nullable(),
+  currency: z.string().nullable().describe("Our order's currency; null when no order of ours has the number"),
+  orders: z.number().int(),
+  amount: z.string().describe("The sum of our orders' amounts (exact decimal text)"),
+});
+export type PlanTotal = z.output<typeof planTotalSchema>;
+
 export const replayPlanSchema = z.object({
   matched: z.number().int().describe('Failed jobs matching the filter'),
   classified: z.number().int().describe('Of those, classified (the first 2,000 by job id; the rest are not)'),
   counts: z.object(Object.fromEntries(PLAN_CLASSES.map((c) => [c, z.number().int()])) as Record<PlanClass, z.ZodNumber>),
   samples: z.object(Object.fromEntries(PLAN_CLASSES.map((c) => [c, z.array(planSampleSchema)])) as Record<PlanClass, z.ZodArray<typeof planSampleSchema>>),
+  totals: z.array(planTotalSchema).describe('Orders and money per class, kind, outcome and currency: "will credit 41 orders, 36790 INR"'),
 });
 export type ReplayPlan = z.output<typeof replayPlanSchema>;
 
@@ -70,8 +84,9 @@ export interface PlanDeps {
 
 /** The filter of a replay: the search's, on failed jobs only (a replay re-runs jobs that failed for good). */
 export function replayWhere(filter: CallbackFilter) {
-  if (filter.status && filter.status !== 'failed') {
-    throw new AppError(ErrorCodes.REQUEST_INVALID, `a replay re-runs jobs that failed for good: filter.status must be "failed" or left out (got "${filter.status}")`, {
+  const other = listOf(filter.status).filter((s) => s !== 'failed');
+  if (other.length > 0) {
+    throw new AppError(ErrorCodes.REQUEST_INVALID, `a replay re-runs jobs that failed for good: filter.status must be "failed" or left out (got "${other.join(', ')}")`, {
       details: { errors: [{ field: 'filter.status', message: 'must be failed or unset' }] },
     });
   }
@@ -95,7 +110,7 @@ export async function countCandidates(db: Database, filter: CallbackFilter): Pro
 }
 
 type Candidate = Awaited<ReturnType<typeof replayCandidates>>[number];
-type Verdict = { cls: PlanClass; code: string | null; detail: string };
+type Verdict = { cls: PlanClass; code: string | null; detail: string; order?: Order; target?: PlanTotal['target'] };
 
 /** Classify every failed job matching `filter` (up to {@link PLAN_LIMIT}). */
 export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promise<ReplayPlan> {
@@ -107,19 +122,29 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
     classified: candidates.length,
     counts: Object.fromEntries(PLAN_CLASSES.map((c) => [c, 0])) as Record<PlanClass, number>,
     samples: Object.fromEntries(PLAN_CLASSES.map((c) => [c, []])) as unknown as Record<PlanClass, PlanSample[]>,
+    totals: [],
   };
+  const sums = new Map<string, { total: Omit<PlanTotal, 'amount'>; amounts: string[] }>();
   // A few at a time: Get order is the slow part, and the limiter spaces its requests.
   const queue = [...candidates];
   const work = async () => {
     for (let c = queue.shift(); c; c = queue.shift()) {
       const v = await classify(deps, c, limiter).catch((e: unknown): Verdict => ({ cls: 'stillPending', code: 'ERROR', detail: firstLineOf(coerceError(e)) }));
       plan.counts[v.cls]++;
+      const total = { cls: v.cls, kind: c.kind, target: v.target ?? null, currency: v.order?.currency ?? null };
+      const key = JSON.stringify(total);
+      const sum = sums.get(key) ?? sums.set(key, { total: { ...total, orders: 0 }, amounts: [] }).get(key)!;
+      sum.total.orders++;
+      if (v.order) sum.amounts.push(v.order.amount);
       const samples = plan.samples[v.cls];
       if (samples.length < SAMPLES) samples.push({ jobId: c.jobId, orderNo: c.orderNo, merchantOrderNo: c.merchantOrderNo, kind: c.kind, amount: c.amount, code: v.code, detail: v.detail });
     }
   };
   await Promise.all(Array.from({ length: 8 }, work));
   for (const c of PLAN_CLASSES) plan.samples[c].sort((a, b) => a.jobId.localeCompare(b.jobId));
+  plan.totals = [...sums.values()]
+    .map(({ total, amounts }) => ({ ...total, amount: sumDecimals(amounts) }))
+    .sort((a, b) => PLAN_CLASSES.indexOf(a.cls) - PLAN_CLASSES.indexOf(b.cls) || a.kind.localeCompare(b.kind) || String(a.currency).localeCompare(String(b.currency)));
   return plan;
 }
 
@@ -141,11 +166,12 @@ async function classify(deps: PlanDeps, c: Candidate, limiter: ReturnType<typeof
   if (receipt) return { cls: 'alreadyApplied', code: null, detail: `receipt ${receipt.id} exists: replaying is a no-op` };
   const [order] = await deps.db.select().from(orders).where(eq(orders.merchantOrderNo, event.merchantOrderNo));
   if (!order) return { cls: 'willReview', code: ErrorCodes.VERIFY_ORDER_UNKNOWN, detail: `no order of ours has merchant order number ${event.merchantOrderNo}` };
+  const ours = (v: Verdict): Verdict => ({ ...v, order, target });
   const own = checkOwnOrder(event, order);
-  if (own) return { cls: 'willReview', code: own.code, detail: own.reason };
-  if (order.status === target && order.platformOrderNo === event.orderNo) return { cls: 'alreadyApplied', code: null, detail: `order already ${order.status}` };
-  if (order.status !== 'pending') return { cls: 'willReview', code: ErrorCodes.VERIFY_CONFLICTING_FINAL_STATE, detail: `our order is already ${order.status}; the event would make it ${target}` };
-  return verdictOf(event, order, await askGetOrder(deps, event, limiter));
+  if (own) return ours({ cls: 'willReview', code: own.code, detail: own.reason });
+  if (order.status === target && order.platformOrderNo === event.orderNo) return ours({ cls: 'alreadyApplied', code: null, detail: `order already ${order.status}` });
+  if (order.status !== 'pending') return ours({ cls: 'willReview', code: ErrorCodes.VERIFY_CONFLICTING_FINAL_STATE, detail: `our order is already ${order.status}; the event would make it ${target}` });
+  return ours(verdictOf(event, order, await askGetOrder(deps, event, limiter)));
 }
 
 async function askGetOrder(deps: PlanDeps, event: CallbackJob, limiter: ReturnType<typeof createRateLimiter>): Promise<PlatformOrder | Verdict> {

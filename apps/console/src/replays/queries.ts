@@ -4,6 +4,7 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { desc, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { callbackFilterSchema } from '../callbacks/queries.ts';
+import { replayOutcomes, replayOutcomeSchema, type ReplayOutcomeRow } from './outcomes.ts';
 
 export const replayViewSchema = z.object({
   id: z.number().int(),
@@ -20,10 +21,11 @@ export const replayViewSchema = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
   finishedAt: z.string().nullable(),
+  outcomes: z.array(replayOutcomeSchema).describe('What became of the jobs it sent back, by outcome and currency, with the money'),
 });
 export type ReplayView = z.output<typeof replayViewSchema>;
 
-export function replayView(r: Replay): ReplayView {
+export function replayView(r: Replay, outcomes: ReplayOutcomeRow[] = []): ReplayView {
   return {
     id: r.id,
     operator: r.operator,
@@ -39,6 +41,7 @@ export function replayView(r: Replay): ReplayView {
     createdAt: r.createdAt.toISOString(),
     updatedAt: r.updatedAt.toISOString(),
     finishedAt: r.finishedAt?.toISOString() ?? null,
+    outcomes,
   };
 }
 
@@ -46,11 +49,12 @@ export function replayView(r: Replay): ReplayView {
 export async function getReplay(db: Database, id: number): Promise<ReplayView> {
   const [row] = await db.select().from(replays).where(eq(replays.id, id));
   if (!row) throw new AppError(ErrorCodes.NOT_FOUND, `no replay ${id}`);
-  return replayView(row);
+  return replayView(row, (await replayOutcomes(db, [id])).get(id));
 }
 
 /** The newest replays first. */
 export async function listReplays(db: Database, limit = 50): Promise<ReplayView[]> {
   const rows = await db.select().from(replays).orderBy(desc(replays.id)).limit(limit);
-  return rows.map(replayView);
+  const outcomes = await replayOutcomes(db, rows.map((r) => r.id));
+  return rows.map((r) => replayView(r, outcomes.get(r.id)));
 }

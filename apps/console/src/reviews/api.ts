@@ -23,7 +23,7 @@ export const reviewsApi: FastifyPluginAsyncZod<ReviewActionDeps> = async (app, d
         response: { 200: reviewListSchema, 400: errorBodySchema },
       },
     },
-    async (req) => listReviews(deps.db, req.query),
+    async (req) => listReviews(deps.db, req.query, req.operator!.role),
   );
 
   app.post(

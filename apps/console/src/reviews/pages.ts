@@ -28,7 +28,7 @@ export const reviewsPages: FastifyPluginAsync<ReviewActionDeps> = async (app, de
       before: q.before || undefined,
       limit: 25,
     });
-    const list = await listReviews(deps.db, filter);
+    const list = await listReviews(deps.db, filter, req.operator!.role);
     return sendPage(req, reply, { title: 'Reviews', area: 'reviews', flash: flashOf(req.query) }, reviewsInbox(list, filter, req.operator!, req.url));
   });
 

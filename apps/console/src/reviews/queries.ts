@@ -2,6 +2,7 @@ import { reviews, type Database } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { and, desc, eq, lt } from 'drizzle-orm';
 import { z } from 'zod';
+import { can, type Role } from '../operators/roles.ts';
 import { loadReviewHistory, reviewAttemptSchema, reviewEventSchema, type ReviewAttemptView, type ReviewEventView } from './history.ts';
 
 type ReviewHistory = { events: Map<number, ReviewEventView[]>; attempts: Map<number, ReviewAttemptView[]> };
@@ -78,8 +79,18 @@ export async function reviewViews(db: Database, rows: readonly ReviewRow[]): Pro
   return rows.map((r) => reviewView(r, history));
 }
 
-/** Reviews, newest first, one page. */
-export async function listReviews(db: Database, f: ReviewFilter): Promise<ReviewList> {
+/**
+ * A review as `role` may see it. The stored event (the decrypted callback) never leaves the server whole; each
+ * distinct event's fields an operator judges a review by (merchant number, amount, quantity, pay time) go to those
+ * who may act on it (operator, admin). A viewer sees its order numbers, state, hash and what verification found.
+ */
+export function reviewForRole(view: ReviewView, role: Role): ReviewView {
+  if (can(role, 'reviews.reverify')) return view;
+  return { ...view, events: view.events.map((e) => ({ ...e, merchantNo: null, fiatAmount: null, quantity: null, payTime: null })) };
+}
+
+/** Reviews, newest first, one page, as `role` may see them ({@link reviewForRole}). */
+export async function listReviews(db: Database, f: ReviewFilter, role: Role): Promise<ReviewList> {
   const rows = await db
     .select()
     .from(reviews)
@@ -93,7 +104,7 @@ export async function listReviews(db: Database, f: ReviewFilter): Promise<Review
     .orderBy(desc(reviews.id))
     .limit(f.limit + 1);
   const page = rows.slice(0, f.limit);
-  return { reviews: await reviewViews(db, page), nextBefore: rows.length > f.limit ? page[page.length - 1]!.id : null };
+  return { reviews: (await reviewViews(db, page)).map((v) => reviewForRole(v, role)), nextBefore: rows.length > f.limit ? page[page.length - 1]!.id : null };
 }
 
 export async function findReviewRow(db: Database, id: number): Promise<ReviewRow> {

@@ -2,7 +2,9 @@ import type { CatalogView } from '@mcb/core/catalog';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { catalogResponseSchema, currencySchema, errorBodySchema } from '../schemas.ts';
+import { performExternalAction } from '../audit/perform.ts';
+import { actorOf } from '../operators/operator.ts';
+import { catalogResponseSchema, currencySchema, errorBodySchema, reasonSchema } from '../schemas.ts';
 import type { RouteDeps } from './deps.ts';
 
 /** The catalog as served: the platform's `currencies` plus when it was fetched; `Age` says the same in HTTP. */
@@ -28,7 +30,7 @@ const responses = {
 };
 
 /** The payment-method catalog, from the cache (served stale with its age when the platform is down). */
-export const paymentMethodsRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { catalog }) => {
+export const paymentMethodsRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { catalog, db, logger }) => {
   app.get(
     '/api/payment-methods',
     {
@@ -48,12 +50,21 @@ export const paymentMethodsRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app
     {
       schema: {
         summary: 'Fetch the catalog from the platform now',
-        description: 'No fallback: a platform failure is reported as such.',
+        description:
+          'An action (role operator, a reason, an audit row): it asks the platform and stores a new snapshot. No fallback: a platform failure is reported as such.',
         tags: ['catalog'],
         querystring,
-        response: responses,
+        body: z.strictObject({ reason: reasonSchema.optional() }).optional(),
+        response: { ...responses, 403: errorBodySchema.describe('FORBIDDEN: a viewer') },
       },
     },
-    async (req, reply) => sendCatalog(reply, await catalog.refresh({ currency: req.query.currency })),
+    async (req, reply) => {
+      // The snapshot commits in the cache's own transaction: an external action (intent row first).
+      const view = await performExternalAction({ db: db.db, logger }, actorOf(req), { action: 'catalog.refresh', target: 'catalog', reason: req.body?.reason }, async () => {
+        const fresh = await catalog.refresh({ currency: req.query.currency });
+        return { result: fresh, outcome: 'refreshed', details: { currencies: fresh.catalog.currencies.length } };
+      });
+      return sendCatalog(reply, view);
+    },
   );
 };

@@ -1,5 +1,5 @@
-import { reviews, type Db } from '@mcb/core/db';
-import { count, eq } from 'drizzle-orm';
+import type { Db } from '@mcb/core/db';
+import { waitingCounts, type WaitingCounts } from '../callbacks/counts.ts';
 import type { Queue } from 'bullmq';
 import { findOrder } from '../orders/repo.ts';
 import { loadCallbackRecords, timelineOf, type TimelineEntry } from '../orders/timeline.ts';
@@ -20,9 +20,18 @@ const ORDER_NO = /^[A-Za-z0-9_.-]{1,64}$/;
 export async function findByNumber(db: Db, queue: Queue | undefined, text: string): Promise<FoundNumber> {
   const query = text.trim();
   if (query === '') return { kind: 'nothing', query };
-  if (/^[\x21-\x7e]{1,64}$/.test(query) && (await findOrder(db, query))) return { kind: 'order', merchantOrderNo: query };
+  // Exact first, then the same number in upper or lower case (what people retype from a phone call): each is one
+  // look-up on the unique index, where lower(...) would scan the table.
+  const spellings = [...new Set([query, query.toUpperCase(), query.toLowerCase()])];
+  if (/^[\x21-\x7e]{1,64}$/.test(query)) {
+    for (const s of spellings) if (await findOrder(db, s)) return { kind: 'order', merchantOrderNo: s };
+  }
   if (!ORDER_NO.test(query)) return { kind: 'nothing', query };
-  const records = await loadCallbackRecords(db.db, queue, { orderNo: query });
+  let records = await loadCallbackRecords(db.db, queue, { orderNo: query });
+  for (const s of spellings.slice(1)) {
+    if (records.receipts.length + records.reviews.length + records.jobs.length > 0) break;
+    records = await loadCallbackRecords(db.db, queue, { orderNo: s });
+  }
   const named = [...records.receipts, ...records.reviews].map((r) => r.merchantOrderNo).find(Boolean)
     ?? records.jobs.map((j) => (j.job.data as { merchantOrderNo?: unknown }).merchantOrderNo).find((n): n is string => typeof n === 'string');
   if (named && (await findOrder(db, named))) return { kind: 'order', merchantOrderNo: named };
@@ -30,8 +39,7 @@ export async function findByNumber(db: Db, queue: Queue | undefined, text: strin
   return timeline.length > 0 ? { kind: 'callbacks', query, timeline } : { kind: 'nothing', query };
 }
 
-/** What waits for a person, shown under the search box: the open reviews (an index on status is not needed: few). */
-export async function waiting(db: Db): Promise<{ openReviews: number }> {
-  const [row] = await db.db.select({ n: count() }).from(reviews).where(eq(reviews.status, 'open'));
-  return { openReviews: row?.n ?? 0 };
+/** What waits for a person, shown under the search box: failed, retrying and waiting callbacks, open reviews. */
+export async function waiting(db: Db): Promise<WaitingCounts> {
+  return waitingCounts(db.db);
 }

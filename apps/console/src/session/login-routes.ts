@@ -1,27 +1,45 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { countFailure } from '../auth.ts';
 import type { OperatorDirectory } from '../operators/directory.ts';
+import type { ProxyCheck } from '../operators/trusted-proxies.ts';
 import { retryAfterSeconds, type AuthFailureLimiter } from './auth-failures.ts';
 import { isSameOrigin } from './same-origin.ts';
 import { loginPage, safeNext } from './pages.ts';
-import { SESSION_COOKIE, sessionSetCookie, type SessionCodec } from './session-cookie.ts';
+import type { SessionRevocations } from './revocations.ts';
+import { readCookie, SESSION_COOKIE, sessionSetCookie, type SessionCodec } from './session-cookie.ts';
 
 /** Options of {@link loginRoutes}. */
 export interface LoginRoutesOptions {
   /** Whose tokens open a session: CONSOLE_TOKEN's admin and the operators file. */
   directory: OperatorDirectory;
   sessions: SessionCodec;
+  /** Where logout records the sessions it ends. */
+  revocations: SessionRevocations;
   /**
-   * Whether the cookie carries `Secure`: `auto` when the request came over https (fastify's `req.protocol`),
-   * `always` behind a TLS-terminating proxy, `never` for plain-http development. @defaultValue 'auto'
+   * Whether the cookie carries `Secure`: `auto` when the request came over https (TLS to the console itself, or
+   * `X-Forwarded-Proto: https` from one of `trustedProxies`), `always`, `never` for plain-http development.
+   * @defaultValue 'auto'
    */
   cookieSecure?: 'auto' | 'always' | 'never';
+  /** CONSOLE_TRUSTED_PROXIES: the only peers whose `X-Forwarded-Proto` is believed. @defaultValue none */
+  trustedProxies?: ProxyCheck;
   /** Failed-login limit shared with the bearer check; none when omitted. */
   limiter?: AuthFailureLimiter;
 }
 
-function secure(req: FastifyRequest, mode: LoginRoutesOptions['cookieSecure']): boolean {
-  return mode === 'always' || (mode !== 'never' && req.protocol === 'https');
+/** Whether the browser reached us over https: TLS to this process, or a trusted TLS-terminating proxy that says so. */
+export function cameOverHttps(req: FastifyRequest, trusted: ProxyCheck | undefined): boolean {
+  if (req.protocol === 'https') return true;
+  if (!trusted?.(req.socket.remoteAddress)) return false;
+  const proto = req.headers['x-forwarded-proto'];
+  // The proxy nearest to us appends last; with one TLS proxy the value is a single `https`.
+  const last = (typeof proto === 'string' ? proto : '').split(',').pop()?.trim().toLowerCase();
+  return last === 'https';
+}
+
+function secure(req: FastifyRequest, opts: LoginRoutesOptions): boolean {
+  const mode = opts.cookieSecure ?? 'auto';
+  return mode === 'always' || (mode === 'auto' && cameOverHttps(req, opts.trustedProxies));
 }
 
 /**
@@ -61,20 +79,31 @@ export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, o
       if (failure?.globalExceeded) return tooMany(failure.retryAfterMs);
       return reply.code(401).headers(html).send(loginPage(next, 'Wrong token.'));
     }
-    const session = opts.sessions.issue(operator.name);
+    const session = opts.sessions.issue(operator.name, opts.directory.credentialOf(operator.name)!);
     req.log.info({ ip: req.ip, operator: operator.name, role: operator.role, expiresAt: session.expiresAt.toISOString() }, 'operator logged in');
     return reply
       .code(303)
-      .header('set-cookie', sessionSetCookie(session.value, Math.floor(opts.sessions.ttlMs / 1000), secure(req, opts.cookieSecure)))
+      .header('set-cookie', sessionSetCookie(session.value, Math.floor(opts.sessions.ttlMs / 1000), secure(req, opts)))
       .header('cache-control', 'no-store')
       .header('location', next)
       .send();
   });
 
+  // Logout ends the session for good (recorded until it would have expired), not only in this browser. It must come
+  // from this origin: another site may not log an operator out.
   app.post('/logout', { schema: { hide: true } }, async (req, reply) => {
+    if (!isSameOrigin(req)) {
+      req.log.warn({ origin: req.headers.origin }, 'logout refused: not same-origin');
+      return reply.code(403).headers(html).send(loginPage('/', 'Refused: log out from the console itself.'));
+    }
+    const claims = opts.sessions.verify(readCookie(req.headers.cookie, SESSION_COOKIE));
+    if (claims) {
+      await opts.revocations.revoke(claims.id, new Date(claims.expiresAt));
+      req.log.info({ operator: claims.name }, 'operator logged out');
+    }
     return reply
       .code(303)
-      .header('set-cookie', `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict${secure(req, opts.cookieSecure) ? '; Secure' : ''}`)
+      .header('set-cookie', `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict${secure(req, opts) ? '; Secure' : ''}`)
       .header('location', '/login')
       .send();
   });

@@ -3,10 +3,22 @@
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-/** A local path to return to after login; anything else (other hosts, `//x`, `/\x`, control characters) becomes / (the console's search page). */
+/**
+ * A local path to return to after login or a form post; anything else (other hosts, `//x`, `/\x`, control
+ * characters) becomes / (the console's search page). Checked after normalisation, as the browser will resolve it:
+ * `/.//evil.example/x` resolves to `//evil.example/x`, another host.
+ */
 export function safeNext(next: unknown): string {
   if (typeof next !== 'string' || next.length > 512) return '/';
-  return /^\/(?![/\\])[\x21-\x7e]*$/.test(next) && !next.includes('\\') ? next : '/';
+  if (!/^\/(?![/\\])[\x21-\x7e]*$/.test(next) || next.includes('\\')) return '/';
+  let url: URL;
+  try {
+    url = new URL(next, 'http://console.invalid');
+  } catch {
+    return '/';
+  }
+  const path = `${url.pathname}${url.search}`;
+  return url.origin === 'http://console.invalid' && /^\/(?![/\\])/.test(path) ? path : '/';
 }
 
 const STYLE =

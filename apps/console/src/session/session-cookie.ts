@@ -6,8 +6,8 @@ export const SESSION_COOKIE = 'mcb_console_session';
 /** Options of {@link createSessionCodec}. */
 export interface SessionCodecOptions {
   /**
-   * The secret the signing key is derived from: CONSOLE_SESSION_SECRET, else CONSOLE_TOKEN (rotating it ends every
-   * session); main.ts passes a random one when neither is set.
+   * The secret the signing key is derived from: CONSOLE_SESSION_SECRET, else a random one per process (app.ts).
+   * Never a bearer token: whoever holds the key can mint a session for any operator.
    */
   secret: string;
   /** How long a session lasts after login, in ms (fixed, not sliding). @defaultValue 14400000 (4 h) */
@@ -16,48 +16,78 @@ export interface SessionCodecOptions {
   now?: () => number;
 }
 
+/** What a valid session value says. */
+export interface SessionClaims {
+  /** The operator's name. */
+  name: string;
+  /** The session's id (its random nonce): what logout revokes. */
+  id: string;
+  /** When it ends, ms since the epoch. */
+  expiresAt: number;
+  /** Tag of the operator's credential at login (see {@link SessionCodec.binds}). */
+  binding: string;
+}
+
 /**
- * Issues and checks stateless signed session values, each naming its operator:
- * `v2.<expires, unix s>.<operator name, base64url>.<nonce>.<HMAC-SHA256>`.
+ * Issues and checks signed session values, each naming its operator and bound to their credential:
+ * `v3.<expires, unix s>.<operator name, base64url>.<credential tag>.<nonce>.<HMAC-SHA256>`.
  */
 export interface SessionCodec {
   readonly ttlMs: number;
-  issue(operatorName: string): { value: string; expiresAt: Date };
-  /** The operator's name for a value this codec signed that has not expired, else undefined. Constant-time on the MAC. */
-  verify(value: string | undefined): string | undefined;
+  /** A session for `operatorName`, bound to `credential` (the SHA-256 of the token they logged in with). */
+  issue(operatorName: string, credential: string): { value: string; expiresAt: Date; id: string };
+  /**
+   * The claims of a value this codec signed that has not expired and does not outlive the session lifetime (a value
+   * claiming a later expiry was not issued by this console), else undefined. Constant-time on the MAC.
+   */
+  verify(value: string | undefined): SessionClaims | undefined;
+  /** Whether the session was issued for this credential: false once the operator's token is rotated or removed. */
+  binds(claims: SessionClaims, credential: string): boolean;
 }
 
 const b64url = (buf: Buffer) => buf.toString('base64url');
 
+/** Clock difference tolerated between consoles sharing a secret, on the "not later than the lifetime" check. */
+const CLOCK_SKEW_MS = 60_000;
+
 /**
  * A session codec keyed by HKDF-SHA256(secret). Every console instance with the same secret accepts the same
  * sessions; the cookie reveals nothing about the secret (a MAC is one-way) and cannot be extended, forged or moved to
- * another operator without the key. The role is not in the cookie: it is looked up by name on every request, so an
- * operator removed from the file (and restarted console) loses their session at once. Otherwise a session cannot be
- * revoked before it expires: the expiry is kept short, and rotating the secret ends them all.
+ * another operator without the key. The role is not in the cookie: it is looked up by name on every request. The
+ * operator's credential is bound in (a keyed tag of their token's SHA-256), so rotating or removing their token in
+ * the operators file (and restarting) ends their sessions; logout revokes one (session/revocations.ts).
  */
 export function createSessionCodec(options: SessionCodecOptions): SessionCodec {
-  const key = Buffer.from(hkdfSync('sha256', options.secret, 'mcb-console-session', 'session-mac-v1', 32));
+  const key = Buffer.from(hkdfSync('sha256', options.secret, 'mcb-console-session', 'session-mac-v3', 32));
   const ttlMs = options.ttlMs ?? 4 * 3600_000;
   const now = options.now ?? Date.now;
   const mac = (payload: string) => createHmac('sha256', key).update(payload).digest();
+  const tag = (credential: string) => b64url(createHmac('sha256', key).update(`credential:${credential}`).digest().subarray(0, 16));
 
   return {
     ttlMs,
-    issue(operatorName) {
+    issue(operatorName, credential) {
       const expires = Math.floor((now() + ttlMs) / 1000);
-      const payload = `v2.${expires}.${b64url(Buffer.from(operatorName, 'utf8'))}.${b64url(randomBytes(16))}`;
-      return { value: `${payload}.${b64url(mac(payload))}`, expiresAt: new Date(expires * 1000) };
+      const id = b64url(randomBytes(16));
+      const payload = `v3.${expires}.${b64url(Buffer.from(operatorName, 'utf8'))}.${tag(credential)}.${id}`;
+      return { value: `${payload}.${b64url(mac(payload))}`, expiresAt: new Date(expires * 1000), id };
     },
     verify(value) {
       if (!value || value.length > 400) return undefined;
-      const match = /^(v2\.(\d{1,12})\.([A-Za-z0-9_-]{1,172})\.[A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(value);
+      const match = /^(v3\.(\d{1,12})\.([A-Za-z0-9_-]{1,172})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{22}))\.([A-Za-z0-9_-]{43})$/.exec(value);
       if (!match) return undefined;
-      const given = Buffer.from(match[4]!, 'base64url');
+      const given = Buffer.from(match[6]!, 'base64url');
       const expected = mac(match[1]!);
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
-      if (Number(match[2]) * 1000 <= now()) return undefined;
-      return Buffer.from(match[3]!, 'base64url').toString('utf8');
+      const expiresAt = Number(match[2]) * 1000;
+      const t = now();
+      if (expiresAt <= t || expiresAt > t + ttlMs + CLOCK_SKEW_MS) return undefined;
+      return { name: Buffer.from(match[3]!, 'base64url').toString('utf8'), id: match[5]!, expiresAt, binding: match[4]! };
+    },
+    binds(claims, credential) {
+      const a = Buffer.from(claims.binding);
+      const b = Buffer.from(tag(credential));
+      return a.length === b.length && timingSafeEqual(a, b);
     },
   };
 }

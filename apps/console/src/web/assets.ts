@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { REPLAY_PROGRESS_JS } from './replay-progress-script.ts';
 
 /** The console's one stylesheet: readable at 3 a.m. (large type, strong contrast, visible focus), no framework. */
 export const CONSOLE_CSS = `
@@ -28,11 +29,47 @@ button.primary{background:var(--accent);color:#fff;border-color:var(--accent)}bu
 .status-neutral{font-weight:400}.muted{color:var(--muted)}.card{border:1px solid var(--line);border-radius:.4rem;padding:.75rem 1rem;margin:.75rem 0}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:.5rem 0}dl.facts dt{color:var(--muted)}dl.facts dd{margin:0}
 .pager{display:flex;gap:1rem;margin:1rem 0}
+.counts{font-size:1.1rem}.counts a{text-decoration:none}.counts strong{font-size:1.25rem}
+.presets ul{display:flex;gap:.5rem;list-style:none;margin:.5rem 0;padding:0;flex-wrap:wrap}
+.presets a{display:inline-block;padding:.3rem .8rem;border:1px solid var(--line);border-radius:1rem;color:var(--accent);text-decoration:none}
+.presets a[aria-current=page]{background:var(--accent);color:#fff;border-color:var(--accent)}
+fieldset{border:1px solid var(--line);border-radius:.3rem;margin:.5rem 0;padding:.4rem .75rem;display:flex;flex-wrap:wrap;gap:.25rem 1rem;min-width:0}
+legend{font-size:.85rem;color:var(--muted)}label.check{flex-direction:row;align-items:center;gap:.3rem;color:var(--fg);font-size:.95rem}
+.fields{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}
+a.button{display:inline-block;padding:.35rem .8rem;border:1px solid var(--accent);border-radius:.25rem;text-decoration:none}
+a.button.primary{background:var(--accent);color:#fff}
+.outcomes{display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;margin:.5rem 0;padding:0;list-style:none}
+main{overflow-wrap:break-word}
+@media (max-width:40rem){
+header{padding:.5rem .75rem}main{padding:.75rem}nav{flex-wrap:wrap;gap:.5rem}
+input,select,textarea{max-width:100%}textarea{width:100%}input[size]{width:100%}
+dl.facts{grid-template-columns:1fr}dl.facts dd{margin:0 0 .4rem}
+table.stack,table.stack tbody,table.stack tr,table.stack td,table.stack caption{display:block;width:100%}
+table.stack thead{position:absolute;left:-9999px}
+table.stack tr{border-bottom:2px solid var(--line);padding:.4rem 0}
+table.stack td{border:0;padding:.15rem 0;text-align:left}
+table.stack td[data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-size:.85rem}
+table.stack td.num{text-align:left}
+td,dd,code{overflow-wrap:anywhere}
+}
 `;
 
-/** `/assets/console.css`, served without authentication (the login page uses it). Nothing else is served from here. */
+/** The console's icon: a small square, so browsers stop asking for /favicon.ico and logging 404s. */
+const FAVICON_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0b5cad"/><path d="M4 8.5l2.5 2.5L12 5" stroke="#fff" stroke-width="2" fill="none"/></svg>';
+
+/**
+ * `/assets/console.css`, `/assets/replay-progress.js` and `/assets/favicon.svg`, served without authentication (the
+ * login page uses them); `/favicon.ico` answers 204. Nothing else is served from here.
+ */
 export const assetsPlugin: FastifyPluginAsync = async (app) => {
   app.get('/assets/console.css', { schema: { hide: true } }, async (_req, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CONSOLE_CSS),
   );
+  app.get('/assets/replay-progress.js', { schema: { hide: true } }, async (_req, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').header('x-content-type-options', 'nosniff').send(REPLAY_PROGRESS_JS),
+  );
+  app.get('/assets/favicon.svg', { schema: { hide: true } }, async (_req, reply) =>
+    reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(FAVICON_SVG),
+  );
+  app.get('/favicon.ico', { schema: { hide: true } }, async (_req, reply) => reply.code(204).header('cache-control', 'public, max-age=86400').send());
 };

@@ -4,6 +4,7 @@ import { html, type Html } from './html.ts';
 /** The areas in the navigation, in order; `/queues` is bull-board (its own app, same login). */
 export const NAV = [
   { area: 'search', href: '/search', label: 'Search' },
+  { area: 'callbacks', href: '/callbacks', label: 'Callbacks' },
   { area: 'reviews', href: '/reviews', label: 'Reviews' },
   { area: 'replays', href: '/replays', label: 'Replays' },
   { area: 'audit', href: '/audit', label: 'Audit' },
@@ -25,7 +26,7 @@ export interface PageFrame {
 
 /**
  * The console's page: a skip link, the navigation, who is signed in, the flash line, then the page. Plain HTML
- * forms and links only (no script): every control is reachable with Tab and works with Enter, and nothing is
+ * forms and links (one script, only on a running replay's page, updates its counters): every control is reachable with Tab and works with Enter, and nothing is
  * fetched from outside.
  */
 export function layout(frame: PageFrame, body: Html): Html {
@@ -35,7 +36,7 @@ export function layout(frame: PageFrame, body: Html): Html {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${frame.title} · Merchant console</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="stylesheet" href="/assets/console.css"></head>
+<link rel="stylesheet" href="/assets/console.css"><link rel="icon" href="/assets/favicon.svg" type="image/svg+xml"></head>
 <body><a class="skip" href="#main">Skip to content</a>
 <header><nav aria-label="Console"><strong class="brand">Merchant console</strong><ul>${nav}</ul></nav>
 ${frame.operator ? html`<form class="who" method="post" action="/logout"><span>${frame.operator.name} <span class="role role-${frame.operator.role}">${frame.operator.role}</span></span> <button type="submit">Log out</button></form>` : ''}

@@ -2,14 +2,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Html } from './html.ts';
 import { layout, type PageFrame } from './layout.ts';
 
-/** Our pages run no script and load nothing from elsewhere; they may not be framed. */
+/** Our pages run only our own script files (no inline script) and load nothing from elsewhere; they may not be framed. */
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
   'cache-control': 'no-store',
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
-  'content-security-policy': "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'content-security-policy': "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 };
 
 /** Send a page in the layout (or only its body to an `HX-Request`, should a page ever be fetched in part). */
@@ -24,7 +24,9 @@ export function redirectWithFlash(reply: FastifyReply, to: string, flash: { kind
   url.searchParams.delete('ok');
   url.searchParams.delete('error');
   url.searchParams.set(flash.kind, flash.text.slice(0, 300));
-  return reply.code(303).header('location', `${url.pathname}${url.search}`).header('cache-control', 'no-store').send();
+  // Normalised here: a path that resolves to `//host` would send the browser to another site.
+  const path = url.origin === 'http://console.invalid' && /^\/(?![/\\])/.test(url.pathname) ? url.pathname : '/';
+  return reply.code(303).header('location', `${path}${url.search}`).header('cache-control', 'no-store').send();
 }
 
 /** The flash a page received through {@link redirectWithFlash}, if any. */

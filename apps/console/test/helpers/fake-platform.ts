@@ -14,6 +14,9 @@ import type { OperatorEntry } from '../../src/operators/directory.ts';
 export const TOKEN = 'test-console-token-0123456789abcdef';
 export const AUTH = { authorization: `Bearer ${TOKEN}` };
 
+/** The console's session key (CONSOLE_SESSION_SECRET) in these tests. */
+export const SESSION_SECRET = 'test-console-session-secret-0123456789abcdef';
+
 /** The catalog the local platform serves: every kind of method, a bank list, a ReDoS-prone pattern. */
 export const WIRE_CATALOG = {
   currencies: [
@@ -100,7 +103,7 @@ export async function startConsole(opts: {
   env?: Record<string, string>;
 }): Promise<TestConsole> {
   const config = loadConfig(
-    { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: opts.baseUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: opts.databaseUrl, LOG_LEVEL: 'silent' , ...AUTH_LIMITS_OFF, ...opts.env },
+    { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: opts.baseUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, CONSOLE_SESSION_SECRET: SESSION_SECRET, DATABASE_URL: opts.databaseUrl, LOG_LEVEL: 'silent' , ...AUTH_LIMITS_OFF, ...opts.env },
     'console',
   );
   const logger = createLogger({ name: 'console-test', level: 'silent' });

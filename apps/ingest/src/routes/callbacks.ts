@@ -61,6 +61,7 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
     fence,
     timeoutMs: deps.enqueueTimeoutMs,
     minReplicas: deps.config.INGEST_MIN_REPLICAS,
+    attempts: deps.config.CALLBACK_JOB_ATTEMPTS,
     onBatch: (size) => metrics.enqueueBatchSize.observe(size),
   });
 

@@ -238,6 +238,14 @@ const schema = z.object({
    * `success`; fewer answer `503 fail` and fail `/readyz`. 0: the primary's fsynced AOF is enough.
    */
   INGEST_MIN_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),
+  /**
+   * Attempts of each callback job (its retry budget), set by ingest when it enqueues the job: a transient failure
+   * (Postgres or the platform away) is retried with the worker's backoff (exponential with full jitter, capped at
+   * 10 minutes) until the attempts are used up; then the job fails for good and waits for a replay. 60 attempts
+   * ride out about 8 hours (8.2 h on average, 8.45 h at most; 20 give about 1.5 h, 10 about 4 minutes); the table
+   * is in docs/worker.md ("Retry budget"). A replay gives a job a fresh budget of its attempts. @defaultValue 60
+   */
+  CALLBACK_JOB_ATTEMPTS: z.coerce.number().int().min(1).max(1000).default(60),
   /** Start even when Redis does not keep acknowledged writes (warns on every start). Never read from a `.env` file. */
   INGEST_ALLOW_VOLATILE_REDIS: bool(false),
   /**
@@ -255,9 +263,10 @@ const schema = z.object({
   /** Ceiling of the adaptive jobs in flight per worker process (ignored when WORKER_CONCURRENCY is set). */
   WORKER_MAX_IN_FLIGHT: z.coerce.number().int().min(8).max(5000).default(1024),
   /**
-   * Most Get order requests per second from one worker process (the callback jobs and the sweep together), so
-   * that a backlog never hammers the platform; set it to the platform's published limit divided by the worker
-   * processes. 0: no cap.
+   * The deployment's Get order budget: most requests per second of every worker (callback jobs, the sweep) and the
+   * console (re-verify, replay dry run) together, shared through Redis (work-conserving: an idle process holds no
+   * share). Set it to the platform's limit for the merchant account, the same on every process; do not divide it.
+   * 0: no cap.
    */
   PLATFORM_MAX_RPS: z.coerce.number().int().min(0).max(100_000).default(2000),
   /**
@@ -328,7 +337,10 @@ const schema = z.object({
    * @defaultValue unset (no proxy identity)
    */
   CONSOLE_AUTH_PROXY_HEADER: optionalString.pipe(z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'expected an HTTP header name').optional()),
-  /** Addresses (IPs or CIDR blocks, comma-separated) whose CONSOLE_AUTH_PROXY_HEADER is believed. @defaultValue unset */
+  /**
+   * Addresses (IPs or CIDR blocks, comma-separated) whose CONSOLE_AUTH_PROXY_HEADER and `X-Forwarded-Proto` are
+   * believed. @defaultValue unset
+   */
   CONSOLE_TRUSTED_PROXIES: sourceRanges,
   /** Where `pnpm cli` reaches the console's API. @defaultValue http://CONSOLE_HOST:CONSOLE_PORT (127.0.0.1 for 0.0.0.0) */
   CONSOLE_URL: optionalUrl(['http:', 'https:'], 'http(s)'),
@@ -338,13 +350,17 @@ const schema = z.object({
    */
   CONSOLE_OPERATOR_TOKEN: optionalString,
   /**
-   * Key of the dashboard's session cookies (32+ characters). @defaultValue derived from CONSOLE_TOKEN; with only an
-   * operators file, a random key per process (sessions end when the console restarts, and are not shared by instances)
+   * Key of the dashboard's session cookies (32+ characters): whoever holds it can mint a session for any operator,
+   * so it is never derived from CONSOLE_TOKEN. Required with CONSOLE_OPERATORS_FILE. @defaultValue a random key per
+   * process (CONSOLE_TOKEN only: sessions end when the console restarts, and are not shared by instances)
    */
   CONSOLE_SESSION_SECRET: optionalString.pipe(z.string().min(32, 'expected at least 32 characters').optional()),
   /** Lifetime of a dashboard login session (fixed, not sliding). */
   CONSOLE_SESSION_TTL: duration('4h'),
-  /** `Secure` on the session cookie: auto (when the request came over https), always (behind a TLS proxy), never. */
+  /**
+   * `Secure` on the session cookie: auto (when the request came over https: TLS to the console, or
+   * `X-Forwarded-Proto: https` from a CONSOLE_TRUSTED_PROXIES address), always, never.
+   */
   CONSOLE_COOKIE_SECURE: z.enum(['auto', 'always', 'never']).default('auto'),
   /**
    * Failed logins / bearer tokens from one client address within CONSOLE_AUTH_FAILURE_WINDOW that lock it until the
@@ -368,7 +384,8 @@ const schema = z.object({
   CONSOLE_REPLAY_RATE: z.coerce.number().int().min(1).max(10_000).default(10),
   /**
    * The highest `ratePerSecond` a replay may ask for (and the dry run's Get order rate): what the platform's Get
-   * order tolerates beside live traffic. A higher ask is refused with 400. @defaultValue 100
+   * order tolerates beside live traffic (its Get orders come out of PLATFORM_MAX_RPS, the fleet's budget). A higher
+   * ask is refused with 400. @defaultValue 100
    */
   CONSOLE_REPLAY_MAX_RATE: z.coerce.number().int().min(1).max(10_000).default(100),
 
@@ -497,9 +514,16 @@ function isLoopbackUrl(raw: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
-/** A proxy identity needs the addresses it may come from and the file that gives it a role. */
-function consoleAuthProblems(values: z.output<typeof schema>): string[] {
+/**
+ * A proxy identity needs the addresses it may come from and the file that gives it a role; operators' sessions need
+ * a key of their own (a random one per process would log every operator out at each restart, and differ between
+ * instances).
+ */
+function consoleAuthProblems(values: z.output<typeof schema>, role: string): string[] {
   const problems: string[] = [];
+  if (role === 'console' && values.CONSOLE_OPERATORS_FILE !== undefined && values.CONSOLE_SESSION_SECRET === undefined) {
+    problems.push('CONSOLE_SESSION_SECRET: required with CONSOLE_OPERATORS_FILE (the key of the operators\' sessions, 32+ random characters; never CONSOLE_TOKEN) (unset)');
+  }
   if (values.CONSOLE_AUTH_PROXY_HEADER !== undefined) {
     if (values.CONSOLE_TRUSTED_PROXIES === undefined) problems.push('CONSOLE_TRUSTED_PROXIES: required with CONSOLE_AUTH_PROXY_HEADER (the proxy addresses) (unset)');
     if (values.CONSOLE_OPERATORS_FILE === undefined) problems.push('CONSOLE_OPERATORS_FILE: required with CONSOLE_AUTH_PROXY_HEADER (roles come from it by name) (unset)');
@@ -547,7 +571,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       );
     }
     if (values) problems.push(...redisTopologyProblems(values, env));
-    if (values) problems.push(...consoleAuthProblems(values));
+    if (values) problems.push(...consoleAuthProblems(values, role));
     if (values && values.INGEST_HEADERS_TIMEOUT > values.INGEST_REQUEST_TIMEOUT) {
       problems.push('INGEST_HEADERS_TIMEOUT: must not exceed INGEST_REQUEST_TIMEOUT (the request bound includes its headers)');
     }
@@ -571,8 +595,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
  */
 export function configWarnings(config: Config): string[] {
   const warnings: string[] = [];
-  if (config.role === 'console' && !config.CONSOLE_TOKEN && !config.CONSOLE_SESSION_SECRET) {
-    warnings.push('CONSOLE_SESSION_SECRET unset (and no CONSOLE_TOKEN): dashboard sessions end when the console restarts and are not shared by several consoles');
+  if (config.role === 'console' && !config.CONSOLE_SESSION_SECRET) {
+    warnings.push('CONSOLE_SESSION_SECRET unset: a random session key per start, so dashboard sessions end when the console restarts and are not shared by several consoles');
+  }
+  if (config.role === 'console' && config.PLATFORM_MAX_RPS > 0 && config.CONSOLE_REPLAY_MAX_RATE > config.PLATFORM_MAX_RPS) {
+    warnings.push(
+      `CONSOLE_REPLAY_MAX_RATE (${config.CONSOLE_REPLAY_MAX_RATE}) is above PLATFORM_MAX_RPS (${config.PLATFORM_MAX_RPS}): a replay's Get orders come out of the fleet's budget, so it cannot go faster`,
+    );
   }
   if (config.PLATFORM_ALLOW_HTTP && config.PLATFORM_BASE_URL?.startsWith('http:')) {
     warnings.push('PLATFORM_ALLOW_HTTP=true: Get order goes over plain http; anyone on that path could confirm a forged callback (local stacks only)');

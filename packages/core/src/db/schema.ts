@@ -8,6 +8,7 @@ import {
   jsonb,
   numeric,
   pgTable,
+  primaryKey,
   text,
   timestamp,
   uniqueIndex,
@@ -304,6 +305,23 @@ export const replays = pgTable(
   (t) => [index('replays_running_idx').on(t.id).where(sql`${t.status} = 'running'`)],
 );
 
+/**
+ * The jobs each replay sent back to the queue (one row per job, written with the chunk's progress): what the replay's
+ * page and list join with callback_arrivals to say what became of them (credited, duplicate, review, failed again)
+ * and for how much.
+ */
+export const replayJobs = pgTable(
+  'replay_jobs',
+  {
+    replayId: bigint('replay_id', { mode: 'number' })
+      .notNull()
+      .references(() => replays.id),
+    jobId: text('job_id').notNull(),
+    sentAt: timestamp('sent_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.replayId, t.jobId] })],
+);
+
 /** The last good payment-method catalog per scope ('' = all currencies), served with its age when the platform is down. */
 export const catalogSnapshots = pgTable('catalog_snapshots', {
   scope: text('scope').primaryKey(),
@@ -353,6 +371,21 @@ export const operatorActions = pgTable(
     index('operator_actions_target_idx').on(t.target, t.id),
     index('operator_actions_at_idx').on(t.at),
   ],
+);
+
+/**
+ * Console sessions ended by `POST /logout` before their expiry: a session cookie is signed and stateless, so a logged-out
+ * one would otherwise keep working until it expires. Rows are kept until then (the console prunes expired ones).
+ */
+export const consoleRevokedSessions = pgTable(
+  'console_revoked_sessions',
+  {
+    /** The session's id (its random nonce). */
+    id: text('id').primaryKey(),
+    /** When the session would have expired anyway: the row is useless after it. */
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('console_revoked_sessions_expires_idx').on(t.expiresAt)],
 );
 
 export type OperatorAction = typeof operatorActions.$inferSelect;

@@ -1,6 +1,8 @@
-import { BrokenCircuitError, circuitBreaker, CircuitState, ConsecutiveBreaker, ExponentialBackoff, handleWhen } from 'cockatiel';
+import { BrokenCircuitError, circuitBreaker, CircuitState, ConsecutiveBreaker, ExponentialBackoff, handleWhen, IsolatedCircuitError } from 'cockatiel';
 import { AppError, ErrorCodes } from '../errors.ts';
 import type { PlatformClient } from './client.ts';
+import { shareBreaker } from './fleet-breaker.ts';
+import type { Fleet } from './fleet.ts';
 
 /** Get order's outcome as flow control sees it: how long the platform took, and whether it was an outage. */
 export interface PlatformSample {
@@ -13,8 +15,14 @@ export type BreakerState = 'closed' | 'open' | 'half-open';
 
 /** Options of {@link guardPlatform}. */
 export interface PlatformGuardOptions {
-  /** Most Get order requests per second, whoever asks (PLATFORM_MAX_RPS); 0 = no cap. @defaultValue 0 */
+  /** Most Get order requests per second from this process (ignored with `fleet`); 0 = no cap. @defaultValue 0 */
   maxRps?: number;
+  /**
+   * The fleet's budget and breaker state (createFleet, PLATFORM_MAX_RPS for the whole deployment): Get order takes
+   * its start times from the fleet's budget, an open breaker opens the fleet's, and the fleet probes a few times a
+   * second in all instead of each process on its own.
+   */
+  fleet?: Fleet;
   /** Consecutive outage-like failures that open the circuit. @defaultValue 10 */
   failuresToOpen?: number;
   /** How long the circuit stays open before one probe is let through, growing while probes fail. @defaultValue 1 s to 30 s */
@@ -113,16 +121,26 @@ const STATES: Record<CircuitState, BreakerState> = {
  * then costs the jobs time, not attempts. getPaymentMethods passes through (it has its own cache and schedule).
  */
 export function guardPlatform(client: PlatformClient, options: PlatformGuardOptions = {}): GuardedPlatformClient {
-  const spacer = options.maxRps ? createRateSpacer(options.maxRps) : undefined;
+  const fleet = options.fleet;
+  const spacer = !fleet && options.maxRps ? createRateSpacer(options.maxRps) : undefined;
   const maxWaitMs = options.maxWaitMs ?? 30_000;
   const breaker = circuitBreaker(handleWhen(isPlatformOutage), {
     breaker: new ConsecutiveBreaker(options.failuresToOpen ?? 10),
     halfOpenAfter: new ExponentialBackoff({ initialDelay: options.openMs?.initial ?? 1000, maxDelay: options.openMs?.max ?? 30_000 }),
   });
-  breaker.onStateChange((s) => options.onStateChange?.(STATES[s]));
+  // Told once per change: a breaker held open for the fleet goes Open then Isolated, both 'open'.
+  let told: BreakerState = 'closed';
+  breaker.onStateChange((s) => {
+    if (STATES[s] === told) return;
+    told = STATES[s];
+    options.onStateChange?.(told);
+  });
+  const shared = fleet ? shareBreaker(breaker, fleet) : undefined;
 
-  const call = async (merchantOrderNo: string, signal: AbortSignal | undefined) => {
-    await spacer?.take(signal);
+  const call = async (merchantOrderNo: string, signal: AbortSignal | undefined, probe = false) => {
+    await (fleet ? fleet.take(signal) : spacer?.take(signal));
+    // The fleet's breaker opened while this call waited for its start time: it waits with the others instead.
+    if (fleet && !probe && breaker.state === CircuitState.Isolated) throw new IsolatedCircuitError();
     const started = performance.now();
     try {
       const order = await client.getOrder(merchantOrderNo, { signal });
@@ -146,6 +164,11 @@ export function guardPlatform(client: PlatformClient, options: PlatformGuardOpti
           // like the callers behind it. Any other failure, or one while the circuit stays closed, is the caller's.
           const outage = e instanceof BrokenCircuitError || (isPlatformOutage(e) && breaker.state !== CircuitState.Closed);
           if (!outage) throw e;
+          // The fleet's breaker is open: one of its few probes a second, when this process holds the token.
+          if (shared && (await shared.mayProbe())) {
+            const probed = await shared.probe(() => call(merchantOrderNo, callOpts.signal, true), isPlatformOutage);
+            if (probed) return probed.value;
+          }
           if (Date.now() >= giveUpAt || callOpts.signal?.aborted) {
             throw new AppError(ErrorCodes.PLATFORM_CIRCUIT_OPEN, `Get order paused: the platform failed repeatedly and has not recovered within ${maxWaitMs} ms`, {
               transient: true,

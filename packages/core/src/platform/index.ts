@@ -26,3 +26,4 @@ export {
   type PlatformGuardOptions,
   type PlatformSample,
 } from './guard.ts';
+export { createFleet, fleetKeys, readFleetState, type Fleet, type FleetOptions, type FleetState } from './fleet.ts';

@@ -69,7 +69,8 @@ export const CALLBACK_BACKOFF = 'callback-backoff';
 /**
  * Options of every callback job, set by the producer (BullMQ stores attempts and backoff with the job).
  * - attempts: with the worker's capped exponential backoff (about 10 minutes at most between tries), 60 attempts
- *   ride out more than 8 hours of a Postgres or platform outage; permanent errors fail at once.
+ *   ride out more than 8 hours of a Postgres or platform outage; permanent errors fail at once. The default: ingest
+ *   sets CALLBACK_JOB_ATTEMPTS instead (callbackRetryWindow in @mcb/settlement says the window a number gives).
  * - completed jobs are kept 1 day (at most 100,000 of them), well past the platform's ~2-hour retry window, so a
  *   late duplicate callback collapses onto the completed job id instead of running again (the database would drop
  *   it anyway). That bounds their Redis budget to about 100 MiB (~1 KiB each), leaving headroom (docs/runbook.md).

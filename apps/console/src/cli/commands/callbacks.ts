@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { cliApi, describeRefusal } from './_api.ts';
 import { table } from './methods.ts';
-import { FILTER_OPTIONS, FILTER_USAGE, filterOf } from './_filter.ts';
+import { FILTER_OPTIONS, FILTER_USAGE, filterOf, filterQuery } from './_filter.ts';
 
 export const summary = 'search callbacks: callbacks search --merchant-order-no MO-1 | --status failed --from ... [--json]';
 
@@ -65,7 +65,7 @@ export async function run(args: string[], env: Record<string, string | undefined
   let cursor = values.cursor;
   let found = 0;
   for (let first = true; ; first = false) {
-    const query = new URLSearchParams({ ...filter, ...(values.limit ? { limit: values.limit } : {}), ...(cursor ? { cursor } : {}) });
+    const query = filterQuery(filter, { ...(values.limit ? { limit: values.limit } : {}), ...(cursor ? { cursor } : {}) });
     const res = await api.call<Page>('GET', `/api/callbacks?${query}`);
     if (res.status !== 200) return refused(res);
     const page = res.body;

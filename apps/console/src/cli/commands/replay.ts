@@ -1,12 +1,14 @@
 import { parseArgs } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
-import { cliApi, describeRefusal, type CliApi } from './_api.ts';
+import { amounts, money, OUTCOME_WORDS, planSentence, type ReplayOutcome } from '../../replays/words.ts';
+import { at, cliApi, describeRefusal, type CliApi } from './_api.ts';
 import { table } from './methods.ts';
 import { FILTER_OPTIONS, FILTER_USAGE, filterOf } from './_filter.ts';
 
-export const summary = 'replay failed jobs by filter: replay plan|start|status|cancel (dry run, start with --reason, progress, cancel)';
+export const summary = 'replay failed jobs by filter: replay list|plan|start|status|cancel (replays and their outcomes, dry run, start with --reason, progress, cancel)';
 
 const USAGE = `usage:
+  pnpm cli replay list   [--json]                                  replays, newest first, with what became of their jobs
   pnpm cli replay plan   [filter] [--json]                         what replaying would do (changes nothing)
   pnpm cli replay start  [filter] --reason TEXT [--rate N] [--wait] [--json]
   pnpm cli replay status ID [--wait] [--json]                      progress (--wait: until it ends)
@@ -29,6 +31,13 @@ interface Plan {
   classified: number;
   counts: Record<string, number>;
   samples: Record<string, Sample[]>;
+  totals: { cls: string; kind: string; target: string | null; currency: string | null; orders: number; amount: string }[];
+}
+interface Outcome {
+  outcome: string;
+  jobs: number;
+  currency: string | null;
+  amount: string;
 }
 interface Replay {
   id: number;
@@ -40,19 +49,25 @@ interface Replay {
   skipped: number;
   remaining: number;
   error: string | null;
+  reason: string;
+  createdAt: string;
+  finishedAt: string | null;
+  outcomes: Outcome[];
 }
 
 const CLASSES: [string, string][] = [
   ['willApply', 'will apply (credit or finalise)'],
   ['alreadyApplied', 'already applied (no-op)'],
   ['willReview', 'will go to review'],
-  ['stillPending', 'still pending at the platform'],
+  ['stillPending', 'back to retrying with a fresh budget (Get order does not confirm yet)'],
   ['notReplayable', 'not replayable (gone, no longer failed)'],
 ];
 
+
 function printPlan(plan: Plan): void {
   console.log(`${plan.matched} failed job(s) match${plan.classified < plan.matched ? `; the first ${plan.classified} classified` : ''}`);
-  console.log(table(CLASSES.map(([k, label]) => [`  ${label}`, String(plan.counts[k] ?? 0)])).join('\n'));
+  console.log(planSentence(plan as Parameters<typeof planSentence>[0]));
+  console.log(table(CLASSES.map(([k, label]) => [`  ${label}`, String(plan.counts[k] ?? 0), amounts(plan.totals.filter((t) => t.cls === k))])).join('\n'));
   for (const [k, label] of CLASSES) {
     const samples = plan.samples[k] ?? [];
     if (samples.length === 0) continue;
@@ -61,8 +76,33 @@ function printPlan(plan: Plan): void {
   }
 }
 
+/** What became of a replay's jobs, in the pages' words: "38 credited, 36,790.00 INR; 3 failed again". */
+const outcomesLine = (r: Replay) =>
+  r.outcomes.length === 0 ? 'none sent back yet' : r.outcomes.map((o) => `${o.jobs} ${OUTCOME_WORDS[o.outcome as ReplayOutcome] ?? o.outcome}${o.currency && o.amount !== '0' ? `, ${money(o)}` : ''}`).join('; ');
+
 const progressLine = (r: Replay) =>
-  `replay ${r.id} ${r.status}: ${r.replayed} of ${r.total} sent back, ${r.skipped} skipped, ${r.remaining} to go at ${r.ratePerSecond}/s (by ${r.operator})${r.error ? `; last error: ${r.error}` : ''}`;
+  `replay ${r.id} ${r.status}: ${r.replayed} of ${r.total} sent back, ${r.skipped} skipped, ${r.remaining} to go at ${r.ratePerSecond}/s (by ${r.operator})${r.error ? `; last error: ${r.error}` : ''}\n  what became of them: ${outcomesLine(r)}`;
+
+/** `replay list`: the replays page as a table. */
+async function list(api: CliApi, json: boolean): Promise<number> {
+  const res = await api.call<{ replays: Replay[] }>('GET', '/api/replays');
+  if (res.status !== 200) return refused(res);
+  if (json) {
+    console.log(JSON.stringify(res.body.replays));
+    return 0;
+  }
+  if (res.body.replays.length === 0) {
+    console.log('no replay yet');
+    return 0;
+  }
+  console.log(
+    table([
+      ['replay', 'status', 'sent back / total', 'what became of them', 'by', 'reason', 'started (UTC)'],
+      ...res.body.replays.map((r) => [String(r.id), r.status, `${r.replayed} / ${r.total}`, outcomesLine(r), r.operator, r.reason.slice(0, 60), at(r.createdAt)]),
+    ]).join('\n'),
+  );
+  return 0;
+}
 
 async function follow(api: CliApi, id: number, json: boolean): Promise<number> {
   for (;;) {
@@ -86,7 +126,7 @@ function refused(res: { status: number; body: unknown }): number {
 
 export async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
   const [sub, ...rest] = args;
-  if (!sub || !['plan', 'start', 'status', 'cancel'].includes(sub)) {
+  if (!sub || !['list', 'plan', 'start', 'status', 'cancel'].includes(sub)) {
     console.error(sub === undefined || sub === '--help' || sub === '-h' ? USAGE : `unknown subcommand "${sub}"\n${USAGE}`);
     return sub === '--help' || sub === '-h' ? 0 : 2;
   }
@@ -104,6 +144,13 @@ export async function run(args: string[], env: Record<string, string | undefined
   const { values, positionals } = parsed;
   const json = values.json ?? false;
   const filter = filterOf(values);
+  if (sub === 'list') {
+    if (positionals.length > 0 || Object.keys(filter).length > 0) {
+      console.error(`replay list takes no filter\n${USAGE}`);
+      return 2;
+    }
+    return list(cliApi(env), json);
+  }
 
   if (sub === 'plan' || sub === 'start') {
     if (positionals.length > 0) {

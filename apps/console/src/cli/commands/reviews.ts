@@ -2,15 +2,17 @@ import { parseArgs } from 'node:util';
 import type { ReviewList, ReviewView } from '../../reviews/queries.ts';
 import { answer, at, cliApi } from './_api.ts';
 
-export const summary = 'reviews list [--status open] [--order MO] | reverify <id> --reason "..." | dismiss <id> --reason "..." [--note "..."]';
+export const summary = 'reviews list [--all | --status S] [--order MO] | reverify <id> --reason "..." | dismiss <id> --reason "..." [--note "..."]';
 
-const USAGE = `usage: pnpm cli reviews list [--status open|resolved|dismissed] [--order <merchantOrderNo>] [--limit N] [--before ID] [--json]
+const USAGE = `usage: pnpm cli reviews list [--all | --status open|resolved|dismissed] [--order <merchantOrderNo>] [--limit N] [--before ID] [--json]
+         (open reviews by default, as the Reviews page; --all: every status)
        pnpm cli reviews reverify <id> --reason "why now" [--json]
        pnpm cli reviews dismiss <id> --reason "why (kept as the note)" [--note "note, when it differs"] [--json]
   Every action needs a reason; it is recorded in the audit trail with your name (CONSOLE_OPERATOR_TOKEN).`;
 
 const OPTIONS = {
   status: { type: 'string' },
+  all: { type: 'boolean' },
   order: { type: 'string' },
   limit: { type: 'string' },
   before: { type: 'string' },
@@ -52,14 +54,19 @@ export async function run(args: string[], env: Record<string, string | undefined
   }
   if (sub === 'list' && id === undefined) {
     const q = new URLSearchParams();
-    if (v.status) q.set('status', v.status);
+    if (v.all && v.status) {
+      console.error(`--all and --status exclude each other\n${USAGE}`);
+      return 2;
+    }
+    // Open ones by default, as the Reviews page: what waits for a decision (the API lists every status).
+    if (!v.all) q.set('status', v.status ?? 'open');
     if (v.order) q.set('merchantOrderNo', v.order);
     if (v.limit) q.set('limit', v.limit);
     if (v.before) q.set('before', v.before);
     const res = await cliApi(env).call<ReviewList>('GET', `/api/reviews${q.size ? `?${q}` : ''}`);
     return answer(res, v.json, (list) =>
       [
-        ...(list.reviews.length === 0 ? ['no reviews'] : list.reviews.map(renderReview)),
+        ...(list.reviews.length === 0 ? [v.all ? 'no reviews' : `no ${v.status ?? 'open'} reviews`] : list.reviews.map(renderReview)),
         ...(list.nextBefore !== null ? [`(more: --before ${list.nextBefore})`] : []),
       ].join('\n'),
     );

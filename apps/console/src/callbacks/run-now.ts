@@ -1,0 +1,70 @@
+/**
+ * "Run now": jobs waiting out a backoff (retrying, or waiting for Get order to be final) are promoted, so they run at
+ * once instead of at their next retry: what an operator does once the platform is back, rather than wait up to ten
+ * minutes per job. BullMQ's `job.promote()` moves a delayed job to the wait list; its attempts are untouched, and
+ * the worker's checks (the receipt, Get order) decide as for any attempt, so it can never credit twice.
+ * An action (queue.promote, the dashboard's "promote"): operator role, a reason, an audit row.
+ */
+import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
+import { callbackArrivals } from '@mcb/core/db';
+import type { Queue } from 'bullmq';
+import { and, asc, inArray } from 'drizzle-orm';
+import { performExternalAction, type ActionDeps, type Actor } from '../audit/perform.ts';
+import { filterTarget } from '../replays/actions.ts';
+import { filterWhere, listOf, type ArrivalStatus, type CallbackFilter } from './queries.ts';
+
+/** The statuses "run now" applies to: jobs that will run again by themselves, later. */
+export const RUNNABLE: readonly ArrivalStatus[] = ['retrying', 'waiting'];
+
+/** Most jobs one "run now" promotes (the rest: run it again). */
+export const RUN_NOW_LIMIT = 1000;
+
+export interface RunNowResult {
+  /** Jobs moved from delayed to waiting. */
+  promoted: number;
+  /** Matched, but no longer delayed (running, finished) or gone from the queue. */
+  skipped: number;
+  /** More matched than {@link RUN_NOW_LIMIT}. */
+  more: boolean;
+}
+
+/** The statuses a filter names for "run now": its retrying/waiting ones (both when it names none); 400 for others. */
+export function runnableStatuses(filter: CallbackFilter): ArrivalStatus[] {
+  const asked = listOf(filter.status);
+  const other = asked.filter((s) => !RUNNABLE.includes(s));
+  if (other.length > 0) {
+    throw new AppError(ErrorCodes.REQUEST_INVALID, `"run now" runs jobs waiting out a backoff: status must be retrying or waiting (got ${other.join(', ')})`, {
+      details: { errors: [{ field: 'status', message: 'retrying or waiting only' }] },
+    });
+  }
+  return asked.length > 0 ? asked : [...RUNNABLE];
+}
+
+/** Promote the delayed jobs of the callbacks matching `filter` (retrying or waiting), oldest job id first. */
+export async function runNow(deps: ActionDeps & { queue: Queue }, actor: Actor, filter: CallbackFilter, reason: unknown): Promise<RunNowResult> {
+  const statuses = runnableStatuses(filter);
+  const scoped = { ...filter, status: statuses };
+  return performExternalAction(deps, actor, { action: 'queue.promote', target: filterTarget(scoped), reason }, async () => {
+    const rows = await deps.db
+      .select({ jobId: callbackArrivals.jobId })
+      .from(callbackArrivals)
+      .where(and(filterWhere(scoped), inArray(callbackArrivals.status, statuses)))
+      .orderBy(asc(callbackArrivals.jobId))
+      .limit(RUN_NOW_LIMIT + 1);
+    const more = rows.length > RUN_NOW_LIMIT;
+    let promoted = 0;
+    for (const { jobId } of rows.slice(0, RUN_NOW_LIMIT)) {
+      const job = await deps.queue.getJob(jobId);
+      if (!job || !(await job.isDelayed())) continue;
+      try {
+        await job.promote();
+        promoted++;
+      } catch (e) {
+        // It left the delayed set meanwhile (its delay ran out, or someone else promoted it): nothing to do.
+        if (!/not in the delayed state|Missing key/i.test(coerceError(e).message)) throw e;
+      }
+    }
+    const skipped = Math.min(rows.length, RUN_NOW_LIMIT) - promoted;
+    return { result: { promoted, skipped, more }, outcome: 'promoted', details: { promoted, skipped, more } };
+  });
+}

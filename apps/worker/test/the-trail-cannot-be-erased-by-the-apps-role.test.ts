@@ -9,8 +9,8 @@ import { orderState } from './helpers/db-checks.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
 
 // Migration 0007: the apps connect as a login role in the group role mcb_app, which can add to the audit
-// (operator_actions), the ledger (ledger_entries) and the receipts (callback_receipts) and read them, but not change,
-// delete or truncate them, nor disable their triggers (it does not own the tables). TRUNCATE is refused for every
+// (operator_actions), the ledger (ledger_entries) and the receipts (callback_receipts) and read them, but not change
+// (beyond completing an audit intent once, as migration 0006 allows), delete or truncate them, nor disable their triggers (it does not own the tables). TRUNCATE is refused for every
 // role, the owner included. This file makes such a login role, as docs/deployment.md tells an operator to, and runs
 // a worker and the settlement commit as it.
 
@@ -127,6 +127,15 @@ describe('the apps role (a member of mcb_app)', () => {
       expect(left[0]!.n, table).toBe(rows[0]!.n);
     }
     expect(await codeOf(app, `alter table ledger_entries disable trigger ledger_entries_append_only`)).toBe('42501');
+    // The audit's one allowed change: the console completes an intent (outcome 'pending') once. Only outcome and
+    // details may be named in an UPDATE, and the trigger refuses it for a row that is not pending.
+    expect(await codeOf(app, `update operator_actions set reason = 'rewritten'`)).toBe('42501');
+    expect(await codeOf(app, `update operator_actions set outcome = 'rewritten'`)).toBe('23001');
+    const { rows: intent } = await app.query<{ id: string }>(
+      `insert into operator_actions (operator, role, action, target, reason, outcome) values ('ops', 'admin', 'reviews.reverify', 'review:2', 'test', 'pending') returning id`,
+    );
+    expect(await codeOf(app, `update operator_actions set outcome = 'applied' where id = ${intent[0]!.id}`)).toBe('ok');
+    expect(await codeOf(app, `update operator_actions set outcome = 'failed' where id = ${intent[0]!.id}`)).toBe('23001');
     // The replica role skips triggers; only a superuser may take it.
     expect(await codeOf(app, `set session_replication_role = replica`)).toBe('42501');
   });

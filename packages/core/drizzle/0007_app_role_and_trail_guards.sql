@@ -21,11 +21,19 @@ $$;
 --> statement-breakpoint
 -- What the apps' queries need, table by table (grep of every INSERT/UPDATE/DELETE the apps and packages run):
 -- append-only tables get SELECT and INSERT only; UPDATE only where a query updates (ON CONFLICT DO UPDATE included);
--- DELETE only on callback_receipts, where the commit takes back the receipt it has just inserted for an order that
--- did not move (packages/settlement/src/commit.ts, settleUnmoved), and the trigger below allows nothing else.
+-- DELETE only on console_revoked_sessions and on callback_receipts, where the commit takes back the receipt it has
+-- just inserted for an order that did not move (packages/settlement/src/commit.ts, settleUnmoved), and the trigger
+-- below allows nothing else.
 GRANT USAGE ON SCHEMA public TO mcb_app;
 --> statement-breakpoint
 GRANT SELECT, INSERT ON operator_actions, ledger_entries, order_events, review_attempts TO mcb_app;
+--> statement-breakpoint
+-- The console completes an audit intent (outcome 'pending') with its final outcome, once (migration 0006's trigger
+-- allows nothing else): UPDATE of those two columns only; who, what, why and when cannot even be named in an UPDATE.
+GRANT UPDATE (outcome, details) ON operator_actions TO mcb_app;
+--> statement-breakpoint
+-- Revoked console sessions: added on logout, read per request, expired ones purged.
+GRANT SELECT, INSERT, DELETE ON console_revoked_sessions TO mcb_app;
 --> statement-breakpoint
 GRANT SELECT, INSERT, DELETE ON callback_receipts TO mcb_app;
 --> statement-breakpoint

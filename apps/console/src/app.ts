@@ -39,7 +39,7 @@ import { searchPages } from './search/pages.ts';
 import { ordersPages } from './orders/pages.ts';
 import { createSessionRevocations } from './session/revocations.ts';
 import { createSessionCodec } from './session/session-cookie.ts';
-import { installSecurityHeaders } from './web/security-headers.ts';
+import { installSecurityHeaders, setSecurityHeaders } from './web/security-headers.ts';
 import { assetsPlugin } from './web/assets.ts';
 import { acceptForms } from './web/forms.ts';
 
@@ -94,6 +94,8 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const base = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     frameworkErrors: async (error, req, reply) => {
+      // No onSend hook runs for these replies: the security headers are set here (web/security-headers.ts).
+      setSecurityHeaders(reply as unknown as FastifyReply);
       await auth.check?.(req as unknown as FastifyRequest, reply as unknown as FastifyReply);
       if (reply.sent) return;
       const r = reply as unknown as FastifyReply;

@@ -87,6 +87,10 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const operators = deps.operators ?? (config.CONSOLE_OPERATORS_FILE ? loadOperatorsFile(config.CONSOLE_OPERATORS_FILE) : []);
   const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators });
   if (directory.size === 0) throw new AppError(ErrorCodes.CONFIG_INVALID, 'CONSOLE_TOKEN: required for console, or CONSOLE_OPERATORS_FILE with at least one operator (unset)');
+  // A session key that is someone's bearer token would let that person sign a session naming any operator.
+  if (config.CONSOLE_SESSION_SECRET !== undefined && directory.byToken(config.CONSOLE_SESSION_SECRET)) {
+    throw new AppError(ErrorCodes.CONFIG_INVALID, 'CONSOLE_SESSION_SECRET: must not be a bearer token (CONSOLE_TOKEN or an operator\'s): generate its own random value (value hidden)');
+  }
 
   // Errors fastify raises before routing (a path parameter over maxParamLength, a malformed URL) would answer
   // before the authentication hook, telling a stranger which routes exist: authenticate first, then answer.

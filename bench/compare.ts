@@ -71,7 +71,10 @@ export interface SystemRun {
   redis?: RedisPerCredit;
   /** The credits as Postgres holds them after the run. */
   verified: CreditCheck;
-  /** Replies other than 2xx, by status ("closed": the connection closed before a reply); the platform would retry them. */
+  /**
+   * Replies other than 2xx, by status ("closed": the connection closed before a reply; "unparsed": not a framed HTTP
+   * reply); the platform would retry them.
+   */
   non2xx: Record<string, number>;
   /** The worker's jobs in flight and its limit, sampled every 100 ms while the run lasted (pipeline only). */
   workerInFlight?: { peak: number; limitMin: number; limitMax: number };
@@ -168,7 +171,11 @@ async function fire(port: number, requests: { orderNo: string; buf: Buffer }[], 
             if (!firstSent.has(r.orderNo)) firstSent.set(r.orderNo, Date.now());
             send(c, r.buf, (status) => {
               replyMs.push(performance.now() - t);
-              if (status < 200 || status >= 300) statuses[status || 'closed'] = (statuses[status || 'closed'] ?? 0) + 1;
+              // A reply the generator could not frame (a chunked body) is counted, not taken for a 2xx.
+              if (!(status >= 200 && status < 300)) {
+                const k = Number.isNaN(status) ? 'unparsed' : status || 'closed';
+                statuses[k] = (statuses[k] ?? 0) + 1;
+              }
               loop();
             });
           };

@@ -142,10 +142,13 @@ if (cluster.isPrimary) {
 
   let ready = false;
   process.on('message', (m) => (ready ||= m === 'ready'));
-  const reply = (res: ServerResponse, status: number) =>
-    res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'success' : 'fail');
+  // With its length: without one, node:http would send the body chunked.
+  const reply = (res: ServerResponse, status: number) => {
+    const body = status === 200 ? 'success' : 'fail';
+    res.writeHead(status, { 'content-type': 'text/plain', 'content-length': body.length }).end(body);
+  };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    if (req.method === 'GET' && req.url === '/readyz') return void res.writeHead(ready ? 200 : 503).end(ready ? 'ok' : 'starting');
+    if (req.method === 'GET' && req.url === '/readyz') return reply(res, ready ? 200 : 503);
     if (req.method !== 'POST') return reply(res, 405);
     const chunks: Buffer[] = [];
     let size = 0;

@@ -61,6 +61,38 @@ export function renderTable(r: BenchReport): string {
       out.push(`    ${prof.byCategory.slice(0, 10).map((c) => `${c.category} ${(c.share * 100).toFixed(1)}%`).join(', ')}`);
     }
   }
+  if (r.compare?.length) {
+    const unit = r.limits.rsaCpu ? `; 1 RSA decrypt = ${r.limits.rsaCpu.cpuMsPerDecrypt.toFixed(3)} CPU ms` : '';
+    out.push('', `COMPARE (pipeline vs the LEAN in-request receiver, the baseline: pg + undici, one transaction; CPU of every process the system uses, Postgres and Redis included${unit})`);
+    const at0 = r.compare.find((c) => c.getOrderDelayMs === 0)?.pipeline.creditsPerSecond;
+    const rows = [['Get order', 'lean cr/s', 'pipeline cr/s', '÷', 'CPU ms/cr lean', 'pipeline', '÷', 'RSA decrypts/cr lean', 'pipeline', 'pipeline ÷ @0', 'checks']];
+    for (const c of r.compare) {
+      const ok = [c.lean, c.pipeline, ...(c.settlement ? [c.settlement] : [])].every((x) => x.verified.ok);
+      rows.push([
+        `${c.getOrderDelayMs} ms`, n0(c.lean.creditsPerSecond), n0(c.pipeline.creditsPerSecond), c.vsLean.toFixed(2),
+        c.lean.cpuMsPerCredit.total.toFixed(2), c.pipeline.cpuMsPerCredit.total.toFixed(2), c.cpuRatio.toFixed(2),
+        c.lean.rsaDecryptsPerCredit.toFixed(2), c.pipeline.rsaDecryptsPerCredit.toFixed(2),
+        at0 ? (c.pipeline.creditsPerSecond / at0).toFixed(2) : '-', ok ? 'ok' : 'FAILED',
+      ]);
+    }
+    out.push(grid(rows));
+    out.push('  CPU ms per credit by process (share of the system\'s total):');
+    for (const c of r.compare) {
+      for (const x of [c.lean, c.pipeline, ...(c.settlement ? [c.settlement] : [])]) {
+        const parts = Object.entries(x.cpuMsPerCredit.byProcess).map(([k, v]) => `${k} ${v.toFixed(3)} (${((x.cpuShares[k] ?? 0) * 100).toFixed(0)} %)`);
+        out.push(`    @${c.getOrderDelayMs} ms ${x.system.padEnd(10)} ${parts.join(', ')}; ${x.postgres.transactionsPerCredit.toFixed(2)} Postgres tx/credit`);
+      }
+    }
+    const p0 = r.compare.find((c) => c.getOrderDelayMs === 0)?.pipeline.redis;
+    if (p0) {
+      out.push(
+        `  Redis per credit @0 ms: BullMQ scripts ${p0.scripts.calls.toFixed(2)} calls, ${p0.scripts.usec.toFixed(0)} µs; XADD (event stream entries) ${p0.streamEntries.toFixed(2)}; ` +
+          `AOF ${n0(p0.aofBytes)} B, ${p0.aofWrites === null ? '?' : p0.aofWrites.toFixed(2)} AOF writes (each fsynced)`,
+      );
+    }
+    const s0 = r.compare.find((c) => c.settlement);
+    if (s0?.settlement) out.push(`  in-request receiver through @mcb/settlement (not the baseline): ${r.compare.filter((c) => c.settlement).map((c) => `@${c.getOrderDelayMs} ms ${n0(c.settlement!.creditsPerSecond)}/s, ${c.settlement!.cpuMsPerCredit.total.toFixed(2)} CPU ms/credit`).join('; ')}`);
+  }
   if (r.e2e) {
     const e = r.e2e;
     out.push('', `END TO END (sandbox → ingest → worker → Postgres; ${e.inFlight} orders in flight)`);

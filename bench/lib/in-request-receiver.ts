@@ -1,6 +1,9 @@
 /**
- * The in-request baseline of `pnpm bench`: a callback receiver written the obvious way, from our own core — decrypt,
- * then Get order and one Postgres transaction, all inside the fastify handler, `success` only after the credit.
+ * `pnpm bench --only compare --compare-settlement`: an in-request receiver through OUR settlement path — our core's
+ * decode, then `applyEvent` of @mcb/settlement (its look-ups, Get order, its credit transaction: about 1.9 Postgres
+ * transactions a credit) inside the fastify handler, `success` only after the credit. It prices our own money path
+ * run in the request. It is NOT the baseline a merchant writes first (that is lean-receiver.ts), and it was the
+ * bench's baseline until 2026-11-26, which flattered the pipeline (issue 41).
  * Runs on all cores (node:cluster), 16 Postgres connections a process. Env: PORT, DATABASE_URL,
  * PLATFORM_BASE_URL, MERCHANT_NO, MERCHANT_PRIVATE_KEY_FILE.
  */
@@ -19,7 +22,13 @@ const config = loadConfig(process.env, 'cli');
 const port = Number(process.env.PORT);
 
 if (cluster.isPrimary) {
-  for (let i = 0; i < availableParallelism(); i++) cluster.fork();
+  // Ready (every fork's /readyz answers 200) only once every fork listens: else the first would get every connection.
+  const forks = availableParallelism();
+  let listening = 0;
+  cluster.on('listening', () => {
+    if (++listening === forks) for (const w of Object.values(cluster.workers ?? {})) w?.send('ready');
+  });
+  for (let i = 0; i < forks; i++) cluster.fork();
   process.once('SIGTERM', () => {
     for (const w of Object.values(cluster.workers ?? {})) w?.kill('SIGTERM');
     process.exit(0);
@@ -31,7 +40,9 @@ if (cluster.isPrimary) {
   const platform = createPlatformClient({ baseUrl: config.PLATFORM_BASE_URL!, merchantNo: config.MERCHANT_NO!, timeoutMs: 10_000 });
   const app = Fastify();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
-  app.get('/readyz', async () => 'ok');
+  let ready = false;
+  process.on('message', (m) => (ready ||= m === 'ready'));
+  app.get('/readyz', async (_req, reply) => (ready ? 'ok' : reply.code(503).send('starting')));
   app.post('/callbacks/payin', async (request, reply) => {
     let job;
     try {

@@ -21,6 +21,8 @@ export async function startIngest(opts: {
   logLevel: string;
   prefix?: string;
   nodeArgs?: string[];
+  /** More environment (or overrides), e.g. a setting the bench tries. */
+  env?: Record<string, string>;
 }): Promise<IngestProcess> {
   const port = await freePort();
   const metricsPort = await freePort();
@@ -39,6 +41,7 @@ export async function startIngest(opts: {
       MERCHANT_NO: BENCH_MERCHANT_NO,
       MERCHANT_PRIVATE_KEY_FILE: opts.privateKeyFile,
       LOG_LEVEL: opts.logLevel,
+      ...opts.env,
     },
   });
   // Readiness means Redis answered and was found durable (AOF always); with several workers any one answers.

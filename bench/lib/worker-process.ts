@@ -3,7 +3,7 @@ import { BENCH_MERCHANT_NO } from './callbacks.ts';
 import { REPO_ROOT } from './ingest-process.ts';
 import { freePort, launch, waitForHttp, type Child } from './proc.ts';
 
-export async function startWorker(opts: { redisUrl: string; databaseUrl: string; platformUrl: string; concurrency?: number; logLevel: string; nodeArgs?: string[] }): Promise<Child & { metricsUrl: string }> {
+export async function startWorker(opts: { redisUrl: string; databaseUrl: string; platformUrl: string; concurrency?: number; logLevel: string; nodeArgs?: string[]; env?: Record<string, string> }): Promise<Child & { metricsUrl: string }> {
   const metricsPort = await freePort();
   const child = launch({
     name: 'worker',
@@ -20,6 +20,7 @@ export async function startWorker(opts: { redisUrl: string; databaseUrl: string;
       PLATFORM_ALLOW_HTTP: 'true',
       WORKER_METRICS_PORT: String(metricsPort),
       LOG_LEVEL: opts.logLevel,
+      ...opts.env,
     },
   });
   await waitForHttp(child, `http://127.0.0.1:${metricsPort}/healthz`, 60_000);

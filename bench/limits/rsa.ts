@@ -36,6 +36,30 @@ export function decryptLoop(privateKeyPem: string, publicKeyPem: string, ms: num
   return n / ((now - t0) / 1000);
 }
 
+/**
+ * What one decryption costs in CPU: decryptions per CPU-second of the calling thread (`process.threadCpuUsage`), the
+ * same call as decryptLoop's, for `ms` of that thread's CPU. A wall-clock rate falls when other processes share the
+ * core; this one does not (much), so CPU per credit can be expressed in decryptions on a busy machine too.
+ */
+export function decryptsPerCpuSecond(privateKeyPem: string, publicKeyPem: string, ms: number): number {
+  const { decrypt } = blockDecryptor(createPrivateKey(privateKeyPem));
+  const block = publicEncrypt({ key: publicKeyPem, padding: constants.RSA_PKCS1_PADDING }, Buffer.from('{"OrderNo":"bench"}'));
+  for (let i = 0; i < 20; i++) decrypt(block); // warm up
+  const cpuMs = (since: NodeJS.CpuUsage) => {
+    const u = process.threadCpuUsage(since);
+    return (u.user + u.system) / 1000;
+  };
+  const t0 = process.threadCpuUsage();
+  let n = 0;
+  let used = 0;
+  while (used < ms) {
+    for (let i = 0; i < 10; i++) decrypt(block);
+    n += 10;
+    used = cpuMs(t0);
+  }
+  return n / (used / 1000);
+}
+
 // The same call as decryptLoop's when blockDecryptor chose the padded key copy (\`fast\`), else the documented call.
 const THREAD_SOURCE = `
 const { workerData, parentPort } = require('node:worker_threads');

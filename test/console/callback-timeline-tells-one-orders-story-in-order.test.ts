@@ -34,10 +34,10 @@ describe('the callback timeline', () => {
     // 1. The callback reaches ingest (its enqueuer, on the console's queue) and is worked by the worker.
     const enqueuer = createEnqueuer(stack.queue, (await stack.queue.getBackend().client) as unknown as RedisClient, { timeoutMs: 2000 });
     const event = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '75.25', receivedAt: new Date().toISOString() });
-    const jobId = await enqueuer.enqueue(event, { waitAof: false });
+    const jobId = await enqueuer.enqueue(event, { check: 'none' });
     await waitFor(async () => (await stack.queue.getJobState(jobId)) === 'completed', { message: 'not credited' });
     // 2. The platform sends the same callback again later: acknowledged, noted, nothing else.
-    await enqueuer.enqueue({ ...event, receivedAt: new Date(Date.now() + 5).toISOString() }, { waitAof: false });
+    await enqueuer.enqueue({ ...event, receivedAt: new Date(Date.now() + 5).toISOString() }, { check: 'none' });
 
     const { timeline } = await get(`/api/callbacks?orderNo=${orderNo}`);
     expect(timeline.map((e) => [e.source, e.event, e.attempt])).toEqual([

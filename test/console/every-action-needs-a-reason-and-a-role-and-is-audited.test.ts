@@ -106,6 +106,34 @@ describe('operator actions', () => {
     expect(await unchanged()).toEqual(before);
   });
 
+  it('refuses each with a reason no one can read (only invisible characters: REASON_REQUIRED) or one that reorders how the trail reads (bidi overrides: REQUEST_INVALID), and changes nothing', async () => {
+    const before = await unchanged();
+    const rowsBefore = await auditRows();
+    // Zero-width space and non-joiner, soft hyphen, word joiner, a bidi isolate pair, a right-to-left mark.
+    const invisible = ['\u200b', '\u200b\u200c\u00ad', '\u2060', '\u2066\u2069', '\u200f'];
+    // A right-to-left override shows "ok, cause fixed" as something else in the audit page; embeddings and isolates likewise.
+    const reordering = ['txen era \u202edexif esuac', 'ok \u202a fixed', 'ok \u2067fixed\u2069 now'];
+    for (const route of ACTION_ROUTES()) {
+      // bull-board's X-Reason arrives URI-encoded, as board-guard.js sends it (a header is Latin-1).
+      const send = (reason: string) => {
+        const r: ActionRoute & { headers?: Record<string, string> } = withReason(route, route.url.startsWith('/queues/') ? encodeURIComponent(reason) : reason);
+        return stack.app.inject({ ...r, headers: { ...r.headers, ...bearer('operator') } });
+      };
+      for (const reason of invisible) {
+        const res = await send(reason);
+        expect(res.statusCode, `${route.method} ${route.url} ${JSON.stringify(reason)}`).toBe(400);
+        expect(res.json(), `${route.method} ${route.url}`).toMatchObject({ code: 'REASON_REQUIRED', errors: [{ field: 'reason' }] });
+      }
+      for (const reason of reordering) {
+        const res = await send(reason);
+        expect(res.statusCode, `${route.method} ${route.url} ${JSON.stringify(reason)}`).toBe(400);
+        expect(res.json(), `${route.method} ${route.url}`).toMatchObject({ code: 'REQUEST_INVALID', errors: [{ field: 'reason' }] });
+      }
+    }
+    expect(await unchanged()).toEqual(before);
+    expect(await auditRows()).toBe(rowsBefore);
+  });
+
   it('refuses each for a viewer (403 naming the role operator), records the attempt as denied, and changes nothing', async () => {
     const before = await unchanged();
     const rowsBefore = await auditRows();

@@ -54,6 +54,11 @@ describe('every response forbids framing and sniffing', () => {
       ['an HTML 404 page', { method: 'GET', url: '/no-such-page', headers: { cookie: cookies.viewer!, ...html } }, 404],
       ['an HTML 400 page', { method: 'GET', url: '/orders/%20', headers: { cookie: cookies.viewer!, ...html } }, 400],
       ['a dashboard refusal', { method: 'PUT', url: '/queues/api/queues/callbacks/pause', headers: bearer('operator') }, 403],
+      // Answered by fastify's frameworkErrors (before routing, so before the route's hooks): a malformed URL.
+      ['the 401 page of a malformed URL', { method: 'GET', url: '/%c0%afqueues', headers: html }, 401],
+      ['the JSON 401 of a malformed URL', { method: 'GET', url: '/%u0071ueues', headers: {} }, 401],
+      ['a malformed URL', { method: 'GET', url: '/%u0071ueues/api/queues', headers: bearer('viewer') }, 400],
+      ['a path parameter over its limit', { method: 'GET', url: `/api/orders/${'a'.repeat(1000)}`, headers: bearer('viewer') }, 414],
     ];
     for (const [what, req, status] of cases) {
       const res = await stack.app.inject(req);

@@ -40,7 +40,7 @@ import { searchPages } from './search/pages.ts';
 import { ordersPages } from './orders/pages.ts';
 import { createSessionRevocations } from './session/revocations.ts';
 import { createSessionCodec } from './session/session-cookie.ts';
-import { installSecurityHeaders } from './web/security-headers.ts';
+import { installSecurityHeaders, setSecurityHeaders } from './web/security-headers.ts';
 import { assetsPlugin } from './web/assets.ts';
 import { acceptForms } from './web/forms.ts';
 
@@ -88,6 +88,10 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const operators = deps.operators ?? (config.CONSOLE_OPERATORS_FILE ? loadOperatorsFile(config.CONSOLE_OPERATORS_FILE) : []);
   const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators });
   if (directory.size === 0) throw new AppError(ErrorCodes.CONFIG_INVALID, 'CONSOLE_TOKEN: required for console, or CONSOLE_OPERATORS_FILE with at least one operator (unset)');
+  // A session key that is someone's bearer token would let that person sign a session naming any operator.
+  if (config.CONSOLE_SESSION_SECRET !== undefined && directory.byToken(config.CONSOLE_SESSION_SECRET)) {
+    throw new AppError(ErrorCodes.CONFIG_INVALID, 'CONSOLE_SESSION_SECRET: must not be a bearer token (CONSOLE_TOKEN or an operator\'s): generate its own random value (value hidden)');
+  }
 
   // Errors fastify raises before routing (a path parameter over maxParamLength, a malformed URL) would answer
   // before the authentication hook, telling a stranger which routes exist: authenticate first, then answer.
@@ -95,6 +99,8 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const base = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     frameworkErrors: async (error, req, reply) => {
+      // No onSend hook runs for these replies: the security headers are set here (web/security-headers.ts).
+      setSecurityHeaders(reply as unknown as FastifyReply);
       await auth.check?.(req as unknown as FastifyRequest, reply as unknown as FastifyReply);
       if (reply.sent) return;
       const r = reply as unknown as FastifyReply;

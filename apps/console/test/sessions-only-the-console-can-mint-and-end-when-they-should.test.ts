@@ -58,6 +58,17 @@ describe('a session only the console can mint', () => {
     expect(await whoami(c, await login(c, TOKENS.operator))).toEqual({ status: 200, name: 'otto.operator@example.com' });
   });
 
+  it('refuses to start when CONSOLE_SESSION_SECRET is a bearer token (CONSOLE_TOKEN or an operator\'s): its holder could mint any session', async () => {
+    await expect(start(OPERATORS, { CONSOLE_SESSION_SECRET: TOKEN })).rejects.toThrow(/CONSOLE_SESSION_SECRET: .*bearer token/);
+    const longToken = 'olga-operator-token-0123456789abcdef-long';
+    const team = [...OPERATORS, { name: 'olga@example.com', role: 'operator' as const, tokenSha256: sha256Hex(longToken) }];
+    await expect(start(team, { CONSOLE_SESSION_SECRET: longToken })).rejects.toThrow(/CONSOLE_SESSION_SECRET: .*bearer token/);
+    // What such a console would have accepted: a session for another operator, signed by the token's holder.
+    const c = await start(team);
+    const forged = createSessionCodec({ secret: longToken }).issue('otto.operator@example.com', sha256Hex(TOKENS.operator)).value;
+    expect((await whoami(c, cookieOf(forged))).status).toBe(401);
+  });
+
   it('uses a random key per start without CONSOLE_SESSION_SECRET (CONSOLE_TOKEN only): a restart ends the sessions', async () => {
     const first = await start([], { CONSOLE_SESSION_SECRET: '' });
     const cookie = await login(first, TOKEN);

@@ -11,6 +11,16 @@ export interface IdAdd {
   context: Context | undefined;
 }
 
+/**
+ * A command run in the same transaction as the adds, whose reply decides whether any of them counts as stored (the
+ * batch's durability check on a Redis without WAITAOF): `refuse` returns the error every add then fails with, or
+ * undefined. It sees the server exactly as the adds did: nothing runs between the commands of one `MULTI`/`EXEC`.
+ */
+export interface TransactionGuard {
+  command: readonly string[];
+  refuse(reply: unknown): Error | undefined;
+}
+
 /** What one add's id held once the add had run: the stored job's `data`, or why the step failed. */
 export type ReadBack = { ok: true; data: string } | { ok: false; error: Error };
 
@@ -23,9 +33,15 @@ export type ReadBack = { ok: true; data: string } | { ok: false; error: Error };
  *
  * On Redis Cluster the transaction is legal because every key of the queue shares the prefix's hash tag. A Redis
  * that refuses to queue a command (OOM) aborts the whole transaction: every add of the batch fails, none is told
- * it is stored.
+ * it is stored. With a `guard`, its command runs in the same transaction, and when it refuses, every add fails
+ * with its error (the adds did run: the platform's retry collapses onto the same ids).
  */
-export async function addAndReadBack(queue: Queue, adds: readonly IdAdd[], jobOptions: { attempts?: number } = {}): Promise<ReadBack[]> {
+export async function addAndReadBack(
+  queue: Queue,
+  adds: readonly IdAdd[],
+  guard?: TransactionGuard,
+  jobOptions: { attempts?: number } = {},
+): Promise<ReadBack[]> {
   if (adds.length === 0) return [];
   const client = await queue.getBackend().client;
   const multi = client.multi();
@@ -57,12 +73,21 @@ export async function addAndReadBack(queue: Queue, adds: readonly IdAdd[], jobOp
       }),
     ),
   );
+  // The guard goes last, after every add (its reply sits at `queued`); without an add there is nothing to guard.
+  const guarded = guard !== undefined && queued > 0;
+  if (guarded) tx.call(guard.command[0]!, ...guard.command.slice(1));
   let results: Array<[Error | null, unknown]> | Error;
   try {
     const replies = queued > 0 ? await tx.exec() : [];
     results = replies ?? new Error('MULTI/EXEC was aborted');
   } catch (e) {
     results = e instanceof Error ? e : new Error(String(e));
+  }
+  if (guarded && !(results instanceof Error)) {
+    const [guardError, reply] = results[queued] ?? [new Error(`no reply to ${guard.command.slice(0, 2).join(' ')}`)];
+    // A guard that cannot be read refuses too (fail closed): the adds ran, but none is told it is stored.
+    const refusal = guardError ?? guard.refuse(reply);
+    if (refusal) results = refusal;
   }
   settle(results);
   await Promise.allSettled(traced);

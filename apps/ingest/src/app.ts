@@ -7,7 +7,7 @@ import type { Config } from '@mcb/core/config';
 import { coerceError } from '@mcb/core/errors';
 import { createLogThrottle, type Logger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
-import { checkRedisDurability, checkRedisMemory, type RedisClient } from '@mcb/core/redis';
+import { batchDurabilityCheckOf, checkRedisDurability, checkRedisMemory, type RedisClient } from '@mcb/core/redis';
 import { BYTES_PER_IDLE_CONNECTION, connectionCapacity, RESERVED_FILES } from './capacity.ts';
 import { failAndClose, guardConnections, sourceKey, type CutReason } from './connection-guard.ts';
 import { createRefusalLog } from './refusal-log.ts';
@@ -37,7 +37,10 @@ export interface IngestDeps {
   isShuttingDown?: () => boolean;
   /** Budget of one enqueue, in ms. @defaultValue 1000 */
   enqueueTimeoutMs?: number;
-  /** How often Redis durability is re-checked while running, in ms. @defaultValue 5000 */
+  /**
+   * How often Redis durability and replicas are re-read while running (readiness, early 503s, recovery), in ms.
+   * Acknowledgements do not wait for it: each batch checks durability itself. @defaultValue 5000
+   */
   durabilityCheckIntervalMs?: number;
   /** How often Redis memory headroom is measured, in ms. @defaultValue 1000 */
   memoryCheckIntervalMs?: number;
@@ -61,7 +64,13 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   const metrics = createIngestMetrics(deps.metricsRegistry ?? new Registry());
   const allowVolatile = config.INGEST_ALLOW_VOLATILE_REDIS;
 
-  // Re-check while running: a Redis reconfigured to lose writes must stop us acknowledging callbacks.
+  // Re-read while running, for readiness, early refusals and recovery. What stops acknowledgements the moment Redis no
+  // longer keeps writes is each batch's own check (enqueue.ts); a batch that finds so asks for a re-read at once.
+  let refreshing: Promise<void> | undefined;
+  const refreshNow = () => {
+    refreshing ??= refresh().finally(() => (refreshing = undefined));
+    return refreshing;
+  };
   const refresh = async () => {
     try {
       const next = await checkRedisDurability(redis, { minReplicas: config.INGEST_MIN_REPLICAS });
@@ -78,7 +87,7 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
       // Redis unreachable: keep the last report; readiness pings Redis itself and adds fail fast meanwhile.
     }
   };
-  const timer = setInterval(() => void refresh(), deps.durabilityCheckIntervalMs ?? 5000);
+  const timer = setInterval(() => void refreshNow(), deps.durabilityCheckIntervalMs ?? 5000);
   timer.unref();
 
   // Memory headroom: refuse new callbacks (503, readiness fails) before Redis refuses writes, so the platform
@@ -204,9 +213,13 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     metrics,
     durability: () => ({
       acceptWrites: (report.durable || allowVolatile) && report.replication.ok && !memoryLow,
-      waitAof: report.mode === 'waitaof',
+      check: batchDurabilityCheckOf(report, allowVolatile),
       refusal: memoryLow ? 'REDIS_MEMORY_LOW' : !report.replication.ok ? 'REDIS_REPLICAS_OFFLINE' : 'REDIS_NOT_DURABLE',
     }),
+    onNotDurable: (problems) => {
+      logThrottled('not-durable', 'error', { problems }, 'a batch found that Redis does not keep it now: not acknowledged (503); re-reading durability');
+      void refreshNow();
+    },
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 1000,
   });
 

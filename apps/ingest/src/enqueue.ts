@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { Job, type Queue } from 'bullmq';
-import { callBesideKey, type RedisClient } from '@mcb/core/redis';
+import { batchDurabilityProblems, callBesideKey, DURABILITY_CONFIG_GET, type BatchDurabilityCheck, type RedisClient } from '@mcb/core/redis';
 import { Batcher } from '@mcb/core/batcher';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { callbackJobId, callbackJobOptions, jobNote, type CallbackJobInput } from '@mcb/core/queue';
 import { captureContext } from '@mcb/core/tracing';
-import { addAndReadBack, type IdAdd } from './add-and-read-back.ts';
+import { addAndReadBack, type IdAdd, type TransactionGuard } from './add-and-read-back.ts';
 import type { PrimaryFence } from './primary-fence.ts';
 
 /** Options of {@link createEnqueuer}. */
@@ -25,21 +25,39 @@ export interface EnqueuerOptions {
   fence?: PrimaryFence;
   /** Attempts of each job (CALLBACK_JOB_ATTEMPTS). @defaultValue callbackJobOptions.attempts (60) */
   attempts?: number;
+  /**
+   * Told when a batch was refused because Redis no longer keeps it (its check read AOF off, a laxer fsync or an
+   * evicting policy, or WAITAOF answered an error), with one line per problem: the app re-reads durability at once
+   * (readiness, early 503s) instead of at its next poll. Must not throw.
+   */
+  onNotDurable?: (problems: string[]) => void;
 }
 
 /** Stores callbacks' jobs durably, many requests' at once. */
 export interface Enqueuer {
   /**
-   * Add the callback's job under the contract's job id, and resolve once it is durable (`waitAof`: after
-   * `WAITAOF 1 0`). A duplicate (same id) is a no-op for BullMQ and a success here: the job is already stored.
+   * Add the callback's job under the contract's job id, and resolve once it is durable, as `check` proves it in the
+   * batch itself (`waitaof`: after `WAITAOF 1 0`; `config-in-transaction`: the batch's transaction read appendonly
+   * yes, appendfsync always and noeviction; `none`: volatile Redis allowed). A duplicate (same id) is a no-op for
+   * BullMQ and a success here: the job is already stored.
+   * @throws AppError REDIS_NOT_DURABLE (transient): the batch's check found that Redis does not keep it now; the
+   *   caller replies failure and the platform retries (the job id is the same, so nothing is stored twice).
    * @throws AppError ENQUEUE_FAILED (transient): the caller replies failure and the platform retries; an add that
    *   timed out may still land, and the retry collapses onto the same id.
    */
-  enqueue(job: CallbackJobInput, opts: { waitAof: boolean }): Promise<string>;
+  enqueue(job: CallbackJobInput, opts: { check: BatchDurabilityCheck }): Promise<string>;
 }
 
 interface Add extends IdAdd {
-  waitAof: boolean;
+  check: BatchDurabilityCheck;
+}
+
+/** A batch Redis does not keep now (its own check said so): not acknowledged, and not a Redis outage either. */
+function notDurable(problems: string[]): AppError {
+  return new AppError(ErrorCodes.REDIS_NOT_DURABLE, `Redis does not keep this batch now: ${problems.join('; ')}`, {
+    transient: true,
+    details: { problems },
+  });
 }
 
 /** The record's fields (not when or how it arrived): two callbacks with the same ones are the same callback. */
@@ -76,10 +94,12 @@ function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T>
 
 /**
  * Micro-batched enqueue: requests that arrive together (read in the same turn of the event loop, or while the
- * previous batches are being stored) are added in one transaction on the queue's connection followed by one
- * `WAITAOF`, and each is told `success` only once the whole batch is stored and fsynced. When the batch fails
- * (Redis down, WAITAOF short), every request of it fails and answers `503 fail`; none is acknowledged. An add
- * Redis refuses on its own (out of memory) fails alone.
+ * previous batches are being stored) are added in one transaction on the queue's connection, and each is told
+ * `success` only once the whole batch is stored and proven kept by the batch itself: followed by one `WAITAOF` where
+ * Redis has it, or with a `CONFIG GET` of the durability settings inside the same transaction where it does not
+ * (see BatchDurabilityCheck). When the batch fails (Redis down, WAITAOF short or refused, AOF found off), every
+ * request of it fails and answers `503 fail`; none is acknowledged. An add Redis refuses on its own (out of
+ * memory) fails alone.
  * @param redis the connection the queue uses: WAITAOF only covers writes made on its own connection.
  */
 export function createEnqueuer(queue: Queue, redis: RedisClient, options: EnqueuerOptions): Enqueuer {
@@ -87,14 +107,34 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
   // queue (every key of it shares the prefix's hash tag), so they travel beside one of the queue's keys.
   const anchor = queue.keys.meta!;
   const jobOptions = options.attempts === undefined ? {} : { attempts: options.attempts };
+  const told = (problems: string[]) => {
+    try {
+      options.onNotDurable?.(problems);
+    } catch {
+      // a listener's failure must not change the batch's outcome
+    }
+  };
+  // On a Redis without WAITAOF the durability check rides in the batch's own transaction: no extra round trip, and
+  // it reads the settings at the very moment the adds ran (nothing runs between a transaction's commands).
+  const configGuard: TransactionGuard = {
+    command: DURABILITY_CONFIG_GET,
+    refuse: (reply) => {
+      const problems = batchDurabilityProblems(reply);
+      if (problems.length === 0) return undefined;
+      told(problems);
+      return notDurable(problems);
+    },
+  };
   const batcher = new Batcher<Add, void>(
     async (adds) => {
       const stillPrimary = options.fence?.begin();
+      // The strictest check any request of the batch asked for (they differ only while durability is re-read).
+      const guard = adds.some((a) => a.check === 'config-in-transaction') ? configGuard : undefined;
       // Every add and its read-back travel in one transaction (one round trip for the batch); each has its own
       // result. Each add runs in the context of the request it came from, so that its span (and the job's trace)
       // is that callback's, whichever request happened to start the batch.
       const outcome: Array<{ ok: true } | { ok: false; error: Error }> = [];
-      const first = await addAndReadBack(queue, adds, jobOptions);
+      const first = await addAndReadBack(queue, adds, guard, jobOptions);
       const copies: number[] = [];
       const variants: number[] = [];
       first.forEach((r, i) => {
@@ -110,6 +150,7 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
         const again = await addAndReadBack(
           queue,
           variants.map((i) => ({ ...adds[i]!, jobId: variantJobId(adds[i]!.jobId, adds[i]!.job) })),
+          guard,
           jobOptions,
         );
         variants.forEach((i, k) => {
@@ -131,10 +172,21 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
         );
       }
       const stored = outcome.some((r) => r.ok);
-      if (stored && adds.some((a, i) => a.waitAof && outcome[i]!.ok)) {
-        // One fsync wait covers every write before it on this connection; if it fails, no add is acknowledged.
-        const [local] = (await callBesideKey(redis, anchor, 'WAITAOF', '1', '0', String(options.timeoutMs))) as [number, number];
-        if (local < 1) throw new Error('WAITAOF: the writes were not fsynced to the local AOF in time');
+      if (stored && adds.some((a, i) => a.check === 'waitaof' && outcome[i]!.ok)) {
+        // One fsync wait covers every write before it on this connection; if it fails, no add is acknowledged. It
+        // errors when AOF is off (Redis refuses numlocal without appendonly): that batch is not kept, so say so.
+        let reply: [number, number];
+        try {
+          reply = (await callBesideKey(redis, anchor, 'WAITAOF', '1', '0', String(options.timeoutMs))) as [number, number];
+        } catch (e) {
+          if (e instanceof Error && e.name === 'ReplyError') {
+            const problems = [`WAITAOF refused: ${e.message}`];
+            told(problems);
+            throw notDurable(problems);
+          }
+          throw e;
+        }
+        if (reply[0] < 1) throw new Error('WAITAOF: the writes were not fsynced to the local AOF in time');
       }
       const minReplicas = options.minReplicas ?? 0;
       if (minReplicas > 0 && stored) {
@@ -153,11 +205,12 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
   return {
     async enqueue(job, opts) {
       const jobId = callbackJobId(job.kind, job.orderNo, job.state);
-      const work = batcher.submit({ job, jobId, waitAof: opts.waitAof, context: captureContext() });
+      const work = batcher.submit({ job, jobId, check: opts.check, context: captureContext() });
       try {
         await withDeadline(work, options.timeoutMs, 'enqueue');
       } catch (e) {
         work.catch(() => {}); // the late outcome no longer matters; do not let it become an unhandled rejection
+        if (e instanceof AppError && e.code === ErrorCodes.REDIS_NOT_DURABLE) throw e;
         throw new AppError(ErrorCodes.ENQUEUE_FAILED, `could not store job ${jobId} durably`, {
           cause: e,
           transient: true,
@@ -170,6 +223,6 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
 }
 
 /** Enqueue one callback on its own (scripts and tools; ingest uses {@link createEnqueuer}). */
-export async function enqueueCallback(queue: Queue, redis: RedisClient, job: CallbackJobInput, opts: { waitAof: boolean; timeoutMs: number }): Promise<string> {
+export async function enqueueCallback(queue: Queue, redis: RedisClient, job: CallbackJobInput, opts: { check: BatchDurabilityCheck; timeoutMs: number }): Promise<string> {
   return createEnqueuer(queue, redis, { timeoutMs: opts.timeoutMs }).enqueue(job, opts);
 }

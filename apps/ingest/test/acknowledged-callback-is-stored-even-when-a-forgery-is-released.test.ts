@@ -81,7 +81,7 @@ describe('an acknowledged callback is stored even when a forgery of its pair is 
       return { forward: true };
     });
     // 2. The genuine callback is acknowledged...
-    await expect(enqueuer.enqueue(genuine, { waitAof: false })).resolves.toBe(jobId);
+    await expect(enqueuer.enqueue(genuine, { check: 'none' })).resolves.toBe(jobId);
     expect(released).toBe(1);
     // 3. ...so it must be stored.
     expect(await genuineStored(genuine, jobId)).toBe(true);
@@ -98,7 +98,7 @@ describe('an acknowledged callback is stored even when a forgery of its pair is 
       }
       return { forward: true };
     });
-    const outcome = await enqueuer.enqueue(genuine, { waitAof: false }).then(
+    const outcome = await enqueuer.enqueue(genuine, { check: 'none' }).then(
       () => 'acknowledged',
       (e: { code?: string }) => e.code,
     );
@@ -115,7 +115,7 @@ describe('an acknowledged callback is stored even when a forgery of its pair is 
     const enqueuer = await enqueuerThrough((args) =>
       args[0] === 'HGET' && args[1]?.endsWith(`:${jobId}`) ? { reply: new Error('ERR injected read-back failure') } : { forward: true },
     );
-    await expect(enqueuer.enqueue(genuine, { waitAof: false })).rejects.toMatchObject({ code: 'ENQUEUE_FAILED' });
+    await expect(enqueuer.enqueue(genuine, { check: 'none' })).rejects.toMatchObject({ code: 'ENQUEUE_FAILED' });
     expect(await genuineStored(genuine, jobId)).toBe(false);
   });
 
@@ -136,7 +136,7 @@ describe('an acknowledged callback is stored even when a forgery of its pair is 
     for (let i = 0; i < 300; i++) {
       const { genuine, forged, jobId } = pair();
       await adminQueue.add('payin', forged, { jobId });
-      const enqueued = enqueuer.enqueue(genuine, { waitAof: false }).then(
+      const enqueued = enqueuer.enqueue(genuine, { check: 'none' }).then(
         () => true,
         () => false,
       );

@@ -64,7 +64,8 @@ export async function checkRedisDurability(client: RedisClient, options: { minRe
     durable: reports.every((r) => r.durable),
     mode: weakest.mode,
     problems: reports.flatMap((r, i) => r.problems.map((p) => `${addressOf(nodes[i]!)}: ${p}`)),
-    settings: weakest.settings,
+    // WAITAOF per batch only where every master has it: a slot may move to any of them.
+    settings: { ...weakest.settings, waitaof: reports.every((r) => r.settings.waitaof) },
     replication: { ...fewest.replication, ...(short >= 0 ? { problem: `${addressOf(nodes[short]!)}: ${reports[short]!.replication.problem}` } : {}) },
   };
 }
@@ -89,26 +90,8 @@ async function checkNode(redis: Redis, options: { minReplicas?: number }): Promi
     maxmemoryPolicy: maxmemoryPolicy ?? 'unknown',
     waitaof,
   };
-  const problems: string[] = [];
-  let mode: DurabilityMode = 'none';
-  if (settings.appendonly !== 'yes') {
-    problems.push(
-      `appendonly is "${settings.appendonly}": acknowledged callbacks are lost when Redis restarts; ` +
-        'set appendonly yes and appendfsync always',
-    );
-  } else if (settings.appendfsync === 'always') {
-    mode = 'aof-always';
-  } else if (waitaof) {
-    mode = 'waitaof';
-  } else {
-    problems.push(
-      `appendfsync is "${settings.appendfsync}" and this Redis has no WAITAOF: the last writes before a crash are lost; ` +
-        'set appendfsync always (or use Redis >= 7.2)',
-    );
-  }
-  if (settings.maxmemoryPolicy !== 'noeviction') {
-    problems.push(`maxmemory-policy is "${settings.maxmemoryPolicy}": Redis may evict queued callbacks; set maxmemory-policy noeviction`);
-  }
+  const problems = problemsOf(settings);
+  const mode: DurabilityMode = settings.appendonly !== 'yes' ? 'none' : settings.appendfsync === 'always' ? 'aof-always' : waitaof ? 'waitaof' : 'none';
   const required = options.minReplicas ?? 0;
   let online = 0;
   if (required > 0) {
@@ -125,6 +108,72 @@ async function checkNode(redis: Redis, options: { minReplicas?: number }): Promi
           problem: `${online} replica(s) online, INGEST_MIN_REPLICAS is ${required}: a callback would not be held by a replica before its success`,
         };
   return { durable: problems.length === 0, mode, problems, settings, replication };
+}
+
+/** One line per setting that can lose an acknowledged write or evict queue data, each naming the fix. */
+function problemsOf(settings: DurabilityReport['settings']): string[] {
+  const problems: string[] = [];
+  if (settings.appendonly !== 'yes') {
+    problems.push(
+      `appendonly is "${settings.appendonly}": acknowledged callbacks are lost when Redis restarts; ` +
+        'set appendonly yes and appendfsync always',
+    );
+  } else if (settings.appendfsync !== 'always' && !settings.waitaof) {
+    problems.push(
+      settings.appendfsync === 'unknown'
+        ? 'CONFIG GET is not allowed on this Redis (renamed or disabled, as on some managed services) and it has no WAITAOF: ' +
+            'ingest can check neither that the AOF is fsynced before each reply nor, per batch, that it is still on; ' +
+            'allow CONFIG GET for ingest (appendfsync always), or use Redis >= 7.2 (WAITAOF)'
+        : `appendfsync is "${settings.appendfsync}" and this Redis has no WAITAOF: the last writes before a crash are lost; ` +
+            'set appendfsync always (or use Redis >= 7.2)',
+    );
+  }
+  if (settings.maxmemoryPolicy !== 'noeviction') {
+    problems.push(`maxmemory-policy is "${settings.maxmemoryPolicy}": Redis may evict queued callbacks; set maxmemory-policy noeviction`);
+  }
+  return problems;
+}
+
+/**
+ * How each enqueue batch proves, before any of it is acknowledged, that Redis keeps it. Checked in the batch
+ * itself, not by a poll: a Redis reconfigured (or failed over to a node) that no longer keeps writes refuses the
+ * very next batch.
+ * - `waitaof`: the server has `WAITAOF` (Redis >= 7.2): each batch waits for `WAITAOF 1 0` after its transaction,
+ *   which errors when AOF is off and waits for the fsync whatever `appendfsync` is.
+ * - `config-in-transaction`: Redis 7.0/7.1 with `appendfsync always`: each batch's `MULTI`/`EXEC` also runs
+ *   {@link DURABILITY_CONFIG_GET}, and the batch counts as stored only when it reads appendonly yes, appendfsync
+ *   always and noeviction at the very moment its writes ran ({@link batchDurabilityProblems}).
+ * - `none`: INGEST_ALLOW_VOLATILE_REDIS=true; acknowledged callbacks may be lost (never in production).
+ */
+export type BatchDurabilityCheck = 'waitaof' | 'config-in-transaction' | 'none';
+
+/** The check each batch makes on the Redis `report` describes ({@link BatchDurabilityCheck}). */
+export function batchDurabilityCheckOf(report: DurabilityReport, allowVolatile: boolean): BatchDurabilityCheck {
+  if (allowVolatile) return 'none';
+  return report.settings.waitaof ? 'waitaof' : 'config-in-transaction';
+}
+
+/**
+ * The command queued in each batch's transaction on a Redis without WAITAOF. `CONFIG GET` is allowed inside
+ * `MULTI` (it is not a `no-multi` command) and takes several names since Redis 7.0. Where CONFIG is renamed or
+ * disabled, ingest refuses to start on such a Redis (see {@link checkRedisDurability}'s problems): fail closed.
+ */
+export const DURABILITY_CONFIG_GET: readonly string[] = ['CONFIG', 'GET', 'appendonly', 'appendfsync', 'maxmemory-policy'];
+
+/**
+ * What the batch's own {@link DURABILITY_CONFIG_GET} read says: one line per setting that does not keep the batch,
+ * empty when it does. A reply that is not the expected name/value list is a problem too (fail closed).
+ */
+export function batchDurabilityProblems(reply: unknown): string[] {
+  if (!Array.isArray(reply)) return [`CONFIG GET answered ${typeof reply}, not a list: cannot tell whether Redis keeps the batch`];
+  const values = new Map<string, string>();
+  for (let i = 0; i + 1 < reply.length; i += 2) values.set(String(reply[i]).toLowerCase(), String(reply[i + 1]));
+  return problemsOf({
+    appendonly: values.get('appendonly') ?? 'unknown',
+    appendfsync: values.get('appendfsync') ?? 'unknown',
+    maxmemoryPolicy: values.get('maxmemory-policy') ?? 'unknown',
+    waitaof: false,
+  });
 }
 
 /** What {@link checkRedisMemory} found. */

@@ -129,5 +129,16 @@ export function createRedis(target: string | RedisTarget, role: RedisRole, optio
     failoverDetector: false,
   });
 }
-export { checkRedisDurability, checkRedisMemory, infoField, type DurabilityMode, type DurabilityReport, type RedisMemoryReport } from './redis-durability.ts';
+export {
+  batchDurabilityCheckOf,
+  batchDurabilityProblems,
+  checkRedisDurability,
+  checkRedisMemory,
+  DURABILITY_CONFIG_GET,
+  infoField,
+  type BatchDurabilityCheck,
+  type DurabilityMode,
+  type DurabilityReport,
+  type RedisMemoryReport,
+} from './redis-durability.ts';
 export { createRedisHealth, isRedisConnectionError, type ErrorEmitter, type RedisHealth, type RedisHealthOptions } from './redis-health.ts';

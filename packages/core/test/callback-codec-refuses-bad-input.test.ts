@@ -1,3 +1,4 @@
+import { createPublicKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { decodeCallback, encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
@@ -29,6 +30,13 @@ function codeOf(body: unknown, o: Parameters<typeof decodeCallback>[1] = opts): 
 }
 const enc = (record: object | string, key = ours.publicKeyPem) => ({ encryptedData: encryptRecord(record, key) });
 
+/** Whether a ciphertext's first block, read as a big-endian number, is below the public key's modulus. */
+function belowModulus(ciphertext: Buffer, publicKeyPem: string): boolean {
+  const { n } = createPublicKey(publicKeyPem).export({ format: 'jwk' });
+  const modulus = Buffer.from(n!, 'base64url');
+  return BigInt(`0x${ciphertext.subarray(0, modulus.length).toString('hex')}`) < BigInt(`0x${modulus.toString('hex')}`);
+}
+
 describe('callback codec refuses bad input with a CALLBACK_* code', () => {
   it('refuses a body that is not an object with a string encryptedData', () => {
     for (const body of [null, 'x', [], {}, { encryptedData: 5 }, { EncryptedData: 'AAAA' }]) {
@@ -51,21 +59,36 @@ describe('callback codec refuses bad input with a CALLBACK_* code', () => {
   });
 
   it('a tampered ciphertext or a wrong key yields garbage that fails as JSON, never a decryption exception', () => {
+    // Each ciphertext is freshly (randomly) padded, so a flipped bit may lift the block to our modulus or above, which
+    // OpenSSL refuses before any padding is looked at (DECRYPT_FAILED). The code is asserted from the tampered value,
+    // never left to chance; a second tamper only ever lowers the block (clears its lowest set bit), so it stays below
+    // the modulus and must fail as JSON on every run.
     const ct = Buffer.from(enc(payin).encryptedData, 'base64');
     for (const at of [0, 1, 100, 255]) {
-      const t = Buffer.from(ct);
-      t[at] = (t[at] ?? 0) ^ 0x01;
-      expect(codeOf({ encryptedData: t.toString('base64') })).toBe(ErrorCodes.CALLBACK_JSON_INVALID);
+      const flipped = Buffer.from(ct);
+      flipped[at] = ct[at]! ^ 0x01;
+      const expected = belowModulus(flipped, ours.publicKeyPem) ? ErrorCodes.CALLBACK_JSON_INVALID : ErrorCodes.CALLBACK_DECRYPT_FAILED;
+      expect({ at, code: codeOf({ encryptedData: flipped.toString('base64') }) }).toEqual({ at, code: expected });
+      const lowered = Buffer.from(ct);
+      // A zero byte has no set bit to clear: lower the byte before it instead (borrowing keeps the value smaller).
+      const where = ct[at] !== 0 ? at : ct.subarray(0, at).findLastIndex((b) => b !== 0);
+      if (where < 0) continue; // the block is zero up to here: nothing to lower without changing a later byte up
+      lowered[where] = ct[where]! & (ct[where]! - 1);
+      expect(belowModulus(lowered, ours.publicKeyPem)).toBe(true);
+      expect({ at, code: codeOf({ encryptedData: lowered.toString('base64') }) }).toEqual({ at, code: ErrorCodes.CALLBACK_JSON_INVALID });
     }
     // A block below our modulus decrypts (implicit rejection) to garbage that fails as JSON. A block at or above the
     // modulus is refused by OpenSSL before any padding is looked at (public information, no oracle): DECRYPT_FAILED.
     const foreign = Buffer.from(enc(payin, stranger.publicKeyPem).encryptedData, 'base64');
-    foreign[0] = 0;
+    foreign[0] = 0; // below 2^2040, and a 2048-bit modulus is at least 2^2047
     expect(codeOf({ encryptedData: foreign.toString('base64') })).toBe(ErrorCodes.CALLBACK_JSON_INVALID);
-    foreign.fill(0xff, 0, 1);
+    foreign.fill(0xff, 0, 256); // 2^2048 - 1: above every 2048-bit modulus (one 0xff byte is not, when the modulus starts 0xff)
     expect(codeOf({ encryptedData: foreign.toString('base64') })).toBe(ErrorCodes.CALLBACK_DECRYPT_FAILED);
     for (let i = 0; i < 5; i++) {
-      expect([ErrorCodes.CALLBACK_JSON_INVALID, ErrorCodes.CALLBACK_DECRYPT_FAILED]).toContain(codeOf(enc(payin, generateKeyPair().publicKeyPem)));
+      const body = enc(payin, generateKeyPair().publicKeyPem);
+      const block = Buffer.from(body.encryptedData, 'base64');
+      const expected = belowModulus(block, ours.publicKeyPem) ? ErrorCodes.CALLBACK_JSON_INVALID : ErrorCodes.CALLBACK_DECRYPT_FAILED;
+      expect(codeOf(body)).toBe(expected);
     }
   });
 

@@ -65,12 +65,23 @@ export function assertCan(operator: Operator, action: Action): void {
 const UNSTORABLE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]|\p{Cs}/u;
 
 /**
- * The reason, trimmed; 400 REASON_REQUIRED when it is missing, blank or not text, 400 REQUEST_INVALID when too long or
- * when it holds characters that cannot be stored as written ({@link UNSTORABLE}): refused before anything happens.
+ * Bidi embeddings, overrides and isolates (LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI, PDI): stored as written, they make
+ * the audit page show the reason's characters in another order than they were written ("Trojan Source").
+ */
+const REORDERING = /[\u202A-\u202E\u2066-\u2069]/u;
+
+/** A character someone can read: a letter, digit, punctuation mark or symbol (not a space, mark or format character). */
+const VISIBLE = /[\p{L}\p{N}\p{P}\p{S}]/u;
+
+/**
+ * The reason, trimmed; 400 REASON_REQUIRED when it is missing, blank, without a single visible character (zero-width
+ * spaces, soft hyphens, bidi marks only) or not text, 400 REQUEST_INVALID when too long, when it holds characters that
+ * cannot be stored as written ({@link UNSTORABLE}) or that reorder how it reads ({@link REORDERING}): refused before
+ * anything happens.
  */
 export function requireReason(reason: unknown): string {
   const text = typeof reason === 'string' ? reason.trim() : '';
-  if (text === '') {
+  if (!VISIBLE.test(text)) {
     throw new AppError(ErrorCodes.REASON_REQUIRED, 'a reason is required: say why (`reason` in the JSON body, or the X-Reason header for dashboard actions)', {
       details: { errors: [{ field: 'reason', message: 'required' }] },
     });
@@ -80,9 +91,9 @@ export function requireReason(reason: unknown): string {
       details: { errors: [{ field: 'reason', message: `at most ${MAX_REASON} characters` }] },
     });
   }
-  if (UNSTORABLE.test(text)) {
+  if (UNSTORABLE.test(text) || REORDERING.test(text)) {
     throw new AppError(ErrorCodes.REQUEST_INVALID, 'the reason holds control characters or invalid Unicode: write it as plain text', {
-      details: { errors: [{ field: 'reason', message: 'no control characters (other than tab and line breaks) or lone surrogates' }] },
+      details: { errors: [{ field: 'reason', message: 'no control characters (other than tab and line breaks), bidi overrides or lone surrogates' }] },
     });
   }
   return text;
@@ -90,7 +101,9 @@ export function requireReason(reason: unknown): string {
 
 /** A reason as far as it can be recorded on a refusal (which must be written whatever the operator sent). */
 const storableReason = (reason: unknown) =>
-  typeof reason === 'string' ? reason.trim().slice(0, MAX_REASON).replace(new RegExp(UNSTORABLE.source, 'gu'), '\uFFFD') : '';
+  typeof reason === 'string'
+    ? reason.trim().slice(0, MAX_REASON).replace(new RegExp(UNSTORABLE.source, 'gu'), '\uFFFD').replace(new RegExp(REORDERING.source, 'gu'), '\uFFFD')
+    : '';
 
 /** Proof that an action passed its checks: what {@link commitAction} and {@link commitExternalAction} take. */
 export interface Authorized {

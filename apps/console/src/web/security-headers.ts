@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 
 /** What every response may not be: framed by another page (clickjacking), or sniffed into another content type. */
 const FRAME_ANCESTORS = "frame-ancestors 'none'";
@@ -22,9 +22,18 @@ export function withFrameAncestors(csp: unknown): string {
  */
 export function installSecurityHeaders(app: FastifyInstance): void {
   app.addHook('onSend', async (_req, reply, payload) => {
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('x-frame-options', 'DENY');
-    reply.header('content-security-policy', withFrameAncestors(reply.getHeader('content-security-policy')));
+    setSecurityHeaders(reply);
     return payload;
   });
+}
+
+/**
+ * The three headers on one reply. The hook above sets them on everything routed; a reply sent where no hook runs
+ * (fastify's `frameworkErrors`: a malformed URL, a path parameter over its limit, and the 401 sent there) calls this
+ * itself before sending.
+ */
+export function setSecurityHeaders(reply: FastifyReply): void {
+  reply.header('x-content-type-options', 'nosniff');
+  reply.header('x-frame-options', 'DENY');
+  reply.header('content-security-policy', withFrameAncestors(reply.getHeader('content-security-policy')));
 }

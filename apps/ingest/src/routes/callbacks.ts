@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { redisTargetOf, type RedisClient } from '@mcb/core/redis';
+import { redisTargetOf, type BatchDurabilityCheck, type RedisClient } from '@mcb/core/redis';
 import { decodeCallbackDetailed, type KeyRing } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
 import { coerceError, isAppError } from '@mcb/core/errors';
@@ -29,10 +29,12 @@ export interface CallbackRouteDeps {
   keyRing: KeyRing;
   metrics: IngestMetrics;
   /**
-   * Whether Redis may take callbacks now (durable, or volatile allowed; memory headroom left), why not, and whether
-   * each add needs WAITAOF.
+   * Whether Redis may take callbacks now as last read (durable, or volatile allowed; memory headroom left), why not,
+   * and how each batch proves that Redis keeps it (the batch's own check, whatever was last read).
    */
-  durability: () => { acceptWrites: boolean; waitAof: boolean; refusal: 'REDIS_NOT_DURABLE' | 'REDIS_MEMORY_LOW' | 'REDIS_REPLICAS_OFFLINE' };
+  durability: () => { acceptWrites: boolean; check: BatchDurabilityCheck; refusal: 'REDIS_NOT_DURABLE' | 'REDIS_MEMORY_LOW' | 'REDIS_REPLICAS_OFFLINE' };
+  /** Told when a batch found that Redis no longer keeps it: re-read durability now. */
+  onNotDurable?: (problems: string[]) => void;
   /** Budget of one enqueue, in ms. */
   enqueueTimeoutMs: number;
 }
@@ -51,7 +53,8 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
   const { config, logger, metrics } = deps;
   let lastRefusalLog = 0;
   let refusedSinceLog = 0;
-  // Requests that arrive together are stored together: one addBulk and one WAITAOF per batch.
+  // Requests that arrive together are stored together: one transaction per batch, proven kept by the batch itself
+  // (WAITAOF after it, or the durability settings read inside it).
   // Through Sentinel, a batch is acknowledged only while the sentinels still name the node it went to (a stale primary's
   // writes would be dropped when it is demoted).
   const target = redisTargetOf(config);
@@ -63,6 +66,7 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
     minReplicas: deps.config.INGEST_MIN_REPLICAS,
     attempts: deps.config.CALLBACK_JOB_ATTEMPTS,
     onBatch: (size) => metrics.enqueueBatchSize.observe(size),
+    onNotDurable: deps.onNotDurable,
   });
 
   async function handle(request: FastifyRequest, reply: FastifyReply, route: string, expectedKind: CallbackKind | undefined, span: Span | undefined) {
@@ -114,7 +118,7 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
     }
     try {
       const jobId = await inSpan('callback enqueue', {}, async (enqueueSpan) => {
-        const id = await enqueuer.enqueue(job, { waitAof: durability.waitAof });
+        const id = await enqueuer.enqueue(job, { check: durability.check });
         enqueueSpan?.setAttribute('mcb.job_id', id);
         return id;
       });

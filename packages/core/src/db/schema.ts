@@ -53,7 +53,9 @@ export const orders = pgTable(
 
 /**
  * One row per applied event pair (OrderNo, state): THE dedup guard (DESIGN invariant 2), inserted in the same
- * transaction as the credit. It is also the searchable callback log of what was applied.
+ * transaction as the credit. It is also the searchable callback log of what was applied. Never updated, and deleted
+ * only by the transaction that inserted it (the commit's take-back for an order that did not move): a trigger and
+ * TRUNCATE refusal of migration 0007.
  */
 export const callbackReceipts = pgTable(
   'callback_receipts',
@@ -91,7 +93,8 @@ export const callbackReceipts = pgTable(
 
 /**
  * Append-only ledger: at most one entry per order and entry type (a constraint, not a convention). A trigger
- * (migration 0001) refuses UPDATE and DELETE, so a posted entry can only be reversed by another entry.
+ * (migration 0002) refuses UPDATE and DELETE, so a posted entry can only be reversed by another entry; migration 0007
+ * refuses TRUNCATE for every role, and grants the apps' role (mcb_app) SELECT and INSERT only.
  */
 export const ledgerEntries = pgTable(
   'ledger_entries',
@@ -343,7 +346,8 @@ export type Replay = typeof replays.$inferSelect;
 /**
  * The operators' audit trail: one row per action that changes anything (or was refused for the role), written by
  * the console's action layer in the same transaction as the action's effect where it has one. Append-only: a
- * trigger (migration 0004) refuses UPDATE and DELETE, so a record cannot be edited away by the console's own role.
+ * trigger (migration 0004) refuses UPDATE and DELETE, so a record cannot be edited away by the console's own role;
+ * migration 0007 refuses TRUNCATE for every role, and grants the apps' role (mcb_app) SELECT and INSERT only.
  */
 export const operatorActions = pgTable(
   'operator_actions',

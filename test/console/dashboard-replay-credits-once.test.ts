@@ -105,4 +105,20 @@ describe('replay from the dashboard', () => {
     await Promise.all(ids.map((id, i) => settled(id, 'completed', failed[i]!.finishedOn)));
     for (const x of [a, b]) expect((await ledgerOf(env.db.db, x.merchantOrderNo)).ledger).toHaveLength(1);
   });
+
+  it('retry of one job and retry-all give the job a fresh retry budget: one more 503 does not fail it for good again', async () => {
+    const a = await creditedPayin('11.00');
+    const b = await creditedPayin('12.00');
+    for (const x of [a, b]) stack.platform.failNext(x.merchantOrderNo, 2, 503);
+    const ids = [await stack.add(a.event, 2), await stack.add(b.event, 2)];
+    const failed = await Promise.all(ids.map((id) => settled(id, 'failed')));
+    expect(failed.map((j) => j.attemptsMade)).toEqual([2, 2]);
+    // One more 503 each after the replay: with the old attempt count (2 of 2) it would be the last attempt.
+    for (const x of [a, b]) stack.platform.failNext(x.merchantOrderNo, 1, 503);
+    expect((await put(`/queues/api/queues/callbacks/${ids[0]}/retry`)).statusCode).toBeLessThan(300);
+    expect((await put('/queues/api/queues/callbacks/retry/failed')).statusCode).toBeLessThan(300);
+    const done = await Promise.all(ids.map((id, i) => settled(id, 'completed', failed[i]!.finishedOn)));
+    expect(done.map((j) => j.attemptsMade)).toEqual([2, 2]);
+    for (const x of [a, b]) expect((await ledgerOf(env.db.db, x.merchantOrderNo)).ledger).toHaveLength(1);
+  });
 });

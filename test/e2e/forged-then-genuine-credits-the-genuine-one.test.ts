@@ -63,6 +63,7 @@ describe('a forged callback sent before the genuine one', () => {
     );
     expect(ledger).toEqual([{ amount: '10' }]);
     const forged = await worker.settled(`payin-${orderNo}-6`);
-    expect(forged.returnvalue).toMatchObject({ status: expect.stringMatching(/^(review|duplicate)$/) });
+    // Never a silent duplicate: Get order contradicts it (VERIFY_AMOUNT_MISMATCH) or it differs from the credit (VERIFY_DIFFERS_FROM_APPLIED).
+    expect(forged.returnvalue).toMatchObject({ status: 'review', code: expect.stringMatching(/^VERIFY_(AMOUNT_MISMATCH|DIFFERS_FROM_APPLIED)$/) });
   });
 });

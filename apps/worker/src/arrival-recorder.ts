@@ -3,7 +3,10 @@
  * worker first takes the job and after each attempt, so the console finds an order's callbacks by merchant order
  * number even while they wait or after they failed for good (no receipt yet). Off the money path: rows go through
  * a {@link Batcher}, one upsert per batch of jobs, and the job never waits for them; a lost row is rewritten by the
- * job's next attempt, and a row that cannot be written is logged, never a job failure.
+ * job's next attempt, and a row that cannot be written is logged, never a job failure. A job's last row (`failed`:
+ * failed for good) has no next attempt to rewrite it, and it is what replay by filter and its dry run look for: it is
+ * kept and written again every `retryFinalMs` until Postgres takes it (a Postgres outage is exactly when jobs use up
+ * their attempts).
  */
 import { Batcher, type Settled } from '@mcb/core/batcher';
 import type { callbackArrivals, Database } from '@mcb/core/db';
@@ -32,7 +35,10 @@ export interface ArrivalRecorder {
   taken(job: Job, event: CallbackJob): void;
   /** An attempt ended. */
   settled(job: Job, event: CallbackJob, report: AttemptReport): void;
-  /** Resolves once every row submitted so far is written or given up. */
+  /**
+   * Resolves once every row submitted so far is written or given up (the process is closing: `failed` rows still
+   * held are tried once more, then no longer).
+   */
   flush(): Promise<void>;
 }
 
@@ -42,6 +48,10 @@ export interface ArrivalRecorderOptions {
   maxBatch?: number;
   /** Told each batch's size (a metric). */
   onBatch?: (size: number) => void;
+  /** How often `failed` rows that could not be written are tried again, in ms. @defaultValue 5000 */
+  retryFinalMs?: number;
+  /** Most `failed` rows kept for another try; beyond it the oldest is dropped and logged. @defaultValue 100000 */
+  maxUnwrittenFinal?: number;
 }
 
 /**
@@ -112,10 +122,34 @@ export function createArrivalRecorder(db: Database, logger: Logger, options: Arr
   const pending = new Set<Promise<void>>();
   let lastLog = 0;
   let lost = 0;
+  const retryFinalMs = options.retryFinalMs ?? 5000;
+  const maxUnwritten = options.maxUnwrittenFinal ?? 100_000;
+  // `failed` rows Postgres did not take, by job id (the newest report of a job wins), tried again on a timer.
+  const unwritten = new Map<string, ArrivalRow>();
+  let retryTimer: NodeJS.Timeout | undefined;
+  const keepFinal = (row: ArrivalRow) => {
+    const held = unwritten.get(row.jobId);
+    if (held && held.updatedAt! > row.updatedAt!) return;
+    unwritten.delete(row.jobId);
+    unwritten.set(row.jobId, row);
+    if (unwritten.size > maxUnwritten) {
+      const oldest = unwritten.keys().next().value!;
+      unwritten.delete(oldest);
+      logger.error({ jobId: oldest, maxUnwrittenFinal: maxUnwritten }, 'too many failed-job rows wait for Postgres: one dropped (the job is still in the failed set)');
+    }
+    retryTimer ??= setTimeout(retryFinals, retryFinalMs).unref();
+  };
+  const retryFinals = () => {
+    retryTimer = undefined;
+    const rows = [...unwritten.values()];
+    unwritten.clear();
+    for (const row of rows) submit(row);
+  };
   const submit = (row: ArrivalRow) => {
     const p = batcher
       .submit(row)
       .catch((e: unknown) => {
+        if (row.status === 'failed') keepFinal(row);
         lost++;
         // Postgres down: the job's own commit fails too and it is retried, which writes its row again.
         if (Date.now() - lastLog < 10_000) return;
@@ -157,7 +191,14 @@ export function createArrivalRecorder(db: Database, logger: Logger, options: Arr
       });
     },
     async flush() {
+      // Closing: one more try of the failed rows still held, now rather than at the timer.
+      if (unwritten.size > 0) {
+        clearTimeout(retryTimer);
+        retryFinals();
+      }
       while (pending.size > 0) await Promise.all([...pending]);
+      clearTimeout(retryTimer);
+      retryTimer = undefined;
     },
   };
 }

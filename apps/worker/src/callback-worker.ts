@@ -3,7 +3,7 @@ import { createLogThrottle } from '@mcb/core/logger';
 import type { RedisClient, RedisHealth } from '@mcb/core/redis';
 import { activeSpan, markFailed, orderAttributes, queueTelemetry } from '@mcb/core/tracing';
 import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, jobNote, jobNoteSchema, type CallbackJobInput } from '@mcb/core/queue';
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import {
   applyEvent,
   callbackBackoffDelay,
@@ -60,6 +60,17 @@ export interface CallbackWorkerDeps extends ApplyDeps {
    * them one fetch at a time). @defaultValue 4 with `adaptive`, else 1
    */
   fetchLoops?: number;
+  /**
+   * How long a job whose Get order found the platform's circuit breaker open (PLATFORM_CIRCUIT_OPEN) is put back as
+   * delayed, in ms (with up to 50% jitter). Such a wait does not consume an attempt. @defaultValue 5000
+   */
+  circuitRedelayMs?: number;
+  /**
+   * How long after it was first seen a job may keep waiting for the open breaker without consuming attempts, in ms:
+   * past it, each wait counts as a failed attempt again, so a job cannot wait forever (it ends failed for good, with
+   * its alert). @defaultValue 86400000 (a day)
+   */
+  circuitWaitBoundMs?: number;
   /** The CALLBACK_BACKOFF strategy's scale and cap. @defaultValue base 1 s, cap 10 min */
   backoff?: BackoffOptions;
   /** Job lock, in ms; a job whose lock lapses (its worker died) is run again. Keep it above PLATFORM_TIMEOUT. @defaultValue 30000 */
@@ -182,7 +193,9 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
       metrics?.inFlight.dec();
     }
   };
-  const attempt = async (job: Job<CallbackJobInput, ApplyOutcome>, _token?: string, signal?: AbortSignal): Promise<ApplyOutcome> => {
+  const circuitRedelayMs = deps.circuitRedelayMs ?? 5000;
+  const circuitWaitBoundMs = deps.circuitWaitBoundMs ?? 24 * 3600_000;
+  const attempt = async (job: Job<CallbackJobInput, ApplyOutcome>, token?: string, signal?: AbortSignal): Promise<ApplyOutcome> => {
     const started = performance.now();
     const kind = job.name === 'payin' || job.name === 'payout' ? job.name : 'unknown';
     // BullMQ's process span (tracing on): this attempt, in the callback's trace.
@@ -230,6 +243,21 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
       return outcome;
     } catch (e) {
       const err = toJobError(e);
+      // The platform's breaker is open and stayed open for the guard's whole wait: an outage elsewhere, not this job's
+      // failure. Put the job back as delayed without consuming an attempt (BullMQ's moveToDelayed skips the count),
+      // noted on its timeline and counted as a retry, up to a bound from when it was first seen.
+      if (err instanceof AppError && err.code === ErrorCodes.PLATFORM_CIRCUIT_OPEN && token && Date.now() - firstSeenAt(job, event.receivedAt) < circuitWaitBoundMs) {
+        const code = err.code;
+        finish('retry');
+        metrics?.retries.inc({ kind, code });
+        arrivals.settled(job, event, { status: 'waiting', code, detail: firstLineOf(err) });
+        await job
+          .log(jobNote({ event: 'attempt-waiting', attempt: job.attemptsMade + 1, code, detail: `${describeJobError(err)}; put back without using an attempt` }))
+          .catch(() => 0);
+        logger.warn({ jobId: job.id, orderNo: event.orderNo, code }, 'Get order paused by the circuit breaker: job put back, no attempt used');
+        await job.moveToDelayed(Date.now() + Math.round(circuitRedelayMs * (1 + Math.random() / 2)), token);
+        throw new DelayedError();
+      }
       const transient = classifyError(err) === 'transient' && !lastAttempt;
       const code = jobErrorCode(err);
       finish(transient ? 'retry' : 'failed');

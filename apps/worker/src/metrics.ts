@@ -22,6 +22,10 @@ export interface WorkerMetrics extends SettlementMetrics {
   reviews: Counter<'kind' | 'code'>;
   /** Get order round trips, by result (ok or the error code). */
   getOrderDuration: Histogram<'result'>;
+  /** PayTime to the credit's commit, by kind (the SLO alert PaymentToCreditSlow reads it). */
+  paymentToCredit: Histogram<'kind'>;
+  /** Callbacks whose content differs from what was applied for their pair or order (VERIFY_DIFFERS_FROM_APPLIED). */
+  suspectedForgeries: Counter<'kind' | 'against'>;
   /** Jobs this process may run at once: the adaptive limit, or WORKER_CONCURRENCY when fixed. */
   inFlightLimit: Gauge;
   /** Jobs running now. */
@@ -50,6 +54,7 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
   for (const kind of CALLBACK_KINDS) {
     for (const outcome of JOB_OUTCOMES) metrics.jobs.inc({ kind, outcome }, 0);
     for (const code of REVIEW_CODES) metrics.reviews.inc({ kind, code }, 0);
+    for (const against of ['receipt', 'order']) metrics.suspectedForgeries.inc({ kind, against }, 0);
   }
   return metrics;
 }
@@ -85,6 +90,20 @@ function buildWorkerMetrics(registry: Registry): WorkerMetrics {
       help: 'Duration of Get order calls',
       labelNames: ['result'],
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    paymentToCredit: new Histogram({
+      name: 'mcb_payment_to_credit_seconds',
+      help: "From the record's PayTime (UTC+8, as an instant) to the commit of its credit or payout outcome, by kind",
+      labelNames: ['kind'],
+      // The SLO (PaymentToCreditSlow) is read at 300 s: keep that bound.
+      buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400],
+      registers,
+    }),
+    suspectedForgeries: new Counter({
+      name: 'mcb_worker_suspected_forgeries_total',
+      help: 'Callbacks for an applied pair (against="receipt") or an already-final order (against="order") whose content differs from what was applied',
+      labelNames: ['kind', 'against'],
       registers,
     }),
     inFlightLimit: new Gauge({ name: 'mcb_worker_in_flight_limit', help: 'Jobs this worker process may run at once (adaptive, or WORKER_CONCURRENCY)', registers }),

@@ -88,4 +88,27 @@ describe('a COMMIT whose reply is lost', () => {
     expect(s.ledger).toHaveLength(1);
     expect(s.receipts).toHaveLength(1);
   });
+
+  it('is never taken as committed when the transaction rolled back (its COMMIT never arrived): the job credits on its next attempt', async () => {
+    const no = `PI-${uid()}`;
+    await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '31.40' });
+    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '31.40' }));
+    const before = await creditedCount();
+    // 1. The COMMIT is lost on its way and the connection cut: Postgres rolls back; the client sees a failed COMMIT,
+    //    asks for the transaction's receipts and finds none.
+    const lost = proxy.armOnce({ commitNeverArrives: true });
+    const added = await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '31.40' }));
+    await lost;
+    // 2. That attempt fails (nothing was written); the next one credits. Had the rollback been taken for a commit,
+    //    the job would have completed as applied on its first attempt with nothing in the ledger.
+    const job = await h.settled(added.id!);
+    expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
+    expect(job.attemptsMade).toBeGreaterThan(1);
+    const s = await orderState(env.db.db, no);
+    expect(s.order.status).toBe('credited');
+    expect(s.ledger).toHaveLength(1);
+    expect(s.receipts).toHaveLength(1);
+    expect(committed.filter((c) => c.status === 'applied' && c.orderId === orderIdOf(job))).toHaveLength(1);
+    expect(await creditedCount()).toBe(before + 1);
+  });
 });

@@ -7,7 +7,8 @@ import { MERCHANT_NO, useTestEnv } from '@mcb/testkit';
 import { Backoffs, UnrecoverableError, type Job } from 'bullmq';
 import { DrizzleQueryError } from 'drizzle-orm';
 import { describe, expect, it, vi } from 'vitest';
-import { callbackBackoffDelay, classifyError, discardsConnection, toJobError } from '@mcb/settlement';
+import { callbackBackoffDelay, classifyError, discardsConnection, toJobError, TRANSIENT_SQLSTATE_CLASSES, TRANSIENT_SQLSTATES } from '@mcb/settlement';
+import { TRANSIENT_NETWORK_CODES } from '@mcb/core/spec';
 import { createCallbackWorker } from '../src/callback-worker.ts';
 
 const env = useTestEnv();
@@ -27,6 +28,10 @@ describe('classifyError decides retry or give up', () => {
     ['cancelled by recovery conflict on a standby 40001', pgError('40001', 'canceling statement due to conflict with recovery')],
     ['statement completion unknown 40003', pgError('40003')],
     ['lock not available 55P03', pgError('55P03')],
+    ['statement timeout 57014', pgError('57014', 'canceling statement due to statement timeout')],
+    ['drizzle-wrapped statement timeout 57014', new DrizzleQueryError('insert', ['secret'], pgError('57014'))],
+    ['socket timeout ETIMEDOUT', pgError('ETIMEDOUT', 'connect ETIMEDOUT 10.0.0.5:5432')],
+    ['drizzle-wrapped ETIMEDOUT', new DrizzleQueryError('select 1', [], pgError('ETIMEDOUT'))],
     ['disk full 53100', pgError('53100')],
     ['I/O error 58030', pgError('58030')],
     ['drizzle-wrapped read-only transaction', new DrizzleQueryError('insert', ['secret'], pgError('25006'))],
@@ -57,6 +62,26 @@ describe('classifyError decides retry or give up', () => {
     ['a programming error', new TypeError('x is undefined')],
   ])('%s is permanent', (_name, e) => {
     expect(classifyError(e)).toBe('permanent');
+  });
+});
+
+describe('every code of the transient sets is classified transient, wrapped or not', () => {
+  // A code the sets name must never end as a job failed for good (each one alone: a set that a refactor empties or a
+  // classification that stops reading it fails here). 57014 and ETIMEDOUT are also named above on their own.
+  const walk = [
+    ...[...TRANSIENT_SQLSTATES].map((code) => [`SQLSTATE ${code}`, code]),
+    ...[...TRANSIENT_SQLSTATE_CLASSES].map((cls) => [`SQLSTATE class ${cls} (${cls}000)`, `${cls}000`]),
+    ...[...TRANSIENT_NETWORK_CODES].map((code) => [`socket ${code}`, code]),
+  ];
+  it('names 57014 and ETIMEDOUT among them', () => {
+    expect(TRANSIENT_SQLSTATES.has('57014')).toBe(true);
+    expect(TRANSIENT_NETWORK_CODES.has('ETIMEDOUT')).toBe(true);
+    expect(walk.length).toBeGreaterThan(20);
+  });
+  it.each(walk)('%s', (_name, code) => {
+    expect(classifyError(pgError(code!))).toBe('transient');
+    expect(classifyError(new DrizzleQueryError('insert', ['secret'], pgError(code!)))).toBe('transient');
+    expect(classifyError(new AppError(ErrorCodes.DB_UNAVAILABLE, 'wrapped', { transient: true, cause: pgError(code!) }))).toBe('transient');
   });
 });
 

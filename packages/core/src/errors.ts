@@ -42,6 +42,8 @@ export const ErrorCodes = {
   VERIFY_CURRENCY_MISMATCH: 'VERIFY_CURRENCY_MISMATCH',
   VERIFY_CONFLICTING_FINAL_STATE: 'VERIFY_CONFLICTING_FINAL_STATE',
   VERIFY_MERCHANT_MISMATCH: 'VERIFY_MERCHANT_MISMATCH',
+  /** A callback for a pair already applied (or an order already final) whose content differs from what was applied: a forgery. */
+  VERIFY_DIFFERS_FROM_APPLIED: 'VERIFY_DIFFERS_FROM_APPLIED',
   JOB_PAYLOAD_INVALID: 'JOB_PAYLOAD_INVALID',
 
   // --- database ---

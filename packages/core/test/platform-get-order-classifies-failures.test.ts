@@ -125,10 +125,25 @@ describe('Get order', () => {
     expect(err).toMatchObject({ code: 'PLATFORM_BAD_RESPONSE', message: expect.stringMatching(/over the limit/) });
   });
 
-  it('classifies a reply that is not JSON as PLATFORM_BAD_RESPONSE', async () => {
+  it('classifies a reply that is not JSON as transient PLATFORM_BAD_RESPONSE (a passing fault, like a 5xx)', async () => {
     handler = reply(200, '<html>gateway</html>');
     const e = await failure((c) => c.getOrder('MO1'));
-    expect(e).toMatchObject({ code: 'PLATFORM_BAD_RESPONSE', transient: false });
+    expect(e).toMatchObject({ code: 'PLATFORM_BAD_RESPONSE', transient: true });
+  });
+
+  it('names the content type of an HTML maintenance page (HTTP 200) and treats it as transient', async () => {
+    handler = (_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.end('<!doctype html><h1>Maintenance</h1>');
+    };
+    const e = await failure((c) => c.getOrder('MO1'));
+    expect(e).toMatchObject({ code: 'PLATFORM_BAD_RESPONSE', transient: true, details: expect.objectContaining({ status: 200, contentType: 'text/html; charset=utf-8' }) });
+    expect(e.message).toMatch(/not JSON.*text\/html/);
+  });
+
+  it('classifies JSON that is not the envelope {code, message, data} as transient PLATFORM_BAD_RESPONSE', async () => {
+    handler = reply(200, '{"status":"maintenance"}');
+    expect(await failure((c) => c.getOrder('MO1'))).toMatchObject({ code: 'PLATFORM_BAD_RESPONSE', transient: true });
   });
 
   it('classifies an order without an amount, or with a non-decimal one, as PLATFORM_BAD_RESPONSE', async () => {

@@ -8,7 +8,7 @@ import { MERCHANT_NO, platformOrder, startFakePlatform, type FakePlatform } from
 let platform: FakePlatform;
 beforeAll(async () => {
   platform = await startFakePlatform();
-  for (const no of ['R', 'OUT', 'LONG']) platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '10' }));
+  for (const no of ['R', 'OUT', 'LONG', 'PAGE']) platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '10' }));
 });
 afterAll(async () => {
   await platform?.close();
@@ -78,6 +78,17 @@ describe('the platform guard', () => {
     const guarded = guardPlatform(client(), { failuresToOpen: 2 });
     for (let i = 0; i < 4; i++) await expect(guarded.getOrder('NOSUCH')).rejects.toBeInstanceOf(AppError);
     expect(guarded.breakerState()).toBe('closed');
+    await guarded.close();
+  });
+
+  it('counts a reply that is not the envelope (HTTP 200, an HTML maintenance page) as an outage: it opens the circuit', async () => {
+    const samples: boolean[] = [];
+    const guarded = guardPlatform(client(), { failuresToOpen: 2, openMs: { initial: 5000, max: 5000 }, maxWaitMs: 200, onSample: (s) => samples.push(s.ok) });
+    platform.maintenancePageNext('PAGE', 2);
+    await expect(guarded.getOrder('PAGE')).rejects.toMatchObject({ code: ErrorCodes.PLATFORM_BAD_RESPONSE, transient: true });
+    await expect(guarded.getOrder('PAGE')).rejects.toMatchObject({ code: ErrorCodes.PLATFORM_CIRCUIT_OPEN, transient: true });
+    expect(guarded.breakerState()).toBe('open');
+    expect(samples).toEqual([false, false]);
     await guarded.close();
   });
 });

@@ -16,6 +16,8 @@ export {
   giveUp,
   jobErrorCode,
   toJobError,
+  TRANSIENT_SQLSTATES,
+  TRANSIENT_SQLSTATE_CLASSES,
   type BackoffOptions,
   type ErrorClass,
 } from './retry-policy.ts';

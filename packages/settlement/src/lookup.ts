@@ -10,29 +10,67 @@ export interface LookupKey {
   merchantOrderNo: string;
 }
 
+/** A receipt as the look-up returns it: what applying it did and the callback content it was applied from. */
+export interface AppliedReceipt {
+  id: number;
+  outcome: 'credited' | 'succeeded' | 'refused';
+  kind: 'payin' | 'payout';
+  merchantNo: string;
+  merchantOrderNo: string;
+  /** Pay-in Quantity as applied; null for a payout or an event rebuilt from Get order. */
+  quantity: string | null;
+  /** Pay-in FiatCurrency as applied; null for a payout. */
+  fiatAmount: string | null;
+}
+
 /** The answer for one {@link LookupKey}. */
 export interface LookupResult {
   /** A receipt of the pair (OrderNo, state) exists: it was applied before. */
   applied: boolean;
-  /** That receipt: its id and what applying it did. */
-  receipt?: { id: number; outcome: 'credited' | 'succeeded' | 'refused' } | undefined;
+  /** That receipt: its id, what applying it did, and the content it was applied from (to tell a forgery from a copy). */
+  receipt?: AppliedReceipt | undefined;
+  /**
+   * When the pair has no receipt but our order is final: the merchant number of a receipt that finalised it (the
+   * other pay-in state's), to compare a callback of the order's other state with. @defaultValue undefined
+   */
+  orderMerchantNo?: string | undefined;
   /** Our order with that merchant order number, if any. */
   order: Order | undefined;
 }
 
 const LOOKUP_SQL = `
-SELECT k.i, r.id AS receipt_id, r.outcome AS receipt_outcome,
+SELECT k.i, r.id AS receipt_id, r.outcome AS receipt_outcome, r.kind AS receipt_kind, r.merchant_no AS receipt_merchant_no,
+       r.merchant_order_no AS receipt_merchant_order_no, r.quantity AS receipt_quantity, r.fiat_amount AS receipt_fiat_amount,
+       f.merchant_no AS order_merchant_no,
        ${orderColumns('o')}
   FROM unnest($1::text[], $2::int[], $3::text[]) WITH ORDINALITY AS k(order_no, state, merchant_order_no, i)
   LEFT JOIN callback_receipts r ON r.order_no = k.order_no AND r.state = k.state
   LEFT JOIN orders o ON o.merchant_order_no = k.merchant_order_no
+  -- Only for a final order and a pair without a receipt (a callback of the order's other state): read by the
+  -- merchant order number index; for the common case (a pending order, or the pair applied) nothing is read.
+  LEFT JOIN LATERAL (
+    SELECT a.merchant_no FROM callback_receipts a
+     WHERE r.id IS NULL AND o.status <> 'pending' AND a.merchant_order_no = o.merchant_order_no
+     ORDER BY a.id LIMIT 1
+  ) f ON true
  ORDER BY k.i`;
 
 /** Both reads for many events in one statement (one round trip per batch). */
 export async function lookUpEvents(db: Database, keys: readonly LookupKey[]): Promise<Settled<LookupResult>[]> {
   if (keys.length === 0) return [];
   const { rows } = await poolOf(db).query<
-    OrderRow & { i: string; receipt_id: string | null; receipt_outcome: 'credited' | 'succeeded' | 'refused' | null; id: string | null }
+    OrderRow & {
+      i: string;
+      receipt_id: string | null;
+      receipt_outcome: AppliedReceipt['outcome'] | null;
+      receipt_kind: AppliedReceipt['kind'] | null;
+      receipt_merchant_no: string | null;
+      receipt_merchant_order_no: string | null;
+      receipt_quantity: string | null;
+      receipt_fiat_amount: string | null;
+      order_merchant_no: string | null;
+      id: string | null;
+    }
   >(LOOKUP_SQL, [
     keys.map((k) => k.orderNo),
     keys.map((k) => k.state),
@@ -42,7 +80,19 @@ export async function lookUpEvents(db: Database, keys: readonly LookupKey[]): Pr
     ok: true as const,
     value: {
       applied: row.receipt_id !== null,
-      receipt: row.receipt_id === null ? undefined : { id: Number(row.receipt_id), outcome: row.receipt_outcome! },
+      receipt:
+        row.receipt_id === null
+          ? undefined
+          : {
+              id: Number(row.receipt_id),
+              outcome: row.receipt_outcome!,
+              kind: row.receipt_kind!,
+              merchantNo: row.receipt_merchant_no!,
+              merchantOrderNo: row.receipt_merchant_order_no!,
+              quantity: row.receipt_quantity,
+              fiatAmount: row.receipt_fiat_amount,
+            },
+      orderMerchantNo: row.order_merchant_no ?? undefined,
       order: row.id === null ? undefined : toOrder(row),
     },
   }));

@@ -4,6 +4,17 @@ import type { Counter, Histogram } from '@mcb/core/metrics';
 export interface SettlementMetrics {
   /** Reviews opened (or re-seen), by kind and reason code. */
   reviews: Counter<'kind' | 'code'>;
+  /**
+   * Callbacks for an applied pair (against="receipt") or an already-final order (against="order") whose content
+   * differs from what was applied: suspected forgeries, each also a VERIFY_DIFFERS_FROM_APPLIED review.
+   */
+  suspectedForgeries?: Counter<'kind' | 'against'>;
   /** Get order round trips, by result (ok or the error code). */
   getOrderDuration: Histogram<'result'>;
+  /**
+   * From the record's PayTime (the platform's UTC+8 local time, stored as an instant) to the commit of the credit
+   * (or payout's finalisation) this process made, by kind: how long a customer waited. Events without a PayTime (the
+   * sweep's, rebuilt from Get order) are not observed.
+   */
+  paymentToCredit?: Histogram<'kind'>;
 }

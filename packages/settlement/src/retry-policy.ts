@@ -17,7 +17,7 @@ export type ErrorClass = 'transient' | 'permanent';
  * refuses sessions (57P01-57P03, class 08), clients reconnecting at once exhaust connections (53300), reads on a
  * standby are cancelled by recovery (40001). The table, code by code, is in docs/worker.md ("Postgres errors").
  */
-const TRANSIENT_SQLSTATES = new Set([
+export const TRANSIENT_SQLSTATES: ReadonlySet<string> = new Set([
   '25006', // read-only transaction: a demoted primary or a standby; the pool reconnects (see discardsConnection)
   '25P03', // idle-in-transaction session timeout: the server ended the session
   '25P04', // transaction timeout (Postgres 17)
@@ -33,7 +33,7 @@ const TRANSIENT_SQLSTATES = new Set([
   '58030', // I/O error
 ]);
 /** Whole SQLSTATE classes: 08 connection exception, 53 insufficient resources (too many connections, disk full, out of memory). */
-const TRANSIENT_SQLSTATE_CLASSES = new Set(['08', '53']);
+export const TRANSIENT_SQLSTATE_CLASSES: ReadonlySet<string> = new Set(['08', '53']);
 /** Class 40, transaction rollback (serialization failure, deadlock, completion unknown), but for 40002, a deferred constraint. */
 const TRANSIENT_ROLLBACK = /^40(?!002)/;
 /**

@@ -9,7 +9,15 @@ import { commitEvents, type CommitInput, type CommitResult } from './commit.ts';
 import { lookUpEvents, type LookupKey, type LookupResult } from './lookup.ts';
 import type { SettlementMetrics } from './metrics.ts';
 import { recordReview, recordReviewAttempt } from './record-review.ts';
-import { checkOwnOrder, targetStatus, verifyConfirmation, type TargetStatus, type VerifyFailure } from './verify.ts';
+import {
+  checkOwnOrder,
+  differencesFromApplied,
+  targetStatus,
+  verifyConfirmation,
+  type AppliedContent,
+  type TargetStatus,
+  type VerifyFailure,
+} from './verify.ts';
 
 /**
  * The batchers one process shares between its concurrent events: the look-ups before Get order and the group
@@ -216,6 +224,10 @@ async function ownOrder(ctx: EventContext): Promise<{ order: Order } | { outcome
       log.info({ receiptId: receipt.id }, 'receipt of an earlier attempt whose COMMIT was in doubt: it committed');
       return { outcome: await reportApplied(ctx, found.order, { outcome: receipt.outcome, receiptId: receipt.id, ledgerEntryId: undefined }) };
     }
+    if (receipt) {
+      const differs = await judgeAgainstApplied(ctx, { against: 'receipt', receiptId: receipt.id, ...receipt });
+      if (differs) return { outcome: differs };
+    }
     log.info('duplicate event: receipt exists');
     return { outcome: { status: 'duplicate', reason: 'receipt-exists' } };
   }
@@ -234,10 +246,47 @@ async function ownOrder(ctx: EventContext): Promise<{ order: Order } | { outcome
   const ownProblem = checkOwnOrder(event, order);
   if (ownProblem) return { outcome: await ctx.review(ownProblem) };
   if (order.status === ctx.target && order.platformOrderNo === event.orderNo) {
+    // Final from another state of the pair (pay-in 3 after 6): compare with our order and the receipt that finalised it.
+    const differs = await judgeAgainstApplied(ctx, {
+      against: 'order',
+      kind: order.kind,
+      merchantOrderNo: order.merchantOrderNo,
+      merchantNo: found.orderMerchantNo,
+      fiatAmount: order.kind === 'payin' ? order.amount : null,
+    });
+    if (differs) return { outcome: differs };
     log.info({ status: order.status }, 'duplicate event: order already final with this outcome');
     return { outcome: { status: 'duplicate', reason: 'already-final' } };
   }
   return { order };
+}
+
+/**
+ * A callback for an applied pair or an already-final order is a duplicate only when its content is what was applied
+ * (a platform retry, a late copy: no alarm). Otherwise it is evidence of a forgery or a probe: a review with both
+ * values of each differing field (the review alert goes out when it opens), and `suspectedForgeries` counts it.
+ * Nothing is paid either way. A console re-verify is left to its own judgement of every event of the review.
+ * Returns undefined for a copy.
+ */
+async function judgeAgainstApplied(ctx: EventContext, applied: AppliedContent & { receiptId?: number }): Promise<ApplyOutcome | undefined> {
+  if (ctx.options.reverifyOf !== undefined) return undefined;
+  const { event, deps } = ctx;
+  const differences = differencesFromApplied(event, applied);
+  if (differences.length === 0) return undefined;
+  deps.metrics?.suspectedForgeries?.inc({ kind: event.kind, against: applied.against });
+  const what = applied.against === 'receipt' ? `receipt ${applied.receiptId} of this pair` : `our order, final (${ctx.target}) from its other state`;
+  return ctx.review({
+    code: ErrorCodes.VERIFY_DIFFERS_FROM_APPLIED,
+    reason: `callback differs from what was applied (${what}): ${differences.map((d) => `${d.field} ${d.callback ?? 'none'}, applied ${d.applied ?? 'none'}`).join('; ')}`,
+    details: {
+      orderNo: event.orderNo,
+      merchantOrderNo: event.merchantOrderNo,
+      state: event.state,
+      against: applied.against,
+      ...(applied.receiptId !== undefined ? { receiptId: applied.receiptId } : {}),
+      differences,
+    },
+  });
 }
 
 async function lookUpOne(db: Database, key: LookupKey): Promise<LookupResult> {
@@ -332,6 +381,14 @@ async function decide(ctx: EventContext, order: Order, confirmed: PlatformOrder)
   return reportApplied(ctx, order, result);
 }
 
+/** The customer's wait, PayTime to this commit (mcb_payment_to_credit_seconds); a clock ahead of ours counts as 0. */
+function observePaymentToCredit(ctx: EventContext): void {
+  const histogram = ctx.deps.metrics?.paymentToCredit;
+  const paidAt = ctx.event.payTime ? Date.parse(ctx.event.payTime) : NaN;
+  if (!histogram || Number.isNaN(paidAt)) return;
+  histogram.observe({ kind: ctx.event.kind }, Math.max(0, ((ctx.deps.now ?? Date.now)() - paidAt) / 1000));
+}
+
 /** What follows a credit this job made: afterCommit, then the outcome's log line. */
 async function reportApplied(
   ctx: EventContext,
@@ -339,6 +396,7 @@ async function reportApplied(
   result: { outcome: TargetStatus; receiptId: number; ledgerEntryId: number | undefined },
 ): Promise<ApplyOutcome> {
   const outcome: ApplyOutcome = { status: 'applied', outcome: result.outcome, orderId: order.id, receiptId: result.receiptId };
+  observePaymentToCredit(ctx);
   await ctx.deps.afterCommit?.(outcome);
   ctx.log.info(
     { outcome: result.outcome, orderId: order.id, receiptId: result.receiptId, ledgerEntryId: result.ledgerEntryId, amount: order.amount, currency: order.currency },

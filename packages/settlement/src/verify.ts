@@ -101,3 +101,47 @@ export function checkOwnOrder(event: CallbackJob, own: Order): VerifyFailure | u
   }
   return undefined;
 }
+
+/** One field in which a callback differs from what was applied for its pair or its order. */
+export interface AppliedDifference {
+  field: 'kind' | 'merchantNo' | 'merchantOrderNo' | 'fiatAmount' | 'quantity';
+  /** The callback's value. */
+  callback: string | null;
+  /** The value that was applied (the receipt's, or our order's). */
+  applied: string | null;
+}
+
+/** What was applied, as far as a later callback can be compared with it. */
+export interface AppliedContent {
+  /** `receipt`: the pair's own receipt; `order`: the order is final from its other (pay-in) state. */
+  against: 'receipt' | 'order';
+  kind: 'payin' | 'payout';
+  merchantOrderNo: string;
+  /** Unknown (undefined) when no receipt says it. */
+  merchantNo?: string | undefined;
+  /** The applied fiat amount (the receipt's FiatCurrency, or our order's amount); null or undefined: not compared. */
+  fiatAmount?: string | null | undefined;
+  /** The applied USDT quantity; null or undefined (an event rebuilt from Get order has none): not compared. */
+  quantity?: string | null | undefined;
+}
+
+/**
+ * How a callback for an applied pair (or an already-final order) differs from what was applied: empty for a copy
+ * (a platform retry, a late duplicate), else each differing field with both values. A value that was not recorded
+ * (a quantity of an event rebuilt from Get order) is not compared; amounts are compared as exact decimals.
+ */
+export function differencesFromApplied(event: CallbackJob, applied: AppliedContent): AppliedDifference[] {
+  const out: AppliedDifference[] = [];
+  if (event.kind !== applied.kind) out.push({ field: 'kind', callback: event.kind, applied: applied.kind });
+  if (event.merchantOrderNo !== applied.merchantOrderNo) out.push({ field: 'merchantOrderNo', callback: event.merchantOrderNo, applied: applied.merchantOrderNo });
+  if (applied.merchantNo !== undefined && event.merchantNo !== applied.merchantNo) out.push({ field: 'merchantNo', callback: event.merchantNo, applied: applied.merchantNo });
+  if (event.kind === 'payin') {
+    if (applied.fiatAmount != null && !decimalEquals(event.fiatAmount, applied.fiatAmount)) {
+      out.push({ field: 'fiatAmount', callback: event.fiatAmount, applied: applied.fiatAmount });
+    }
+    if (applied.quantity != null && event.quantity !== null && !decimalEquals(event.quantity, applied.quantity)) {
+      out.push({ field: 'quantity', callback: event.quantity, applied: applied.quantity });
+    }
+  }
+  return out;
+}

@@ -30,6 +30,8 @@ export interface FakePlatform {
   setOrder(order: FakeOrder): void;
   /** The next `count` requests for this order get HTTP `status` (e.g. 500). */
   failNext(merchantOrderNo: string, count: number, status: number): void;
+  /** The next `count` requests for this order get HTTP 200 with an HTML maintenance page (a proxy during a deploy). */
+  maintenancePageNext(merchantOrderNo: string, count: number): void;
   /** Requests for this order get the envelope `{code, message}` with no data. */
   refuse(merchantOrderNo: string, code: number, message: string): void;
   /** Get order answers after `ms` from now on (0: at once), as a slow platform does. */
@@ -68,14 +70,15 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
   const arrivals: number[] = [];
   let delayMs = 0;
   let outage: number | undefined;
+  const pages = new Map<string, number>();
   let held: { count: number; release: Array<() => void> } | undefined;
   const holds: { accepts: (merchantOrderNo: string) => boolean; waiting: (() => void)[] }[] = [];
   const server: Server = createServer((req, res) => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
     req.on('end', () => {
-      let send = (status: number, text: string) => {
-        res.writeHead(status, { 'content-type': 'application/json' });
+      let send = (status: number, text: string, type = 'application/json') => {
+        res.writeHead(status, { 'content-type': type });
         res.end(text);
       };
       if (currencies && req.method === 'POST' && req.url === '/api/open/order/getPaymentMethods') {
@@ -104,12 +107,12 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
       if (delayMs > 0) {
         const later = send;
         const wait = delayMs;
-        send = (status, text) => void setTimeout(() => later(status, text), wait);
+        send = (status, text, type) => void setTimeout(() => later(status, text, type), wait);
       }
       if (held) {
         const barrier = held;
         const answer = send;
-        send = (status, text) => void barrier.release.push(() => answer(status, text));
+        send = (status, text, type) => void barrier.release.push(() => answer(status, text, type));
         if (barrier.release.length + 1 >= barrier.count) {
           held = undefined;
           setImmediate(() => barrier.release.splice(0).forEach((go) => go()));
@@ -121,7 +124,12 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
       answer(merchantOrderNo, send);
     });
   });
-  const answer = (merchantOrderNo: string, send: (status: number, text: string) => void) => {
+  const answer = (merchantOrderNo: string, send: (status: number, text: string, type?: string) => void) => {
+    const page = pages.get(merchantOrderNo) ?? 0;
+    if (page > 0) {
+      pages.set(merchantOrderNo, page - 1);
+      return send(200, '<!doctype html><html><body><h1>Down for maintenance</h1></body></html>', 'text/html; charset=utf-8');
+    }
     const failure = failures.get(merchantOrderNo);
     if (failure && failure.count > 0) {
       failure.count -= 1;
@@ -143,6 +151,7 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
     hits,
     setOrder: (o) => orders.set(o.merchantOrderNo, o),
     failNext: (no, count, status) => failures.set(no, { count, status }),
+    maintenancePageNext: (no, count) => pages.set(no, count),
     refuse: (no, code, message) => refusals.set(no, { code, message }),
     setDelay: (ms) => void (delayMs = ms),
     setOutage: (status) => void (outage = status),

@@ -189,7 +189,9 @@ export async function audit(input: {
     results.forEach(([err, value], i) => {
       const [atm, stc, returnvalue, finishedOn] = (err ? [] : (value as (string | null)[])) as (string | null | undefined)[];
       const id = input.jobIds[i] ?? '';
-      const pair = /^(?:payin|payout)-(.+)-(\d+)$/.exec(id);
+      // The contract id, or ingest's variant of it for another record of the same pair (`{id}-{16 hex}`): a forged
+      // amount for an applied pair ends in review (VERIFY_DIFFERS_FROM_APPLIED) and its job id is released too.
+      const pair = /^(?:payin|payout)-(.+?)-(\d+)(?:-[0-9a-f]{16})?$/.exec(id);
       const pairKey = pair ? `${pair[1]}/${pair[2]}` : '';
       if (!finishedOn && atm === null && refusedJobIds.has(pairKey) && reviewedPairs.has(pairKey)) {
         jobOutcomes['review (job id released)'] = (jobOutcomes['review (job id released)'] ?? 0) + 1;

@@ -1,6 +1,6 @@
 import { createBullBoard } from '@bull-board/api';
 import type { QueueAdapterOptions } from '@bull-board/api/typings/app';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FreshRetryBullMQAdapter } from './fresh-retry-adapter.ts';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { AppError} from '@mcb/core/errors';
 import { coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
@@ -71,7 +71,7 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
       allowCompletedRetries: true,
       description: 'Replay is safe: an applied (OrderNo, state) is never credited twice.',
     };
-    const adapter = new BullMQAdapter(queue, options);
+    const adapter = new FreshRetryBullMQAdapter(queue, options);
     adapter.setFormatter('data', formatJobData);
     adapter.setFormatter('returnValue', formatReturnValue);
     adapter.setFormatter('name', formatJobName);

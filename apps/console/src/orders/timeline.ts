@@ -5,7 +5,8 @@
  * settled it, the receipt, the ledger entries and the reviews. Jobs are kept a day after completion (30 days when
  * failed); after that the database part of the story remains.
  */
-import { callbackReceipts, ledgerEntries, replayJobs, replays, reviews, type Database } from '@mcb/core/db';
+import { callbackReceipts, ledgerEntries, replayJobs, replays, reviewOccurrences, reviews, type Database } from '@mcb/core/db';
+import { ErrorCodes } from '@mcb/core/errors';
 import { callbackJobId, jobNoteSchema, type CallbackKind, type JobNote } from '@mcb/core/queue';
 import type { Job, Queue } from 'bullmq';
 import { and, asc, eq, inArray } from 'drizzle-orm';
@@ -16,7 +17,20 @@ export const timelineEntrySchema = z.object({
   at: z.string().describe('ISO-8601 instant'),
   source: z.enum(['ingest', 'job', 'receipt', 'ledger', 'review', 'replay']),
   event: z
-    .enum(['received', 'received-again', 'attempt-waiting', 'attempt-failed', 'attempt-settled', 'job-failed', 'replayed', 'applied', 'ledger-entry', 'review-opened', 'review-closed'])
+    .enum([
+      'received',
+      'received-again',
+      'attempt-waiting',
+      'attempt-failed',
+      'attempt-settled',
+      'job-failed',
+      'replayed',
+      'applied',
+      'ledger-entry',
+      'review-opened',
+      'review-closed',
+      'differs-from-applied',
+    ])
     .describe('What happened (see docs/console.md, "Callback timeline")'),
   orderNo: z.string().nullable().describe("The platform's OrderNo"),
   state: z.number().int().nullable(),
@@ -120,10 +134,20 @@ export async function callbackTimeline(db: Database, queue: Queue | undefined, q
 /** The timeline of records already loaded: adds the ledger entries of the receipts and the jobs' notes. */
 export async function timelineOf(db: Database, queue: Queue | undefined, records: CallbackRecords): Promise<TimelineEntry[]> {
   const { receipts: receiptRows, reviews: reviewRows, jobs } = records;
-  const ledgerRows =
+  const [ledgerRows, differing] = await Promise.all([
     receiptRows.length === 0
       ? []
-      : await db.select().from(ledgerEntries).where(inArray(ledgerEntries.receiptId, receiptRows.map((r) => r.id))).orderBy(asc(ledgerEntries.id));
+      : db.select().from(ledgerEntries).where(inArray(ledgerEntries.receiptId, receiptRows.map((r) => r.id))).orderBy(asc(ledgerEntries.id)),
+    // Each distinct callback that differed from what was applied (a suspected forgery), even when its review was
+    // already open from an earlier one: one row each, with both values.
+    reviewRows.length === 0
+      ? []
+      : db
+          .select()
+          .from(reviewOccurrences)
+          .where(and(inArray(reviewOccurrences.reviewId, reviewRows.map((r) => r.id)), eq(reviewOccurrences.reasonCode, ErrorCodes.VERIFY_DIFFERS_FROM_APPLIED)))
+          .orderBy(asc(reviewOccurrences.id)),
+  ]);
   const entries: TimelineEntry[] = queue ? (await Promise.all(jobs.map((j) => jobEntries(queue, j)))).flat() : [];
   const byReceipt = new Map(receiptRows.map((r) => [r.id, r]));
   for (const r of receiptRows) {
@@ -157,6 +181,21 @@ export async function timelineOf(db: Database, queue: Queue | undefined, records
     const ids = { orderNo: r.orderNo, state: r.state, jobId: null, attempt: null, code: r.reasonCode };
     entries.push({ ...ids, at: r.createdAt.toISOString(), source: 'review', event: 'review-opened', detail: `review ${r.id} opened: ${r.reason}` });
     if (r.closedAt) entries.push({ ...ids, at: r.closedAt.toISOString(), source: 'review', event: 'review-closed', detail: `review ${r.id} ${r.status}` });
+  }
+  const reviewById = new Map(reviewRows.map((r) => [r.id, r]));
+  for (const o of differing) {
+    const review = reviewById.get(o.reviewId);
+    entries.push({
+      at: o.firstSeenAt.toISOString(),
+      source: 'review',
+      event: 'differs-from-applied',
+      orderNo: review?.orderNo ?? null,
+      state: review?.state ?? null,
+      jobId: null,
+      attempt: null,
+      code: o.reasonCode,
+      detail: `suspected forgery, nothing paid (review ${o.reviewId}, seen ${o.seen} time(s)): ${o.reason}`,
+    });
   }
   // Each replay that sent one of these jobs back: who, when and why (its job failed for good before it).
   const jobIds = [...new Set([...jobs.map((j) => j.job.id), ...receiptRows.map((r) => r.jobId)].filter((id): id is string => !!id))];

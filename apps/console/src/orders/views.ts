@@ -18,6 +18,7 @@ const EVENT_LABELS: Record<TimelineEntry['event'], string> = {
   'ledger-entry': 'ledger entry',
   'review-opened': 'review opened',
   'review-closed': 'review closed',
+  'differs-from-applied': 'differs from what was applied',
 };
 
 /** How each event reads at a glance: what went wrong in red, money posted in green, the rest neutral. */
@@ -33,6 +34,7 @@ const TONE: Record<TimelineEntry['event'], string> = {
   'ledger-entry': 'credited',
   'review-opened': 'review',
   'review-closed': 'resolved',
+  'differs-from-applied': 'failed',
 };
 
 /** The timeline as a table, oldest first: what arrived, each attempt, and what it did to the ledger. */

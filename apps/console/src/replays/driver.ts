@@ -12,6 +12,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { callbackArrivals, replayJobs, replays, type Database, type Replay } from '@mcb/core/db';
 import { coerceError, firstLineOf } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
+import { REPLAY_RETRY_OPTIONS } from '@mcb/core/queue';
 import type { Queue } from 'bullmq';
 import { and, eq, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm';
 import { callbackFilterSchema } from '../callbacks/queries.ts';
@@ -176,12 +177,15 @@ export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
   };
 }
 
-/** Send one failed job back to the queue; false when it is gone or no longer failed (someone retried it). */
+/**
+ * Send one failed job back to the queue with a fresh retry budget (REPLAY_RETRY_OPTIONS); false when it is gone or no
+ * longer failed (someone retried it).
+ */
 async function retryFailed(queue: Queue, jobId: string): Promise<boolean> {
   const job = await queue.getJob(jobId);
   if (!job) return false;
   try {
-    await job.retry('failed');
+    await job.retry('failed', REPLAY_RETRY_OPTIONS);
     return true;
   } catch (e) {
     // BullMQ refuses a job that is not in the failed set (already retried, completed): nothing to replay.

@@ -6,9 +6,11 @@ export interface LostCommitReplyProxy {
   /**
    * Lose the reply of the next COMMIT that passes through. With `thenRefuse`, stop accepting connections right
    * after, until {@link restore}: Postgres cannot be asked whether it committed (as during its restart).
-   * Resolves once that reply was swallowed (and its connection cut).
+   * With `commitNeverArrives`, the COMMIT itself is swallowed and the connection cut instead: Postgres rolls the
+   * transaction back, and the client sees the same failed COMMIT. Resolves once that reply (or that COMMIT) was
+   * swallowed (and its connection cut).
    */
-  armOnce(options?: { thenRefuse?: boolean }): Promise<void>;
+  armOnce(options?: { thenRefuse?: boolean; commitNeverArrives?: boolean }): Promise<void>;
   /** Accept connections again (after `thenRefuse`). */
   restore(): Promise<void>;
   close(): Promise<void>;
@@ -22,6 +24,7 @@ const COMMIT_DONE = Buffer.from([0x43, 0, 0, 0, 11, ...Buffer.from('COMMIT\0')])
 export async function startLostCommitReplyProxy(targetHost: string, targetPort: number): Promise<LostCommitReplyProxy> {
   let armed = false;
   let refuseAfter = false;
+  let rollBack = false;
   let markLost: () => void = () => {};
   // The connection whose COMMIT was armed: its CommandComplete is swallowed and the connection cut.
   const doomed = new WeakSet<() => void>();
@@ -29,6 +32,12 @@ export async function startLostCommitReplyProxy(targetHost: string, targetPort: 
     toServer(chunk, drop) {
       if (armed && chunk.includes(COMMIT_QUERY)) {
         armed = false;
+        if (rollBack) {
+          // The server never sees the COMMIT; the cut connection makes it roll the transaction back.
+          drop();
+          markLost();
+          return false;
+        }
         doomed.add(drop);
       }
       return true;
@@ -49,6 +58,7 @@ export async function startLostCommitReplyProxy(targetHost: string, targetPort: 
     armOnce: (options = {}) => {
       armed = true;
       refuseAfter = options.thenRefuse ?? false;
+      rollBack = options.commitNeverArrives ?? false;
       return new Promise<void>((resolve) => (markLost = resolve));
     },
     restore: () => proxy.restore(),

@@ -66,7 +66,8 @@ export type PlatformOrder = z.output<typeof platformOrderSchema>;
  * `POST {base_url}{path}` with JSON `{merchantNo, merchantOrderNo}`; the reply's `data` is the order.
  *
  * @throws PlatformCodeError when the envelope's code is not 0 (e.g. the platform does not know the order);
- *   AppError PLATFORM_BAD_RESPONSE when the order lacks a field or the amount is not a decimal;
+ *   AppError PLATFORM_BAD_RESPONSE when the order lacks a field or the amount is not a decimal (permanent), or when
+ *   the reply is not JSON or not the envelope, or over the size limit (transient: a proxy's page, a cut body);
  *   AppError PLATFORM_TIMEOUT / PLATFORM_UNREACHABLE / PLATFORM_HTTP_ERROR 5xx (transient) when the platform is
  *   down or slow; AppError PLATFORM_ABORTED when `options.signal` fires.
  */

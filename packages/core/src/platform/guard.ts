@@ -7,7 +7,7 @@ import type { Fleet } from './fleet.ts';
 /** Get order's outcome as flow control sees it: how long the platform took, and whether it was an outage. */
 export interface PlatformSample {
   ms: number;
-  /** False for an outage-like failure (timeout, unreachable, 5xx/429/408); a business answer counts as ok. */
+  /** False for an outage-like failure (timeout, unreachable, 5xx/429/408, a reply that is not the envelope); a business answer counts as ok. */
   ok: boolean;
 }
 
@@ -43,10 +43,19 @@ export interface GuardedPlatformClient extends PlatformClient {
   breakerState(): BreakerState;
 }
 
-/** An outage, not an answer: the platform did not reply in time, could not be reached, or said it is overloaded. */
+/**
+ * An outage, not an answer: the platform did not reply in time, could not be reached, said it is overloaded, or
+ * something in front of it answered instead (a transient PLATFORM_BAD_RESPONSE: an HTML maintenance page, a body
+ * that is not the envelope).
+ */
 export function isPlatformOutage(e: unknown): boolean {
   if (!(e instanceof AppError) || !e.transient) return false;
-  return e.code === ErrorCodes.PLATFORM_TIMEOUT || e.code === ErrorCodes.PLATFORM_UNREACHABLE || e.code === ErrorCodes.PLATFORM_HTTP_ERROR;
+  return (
+    e.code === ErrorCodes.PLATFORM_TIMEOUT ||
+    e.code === ErrorCodes.PLATFORM_UNREACHABLE ||
+    e.code === ErrorCodes.PLATFORM_HTTP_ERROR ||
+    e.code === ErrorCodes.PLATFORM_BAD_RESPONSE
+  );
 }
 
 /**

@@ -102,14 +102,17 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
 
     let statusCode: number;
     let text: string;
+    let contentType = '';
     try {
       const res = await request(`${base}${path}`, { method: 'POST', headers, body: encoded, dispatcher, signal });
       statusCode = res.statusCode;
+      contentType = String(res.headers['content-type'] ?? '').slice(0, 100);
       const declared = Number(res.headers['content-length'] ?? 0);
       if (declared > maxBytes) {
         res.body.destroy();
         throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply of ${declared} bytes is over the limit`, {
           details: where,
+          transient: true,
         });
       }
       // Counted as it streams: a chunked reply declares no length and must not grow without bound either.
@@ -121,6 +124,7 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
           res.body.destroy();
           throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply is over the limit of ${maxBytes} bytes`, {
             details: where,
+            transient: true,
           });
         }
         chunks.push(chunk);
@@ -166,16 +170,23 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
       });
     }
 
+    // A 2xx that is not the platform's JSON envelope (an HTML maintenance page from a proxy during a deploy, an empty
+    // or cut body) is a passing fault of the path to the platform, not an answer: transient, like a 5xx, and counted
+    // by the circuit breaker. The content type is named in the message; a JSON body is read whatever it declares.
     let json: unknown;
     try {
       json = (callOptions.parseJson ?? JSON.parse)(text);
     } catch {
-      throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply to ${path} is not JSON`, { details: where });
+      throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply to ${path} is not JSON (HTTP ${statusCode}, content-type ${contentType || 'none'})`, {
+        details: { ...where, status: statusCode, contentType },
+        transient: true,
+      });
     }
     const envelope = envelopeSchema.safeParse(json);
     if (!envelope.success) {
       throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply to ${path} is not an envelope {code, message, data}`, {
-        details: { ...where, issues: envelope.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) },
+        details: { ...where, status: statusCode, contentType, issues: envelope.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) },
+        transient: true,
       });
     }
     if (envelope.data.code !== 0) {

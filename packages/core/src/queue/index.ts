@@ -86,6 +86,13 @@ export const callbackJobOptions = {
 } as const;
 
 /**
+ * How a person's replay sends a job back (replay by filter, a dashboard retry): with a fresh retry budget. BullMQ's
+ * `job.retry()` keeps the attempt count by default, so a job that had used its 60 attempts would get one, run as its
+ * last, and one more 503 would fail it for good again.
+ */
+export const REPLAY_RETRY_OPTIONS = { resetAttemptsMade: true, resetAttemptsStarted: true } as const;
+
+/**
  * A note on a job's log, for the console's callback timeline (GET /api/callbacks, the order view): a later copy of
  * the callback reaching ingest (`received-again`), or an attempt that waited (`attempt-waiting`: order unknown, Get
  * order not final or refused) or failed (`attempt-failed`). One JSON object per log line; codes and one-line reasons

@@ -21,7 +21,7 @@ export interface ReconcileMetrics {
 /** Create and register the reconciliation metrics on `registry` (the worker's, or the console's for manual sweeps). */
 export function createReconcileMetrics(registry: Registry): ReconcileMetrics {
   const registers = [registry];
-  return {
+  const metrics: ReconcileMetrics = {
     sweeps: new Counter({ name: 'mcb_reconcile_sweeps_total', help: 'Reconciliation sweeps by trigger and result', labelNames: ['trigger', 'result'], registers }),
     scanned: new Counter({ name: 'mcb_reconcile_orders_scanned_total', help: 'Pending orders looked up by the sweep', labelNames: ['kind'], registers }),
     recovered: new Counter({
@@ -39,4 +39,8 @@ export function createReconcileMetrics(registry: Registry): ReconcileMetrics {
       registers,
     }),
   };
+  // Every recovered series exists at 0 from the start: increase() cannot see a counter's first increment when its
+  // series appears already at 1, so the first lost callback of a process would never fire CallbacksLost.
+  for (const [kind, outcome] of [['payin', 'credited'], ['payout', 'succeeded'], ['payout', 'refused']] as const) metrics.recovered.inc({ kind, outcome }, 0);
+  return metrics;
 }

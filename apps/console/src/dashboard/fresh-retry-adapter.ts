@@ -1,0 +1,29 @@
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { REPLAY_RETRY_OPTIONS } from '@mcb/core/queue';
+import type { Job } from 'bullmq';
+
+type BoardJob = NonNullable<Awaited<ReturnType<BullMQAdapter['getJob']>>>;
+
+/** The job with its `retry` giving a fresh retry budget, whatever bull-board passes. */
+function freshRetry<T extends BoardJob | undefined>(job: T): T {
+  if (!job) return job;
+  const bullJob = job as unknown as Job;
+  const retry = bullJob.retry.bind(bullJob);
+  bullJob.retry = (state, opts) => retry(state, { ...REPLAY_RETRY_OPTIONS, ...opts });
+  return job;
+}
+
+/**
+ * bull-board's BullMQ adapter whose retries (one job, and "retry all" failed) reset the job's attempt counts
+ * (REPLAY_RETRY_OPTIONS): bull-board's handlers call `job.retry(state)` on the jobs this adapter hands them, and
+ * BullMQ would otherwise keep the count, giving a job that had used its attempts one last attempt.
+ */
+export class FreshRetryBullMQAdapter extends BullMQAdapter {
+  override async getJob(id: string) {
+    return freshRetry(await super.getJob(id));
+  }
+
+  override async getJobs(...args: Parameters<BullMQAdapter['getJobs']>) {
+    return (await super.getJobs(...args)).map((job) => freshRetry(job));
+  }
+}

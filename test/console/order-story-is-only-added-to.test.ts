@@ -130,4 +130,30 @@ describe("an order's story is only added to", () => {
     expect(again.statusCode, again.body).toBe(409);
     expect(again.json()).toMatchObject({ code: 'JOB_NOT_FAILED' });
   });
+
+  it("a re-verify that could not finish is in the review's history and on the order's story, with who and why", async () => {
+    const no = uid();
+    const o = { merchantOrderNo: `MO-REV-${no}`, orderNo: `P-REV-${no}` };
+    await createOrder(env.db.db, { ...o, kind: 'payin', amount: '100.00' });
+    stack.platform.setOrder(platformOrder({ ...o, type: 'payin', state: 6, amountJson: '99.00' }));
+    await stack.add(payinEvent({ ...o, fiatAmount: '100.00' }));
+    const listed = async () => {
+      const res = await stack.app.inject({ method: 'GET', url: `/api/reviews?status=open&merchantOrderNo=${o.merchantOrderNo}`, headers: bearer('operator') });
+      return (res.json() as { reviews: { id: number; attempts: { outcome: string; reasonCode: string | null; reason: string; operator?: string | null }[] }[] }).reviews;
+    };
+    const [review] = await waitFor(async () => ((await listed()).length ? await listed() : undefined), { message: 'no review opened' });
+    expect(review!.attempts).toEqual([]);
+
+    stack.platform.failNext(o.merchantOrderNo, 1_000, 500);
+    const res = await stack.app.inject({ method: 'POST', url: `/api/reviews/${review!.id}/reverify`, headers: bearer('operator'), payload: { reason: 'platform says it paid 100' } });
+    expect(res.statusCode, res.body).toBeGreaterThanOrEqual(500);
+    stack.platform.failNext(o.merchantOrderNo, 0, 500);
+
+    const [after] = await listed();
+    expect(after!.attempts).toHaveLength(1);
+    expect(after!.attempts[0]).toMatchObject({ outcome: 'failed', operator: 'otto.operator@example.com', reasonCode: res.json().code });
+    expect(after!.attempts[0]!.reason).toContain('platform says it paid 100');
+    const row = (await timeline(o.merchantOrderNo)).find((e) => e.event === 'operator-action')!;
+    expect(row.detail).toBe(`review ${review!.id} re-verified by otto.operator@example.com (failed:${res.json().code}): platform says it paid 100`);
+  });
 });

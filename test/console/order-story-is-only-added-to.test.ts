@@ -156,4 +156,19 @@ describe("an order's story is only added to", () => {
     const row = (await timeline(o.merchantOrderNo)).find((e) => e.event === 'operator-action')!;
     expect(row.detail).toBe(`review ${review!.id} re-verified by otto.operator@example.com (failed:${res.json().code}): platform says it paid 100`);
   });
+
+  it('the landing page counts suspected forgeries and links the preset that lists them (the amount mismatch above)', async () => {
+    const landing = await stack.app.inject({ method: 'GET', url: '/search', headers: bearer('viewer') });
+    expect(landing.statusCode, landing.body).toBe(200);
+    const link = /<a href="(\/callbacks\?[^"]+)"><strong data-count="forgeries">(\d+)<\/strong> suspected forger(?:y|ies)<\/a>/.exec(landing.body);
+    expect(link, 'no suspected forgeries count').not.toBeNull();
+    expect(link![2]).toBe('1');
+    const href = link![1]!.replaceAll('&amp;', '&');
+    expect(href).toContain('code=VERIFY_DIFFERS_FROM_APPLIED');
+    const list = await stack.app.inject({ method: 'GET', url: href, headers: bearer('viewer') });
+    expect(list.statusCode).toBe(200);
+    expect(list.body).toContain('1 callback(s) match');
+    expect(list.body).toContain('VERIFY_AMOUNT_MISMATCH');
+    expect(list.body).toMatch(/aria-current="page"[^>]*>Suspected forgeries</);
+  });
 });

@@ -5,13 +5,13 @@
  * settled it, the receipt, the ledger entries and the reviews. Jobs are kept a day after completion (30 days when
  * failed); after that the database part of the story remains.
  */
-import { callbackReceipts, ledgerEntries, operatorActions, replayJobs, replays, reviewOccurrences, reviews, type Database } from '@mcb/core/db';
+import { callbackReceipts, type callbackArrivals, ledgerEntries, operatorActions, replayJobs, replays, reviewOccurrences, reviews, type Database } from '@mcb/core/db';
 import { ErrorCodes } from '@mcb/core/errors';
 import { callbackJobId, jobNoteSchema, type CallbackKind, type JobNote } from '@mcb/core/queue';
 import type { Job, Queue } from 'bullmq';
 import { and, asc, eq, inArray, ne } from 'drizzle-orm';
 import { z } from 'zod';
-import { platformOrderNosOf } from '../callbacks/queries.ts';
+import { arrivalsOf, platformOrderNosOf } from '../callbacks/queries.ts';
 
 export const timelineEntrySchema = z.object({
   at: z.string().describe('ISO-8601 instant'),
@@ -67,11 +67,13 @@ export interface CallbackRecords {
   reviews: (typeof reviews.$inferSelect)[];
   /** Jobs of every platform order number the query or the rows name (at most 20 numbers). */
   jobs: FoundJob[];
+  /** Callbacks the worker recorded whose job is no longer on the queue (a reviewed variant, an expired job). */
+  gone?: (typeof callbackArrivals.$inferSelect)[];
 }
 
 /** Load {@link CallbackRecords} once, for the search route and the timeline alike. */
 export async function loadCallbackRecords(db: Database, queue: Queue | undefined, q: { orderNo?: string; merchantOrderNo?: string }): Promise<CallbackRecords> {
-  const [receiptRows, reviewRows, arrivedOrderNos] = await Promise.all([
+  const [receiptRows, reviewRows, arrivedOrderNos, arrivals] = await Promise.all([
     db
       .select()
       .from(callbackReceipts)
@@ -86,10 +88,20 @@ export async function loadCallbackRecords(db: Database, queue: Queue | undefined
       .limit(200),
     // Callbacks that arrived but have neither receipt nor review yet (waiting, failed for good): their jobs too.
     !q.orderNo && q.merchantOrderNo ? platformOrderNosOf(db, q.merchantOrderNo) : [],
+    // Variants queued under another job id (same pair, other content: a forgery or a probe): their jobs too.
+    q.merchantOrderNo ? arrivalsOf(db, q.merchantOrderNo) : [],
   ]);
   const orderNos = [...new Set([q.orderNo, ...arrivedOrderNos, ...receiptRows.map((r) => r.orderNo), ...reviewRows.map((r) => r.orderNo)].filter((n): n is string => !!n))].slice(0, 20);
   const jobs = queue ? (await Promise.all(orderNos.map((no) => jobsOfOrder(queue, no, q.merchantOrderNo)))).flat() : [];
-  return { receipts: receiptRows, reviews: reviewRows, jobs };
+  const known = new Set(jobs.map((j) => j.job.id));
+  const others = arrivals.filter((a) => !known.has(a.jobId));
+  const found = queue ? await Promise.all(others.map((a) => queue.getJob(a.jobId))) : others.map(() => undefined);
+  const gone: (typeof callbackArrivals.$inferSelect)[] = [];
+  for (const [i, job] of found.entries()) {
+    if (job) jobs.push({ job, state: await job.getState() });
+    else gone.push(others[i]!);
+  }
+  return { receipts: receiptRows, reviews: reviewRows, jobs, gone };
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -153,6 +165,13 @@ export async function timelineOf(db: Database, queue: Queue | undefined, records
           .orderBy(asc(reviewOccurrences.id)),
   ]);
   const entries: TimelineEntry[] = queue ? (await Promise.all(jobs.map((j) => jobEntries(queue, j)))).flat() : [];
+  // Callbacks whose jobs are gone from the queue (a reviewed variant is released at once): what the worker recorded.
+  for (const a of records.gone ?? []) {
+    const base = { orderNo: a.orderNo, state: a.state, jobId: a.jobId, code: a.lastCode };
+    entries.push({ ...base, at: a.receivedAt.toISOString(), source: 'ingest', event: 'received', attempt: null, detail: `${a.kind} state ${a.state} acknowledged at ingest and queued as job ${a.jobId} (no longer on the queue)`, code: null });
+    const last = a.status === 'applied' ? `settled it: ${a.outcome ?? 'applied'}` : a.status === 'failed' ? 'failed for good' : `ended: ${a.status}`;
+    entries.push({ ...base, at: a.updatedAt.toISOString(), source: 'job', event: a.status === 'failed' ? 'job-failed' : 'attempt-settled', attempt: a.attempts, detail: `attempt ${a.attempts} ${last}${a.lastDetail ? `: ${a.lastDetail}` : ''}`.slice(0, 500) });
+  }
   const byReceipt = new Map(receiptRows.map((r) => [r.id, r]));
   for (const r of receiptRows) {
     entries.push({

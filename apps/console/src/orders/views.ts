@@ -76,7 +76,8 @@ const lastOf = (o: OrderDetail, events: readonly TimelineEntry['event'][]) => o.
 export function customerLine(o: OrderDetail): string {
   const posted = o.ledger.at(-1)?.createdAt ?? lastOf(o, ['applied'])?.at;
   const at = posted ? ` at ${when(posted)}` : '';
-  if (o.status === 'credited') return `Credited${at}: ${o.amount} ${o.currency}.`;
+  const entry = o.ledger.at(-1);
+  if (o.status === 'credited') return `Credited${at}: ${entry ? `${entry.amount} ${entry.currency}` : `${o.amount} ${o.currency}`}.`;
   if (o.status === 'succeeded') return `Paid out${at}: the platform confirmed the payout of ${o.amount} ${o.currency}.`;
   if (o.status === 'refused') return o.kind === 'payout' ? `Refused by the platform; refunded${at}.` : `Refused by the platform${at}; nothing credited.`;
   if (o.review) return `Under review since ${when(o.review.at)}: nothing ${o.kind === 'payin' ? 'credited' : 'finalised'} until an operator settles it.`;

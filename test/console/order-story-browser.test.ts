@@ -115,6 +115,8 @@ describe('the order page tells a story that is only added to', () => {
       await page.setViewportSize({ width: 375, height: 800 });
       await page.reload();
       await shot(page, '3-after-375');
+      await page.locator('#review-1').scrollIntoViewIfNeeded();
+      await page.screenshot({ path: path.join(ARTIFACTS, 'order-story-4-review-card-375.png') });
       expect(await pageWidth(page), 'the order page is wider than 375 px').toBeLessThanOrEqual(375);
       expect(await scrollsSideways(page)).toBe(false);
       expect(await page.locator('#customer-line').isVisible()).toBe(true);

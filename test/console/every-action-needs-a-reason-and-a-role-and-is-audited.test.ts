@@ -12,6 +12,7 @@ let stack: OpsStack;
 let redis: Redis;
 let reviewId: number;
 let failedJobId: string;
+let failedOrderNo: string;
 let delayedJobId: string;
 let replayId: number;
 
@@ -37,6 +38,7 @@ beforeAll(async () => {
   const no = uid();
   await createOrder(env.db.db, { merchantOrderNo: `MO-${no}`, kind: 'payin', amount: '5.00' });
   stack.platform.failNext(`MO-${no}`, 1_000, 500);
+  failedOrderNo = `MO-${no}`;
   failedJobId = await stack.add(payinEvent({ orderNo: `P-${no}`, merchantOrderNo: `MO-${no}`, fiatAmount: '5.00' }), 1);
   await waitFor(async () => (await stack.queue.getJobState(failedJobId)) === 'failed', { message: 'job did not fail' });
   const delayed = await stack.queue.add('payin', payinEvent({ orderNo: `P-D-${no}`, merchantOrderNo: `MO-D-${no}`, fiatAmount: '1.00' }), { delay: 3_600_000, jobId: `payin-P-D-${no}-6` });
@@ -64,6 +66,7 @@ const ACTION_ROUTES = (): ActionRoute[] => [
   { method: 'POST' as const, url: '/api/replays', payload: { filter: { status: 'failed' } } },
   { method: 'POST' as const, url: `/api/replays/${replayId}/cancel`, payload: {} },
   { method: 'POST' as const, url: '/api/payment-methods/refresh', payload: {} },
+  { method: 'POST' as const, url: `/api/orders/${failedOrderNo}/jobs/${failedJobId}/replay`, payload: {} },
 ];
 
 /** Routes that are not GET yet change nothing an operator is accountable for (reason written here). */
@@ -89,7 +92,7 @@ describe('operator actions', () => {
     const changing = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.keys(ops).filter((m) => m !== 'get' && m !== 'head').map((m) => `${m.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`),
     );
-    const tested = ACTION_ROUTES().map((r) => `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/')}`);
+    const tested = ACTION_ROUTES().map((r) => `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/').replace(`/orders/${failedOrderNo}/jobs/${failedJobId}/`, '/orders/:merchantOrderNo/jobs/:jobId/')}`);
     for (const route of changing) if (!NOT_ACTIONS.has(route)) expect(tested).toContain(route);
   });
 

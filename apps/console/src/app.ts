@@ -37,6 +37,7 @@ import { loginRoutes } from './session/login-routes.ts';
 import { reviewsApi } from './reviews/api.ts';
 import { reviewsPages } from './reviews/pages.ts';
 import { searchPages } from './search/pages.ts';
+import { ordersJobsApi } from './orders/api.ts';
 import { ordersPages } from './orders/pages.ts';
 import { createSessionRevocations } from './session/revocations.ts';
 import { createSessionCodec } from './session/session-cookie.ts';
@@ -157,6 +158,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   await app.register(reviewsApi, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
   await app.register(eventsRoutes, { db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs });
   await app.register(callbacksRoutes, { db: deps.db.db, queue: deps.queue });
+  if (deps.queue) await app.register(ordersJobsApi, { db: deps.db.db, logger: deps.logger, queue: deps.queue });
   await app.register(loginRoutes, { directory, sessions, revocations, cookieSecure: deps.cookieSecure ?? config.CONSOLE_COOKIE_SECURE, trustedProxies: trusted, limiter });
   await app.register(assetsPlugin);
   // Replays (API and wizard) need the queue: its failed jobs are what they send back.
@@ -172,7 +174,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     const redis = deps.redis;
     await pages.register(searchPages, { db: deps.db, queue: deps.queue, platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)) });
     await pages.register(callbacksPages, { db: deps.db.db, logger: deps.logger, queue: deps.queue });
-    await pages.register(ordersPages, { db: deps.db, queue: deps.queue });
+    await pages.register(ordersPages, { db: deps.db, queue: deps.queue, logger: deps.logger });
     await pages.register(reviewsPages, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
     await pages.register(auditPages, { db: deps.db.db });
     if (replayDeps) await pages.register(replaysPages, replayDeps);

@@ -21,6 +21,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCodes.ORDER_CONFLICT]: 409,
   [ErrorCodes.REVIEW_NOT_OPEN]: 409,
   [ErrorCodes.REPLAY_NOT_RUNNING]: 409,
+  [ErrorCodes.JOB_NOT_FAILED]: 409,
   [ErrorCodes.RECONCILE_IN_PROGRESS]: 409,
   [ErrorCodes.RECONCILE_UNAVAILABLE]: 503,
   [ErrorCodes.PAYOUT_INVALID]: 422,

@@ -164,6 +164,7 @@ describe('GET /api/orders/{merchantOrderNo}', () => {
       ledger: [{ entryType: 'payin_credit', amount: '250', currency: 'PHP', createdAt: creditedAt.toISOString() }],
       review: { reason: 'amount 250 ≠ 251', at: reviewedAt.toISOString() },
       timeline: expect.any(Array),
+      jobs: [],
     });
     // The timeline has the database's part of the story (this console has no queue): receipt, ledger, review, by time.
     const timeline = (res.json() as { timeline: { at: string; event: string }[] }).timeline;

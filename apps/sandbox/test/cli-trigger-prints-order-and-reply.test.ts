@@ -55,6 +55,18 @@ describe('pnpm sandbox', () => {
     expect(view.deliveries[0].attempts).toHaveLength(5);
   });
 
+  it('trigger payout --forge forges the other final state (a payout record has no amount to forge)', async () => {
+    const r = await cli('trigger', 'payout', '--unregistered', '--currency', 'INR', '--amount', '7', '--state', '4', '--forge', '--merchant-order-no', 'CLI-FORGE');
+    expect(r.stderr).not.toMatch(/carries no amount/);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/sent a forged callback \(the other final state\) for the same order/);
+    // The sandbox holds the genuine delivery (state 4) and the forged one (state 5).
+    const res = await app.inject({ method: 'GET', url: '/control/orders/CLI-FORGE' });
+    expect(res.statusCode, res.body).toBe(200);
+    const deliveries = (res.json() as { deliveries: { event: string; state: number }[] }).deliveries;
+    expect(deliveries.map((d) => [d.event, d.state]).sort()).toEqual([['forged', 5], ['genuine', 4]]);
+  });
+
   it('reports refusals and usage errors with a non-zero status', async () => {
     const unregistered = await cli('trigger', 'payin', '--amount', '1');
     expect(unregistered.code).toBe(1);

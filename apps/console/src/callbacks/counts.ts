@@ -7,25 +7,47 @@ import { callbackArrivals, reviews, type Database } from '@mcb/core/db';
 import { and, count, desc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
 import type { ArrivalStatus } from './queries.ts';
 
-/** The landing page's line: "46 failed · 38 retrying · 2 waiting · 5 open reviews". */
+/**
+ * The review codes of a callback whose content contradicts what the platform (Get order) or our receipt says: a
+ * forgery or a probe, not a platform delay. VERIFY_DIFFERS_FROM_APPLIED is the worker's own finding (a pair already
+ * applied, arriving again with other content); the others are a callback claiming another amount, currency,
+ * merchant, order number, kind or state than Get order confirms. The "Suspected forgeries" preset lists them.
+ */
+export const FORGERY_CODES = [
+  'VERIFY_DIFFERS_FROM_APPLIED',
+  'VERIFY_AMOUNT_MISMATCH',
+  'VERIFY_CURRENCY_MISMATCH',
+  'VERIFY_MERCHANT_MISMATCH',
+  'VERIFY_ORDER_NO_MISMATCH',
+  'VERIFY_KIND_MISMATCH',
+  'VERIFY_STATE_MISMATCH',
+] as const;
+
+/** The landing page's line: "46 failed · 38 retrying · 2 waiting · 5 open reviews · 3 suspected forgeries". */
 export interface WaitingCounts {
   failed: number;
   retrying: number;
   waiting: number;
   openReviews: number;
+  /** Callbacks in review with a {@link FORGERY_CODES} code. */
+  suspectedForgeries: number;
 }
 
 export async function waitingCounts(db: Database): Promise<WaitingCounts> {
-  const [byStatus, [open]] = await Promise.all([
+  const [byStatus, [open], [forged]] = await Promise.all([
     db
       .select({ status: callbackArrivals.status, n: count() })
       .from(callbackArrivals)
       .where(inArray(callbackArrivals.status, ['failed', 'retrying', 'waiting']))
       .groupBy(callbackArrivals.status),
     db.select({ n: count() }).from(reviews).where(eq(reviews.status, 'open')),
+    db
+      .select({ n: count() })
+      .from(callbackArrivals)
+      .where(and(inArray(callbackArrivals.lastCode, [...FORGERY_CODES]), eq(callbackArrivals.status, 'review'))),
   ]);
   const of = (s: ArrivalStatus) => byStatus.find((r) => r.status === s)?.n ?? 0;
-  return { failed: of('failed'), retrying: of('retrying'), waiting: of('waiting'), openReviews: open?.n ?? 0 };
+  return { failed: of('failed'), retrying: of('retrying'), waiting: of('waiting'), openReviews: open?.n ?? 0, suspectedForgeries: forged?.n ?? 0 };
 }
 
 /** The codes of callbacks in `statuses`, most frequent first (at most 30): the filter offers these. */

@@ -164,3 +164,12 @@ export async function platformOrderNosOf(db: Database, merchantOrderNo: string):
     .limit(20);
   return rows.map((r) => r.orderNo);
 }
+
+/**
+ * The callbacks of a merchant order as the worker recorded them (at most 50): the contract's ids and the
+ * variants ingest queued under another id (a copy with other content: a forgery or a probe), which the order's
+ * timeline shows as well.
+ */
+export async function arrivalsOf(db: Database, merchantOrderNo: string): Promise<(typeof callbackArrivals.$inferSelect)[]> {
+  return db.select().from(callbackArrivals).where(eq(callbackArrivals.merchantOrderNo, merchantOrderNo)).limit(50);
+}

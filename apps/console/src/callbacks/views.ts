@@ -7,7 +7,7 @@ import type { Operator } from '../operators/operator.ts';
 import { can } from '../operators/roles.ts';
 import { orderHref, status, when } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
-import type { WaitingCounts } from './counts.ts';
+import { FORGERY_CODES, type WaitingCounts } from './counts.ts';
 import { filterParams, type FILTER_FIELDS } from './form.ts';
 import { ARRIVAL_STATUSES, listOf, type ArrivalStatus, type CallbackFilter, type CallbackPage } from './queries.ts';
 import { RUN_NOW_LIMIT, RUNNABLE } from './run-now.ts';
@@ -19,16 +19,21 @@ export interface Preset {
   help: string;
 }
 
-/**
- * The presets. "Suspected forgeries" joins them once the worker tells a forgery apart from a duplicate (issue 37's
- * evidence): add `{ label: 'Suspected forgeries', filter: { status: 'review', code: [...its codes] }, help }` here.
- */
+/** The presets. "Suspected forgeries": callbacks in review whose content contradicts Get order or a receipt (FORGERY_CODES). */
 export const PRESETS: readonly Preset[] = [
   { label: 'Failed', filter: { status: 'failed' }, help: 'failed for good: attempts used up, or a permanent error; kept 30 days for a replay' },
   { label: 'Retrying', filter: { status: 'retrying' }, help: 'an attempt failed (platform or database away): will run again after its backoff' },
   { label: 'Waiting', filter: { status: 'waiting' }, help: 'Get order not final yet, or the order not registered yet: asked again after a backoff' },
   { label: 'In review', filter: { status: 'review' }, help: 'failed verification: credited nothing, waits for a person in Reviews' },
+  {
+    label: 'Suspected forgeries',
+    filter: { status: 'review', code: [...FORGERY_CODES] },
+    help: 'in review because what they claim contradicts Get order or what was already applied: nothing paid; dismiss the forged ones',
+  },
 ];
+
+/** The Suspected forgeries preset's link. */
+export const FORGERIES_HREF = `/callbacks?${filterParams({ status: 'review', code: [...FORGERY_CODES] }).toString()}`;
 
 const STATUS_HELP: Record<ArrivalStatus, string> = {
   active: 'an attempt runs now',
@@ -40,10 +45,10 @@ const STATUS_HELP: Record<ArrivalStatus, string> = {
   review: 'failed verification',
 };
 
-/** "46 failed · 38 retrying · 2 waiting · 5 open reviews", each a link to its list. */
+/** "46 failed · 38 retrying · 2 waiting · 5 open reviews · 3 suspected forgeries", each a link to its list. */
 export function countsLine(c: WaitingCounts): Html {
-  const part = (n: number, word: string, href: string) => html`<a href="${href}"><strong data-count="${word}">${n}</strong> ${word}</a>`;
-  return html`<p class="counts" aria-label="What waits">${part(c.failed, 'failed', '/callbacks?status=failed')} · ${part(c.retrying, 'retrying', '/callbacks?status=retrying')} · ${part(c.waiting, 'waiting', '/callbacks?status=waiting')} · ${part(c.openReviews, c.openReviews === 1 ? 'open review' : 'open reviews', '/reviews')}</p>`;
+  const part = (n: number, word: string, href: string, key = word) => html`<a href="${href}"><strong data-count="${key}">${n}</strong> ${word}</a>`;
+  return html`<p class="counts" aria-label="What waits">${part(c.failed, 'failed', '/callbacks?status=failed')} · ${part(c.retrying, 'retrying', '/callbacks?status=retrying')} · ${part(c.waiting, 'waiting', '/callbacks?status=waiting')} · ${part(c.openReviews, c.openReviews === 1 ? 'open review' : 'open reviews', '/reviews')} · ${part(c.suspectedForgeries, c.suspectedForgeries === 1 ? 'suspected forgery' : 'suspected forgeries', FORGERIES_HREF, 'forgeries')}</p>`;
 }
 
 export interface CallbacksPageModel {

@@ -1,15 +1,15 @@
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { REPLAY_RETRY_OPTIONS } from '@mcb/core/queue';
+import { retryKeepingStory } from '@mcb/core/queue';
 import type { Job } from 'bullmq';
 
 type BoardJob = NonNullable<Awaited<ReturnType<BullMQAdapter['getJob']>>>;
 
-/** The job with its `retry` giving a fresh retry budget, whatever bull-board passes. */
+/** The job with its `retry` giving a fresh retry budget, whatever bull-board passes, and noting how its run before ended. */
 function freshRetry<T extends BoardJob | undefined>(job: T): T {
   if (!job) return job;
   const bullJob = job as unknown as Job;
   const retry = bullJob.retry.bind(bullJob);
-  bullJob.retry = (state, opts) => retry(state, { ...REPLAY_RETRY_OPTIONS, ...opts });
+  bullJob.retry = (state, opts) => retryKeepingStory(Object.assign(Object.create(bullJob) as Job, { retry }), state ?? 'failed', opts);
   return job;
 }
 

@@ -5,17 +5,17 @@
  * settled it, the receipt, the ledger entries and the reviews. Jobs are kept a day after completion (30 days when
  * failed); after that the database part of the story remains.
  */
-import { callbackReceipts, ledgerEntries, replayJobs, replays, reviewOccurrences, reviews, type Database } from '@mcb/core/db';
+import { callbackReceipts, type callbackArrivals, ledgerEntries, operatorActions, replayJobs, replays, reviewOccurrences, reviews, type Database } from '@mcb/core/db';
 import { ErrorCodes } from '@mcb/core/errors';
 import { callbackJobId, jobNoteSchema, type CallbackKind, type JobNote } from '@mcb/core/queue';
 import type { Job, Queue } from 'bullmq';
-import { and, asc, eq, inArray } from 'drizzle-orm';
+import { and, asc, eq, inArray, ne } from 'drizzle-orm';
 import { z } from 'zod';
-import { platformOrderNosOf } from '../callbacks/queries.ts';
+import { arrivalsOf, platformOrderNosOf } from '../callbacks/queries.ts';
 
 export const timelineEntrySchema = z.object({
   at: z.string().describe('ISO-8601 instant'),
-  source: z.enum(['ingest', 'job', 'receipt', 'ledger', 'review', 'replay']),
+  source: z.enum(['ingest', 'job', 'receipt', 'ledger', 'review', 'replay', 'operator']),
   event: z
     .enum([
       'received',
@@ -30,6 +30,7 @@ export const timelineEntrySchema = z.object({
       'review-opened',
       'review-closed',
       'differs-from-applied',
+      'operator-action',
     ])
     .describe('What happened (see docs/console.md, "Callback timeline")'),
   orderNo: z.string().nullable().describe("The platform's OrderNo"),
@@ -38,6 +39,9 @@ export const timelineEntrySchema = z.object({
   attempt: z.number().int().nullable(),
   code: z.string().nullable().describe('Error or review code'),
   detail: z.string().describe('One line for a person'),
+  operator: z.string().nullable().optional().describe('Who did it (replayed, operator-action)'),
+  reason: z.string().nullable().optional().describe('Why, as the operator wrote it (replayed, operator-action)'),
+  link: z.string().nullable().optional().describe("The console page of what it refers to (the replay, the action's audit)"),
 });
 export type TimelineEntry = z.output<typeof timelineEntrySchema>;
 
@@ -63,11 +67,13 @@ export interface CallbackRecords {
   reviews: (typeof reviews.$inferSelect)[];
   /** Jobs of every platform order number the query or the rows name (at most 20 numbers). */
   jobs: FoundJob[];
+  /** Callbacks the worker recorded whose job is no longer on the queue (a reviewed variant, an expired job). */
+  gone?: (typeof callbackArrivals.$inferSelect)[];
 }
 
 /** Load {@link CallbackRecords} once, for the search route and the timeline alike. */
 export async function loadCallbackRecords(db: Database, queue: Queue | undefined, q: { orderNo?: string; merchantOrderNo?: string }): Promise<CallbackRecords> {
-  const [receiptRows, reviewRows, arrivedOrderNos] = await Promise.all([
+  const [receiptRows, reviewRows, arrivedOrderNos, arrivals] = await Promise.all([
     db
       .select()
       .from(callbackReceipts)
@@ -82,10 +88,20 @@ export async function loadCallbackRecords(db: Database, queue: Queue | undefined
       .limit(200),
     // Callbacks that arrived but have neither receipt nor review yet (waiting, failed for good): their jobs too.
     !q.orderNo && q.merchantOrderNo ? platformOrderNosOf(db, q.merchantOrderNo) : [],
+    // Variants queued under another job id (same pair, other content: a forgery or a probe): their jobs too.
+    q.merchantOrderNo ? arrivalsOf(db, q.merchantOrderNo) : [],
   ]);
   const orderNos = [...new Set([q.orderNo, ...arrivedOrderNos, ...receiptRows.map((r) => r.orderNo), ...reviewRows.map((r) => r.orderNo)].filter((n): n is string => !!n))].slice(0, 20);
   const jobs = queue ? (await Promise.all(orderNos.map((no) => jobsOfOrder(queue, no, q.merchantOrderNo)))).flat() : [];
-  return { receipts: receiptRows, reviews: reviewRows, jobs };
+  const known = new Set(jobs.map((j) => j.job.id));
+  const others = arrivals.filter((a) => !known.has(a.jobId));
+  const found = queue ? await Promise.all(others.map((a) => queue.getJob(a.jobId))) : others.map(() => undefined);
+  const gone: (typeof callbackArrivals.$inferSelect)[] = [];
+  for (const [i, job] of found.entries()) {
+    if (job) jobs.push({ job, state: await job.getState() });
+    else gone.push(others[i]!);
+  }
+  return { receipts: receiptRows, reviews: reviewRows, jobs, gone };
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -149,6 +165,13 @@ export async function timelineOf(db: Database, queue: Queue | undefined, records
           .orderBy(asc(reviewOccurrences.id)),
   ]);
   const entries: TimelineEntry[] = queue ? (await Promise.all(jobs.map((j) => jobEntries(queue, j)))).flat() : [];
+  // Callbacks whose jobs are gone from the queue (a reviewed variant is released at once): what the worker recorded.
+  for (const a of records.gone ?? []) {
+    const base = { orderNo: a.orderNo, state: a.state, jobId: a.jobId, code: a.lastCode };
+    entries.push({ ...base, at: a.receivedAt.toISOString(), source: 'ingest', event: 'received', attempt: null, detail: `${a.kind} state ${a.state} acknowledged at ingest and queued as job ${a.jobId} (no longer on the queue)`, code: null });
+    const last = a.status === 'applied' ? `settled it: ${a.outcome ?? 'applied'}` : a.status === 'failed' ? 'failed for good' : `ended: ${a.status}`;
+    entries.push({ ...base, at: a.updatedAt.toISOString(), source: 'job', event: a.status === 'failed' ? 'job-failed' : 'attempt-settled', attempt: a.attempts, detail: `attempt ${a.attempts} ${last}${a.lastDetail ? `: ${a.lastDetail}` : ''}`.slice(0, 500) });
+  }
   const byReceipt = new Map(receiptRows.map((r) => [r.id, r]));
   for (const r of receiptRows) {
     entries.push({
@@ -219,10 +242,64 @@ export async function timelineOf(db: Database, queue: Queue | undefined, records
         attempt: null,
         code: null,
         detail: `it had failed for good; sent back to the queue by replay ${r.replayId} of ${r.operator}: ${r.reason}`.slice(0, 500),
+        operator: r.operator,
+        reason: r.reason,
+        link: `/replays/${r.replayId}`,
       });
     }
   }
+  entries.push(...(await operatorEntries(db, jobIds, reviewRows, jobs)));
   // Time order; at the same instant, the order in which things happen (arrival, attempt, replay, receipt, ledger).
-  const rank: Record<TimelineEntry['source'], number> = { ingest: 0, job: 1, replay: 2, receipt: 3, ledger: 4, review: 5 };
+  const rank: Record<TimelineEntry['source'], number> = { ingest: 0, job: 1, replay: 2, operator: 2, receipt: 3, ledger: 4, review: 5 };
   return entries.sort((a, b) => a.at.localeCompare(b.at) || rank[a.source] - rank[b.source]);
+}
+
+/** Outcomes the action's words already say. */
+const QUIET_OUTCOMES = new Set(['done', 'replayed']);
+
+/** What each audited action reads as on the order's story. */
+const ACTION_WORDS: Record<string, string> = {
+  'queue.retry': 'retried from the dashboard',
+  'queue.promote': 'run now (promoted)',
+  'reviews.reverify': 're-verified',
+  'reviews.dismiss': 'dismissed',
+};
+
+/**
+ * The people's actions on the order's jobs and reviews (a dashboard retry, "Replay this job", a re-verify, a
+ * dismissal), from the audit by target: who, the reason, the outcome and a link to the audit row. Refusals are not
+ * part of the order's story (the audit keeps them).
+ */
+async function operatorEntries(db: Database, jobIds: readonly string[], reviewRows: readonly (typeof reviews.$inferSelect)[], jobs: readonly FoundJob[]): Promise<TimelineEntry[]> {
+  const targets = [...jobIds.map((id) => `job:callbacks/${id}`), ...reviewRows.map((r) => `review:${r.id}`)];
+  if (targets.length === 0) return [];
+  const rows = await db
+    .select()
+    .from(operatorActions)
+    .where(and(inArray(operatorActions.target, targets), ne(operatorActions.outcome, 'denied')))
+    .orderBy(asc(operatorActions.id))
+    .limit(200);
+  const jobData = new Map(jobs.map((j) => [`job:callbacks/${j.job.id}`, j.job.data as { orderNo?: string; state?: number }]));
+  const reviewByTarget = new Map(reviewRows.map((r) => [`review:${r.id}`, r]));
+  return rows.map((a) => {
+    const review = reviewByTarget.get(a.target);
+    const data = jobData.get(a.target);
+    const jobId = a.target.startsWith('job:callbacks/') ? a.target.slice('job:callbacks/'.length) : null;
+    const words = a.action === 'queue.retry' && a.details?.via === 'order-page' ? 'replayed from the order page' : (ACTION_WORDS[a.action] ?? a.action);
+    const what = review ? `review ${review.id} ${words}` : `job ${words}`;
+    return {
+      at: a.at.toISOString(),
+      source: 'operator',
+      event: 'operator-action',
+      orderNo: review?.orderNo ?? data?.orderNo ?? null,
+      state: review?.state ?? data?.state ?? null,
+      jobId,
+      attempt: null,
+      code: a.outcome.startsWith('failed:') ? a.outcome.slice('failed:'.length) : null,
+      detail: `${what} by ${a.operator}${QUIET_OUTCOMES.has(a.outcome) ? '' : ` (${a.outcome === 'pending' ? 'outcome not recorded' : a.outcome})`}: ${a.reason}`.slice(0, 500),
+      operator: a.operator,
+      reason: a.reason,
+      link: `/audit?target=${encodeURIComponent(a.target)}`,
+    } satisfies TimelineEntry;
+  });
 }

@@ -1,4 +1,5 @@
 import type { Operator } from '../operators/operator.ts';
+import { can } from '../operators/roles.ts';
 import type { ReviewView } from '../reviews/queries.ts';
 import { reviewCard } from '../reviews/views.ts';
 import { status, when } from '../web/format.ts';
@@ -19,6 +20,7 @@ const EVENT_LABELS: Record<TimelineEntry['event'], string> = {
   'review-opened': 'review opened',
   'review-closed': 'review closed',
   'differs-from-applied': 'differs from what was applied',
+  'operator-action': 'operator action',
 };
 
 /** How each event reads at a glance: what went wrong in red, money posted in green, the rest neutral. */
@@ -35,6 +37,7 @@ const TONE: Record<TimelineEntry['event'], string> = {
   'review-opened': 'review',
   'review-closed': 'resolved',
   'differs-from-applied': 'failed',
+  'operator-action': 'neutral',
 };
 
 /** The timeline as a table, oldest first: what arrived, each attempt, and what it did to the ledger. */
@@ -45,7 +48,7 @@ export function timelineTable(entries: readonly TimelineEntry[]): Html {
 <tbody>${entries.map(
     (e) => html`<tr><td data-label="When" class="mono">${when(e.at)}</td><td data-label="What"><span class="status status-${TONE[e.event]}">${EVENT_LABELS[e.event] ?? e.event}</span></td>
 <td data-label="Platform order · state" class="mono">${e.orderNo ?? '—'}${e.state !== null ? html` · ${e.state}` : ''}</td><td data-label="Job · attempt" class="mono">${e.jobId ? html`<a href="/queues/queue/callbacks/${encodeURIComponent(e.jobId)}">${e.jobId}</a>` : '—'}${e.attempt !== null ? html` · #${e.attempt}` : ''}</td>
-<td data-label="Code">${e.code ? html`<code>${e.code}</code>` : ''}</td><td data-label="Detail">${e.detail}</td></tr>`,
+<td data-label="Code">${e.code ? html`<code>${e.code}</code>` : ''}</td><td data-label="Detail">${e.detail}${e.link ? html` <a href="${e.link}">${e.source === 'replay' ? 'the replay' : 'audit'}</a>` : ''}</td></tr>`,
   )}</tbody></table>`;
 }
 
@@ -63,9 +66,44 @@ function nothingPosted(o: OrderDetail): string {
   return o.status === 'pending' ? 'Nothing posted: the payout is not finalised yet.' : `Nothing posted (the payout is ${o.status}).`;
 }
 
+/** The last entry of `events`, newest first. */
+const lastOf = (o: OrderDetail, events: readonly TimelineEntry['event'][]) => o.timeline.findLast((e) => events.includes(e.event));
+
+/**
+ * One line to tell the customer, from the order's state and its story: "credited at …", "refunded at …", "under
+ * review since …", "waiting for the platform since …", "a callback failed for good …", "no callback yet".
+ */
+export function customerLine(o: OrderDetail): string {
+  const posted = o.ledger.at(-1)?.createdAt ?? lastOf(o, ['applied'])?.at;
+  const at = posted ? ` at ${when(posted)}` : '';
+  const entry = o.ledger.at(-1);
+  if (o.status === 'credited') return `Credited${at}: ${entry ? `${entry.amount} ${entry.currency}` : `${o.amount} ${o.currency}`}.`;
+  if (o.status === 'succeeded') return `Paid out${at}: the platform confirmed the payout of ${o.amount} ${o.currency}.`;
+  if (o.status === 'refused') return o.kind === 'payout' ? `Refused by the platform; refunded${at}.` : `Refused by the platform${at}; nothing credited.`;
+  if (o.review) return `Under review since ${when(o.review.at)}: nothing ${o.kind === 'payin' ? 'credited' : 'finalised'} until an operator settles it.`;
+  const failed = o.jobs.filter((j) => j.state === 'failed');
+  if (failed.length > 0) return `Not ${o.kind === 'payin' ? 'credited' : 'finalised'} yet: the platform's callback failed for good${lastOf(o, ['job-failed']) ? ` at ${when(lastOf(o, ['job-failed'])!.at)}` : ''} and waits for an operator to replay it.`;
+  const first = o.timeline.find((e) => e.event === 'received');
+  if (first) return `Waiting for the platform since ${when(first.at)}: its callback arrived, Get order has not confirmed it yet.`;
+  return `Waiting for the platform: no callback for this order has arrived yet.`;
+}
+
+/** "Replay this job" for each failed job of the order, with a reason (role operator; a viewer sees none). */
+function replayForms(o: OrderDetail, viewer: Operator): Html | string {
+  const failed = o.jobs.filter((j) => j.state === 'failed');
+  if (failed.length === 0) return '';
+  if (!can(viewer.role, 'queue.retry')) return html`<p class="muted">${failed.length} job(s) of this order failed for good; replaying needs the role operator (you are ${viewer.role}).</p>`;
+  return html`<div class="actions">${failed.map(
+    (j) => html`<form class="inline" method="post" action="/orders/${encodeURIComponent(o.merchantOrderNo)}/jobs/${encodeURIComponent(j.jobId)}/replay">
+<label>Why replay job <span class="mono">${j.jobId}</span> (failed after ${j.attemptsMade} attempts)? <input name="reason" required maxlength="2000" size="40" placeholder="e.g. platform back up after the outage"></label>
+<button class="primary" type="submit">Replay this job</button></form>`,
+  )}</div>`;
+}
+
 /** The order page: facts and amounts, the ledger, its reviews (with their actions), and the timeline. */
 export function orderPage(o: OrderDetail, openReviews: readonly ReviewView[], viewer: Operator, back: string): Html {
   return html`<h1>Order <span class="mono">${o.merchantOrderNo}</span> ${status(o.status)}</h1>
+<p class="customer-line" id="customer-line"><strong>For the customer:</strong> ${customerLine(o)}</p>
 <dl class="facts">
 <dt>Kind</dt><dd>${o.kind}</dd>
 <dt>Amount</dt><dd class="mono">${o.amount} ${o.currency}</dd>
@@ -79,6 +117,7 @@ ${o.ledger.length === 0
 <tbody>${o.ledger.map((l) => html`<tr><td data-label="Entry">${l.entryType}</td><td data-label="Amount" class="num mono">${l.amount}</td><td data-label="Currency">${l.currency}</td><td data-label="Posted" class="mono">${when(l.createdAt)}</td></tr>`)}</tbody></table>`}
 ${openReviews.length > 0 ? html`<h2>Open reviews</h2>${openReviews.map((r) => reviewCard(r, viewer, back))}` : ''}
 <h2>Timeline</h2>
+${replayForms(o, viewer)}
 ${timelineTable(o.timeline)}
 <p><a href="/reviews?status=resolved&amp;merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}">Closed reviews of this order</a> · <a href="/audit?target=${encodeURIComponent(`order:${o.merchantOrderNo}`)}">Audit of this order</a></p>`;
 }

@@ -12,7 +12,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { callbackArrivals, replayJobs, replays, type Database, type Replay } from '@mcb/core/db';
 import { coerceError, firstLineOf } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
-import { REPLAY_RETRY_OPTIONS } from '@mcb/core/queue';
+import { retryKeepingStory } from '@mcb/core/queue';
 import type { Queue } from 'bullmq';
 import { and, eq, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm';
 import { callbackFilterSchema } from '../callbacks/queries.ts';
@@ -178,14 +178,14 @@ export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
 }
 
 /**
- * Send one failed job back to the queue with a fresh retry budget (REPLAY_RETRY_OPTIONS); false when it is gone or no
+ * Send one failed job back to the queue with a fresh retry budget, its failure noted on its log; false when it is gone or no
  * longer failed (someone retried it).
  */
 async function retryFailed(queue: Queue, jobId: string): Promise<boolean> {
   const job = await queue.getJob(jobId);
   if (!job) return false;
   try {
-    await job.retry('failed', REPLAY_RETRY_OPTIONS);
+    await retryKeepingStory(job, 'failed');
     return true;
   } catch (e) {
     // BullMQ refuses a job that is not in the failed set (already retried, completed): nothing to replay.

@@ -1,5 +1,5 @@
-import { reviewAttempts, reviewOccurrences, type Database } from '@mcb/core/db';
-import { asc, inArray } from 'drizzle-orm';
+import { operatorActions, reviewAttempts, reviewOccurrences, type Database } from '@mcb/core/db';
+import { and, asc, eq, inArray, like, or } from 'drizzle-orm';
 import { z } from 'zod';
 
 /** One distinct event of a review, as GET /api/reviews shows it. */
@@ -23,9 +23,12 @@ export const reviewEventSchema = z.object({
 export const reviewAttemptSchema = z.object({
   at: z.string(),
   source: z.enum(['callback', 'reconcile', 'review']).describe('review: a console re-verify'),
-  outcome: z.enum(['applied', 'already-applied', 'kept-open', 'unconfirmed']),
+  outcome: z
+    .enum(['applied', 'already-applied', 'kept-open', 'unconfirmed', 'failed'])
+    .describe('failed: a re-verify that could not finish (platform or database unreachable); nothing changed, the review stays open'),
   reasonCode: z.string().nullable(),
   reason: z.string(),
+  operator: z.string().nullable().optional().describe('Who re-verified (failed re-verifies, from the audit)'),
 });
 
 export type ReviewEventView = z.output<typeof reviewEventSchema>;
@@ -41,9 +44,21 @@ export async function loadReviewHistory(
   const events = new Map<number, ReviewEventView[]>();
   const attempts = new Map<number, ReviewAttemptView[]>();
   if (ids.length === 0) return { events, attempts };
-  const [occurrenceRows, attemptRows] = await Promise.all([
+  const [occurrenceRows, attemptRows, failedRows] = await Promise.all([
     db.select().from(reviewOccurrences).where(inArray(reviewOccurrences.reviewId, [...ids])).orderBy(asc(reviewOccurrences.id)),
     db.select().from(reviewAttempts).where(inArray(reviewAttempts.reviewId, [...ids])).orderBy(asc(reviewAttempts.id)),
+    // A re-verify that threw (Get order or the database unreachable) leaves no attempt row, only its audit row.
+    db
+      .select()
+      .from(operatorActions)
+      .where(
+        and(
+          eq(operatorActions.action, 'reviews.reverify'),
+          inArray(operatorActions.target, ids.map((id) => `review:${id}`)),
+          or(like(operatorActions.outcome, 'failed:%'), eq(operatorActions.outcome, 'pending')),
+        ),
+      )
+      .orderBy(asc(operatorActions.id)),
   ]);
   for (const o of occurrenceRows) {
     const e = o.event;
@@ -69,6 +84,20 @@ export async function loadReviewHistory(
     const list = attempts.get(a.reviewId) ?? [];
     list.push({ at: a.createdAt.toISOString(), source: a.source, outcome: a.outcome, reasonCode: a.reasonCode, reason: a.reason });
     attempts.set(a.reviewId, list);
+  }
+  for (const f of failedRows) {
+    const id = Number(f.target.slice('review:'.length));
+    const code = f.outcome.startsWith('failed:') ? f.outcome.slice('failed:'.length) : null;
+    const list = attempts.get(id) ?? [];
+    list.push({
+      at: f.at.toISOString(),
+      source: 'review',
+      outcome: 'failed',
+      reasonCode: code,
+      reason: `re-verify by ${f.operator} ${code ? 'could not finish' : 'has no recorded outcome'}; nothing changed (asked because: ${f.reason})`.slice(0, 500),
+      operator: f.operator,
+    });
+    attempts.set(id, list.sort((a, b) => a.at.localeCompare(b.at)));
   }
   return { events, attempts };
 }

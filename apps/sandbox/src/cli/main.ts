@@ -20,7 +20,8 @@ const USAGE = `usage:
       Registers the order with our console first, as a merchant's system would (a payout with a method the
       catalog accepts), then follows it until it is credited / succeeded / refused; exit 1 if it does not end so.
       --unregistered      do not register: the "callback before registration" case (waits for delivery only)
-      --forge             also send a forged callback (wrong amount) for the order: it must be reviewed, not paid
+      --forge             also send a forged callback for the order (a pay-in: wrong amount; a payout: the other
+                          final state): it must be reviewed, not paid
       --duplicate N       send each callback N times       --stale  a payout callback that Get order contradicts
       --merchant-order-no X  --callback-url URL  --min-blocks N  --timeout 60s  --json
       --wait              (--unregistered) until delivered or given up; exit 1 if given up
@@ -182,8 +183,10 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
   await call<OrderView>('POST', `/control/orders/${encodeURIComponent(order.orderNo)}/finalize`, { state });
   step(`sandbox order ${order.orderNo} moved to state ${state}`);
   if (values.forge) {
-    await call('POST', '/control/forge', { what: 'amount', ref: order.orderNo });
-    step('sent a forged callback (wrong amount) for the same order');
+    // A payout record carries no amount: its forgery claims the final state the payout did not reach.
+    const what = kind === 'payout' ? 'state' : 'amount';
+    await call('POST', '/control/forge', { what, ref: order.orderNo });
+    step(kind === 'payout' ? 'sent a forged callback (the other final state) for the same order' : 'sent a forged callback (wrong amount) for the same order');
   }
 
   // 3. Follow the callback: its delivery on the sandbox, then (registered) the order in our console.

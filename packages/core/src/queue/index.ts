@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Job } from 'bullmq';
 
 /** The one BullMQ queue of callback events (docs/design.md contract). */
 export const CALLBACKS_QUEUE = 'callbacks';
@@ -95,12 +96,13 @@ export const REPLAY_RETRY_OPTIONS = { resetAttemptsMade: true, resetAttemptsStar
 /**
  * A note on a job's log, for the console's callback timeline (GET /api/callbacks, the order view): a later copy of
  * the callback reaching ingest (`received-again`), or an attempt that waited (`attempt-waiting`: order unknown, Get
- * order not final or refused) or failed (`attempt-failed`). One JSON object per log line; codes and one-line reasons
- * only, never the record.
+ * order not final or refused) or failed (`attempt-failed`); and, written by {@link retryKeepingStory} when a job is
+ * sent back to the queue, how its run before ended (`attempt-settled`, `job-failed`), which the retry wipes from the
+ * job itself. One JSON object per log line; codes and one-line reasons only, never the record.
  */
 export const jobNoteSchema = z.object({
   at: z.string(),
-  event: z.enum(['received-again', 'attempt-waiting', 'attempt-failed']),
+  event: z.enum(['received-again', 'attempt-waiting', 'attempt-failed', 'attempt-settled', 'job-failed']),
   attempt: z.number().int().optional(),
   code: z.string().optional(),
   detail: z.string().max(500),
@@ -110,4 +112,33 @@ export type JobNote = z.output<typeof jobNoteSchema>;
 /** One job-log line for `note` (its detail cut to 300 characters), stamped now unless `at` is given. */
 export function jobNote(note: Omit<JobNote, 'at'> & { at?: string }): string {
   return JSON.stringify({ ...note, at: note.at ?? new Date().toISOString(), detail: note.detail.slice(0, 300) });
+}
+
+/**
+ * Send a failed (or completed) job back to the queue with a fresh retry budget (REPLAY_RETRY_OPTIONS), and note on
+ * its log how its run before ended: the retry clears the job's result, failure and attempt count, and the console's
+ * order timeline is only ever added to. The note goes after the retry succeeded (BullMQ refuses a job no longer in
+ * `state`, and then there is nothing to note); it carries the old run's time, so the timeline orders it right even
+ * if the new attempt already ran.
+ */
+export async function retryKeepingStory(job: Job, state: 'failed' | 'completed', opts: Parameters<Job['retry']>[1] = {}): Promise<void> {
+  const before = { attemptsMade: job.attemptsMade, finishedOn: job.finishedOn, processedOn: job.processedOn, returnvalue: job.returnvalue as unknown, failedReason: job.failedReason };
+  await job.retry(state, { ...REPLAY_RETRY_OPTIONS, ...opts });
+  await job.log(runEndNote(state, before)).catch(() => 0); // a note that cannot be written changes nothing about the job
+}
+
+/** The note of how a job's run ended, from the job's fields before a retry cleared them. */
+export function runEndNote(
+  state: 'failed' | 'completed',
+  j: { attemptsMade: number; finishedOn?: number; processedOn?: number; returnvalue?: unknown; failedReason?: string },
+): string {
+  const attempt = j.attemptsMade || 1;
+  if (state === 'failed') {
+    const at = new Date(j.finishedOn ?? Date.now()).toISOString();
+    return jobNote({ at, event: 'job-failed', attempt: j.attemptsMade, detail: `failed for good after ${j.attemptsMade} attempt(s), kept for replay: ${j.failedReason ?? ''}`.trim() });
+  }
+  const value = (j.returnvalue ?? null) as { status?: string; outcome?: string; code?: string } | null;
+  const result = value?.status === 'applied' ? `${value.outcome}` : (value?.status ?? 'done');
+  const at = new Date(j.processedOn ?? j.finishedOn ?? Date.now()).toISOString();
+  return jobNote({ at, event: 'attempt-settled', attempt, ...(value?.code ? { code: value.code } : {}), detail: `attempt ${attempt} settled it: ${result}` });
 }

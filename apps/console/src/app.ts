@@ -14,6 +14,7 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTyp
 import { auditApi } from './audit/api.ts';
 import { auditPages } from './audit/pages.ts';
 import { installAuth } from './auth.ts';
+import { installServiceGate } from './operators/service-gate.ts';
 import { dashboardPlugin } from './dashboard/dashboard.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { whoamiRoutes } from './operators/api.ts';
@@ -130,6 +131,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const trusted = config.CONSOLE_TRUSTED_PROXIES ? trustedProxies(config.CONSOLE_TRUSTED_PROXIES) : undefined;
   const proxy = config.CONSOLE_AUTH_PROXY_HEADER && trusted ? { header: config.CONSOLE_AUTH_PROXY_HEADER.toLowerCase(), trusted } : undefined;
   auth.check = installAuth(base, { directory, sessions, revocations, limiter, proxy });
+  installServiceGate(base);
   if (deps.registry) installMetrics(base, deps.registry);
   const app = base.withTypeProvider<ZodTypeProvider>();
 

@@ -14,7 +14,7 @@ export const whoamiRoutes: FastifyPluginAsyncZod = async (app) => {
         response: {
           200: z.object({
             name: z.string(),
-            role: z.enum(['viewer', 'operator', 'admin']),
+            role: z.enum(['viewer', 'operator', 'admin', 'service']),
             via: z.enum(['bearer', 'session', 'proxy']),
             may: z.array(z.string()).optional().describe('Actions this role allows (with ?actions=true)'),
           }),

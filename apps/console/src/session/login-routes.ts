@@ -79,6 +79,11 @@ export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, o
       if (failure?.globalExceeded) return tooMany(failure.retryAfterMs);
       return reply.code(401).headers(html).send(loginPage(next, 'Wrong token.'));
     }
+    if (operator.role === 'service') {
+      // A machine client has no use for the pages, and a session would be a second credential for it to lose.
+      req.log.warn({ ip: req.ip, operator: operator.name }, 'login refused: a service client');
+      return reply.code(403).headers(html).send(loginPage(next, 'This token belongs to a service client: it works with the API only, not the pages.'));
+    }
     const session = opts.sessions.issue(operator.name, opts.directory.credentialOf(operator.name)!);
     req.log.info({ ip: req.ip, operator: operator.name, role: operator.role, expiresAt: session.expiresAt.toISOString() }, 'operator logged in');
     return reply

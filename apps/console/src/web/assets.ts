@@ -16,7 +16,7 @@ table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem}th,td{text-align:l
 th{font-size:.85rem;color:var(--muted);font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
 code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em}
 .role{display:inline-block;padding:0 .4rem;border-radius:.6rem;font-size:.8rem;border:1px solid var(--line)}
-.role-admin{background:#fff1e5}.role-operator{background:#ddf4ff}.role-viewer{background:#f6f8fa}
+.role-admin{background:#fff1e5}.role-operator{background:#ddf4ff}.role-viewer{background:#f6f8fa}.role-service{background:#eaeef2;font-style:italic}
 .flash{padding:.6rem .8rem;border-radius:.3rem;margin:0 0 1rem}.flash-ok{background:#dafbe1;color:var(--ok)}.flash-error{background:#ffebe9;color:var(--bad)}
 .status{font-weight:600}.status-credited,.status-succeeded,.status-applied,.status-resolved{color:var(--ok)}
 .status-pending,.status-open,.status-waiting,.status-delayed,.status-active{color:var(--warn)}

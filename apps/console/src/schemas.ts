@@ -36,7 +36,7 @@ export const payoutParamsSchema = z
   .describe("Field values keyed by the catalog field's `key`");
 
 /** Why an operator does what changes something; required by the action layer (400 REASON_REQUIRED without it). */
-export const reasonSchema = z.string().max(2000, 'expected at most 2000 characters').describe('Why: recorded in the audit trail (required)');
+export const reasonSchema = z.string().max(2000, 'expected at most 2000 characters').describe('Why: recorded in the audit trail (required, except from a service client registering an order)');
 
 export const payinBodySchema = z.strictObject({
   reason: reasonSchema.optional(),

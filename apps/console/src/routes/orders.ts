@@ -21,7 +21,7 @@ export const ordersRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db, 
       schema: {
         summary: 'Register a pay-in',
         description:
-          'Idempotent: the same body again answers 200 with the order; a different body for the same number answers 409. Needs the role operator and a `reason` (not part of what makes two registrations the same).',
+          'Idempotent: the same body again answers 200 with the order; a different body for the same number answers 409. Needs the role operator and a `reason` (not part of what makes two registrations the same), or the role service (no reason).',
         tags: ['orders'],
         body: payinBodySchema,
         response: { 200: orderViewSchema, 201: orderViewSchema, 400: errorBodySchema, 403: errorBodySchema, 409: errorBodySchema },

@@ -66,7 +66,7 @@ export const payoutsRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db,
       schema: {
         summary: 'Register a payout, validated against the catalog',
         description:
-          'Idempotent like pay-ins. On success the order carries `apiParams`, the create-payout parameters keyed by apiParam. A repeat of a registered body answers 200 without consulting the catalog. Needs the role operator and a `reason`.',
+          'Idempotent like pay-ins. On success the order carries `apiParams`, the create-payout parameters keyed by apiParam. A repeat of a registered body answers 200 without consulting the catalog. Needs the role operator and a `reason`, or the role service (no reason).',
         tags: ['orders'],
         body: payoutBodySchema,
         response: { 200: payoutOrderViewSchema, 201: payoutOrderViewSchema, 403: errorBodySchema, 409: errorBodySchema, ...errorResponses },

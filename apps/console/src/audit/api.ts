@@ -1,7 +1,7 @@
 import type { Database } from '@mcb/core/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorBodySchema } from '../schemas.ts';
+import { errorBodySchema } from '../web/api-schemas.ts';
 import { auditFilterSchema, auditPageSchema, listAudit, withoutBlanks } from './queries.ts';
 
 /** `GET /api/audit`: who did what, when, why, and how it ended. */

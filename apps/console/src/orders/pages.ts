@@ -3,7 +3,7 @@ import type { Queue } from 'bullmq';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { listReviews } from '../reviews/queries.ts';
-import { merchantOrderNoSchema } from '../schemas.ts';
+import { merchantOrderNoSchema } from './schemas.ts';
 import { flashOf, sendPage } from '../web/send.ts';
 import { orderDetail } from './queries.ts';
 import { orderPage } from './views.ts';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
-import { errorBodySchema } from '../schemas.ts';
+import { errorBodySchema } from '../web/api-schemas.ts';
 import { cancelReplay, planReplayAction, replayRequestSchema, startReplay, type ReplayDeps } from './actions.ts';
 import { replayPlanSchema } from './plan.ts';
 import { getReplay, listReplays, replayViewSchema } from './queries.ts';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
-import { errorBodySchema, reasonSchema } from '../schemas.ts';
+import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 import { dismiss, reverify, type ReviewActionDeps } from './actions.ts';
 import { listReviews, reviewFilterSchema, reviewListSchema, reviewViewSchema } from './queries.ts';
 

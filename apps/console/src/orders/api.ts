@@ -2,15 +2,16 @@ import { normalizeDecimal } from '@mcb/core/money';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authorize } from '../audit/perform.ts';
-import { orderTarget, registerOrder } from '../orders/actions.ts';
-import { orderDetail, orderDetailSchema } from '../orders/queries.ts';
-import { orderView } from '../orders/repo.ts';
+import { orderTarget, registerOrder } from './actions.ts';
+import { orderDetail, orderDetailSchema } from './queries.ts';
+import { orderView } from './repo.ts';
 import { actorOf } from '../operators/operator.ts';
-import { registrationHash } from '../orders/request-hash.ts';
-import { errorBodySchema, merchantOrderNoSchema, orderViewSchema, payinBodySchema } from '../schemas.ts';
-import type { RouteDeps } from './deps.ts';
+import { registrationHash } from './request-hash.ts';
+import { errorBodySchema } from '../web/api-schemas.ts';
+import { merchantOrderNoSchema, orderViewSchema, payinBodySchema } from './schemas.ts';
+import type { RouteDeps } from '../web/route-deps.ts';
 
-export { orderConflict } from '../orders/actions.ts';
+export { orderConflict } from './actions.ts';
 
 /** Pay-in registration and the order view. */
 export const ordersRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db, queue, logger }) => {

@@ -4,8 +4,8 @@ import type { Queue } from 'bullmq';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf, type FoundJob } from '../orders/timeline.ts';
-import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks } from '../callbacks/queries.ts';
-import { errorBodySchema } from '../schemas.ts';
+import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks } from './queries.ts';
+import { errorBodySchema } from '../web/api-schemas.ts';
 
 /** Options of {@link callbacksRoutes}. */
 export interface CallbacksDeps {

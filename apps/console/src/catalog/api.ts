@@ -4,8 +4,10 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { performExternalAction } from '../audit/perform.ts';
 import { actorOf } from '../operators/operator.ts';
-import { catalogResponseSchema, currencySchema, errorBodySchema, reasonSchema } from '../schemas.ts';
-import type { RouteDeps } from './deps.ts';
+import { catalogResponseSchema } from './schemas.ts';
+import { currencySchema } from '../orders/schemas.ts';
+import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
+import type { RouteDeps } from '../web/route-deps.ts';
 
 /** The catalog as served: the platform's `currencies` plus when it was fetched; `Age` says the same in HTTP. */
 export function sendCatalog(reply: FastifyReply, view: CatalogView) {

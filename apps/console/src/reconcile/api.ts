@@ -9,7 +9,7 @@ import { performExternalAction, type Actor } from '../audit/perform.ts';
 import { actorOf } from '../operators/operator.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorBodySchema, reasonSchema } from '../schemas.ts';
+import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 
 /** What the reconcile route needs: the sweep's dependencies, built by {@link reconcileRouteDeps}. */
 export interface ReconcileRouteDeps {

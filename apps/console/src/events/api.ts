@@ -2,7 +2,7 @@ import { orderEvents, type Database } from '@mcb/core/db';
 import { asc, gt, sql } from 'drizzle-orm';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorBodySchema } from '../schemas.ts';
+import { errorBodySchema } from '../web/api-schemas.ts';
 
 /** Options of {@link eventsRoutes}. */
 export interface EventsDeps {

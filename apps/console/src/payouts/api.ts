@@ -9,15 +9,9 @@ import { orderTarget, registerOrder } from '../orders/actions.ts';
 import { actorOf } from '../operators/operator.ts';
 import { findOrder, orderView } from '../orders/repo.ts';
 import { registrationHash } from '../orders/request-hash.ts';
-import {
-  errorBodySchema,
-  payoutBodySchema,
-  payoutOrderViewSchema,
-  payoutValidateBodySchema,
-  validateResponseSchema,
-  type PayoutBody,
-} from '../schemas.ts';
-import type { RouteDeps } from './deps.ts';
+import { errorBodySchema } from '../web/api-schemas.ts';
+import { payoutBodySchema, payoutOrderViewSchema, payoutValidateBodySchema, validateResponseSchema, type PayoutBody } from './schemas.ts';
+import type { RouteDeps } from '../web/route-deps.ts';
 
 type Validated = { apiParams: Record<string, string>; view: CatalogView };
 

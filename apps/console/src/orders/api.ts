@@ -1,5 +1,5 @@
+import type { FastifyRequest } from 'fastify';
 import { normalizeDecimal } from '@mcb/core/money';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authorize } from '../audit/perform.ts';
 import { orderTarget, registerOrder } from './actions.ts';
@@ -10,15 +10,22 @@ import { registrationHash } from './request-hash.ts';
 import { errorBodySchema } from '../web/api-schemas.ts';
 import { merchantOrderNoSchema, orderViewSchema, payinBodySchema } from './schemas.ts';
 import type { RouteDeps } from '../web/route-deps.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
 
 export { orderConflict } from './actions.ts';
 
+/** The audit target of a registration, from the request as sent (for a refusal before validation). */
+export const targetOfBody = (req: FastifyRequest): string => orderTarget(String((req.body as { merchantOrderNo?: unknown } | undefined)?.merchantOrderNo ?? ''));
+
 /** Pay-in registration and the order view. */
-export const ordersRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db, queue, logger }) => {
+export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
   const deps = { db: db.db, logger };
-  app.post(
-    '/api/payins',
-    {
+  return [
+    route({
+      method: 'POST',
+      url: '/api/payins',
+      action: 'orders.register',
+      target: targetOfBody,
       schema: {
         summary: 'Register a pay-in',
         description:
@@ -27,32 +34,32 @@ export const ordersRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db, 
         body: payinBodySchema,
         response: { 200: orderViewSchema, 201: orderViewSchema, 400: errorBodySchema, 403: errorBodySchema, 409: errorBodySchema },
       },
-    },
-    async (req, reply) => {
-      const { reason, ...body } = req.body;
-      const auth = await authorize(deps, actorOf(req), { action: 'orders.register', target: orderTarget(body.merchantOrderNo), reason });
-      const { created, order } = await registerOrder(deps, auth, {
-        merchantOrderNo: body.merchantOrderNo,
-        kind: 'payin',
-        currency: body.currency,
-        amount: normalizeDecimal(body.amount),
-        customerId: body.customerId ?? null,
-        requestHash: registrationHash({ kind: 'payin', ...body }),
-      });
-      return reply.code(created ? 201 : 200).send(await orderView(db, order));
-    },
-  );
+      handler: async (req, reply) => {
+        const { reason, ...body } = req.body;
+        const auth = await authorize(deps, actorOf(req), { action: 'orders.register', target: orderTarget(body.merchantOrderNo), reason });
+        const { created, order } = await registerOrder(deps, auth, {
+          merchantOrderNo: body.merchantOrderNo,
+          kind: 'payin',
+          currency: body.currency,
+          amount: normalizeDecimal(body.amount),
+          customerId: body.customerId ?? null,
+          requestHash: registrationHash({ kind: 'payin', ...body }),
+        });
+        return reply.code(created ? 201 : 200).send(await orderView(db, order));
+      },
+    }),
 
-  app.get(
-    '/api/orders/:merchantOrderNo',
-    {
+    route({
+      method: 'GET',
+      url: '/api/orders/:merchantOrderNo',
+      action: 'read',
       schema: {
         summary: 'An order with its ledger, open review and callback timeline',
         tags: ['orders'],
         params: z.object({ merchantOrderNo: merchantOrderNoSchema }),
         response: { 200: orderDetailSchema, 404: errorBodySchema },
       },
-    },
-    async (req) => orderDetail(db, queue, req.params.merchantOrderNo),
-  );
-};
+      handler: async (req) => orderDetail(db, queue, req.params.merchantOrderNo),
+    }),
+  ];
+}

@@ -11,14 +11,14 @@ import type { RedisClient } from '@mcb/core/redis';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { auditApi } from './audit/api.ts';
+import { auditRows } from './audit/api.ts';
 import { auditPages } from './audit/pages.ts';
 import { installAuth } from './auth.ts';
 import { installServiceGate } from './operators/service-gate.ts';
 import { installRoleCheck, registerRoutes, type RouteRow } from './web/route-table.ts';
 import { dashboardPlugin } from './dashboard/dashboard.ts';
 import { installErrorHandler } from './error-handler.ts';
-import { whoamiRoutes } from './operators/api.ts';
+import { whoamiRows } from './operators/api.ts';
 import { createOperatorDirectory, loadOperatorsFile, type OperatorEntry } from './operators/directory.ts';
 import { trustedProxies } from './operators/trusted-proxies.ts';
 import { callbacksPages } from './callbacks/pages.ts';
@@ -36,7 +36,7 @@ import { replaysPages } from './replays/pages.ts';
 import { createGetOrderCache } from './replays/plan.ts';
 import { createAuthFailureLimiter } from './session/auth-failures.ts';
 import { loginRoutes } from './session/login-routes.ts';
-import { reviewsApi } from './reviews/api.ts';
+import { reviewsRows } from './reviews/api.ts';
 import { reviewsPages } from './reviews/pages.ts';
 import { searchPages } from './search/pages.ts';
 import { ordersPages } from './orders/pages.ts';
@@ -152,11 +152,8 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     logger: deps.logger,
     ...(deps.queue ? { queue: deps.queue } : {}),
   };
-  await app.register(whoamiRoutes);
-  await app.register(auditApi, { db: deps.db.db });
   // The areas' route tables, registered in one loop; the role check is one hook over them (web/route-table.ts).
   registerRoutes(app, apiRows(deps, routeDeps));
-  await app.register(reviewsApi, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
   await app.register(loginRoutes, { directory, sessions, revocations, cookieSecure: deps.cookieSecure ?? config.CONSOLE_COOKIE_SECURE, trustedProxies: trusted, limiter });
   await app.register(assetsPlugin);
   // Replays (API and wizard) need the queue: its failed jobs are what they send back.
@@ -186,15 +183,18 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   return base;
 }
 
-/** Every area's API rows (reviews and replays still register their own plugins: docs/console.md). */
+/** Every area's API rows (replays still register their own plugin: docs/console.md). */
 function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): RouteRow[] {
   return [
+    ...whoamiRows(),
+    ...auditRows({ db: deps.db.db }),
     ...ordersRows(routeDeps),
     ...payoutsRows(routeDeps),
     ...paymentMethodsRows(routeDeps),
     ...(deps.redis ? reconcileRows(reconcileRouteDeps({ ...deps, redis: deps.redis })) : []),
     ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
     ...callbacksRows({ db: deps.db.db, queue: deps.queue }),
+    ...reviewsRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
   ];
 }
 

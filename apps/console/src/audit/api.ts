@@ -1,14 +1,16 @@
 import type { Database } from '@mcb/core/db';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorBodySchema } from '../web/api-schemas.ts';
 import { auditFilterSchema, auditPageSchema, listAudit, withoutBlanks } from './queries.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
 
 /** `GET /api/audit`: who did what, when, why, and how it ended. */
-export const auditApi: FastifyPluginAsyncZod<{ db: Database }> = async (app, { db }) => {
-  app.get(
-    '/api/audit',
-    {
+export function auditRows({ db }: { db: Database }): RouteRow[] {
+  return [
+    route({
+      method: 'GET',
+      url: '/api/audit',
+      action: 'read',
       schema: {
         summary: 'The audit trail of operator actions, newest first',
         description:
@@ -17,7 +19,7 @@ export const auditApi: FastifyPluginAsyncZod<{ db: Database }> = async (app, { d
         querystring: z.preprocess(withoutBlanks, auditFilterSchema),
         response: { 200: auditPageSchema, 400: errorBodySchema, 403: errorBodySchema },
       },
-    },
-    async (req) => listAudit(db, req.operator!, req.query),
-  );
-};
+      handler: async (req) => listAudit(db, req.operator!, req.query),
+    }),
+  ];
+}

@@ -1,12 +1,14 @@
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ACTIONS, can, type Action } from './roles.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
 
 /** `GET /api/whoami`: the operator behind this request, their role, how they signed in, and what they may do. */
-export const whoamiRoutes: FastifyPluginAsyncZod = async (app) => {
-  app.get(
-    '/api/whoami',
-    {
+export function whoamiRows(): RouteRow[] {
+  return [
+    route({
+      method: 'GET',
+      url: '/api/whoami',
+      action: 'read',
       schema: {
         summary: 'Who is asking',
         description: 'The authenticated operator, the role from the operators file (or admin for CONSOLE_TOKEN), and the actions that role allows.',
@@ -21,11 +23,11 @@ export const whoamiRoutes: FastifyPluginAsyncZod = async (app) => {
         },
         querystring: z.strictObject({ actions: z.enum(['true', 'false']).optional() }),
       },
-    },
-    async (req) => {
-      const operator = req.operator!;
-      const may = req.query.actions === 'true' ? (Object.keys(ACTIONS) as Action[]).filter((a) => can(operator.role, a)) : undefined;
-      return { name: operator.name, role: operator.role, via: req.authMethod!, ...(may ? { may } : {}) };
-    },
-  );
-};
+      handler: async (req) => {
+        const operator = req.operator!;
+        const may = req.query.actions === 'true' ? (Object.keys(ACTIONS) as Action[]).filter((a) => can(operator.role, a)) : undefined;
+        return { name: operator.name, role: operator.role, via: req.authMethod!, ...(may ? { may } : {}) };
+      },
+    }),
+  ];
+}

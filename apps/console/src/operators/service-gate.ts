@@ -11,10 +11,17 @@ export function serviceMayCall(method: string, route: string | undefined): boole
   return SERVICE_WRITES.has(`${method} ${route}`);
 }
 
-const ROUTES = new WeakMap<FastifyInstance, { method: string; url: string }[]>();
+/** A registered route, with the action of its table row when it came from one (web/route-table.ts). */
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+  action?: string;
+}
+
+const ROUTES = new WeakMap<FastifyInstance, RegisteredRoute[]>();
 
 /** Every route registered on `app` after {@link installServiceGate} (plugins' included): what the tests walk. */
-export function routesOf(app: FastifyInstance): readonly { method: string; url: string }[] {
+export function routesOf(app: FastifyInstance): readonly RegisteredRoute[] {
   return ROUTES.get(app) ?? [];
 }
 
@@ -25,10 +32,10 @@ export function routesOf(app: FastifyInstance): readonly { method: string; url: 
  * The refusal is logged at warn, not written to the audit trail: nothing was attempted on anyone's behalf.
  */
 export function installServiceGate(app: FastifyInstance): void {
-  const routes: { method: string; url: string }[] = [];
+  const routes: RegisteredRoute[] = [];
   ROUTES.set(app, routes);
   app.addHook('onRoute', (r) => {
-    for (const method of [r.method].flat()) routes.push({ method, url: r.url });
+    for (const method of [r.method].flat()) routes.push({ method, url: r.url, ...(r.config?.action ? { action: r.config.action } : {}) });
   });
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.operator?.role !== 'service') return;

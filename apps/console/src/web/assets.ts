@@ -27,6 +27,7 @@ input,select,textarea{font:inherit;padding:.35rem .45rem;border:1px solid #8c959
 button{font:inherit;padding:.35rem .8rem;border:1px solid #8c959f;border-radius:.25rem;background:#f6f8fa;cursor:pointer}
 button.primary{background:var(--accent);color:#fff;border-color:var(--accent)}button.danger{color:var(--bad)}
 .status-neutral{font-weight:400}.muted{color:var(--muted)}.card{border:1px solid var(--line);border-radius:.4rem;padding:.75rem 1rem;margin:.75rem 0}
+main.bare{max-width:26rem;margin:3rem auto}form.login{display:flex;flex-direction:column;gap:.6rem}form.login input{padding:.5rem}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:.5rem 0}dl.facts dt{color:var(--muted)}dl.facts dd{margin:0}
 .pager{display:flex;gap:1rem;margin:1rem 0}
 .counts{font-size:1.1rem}.counts a{text-decoration:none}.counts strong{font-size:1.25rem}

@@ -29,7 +29,9 @@ async function pageAt(width: number): Promise<{ page: Page; violations: string[]
   return { page, violations };
 }
 
-const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+/** The page's globals as this test reads them (the tests compile without the DOM library). */
+type Win = { document: { documentElement: { scrollWidth: number } }; innerWidth: number; getComputedStyle(e: unknown): { maxWidth: string } };
+const fitsWidth = (page: Page) => page.evaluate(() => (globalThis as unknown as Win).document.documentElement.scrollWidth <= (globalThis as unknown as Win).innerWidth);
 
 describe('the login and 401 pages', () => {
   for (const width of [1366, 375]) {
@@ -40,7 +42,7 @@ describe('the login and 401 pages', () => {
         expect(res!.status()).toBe(401);
         expect(res!.headers()['content-security-policy']).toContain("default-src 'none'");
         // The stylesheet applied (an inline <style> would be blocked by style-src 'self').
-        expect(await page.locator('main.bare').evaluate((m) => getComputedStyle(m).maxWidth)).toBe('416px');
+        expect(await page.locator('main.bare').evaluate((m) => (globalThis as unknown as Win).getComputedStyle(m).maxWidth)).toBe('416px');
         await page.screenshot({ path: path.join(ARTIFACTS, `console-401-${width}.png`), fullPage: true });
         await page.click('#login');
         await page.locator('#token').waitFor();

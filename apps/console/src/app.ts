@@ -29,7 +29,7 @@ import { ordersRows } from './orders/api.ts';
 import { paymentMethodsRows } from './catalog/api.ts';
 import { payoutsRows } from './payouts/api.ts';
 import { reconcileRouteDeps, reconcileRows } from './reconcile/api.ts';
-import { replaysRoutes } from './replays/api.ts';
+import { replaysRows } from './replays/api.ts';
 import type { ReplayDeps } from './replays/actions.ts';
 import { startReplayDriver } from './replays/driver.ts';
 import { replaysPages } from './replays/pages.ts';
@@ -160,7 +160,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const replayDeps = deps.queue && replayDepsOf(deps, deps.queue);
   if (replayDeps) {
     if (replayDeps.close) app.addHook('onClose', replayDeps.close);
-    await app.register(replaysRoutes, replayDeps);
+    registerRoutes(app, replaysRows(replayDeps));
   }
   // Server-rendered pages (STYLE 16-21): one scope that accepts HTML form posts; each area registers its pages here.
   await app.register(async (pages) => {
@@ -183,7 +183,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   return base;
 }
 
-/** Every area's API rows (replays still register their own plugin: docs/console.md). */
+/** Every area's API rows but the replays' (registered with the replay driver, which needs the queue). */
 function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): RouteRow[] {
   return [
     ...whoamiRows(),

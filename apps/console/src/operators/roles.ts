@@ -50,6 +50,12 @@ export const ACTIONS = {
 export type Action = keyof typeof ACTIONS;
 
 /**
+ * Actions that change nothing (a read, a dry run, reading others' audit): a refusal of one is a 403 without an audit
+ * row, as {@link can}'s callers in the action layer do with `assertCan`.
+ */
+export const CHANGES_NOTHING: ReadonlySet<Action> = new Set<Action>(['read', 'replays.plan', 'audit.readOthers']);
+
+/**
  * All a `service` client may do: read (the API only, never pages or the dashboard: see operators/service-gate.ts)
  * and register orders, without a reason (a machine has none to give; its name in the audit row says who).
  */

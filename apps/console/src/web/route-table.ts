@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest, FastifySchema, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault, RouteGenericInterface, RouteHandlerMethod } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { authorize, type ActionDeps } from '../audit/perform.ts';
-import { can, requiredRole, type Action, type PersonRole } from '../operators/roles.ts';
+import { authorize, forbidden, type ActionDeps } from '../audit/perform.ts';
+import { can, CHANGES_NOTHING, requiredRole, type Action, type PersonRole } from '../operators/roles.ts';
 
 /**
  * One row of an area's route table (bull-board's `routes.js` is the model): what the route is, what it does in the
@@ -13,6 +13,8 @@ export interface RouteRow<S extends FastifySchema = FastifySchema> {
   url: string;
   /** What the route does in roles.ts's action table: `read` for every read. */
   action: Action;
+  /** The action of this request when the body decides it (`POST /api/replays`: a dry run or a start). */
+  actionOf?: (req: FastifyRequest) => Action;
   /** What an action is done to, for the audit row of a refusal (`order:MO-1`, `sweep`); from the unvalidated request. */
   target?: (req: FastifyRequest) => string;
   schema: S;
@@ -29,6 +31,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The action of the route's row (routes registered from a table only). */
     action?: Action;
+    /** The row's per-request action (see {@link RouteRow.actionOf}). */
+    actionOf?: (req: FastifyRequest) => Action;
     /** The row's target (see {@link RouteRow.target}). */
     target?: (req: FastifyRequest) => string;
   }
@@ -36,7 +40,7 @@ declare module 'fastify' {
 
 /** Register every row, in one loop: the row's action travels in the route's config for the role check. */
 export function registerRoutes(app: FastifyInstance, rows: readonly RouteRow[]): void {
-  for (const r of rows) app.route({ method: r.method, url: r.url, schema: r.schema, config: { action: r.action, ...(r.target ? { target: r.target } : {}) }, handler: r.handler as RouteHandlerMethod });
+  for (const r of rows) app.route({ method: r.method, url: r.url, schema: r.schema, config: { action: r.action, ...(r.actionOf ? { actionOf: r.actionOf } : {}), ...(r.target ? { target: r.target } : {}) }, handler: r.handler as RouteHandlerMethod });
 }
 
 /**
@@ -47,8 +51,10 @@ export function registerRoutes(app: FastifyInstance, rows: readonly RouteRow[]):
  */
 export function installRoleCheck(app: FastifyInstance, deps: ActionDeps): void {
   app.addHook('preValidation', async (req) => {
-    const { action, target } = req.routeOptions.config ?? {};
+    const { actionOf, target } = req.routeOptions.config ?? {};
+    const action = actionOf ? actionOf(req) : req.routeOptions.config?.action;
     if (action === undefined || !req.operator || can(req.operator.role, action)) return;
+    if (CHANGES_NOTHING.has(action)) throw forbidden(req.operator, action);
     const body = (req.body ?? {}) as { reason?: unknown };
     await authorize(deps, { operator: req.operator, requestId: req.id }, { action, target: target?.(req) ?? req.routeOptions.url ?? '', reason: body.reason });
   });

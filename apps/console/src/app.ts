@@ -81,9 +81,10 @@ export interface ConsoleDeps {
 }
 
 /**
- * The console: an internal JSON API behind a bearer token. Every area is one fastify plugin (routes/*.ts)
- * registered here; the auth hook and the error handler sit on the root instance, so they cover the routes and
- * plugins registered after them as well (later areas: add `await app.register(yourRoutes, routeDeps)` below).
+ * The console: an internal JSON API behind a bearer token, and its pages. Every area exports its API rows
+ * (`<area>/api.ts`, web/route-table.ts), registered here in one loop; the auth hook, the service gate, the role
+ * check and the error handler sit on the root instance, so they cover the routes and plugins registered after them
+ * as well (a new area: add its rows to {@link apiRows}; its pages to the pages scope below).
  */
 export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const { config } = deps;

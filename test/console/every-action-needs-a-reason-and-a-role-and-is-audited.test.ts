@@ -5,6 +5,8 @@ import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from
 import { and, count, eq } from 'drizzle-orm';
 import type { TOKENS } from '../../apps/console/test/helpers/operators.ts';
 import { bearer, OPERATORS } from '../../apps/console/test/helpers/operators.ts';
+import { routesOf } from '../../apps/console/src/operators/service-gate.ts';
+import { ACTIONS } from '../../apps/console/src/operators/roles.ts';
 import { startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
 
 const env = useTestEnv();
@@ -94,6 +96,18 @@ describe('operator actions', () => {
     );
     const tested = ACTION_ROUTES().map((r) => `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/').replace(`/orders/${failedOrderNo}/jobs/${failedJobId}/`, '/orders/:merchantOrderNo/jobs/:jobId/')}`);
     for (const route of changing) if (!NOT_ACTIONS.has(route)) expect(tested).toContain(route);
+  });
+
+  it('lists every action row of the areas\' route tables in ACTION_ROUTES, each naming an action of the role table', async () => {
+    const rows = routesOf(stack.app).filter((r) => r.action !== undefined);
+    expect(rows.length).toBeGreaterThan(10);
+    for (const r of rows) expect(Object.keys(ACTIONS)).toContain(r.action);
+    const tested = ACTION_ROUTES().map((r) => `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/')}`);
+    const actions = rows.filter((r) => r.action !== 'read').map((r) => `${r.method} ${r.url}`);
+    expect(actions.length).toBeGreaterThanOrEqual(6);
+    for (const route of actions) expect(tested).toContain(route);
+    // Reads only: a row that reads answers GET, or validates (POST /api/payouts/validate, in NOT_ACTIONS).
+    for (const r of rows.filter((x) => x.action === 'read' && x.method !== 'GET' && x.method !== 'HEAD')) expect(NOT_ACTIONS).toContain(`${r.method} ${r.url}`);
   });
 
   it('refuses each without a reason (400 REASON_REQUIRED) and changes nothing', async () => {

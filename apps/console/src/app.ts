@@ -11,33 +11,34 @@ import type { RedisClient } from '@mcb/core/redis';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { auditApi } from './audit/api.ts';
+import { auditRows } from './audit/api.ts';
 import { auditPages } from './audit/pages.ts';
 import { installAuth } from './auth.ts';
+import { installServiceGate } from './operators/service-gate.ts';
+import { installRoleCheck, registerRoutes, type RouteRow } from './web/route-table.ts';
 import { dashboardPlugin } from './dashboard/dashboard.ts';
 import { installErrorHandler } from './error-handler.ts';
-import { whoamiRoutes } from './operators/api.ts';
+import { whoamiRows } from './operators/api.ts';
 import { createOperatorDirectory, loadOperatorsFile, type OperatorEntry } from './operators/directory.ts';
 import { trustedProxies } from './operators/trusted-proxies.ts';
 import { callbacksPages } from './callbacks/pages.ts';
-import { callbacksRoutes } from './routes/callbacks.ts';
-import type { RouteDeps } from './routes/deps.ts';
-import { eventsRoutes } from './routes/events.ts';
-import { ordersRoutes } from './routes/orders.ts';
-import { paymentMethodsRoutes } from './routes/payment-methods.ts';
-import { payoutsRoutes } from './routes/payouts.ts';
-import { reconcileRouteDeps, reconcileRoutes } from './routes/reconcile.ts';
-import { replaysRoutes } from './replays/api.ts';
+import { callbacksRows } from './callbacks/api.ts';
+import type { RouteDeps } from './web/route-deps.ts';
+import { eventsRows } from './events/api.ts';
+import { ordersRows } from './orders/api.ts';
+import { paymentMethodsRows } from './catalog/api.ts';
+import { payoutsRows } from './payouts/api.ts';
+import { reconcileRouteDeps, reconcileRows } from './reconcile/api.ts';
+import { replaysRows } from './replays/api.ts';
 import type { ReplayDeps } from './replays/actions.ts';
 import { startReplayDriver } from './replays/driver.ts';
 import { replaysPages } from './replays/pages.ts';
 import { createGetOrderCache } from './replays/plan.ts';
 import { createAuthFailureLimiter } from './session/auth-failures.ts';
 import { loginRoutes } from './session/login-routes.ts';
-import { reviewsApi } from './reviews/api.ts';
+import { reviewsRows } from './reviews/api.ts';
 import { reviewsPages } from './reviews/pages.ts';
 import { searchPages } from './search/pages.ts';
-import { ordersJobsApi } from './orders/api.ts';
 import { ordersPages } from './orders/pages.ts';
 import { createSessionRevocations } from './session/revocations.ts';
 import { createSessionCodec } from './session/session-cookie.ts';
@@ -80,9 +81,10 @@ export interface ConsoleDeps {
 }
 
 /**
- * The console: an internal JSON API behind a bearer token. Every area is one fastify plugin (routes/*.ts)
- * registered here; the auth hook and the error handler sit on the root instance, so they cover the routes and
- * plugins registered after them as well (later areas: add `await app.register(yourRoutes, routeDeps)` below).
+ * The console: an internal JSON API behind a bearer token, and its pages. Every area exports its API rows
+ * (`<area>/api.ts`, web/route-table.ts), registered here in one loop; the auth hook, the service gate, the role
+ * check and the error handler sit on the root instance, so they cover the routes and plugins registered after them
+ * as well (a new area: add its rows to {@link apiRows}; its pages to the pages scope below).
  */
 export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const { config } = deps;
@@ -131,6 +133,8 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const trusted = config.CONSOLE_TRUSTED_PROXIES ? trustedProxies(config.CONSOLE_TRUSTED_PROXIES) : undefined;
   const proxy = config.CONSOLE_AUTH_PROXY_HEADER && trusted ? { header: config.CONSOLE_AUTH_PROXY_HEADER.toLowerCase(), trusted } : undefined;
   auth.check = installAuth(base, { directory, sessions, revocations, limiter, proxy });
+  installServiceGate(base);
+  installRoleCheck(base, { db: deps.db.db, logger: deps.logger });
   if (deps.registry) installMetrics(base, deps.registry);
   const app = base.withTypeProvider<ZodTypeProvider>();
 
@@ -149,23 +153,15 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     logger: deps.logger,
     ...(deps.queue ? { queue: deps.queue } : {}),
   };
-  await app.register(whoamiRoutes);
-  await app.register(auditApi, { db: deps.db.db });
-  await app.register(ordersRoutes, routeDeps);
-  await app.register(payoutsRoutes, routeDeps);
-  await app.register(paymentMethodsRoutes, routeDeps);
-  if (deps.redis) await app.register(reconcileRoutes, reconcileRouteDeps({ ...deps, redis: deps.redis }));
-  await app.register(reviewsApi, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
-  await app.register(eventsRoutes, { db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs });
-  await app.register(callbacksRoutes, { db: deps.db.db, queue: deps.queue });
-  if (deps.queue) await app.register(ordersJobsApi, { db: deps.db.db, logger: deps.logger, queue: deps.queue });
+  // The areas' route tables, registered in one loop; the role check is one hook over them (web/route-table.ts).
+  registerRoutes(app, apiRows(deps, routeDeps));
   await app.register(loginRoutes, { directory, sessions, revocations, cookieSecure: deps.cookieSecure ?? config.CONSOLE_COOKIE_SECURE, trustedProxies: trusted, limiter });
   await app.register(assetsPlugin);
   // Replays (API and wizard) need the queue: its failed jobs are what they send back.
   const replayDeps = deps.queue && replayDepsOf(deps, deps.queue);
   if (replayDeps) {
     if (replayDeps.close) app.addHook('onClose', replayDeps.close);
-    await app.register(replaysRoutes, replayDeps);
+    registerRoutes(app, replaysRows(replayDeps));
   }
   // Server-rendered pages (STYLE 16-21): one scope that accepts HTML form posts; each area registers its pages here.
   await app.register(async (pages) => {
@@ -186,6 +182,21 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     throw new AppError(ErrorCodes.NOT_FOUND, `no route ${req.method} ${req.url.split('?')[0]}`);
   });
   return base;
+}
+
+/** Every area's API rows but the replays' (registered with the replay driver, which needs the queue). */
+function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): RouteRow[] {
+  return [
+    ...whoamiRows(),
+    ...auditRows({ db: deps.db.db }),
+    ...ordersRows(routeDeps),
+    ...payoutsRows(routeDeps),
+    ...paymentMethodsRows(routeDeps),
+    ...(deps.redis ? reconcileRows(reconcileRouteDeps({ ...deps, redis: deps.redis })) : []),
+    ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
+    ...callbacksRows({ db: deps.db.db, queue: deps.queue }),
+    ...reviewsRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
+  ];
 }
 
 /** The replays' dependencies, and their driver (closed with the app) unless the caller drives replays itself. */

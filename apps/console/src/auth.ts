@@ -5,6 +5,7 @@ import type { Operator } from './operators/operator.ts';
 import type { ProxyCheck } from './operators/trusted-proxies.ts';
 import { retryAfterSeconds, type AuthFailureLimiter } from './session/auth-failures.ts';
 import { loginRequiredPage } from './session/pages.ts';
+import { PAGE_HEADERS } from './web/send.ts';
 import { isSafeMethod, isSameOrigin } from './session/same-origin.ts';
 import type { SessionRevocations } from './session/revocations.ts';
 import { readCookie, SESSION_COOKIE, type SessionCodec } from './session/session-cookie.ts';
@@ -112,7 +113,7 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): (req: Fast
     reply.header('www-authenticate', 'Bearer realm="console"');
     // A browser opening a page gets a 401 page that links to the login form; everything else gets the JSON 401.
     if (sessions && req.method === 'GET' && !path.startsWith('/api/') && !path.includes('/api/') && /\btext\/html\b/.test(req.headers.accept ?? '')) {
-      return reply.code(401).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(loginRequiredPage(req.url));
+      return reply.code(401).headers(PAGE_HEADERS).send(loginRequiredPage(req.url));
     }
     if (header && limiter) {
       const failure = countFailure(req, limiter);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reviews } from '@mcb/core/db';
 import { createOrder, useTestEnv } from '@mcb/testkit';
 import { startConsole, startFakePlatform, type TestConsole } from './helpers/fake-platform.ts';
-import { OPERATORS, TOKENS } from './helpers/operators.ts';
+import { OPERATORS, SERVICE, TOKENS } from './helpers/operators.ts';
 
 const env = useTestEnv();
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
@@ -16,7 +16,7 @@ let reviewId: number;
 
 beforeAll(async () => {
   platform = await startFakePlatform();
-  c = await startConsole({ db: env.db, databaseUrl: env.databaseUrl, baseUrl: platform.baseUrl, operators: OPERATORS });
+  c = await startConsole({ db: env.db, databaseUrl: env.databaseUrl, baseUrl: platform.baseUrl, operators: [...OPERATORS, SERVICE] });
   await c.app.listen({ host: '127.0.0.1', port: 0 });
   url = `http://127.0.0.1:${(c.app.server.address() as AddressInfo).port}`;
   await createOrder(env.db.db, { merchantOrderNo: 'CLI-1', kind: 'payin', amount: '420.00' });
@@ -80,6 +80,24 @@ describe('pnpm cli orders / reviews / audit', () => {
     const admin = await cli(TOKENS.admin, 'audit', '--operator', 'vera.viewer@example.com', '--json');
     expect(admin.code).toBe(0);
     expect(JSON.parse(admin.stdout)).toMatchObject({ scope: 'all', entries: [{ operator: 'vera.viewer@example.com', outcome: 'denied', reason: 'looks forged' }] });
+  });
+
+  it('audit leaves the shop\'s registrations (a service client) out unless --services show or only', async () => {
+    const shop = await fetch(`${url}/api/payins`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.service}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ merchantOrderNo: 'CLI-SHOP-1', currency: 'PHP', amount: '5.00' }),
+    });
+    expect(shop.status).toBe(201);
+    const people = await cli(TOKENS.admin, 'audit');
+    expect(people.code).toBe(0);
+    expect(people.stdout).not.toContain('shop-orders');
+    const shown = await cli(TOKENS.admin, 'audit', '--services', 'show');
+    expect(shown.stdout).toMatch(/shop-orders\s+service\s+orders\.register\s+order:CLI-SHOP-1\s+created\s+\(none\)/);
+    expect(shown.stdout).toContain('otto.operator@example.com');
+    const only = await cli(TOKENS.admin, 'audit', '--services', 'only', '--json');
+    expect((JSON.parse(only.stdout) as { entries: { role: string }[] }).entries.map((e) => e.role)).toEqual(['service']);
+    expect((await cli(TOKENS.admin, 'audit', '--services', 'sometimes')).code).toBe(1);
   });
 
   it('says which variable to set when no token is set, and prints usage for a wrong command (exit 2)', async () => {

@@ -2,7 +2,7 @@ import type { Database } from '@mcb/core/db';
 import { AppError, coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import type { Operator } from '../operators/operator.ts';
-import { can, requiredRole, type Action } from '../operators/roles.ts';
+import { can, reasonOptional, requiredRole, type Action } from '../operators/roles.ts';
 import { completeIntent, PENDING, recordAction } from './record.ts';
 
 /**
@@ -47,7 +47,8 @@ export const MAX_REASON = 2000;
 /** 403 naming the role `action` needs (and `requiredRole` in the body, for the CLI and the UI). */
 export function forbidden(operator: Operator, action: Action): AppError {
   const needed = requiredRole(action);
-  return new AppError(ErrorCodes.FORBIDDEN, `${action} needs the role ${needed}; ${operator.name} is ${operator.role}`, {
+  const who = operator.role === 'service' ? `${operator.name} is a service client (it may register orders and read the API only)` : `${operator.name} is ${operator.role}`;
+  return new AppError(ErrorCodes.FORBIDDEN, `${action} needs the role ${needed}; ${who}`, {
     details: { requiredRole: needed, action },
   });
 }
@@ -125,7 +126,10 @@ export async function authorize(deps: ActionDeps, actor: Actor, spec: ActionSpec
     deps.logger.warn({ action: spec.action, target: spec.target, operator: actor.operator.name, role: actor.operator.role }, 'action refused for the role');
     throw forbidden(actor.operator, spec.action);
   }
-  return { actor, spec, reason: requireReason(spec.reason) };
+  // A service (the shop registering an order) gives no reason; one it does give is checked like anyone's.
+  const blank = spec.reason === undefined || (typeof spec.reason === 'string' && spec.reason.trim() === '');
+  const reason = blank && reasonOptional(actor.operator.role, spec.action) ? '' : requireReason(spec.reason);
+  return { actor, spec, reason };
 }
 
 /** A failed action is recorded too, after its transaction rolled back (best effort: the database may be what failed). */

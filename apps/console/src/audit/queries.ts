@@ -1,5 +1,5 @@
 import { operatorActions, type Database } from '@mcb/core/db';
-import { and, desc, eq, gte, lt } from 'drizzle-orm';
+import { and, desc, eq, gte, lt, ne } from 'drizzle-orm';
 import { z } from 'zod';
 import { assertCan } from './perform.ts';
 import type { Operator } from '../operators/operator.ts';
@@ -9,7 +9,7 @@ export const auditEntrySchema = z.object({
   id: z.number().int(),
   at: z.string().describe('ISO-8601 instant'),
   operator: z.string(),
-  role: z.enum(['viewer', 'operator', 'admin']),
+  role: z.enum(['viewer', 'operator', 'admin', 'service']),
   action: z.string().describe('e.g. reviews.reverify, queue.retry, replays.start'),
   target: z.string().describe('e.g. review:42, order:MO-1, job:callbacks/payin-P1-6'),
   reason: z.string(),
@@ -28,6 +28,10 @@ export const auditFilterSchema = z.strictObject({
   target: z.string().max(300).optional(),
   from: instant.optional().describe('At or after'),
   to: instant.optional().describe('Before'),
+  services: z
+    .enum(['hide', 'show', 'only'])
+    .default('hide')
+    .describe('Rows of `service` clients (the shop registering orders): hidden by default so that people\'s actions stand out; `show` adds them, `only` lists them alone. Ignored with `operator` (that name\'s rows are listed whatever its role)'),
   before: z.coerce.number().int().positive().optional().describe('Cursor: only rows with a smaller id (`nextBefore` of the previous page)'),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
@@ -59,6 +63,8 @@ export async function listAudit(db: Database, reader: Operator, f: AuditFilter):
     .where(
       and(
         operator !== undefined ? eq(operatorActions.operator, operator) : undefined,
+        operator === undefined && f.services === 'hide' ? ne(operatorActions.role, 'service') : undefined,
+        operator === undefined && f.services === 'only' ? eq(operatorActions.role, 'service') : undefined,
         f.action ? eq(operatorActions.action, f.action) : undefined,
         f.target ? eq(operatorActions.target, f.target) : undefined,
         f.from ? gte(operatorActions.at, new Date(f.from)) : undefined,

@@ -9,7 +9,7 @@ export interface ActionRecord {
   action: Action;
   /** What was acted on: `review:42`, `order:MO-1`, `job:callbacks/payin-P1-6`, `queue:callbacks/failed`, `sweep`. */
   target: string;
-  /** Why, as given ('' only on a refusal that came without one). */
+  /** Why, as given ('' only on a refusal that came without one, or a service's order registration). */
   reason: string;
   /** `applied`, `dismissed`, `denied`, `failed:<CODE>`, ... */
   outcome: string;

@@ -8,7 +8,7 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { callbackArrivals, callbackReceipts, type Database } from '@mcb/core/db';
 import { and, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { merchantOrderNoSchema } from '../schemas.ts';
+import { merchantOrderNoSchema } from '../orders/schemas.ts';
 
 export const ARRIVAL_STATUSES = ['active', 'waiting', 'retrying', 'failed', 'applied', 'duplicate', 'review'] as const;
 

@@ -1,12 +1,14 @@
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ACTIONS, can, type Action } from './roles.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
 
 /** `GET /api/whoami`: the operator behind this request, their role, how they signed in, and what they may do. */
-export const whoamiRoutes: FastifyPluginAsyncZod = async (app) => {
-  app.get(
-    '/api/whoami',
-    {
+export function whoamiRows(): RouteRow[] {
+  return [
+    route({
+      method: 'GET',
+      url: '/api/whoami',
+      action: 'read',
       schema: {
         summary: 'Who is asking',
         description: 'The authenticated operator, the role from the operators file (or admin for CONSOLE_TOKEN), and the actions that role allows.',
@@ -14,18 +16,18 @@ export const whoamiRoutes: FastifyPluginAsyncZod = async (app) => {
         response: {
           200: z.object({
             name: z.string(),
-            role: z.enum(['viewer', 'operator', 'admin']),
+            role: z.enum(['viewer', 'operator', 'admin', 'service']),
             via: z.enum(['bearer', 'session', 'proxy']),
             may: z.array(z.string()).optional().describe('Actions this role allows (with ?actions=true)'),
           }),
         },
         querystring: z.strictObject({ actions: z.enum(['true', 'false']).optional() }),
       },
-    },
-    async (req) => {
-      const operator = req.operator!;
-      const may = req.query.actions === 'true' ? (Object.keys(ACTIONS) as Action[]).filter((a) => can(operator.role, a)) : undefined;
-      return { name: operator.name, role: operator.role, via: req.authMethod!, ...(may ? { may } : {}) };
-    },
-  );
-};
+      handler: async (req) => {
+        const operator = req.operator!;
+        const may = req.query.actions === 'true' ? (Object.keys(ACTIONS) as Action[]).filter((a) => can(operator.role, a)) : undefined;
+        return { name: operator.name, role: operator.role, via: req.authMethod!, ...(may ? { may } : {}) };
+      },
+    }),
+  ];
+}

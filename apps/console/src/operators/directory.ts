@@ -14,7 +14,9 @@ export const operatorEntrySchema = z.strictObject({
     .regex(/^[\x21-\x7e]{1,128}$/, 'expected 1 to 128 visible ASCII characters (an email address suits)')
     .refine((n) => n.toLowerCase() !== TOKEN_ADMIN_NAME, `the name ${TOKEN_ADMIN_NAME} is reserved for CONSOLE_TOKEN's holder`)
     .describe('Unique name; what the audit trail records, and what an SSO proxy sends'),
-  role: z.enum(['viewer', 'operator', 'admin']),
+  role: z
+    .enum(['viewer', 'operator', 'admin', 'service'])
+    .describe('service: a machine client (the shop) that registers orders and reads the API, nothing else, and cannot log in to the pages'),
   tokenSha256: z
     .string()
     .regex(/^[0-9a-fA-F]{64}$/, 'expected the SHA-256 of the token, 64 hex characters')

@@ -4,10 +4,18 @@
  * the same {@link can} before it renders a control, so the UI offers exactly what the server allows.
  */
 
-/** `viewer` reads; `operator` also acts; `admin` also reads the audit of others and manages replays of others. */
-export type Role = 'viewer' | 'operator' | 'admin';
+/**
+ * `viewer` reads; `operator` also acts; `admin` also reads the audit of others and manages replays of others.
+ * `service` is not a person: a machine client (the shop's order system) that registers orders and reads the API,
+ * with no reason asked, and may do nothing else ({@link SERVICE_ACTIONS}).
+ */
+export type Role = 'viewer' | 'operator' | 'admin' | 'service';
 
-export const ROLES: readonly Role[] = ['viewer', 'operator', 'admin'];
+/** The people's roles, least first. */
+export const PERSON_ROLES = ['viewer', 'operator', 'admin'] as const;
+export type PersonRole = (typeof PERSON_ROLES)[number];
+
+export const ROLES: readonly Role[] = [...PERSON_ROLES, 'service'];
 
 /** Everything an operator can do that the console gates by role, with the least role that may do it. */
 export const ACTIONS = {
@@ -37,20 +45,38 @@ export const ACTIONS = {
   'replays.cancelOthers': 'admin',
   /** Read every operator's audit trail (others read their own). */
   'audit.readOthers': 'admin',
-} as const satisfies Record<string, Role>;
+} as const satisfies Record<string, PersonRole>;
 
 export type Action = keyof typeof ACTIONS;
 
-const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
+/**
+ * Actions that change nothing (a read, a dry run, reading others' audit): a refusal of one is a 403 without an audit
+ * row, as {@link can}'s callers in the action layer do with `assertCan`.
+ */
+export const CHANGES_NOTHING: ReadonlySet<Action> = new Set<Action>(['read', 'replays.plan', 'audit.readOthers']);
 
-/** The least role that may do `action`. */
-export function requiredRole(action: Action): Role {
+/**
+ * All a `service` client may do: read (the API only, never pages or the dashboard: see operators/service-gate.ts)
+ * and register orders, without a reason (a machine has none to give; its name in the audit row says who).
+ */
+export const SERVICE_ACTIONS: ReadonlySet<Action> = new Set<Action>(['read', 'orders.register']);
+
+const RANK: Record<PersonRole, number> = { viewer: 0, operator: 1, admin: 2 };
+
+/** The least (person's) role that may do `action`. */
+export function requiredRole(action: Action): PersonRole {
   return ACTIONS[action];
 }
 
 /** Whether `role` may do `action`. */
 export function can(role: Role, action: Action): boolean {
+  if (role === 'service') return SERVICE_ACTIONS.has(action);
   return RANK[role] >= RANK[ACTIONS[action]];
+}
+
+/** Whether `role` does `action` without a reason (a service registering an order); people always give one. */
+export function reasonOptional(role: Role, action: Action): boolean {
+  return role === 'service' && SERVICE_ACTIONS.has(action);
 }
 
 export function isRole(value: unknown): value is Role {

@@ -1,32 +1,97 @@
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyRequest } from 'fastify';
+import { normalizeDecimal } from '@mcb/core/money';
 import { z } from 'zod';
+import { authorize } from '../audit/perform.ts';
+import { orderTarget, registerOrder } from './actions.ts';
+import { orderDetail, orderDetailSchema } from './queries.ts';
+import { orderView } from './repo.ts';
 import { actorOf } from '../operators/operator.ts';
-import { errorBodySchema, merchantOrderNoSchema, reasonSchema } from '../schemas.ts';
-import { replayJob, type ReplayJobDeps } from './replay-job.ts';
+import { registrationHash } from './request-hash.ts';
+import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
+import { merchantOrderNoSchema, orderViewSchema, payinBodySchema } from './schemas.ts';
+import type { RouteDeps } from '../web/route-deps.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
+import { replayJob } from './replay-job.ts';
 
+export { orderConflict } from './actions.ts';
+
+/** The order and one of its jobs, in a path. */
 export const jobParams = z.object({ merchantOrderNo: merchantOrderNoSchema, jobId: z.string().min(1).max(200) });
 
-/** POST /api/orders/{merchantOrderNo}/jobs/{jobId}/replay: "Replay this job" (replay-job.ts has the rules). */
-export const ordersJobsApi: FastifyPluginAsyncZod<ReplayJobDeps> = async (app, deps) => {
-  app.post(
-    '/api/orders/:merchantOrderNo/jobs/:jobId/replay',
-    {
+/** The audit target of a registration, from the request as sent (for a refusal before validation). */
+export const targetOfBody = (req: FastifyRequest): string => orderTarget(String((req.body as { merchantOrderNo?: unknown } | undefined)?.merchantOrderNo ?? ''));
+
+/** Pay-in registration and the order view. */
+export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
+  const deps = { db: db.db, logger };
+  return [
+    route({
+      method: 'POST',
+      url: '/api/payins',
+      action: 'orders.register',
+      target: targetOfBody,
       schema: {
-        summary: "Replay one failed job of the order",
+        summary: 'Register a pay-in',
         description:
-          'Sends the job, failed for good, back to the queue with a fresh retry budget (the attempt count reset). Role operator; `reason` required; audited as `queue.retry` (details `via: order-page`). 409 JOB_NOT_FAILED when the job is not failed.',
+          'Idempotent: the same body again answers 200 with the order; a different body for the same number answers 409. Needs the role operator and a `reason` (not part of what makes two registrations the same), or the role service (no reason).',
         tags: ['orders'],
-        params: jobParams,
-        body: z.strictObject({ reason: reasonSchema.optional() }).optional(),
-        response: {
-          200: z.object({ jobId: z.string(), attemptsBefore: z.number().int().describe('Attempts the job had used before the replay') }),
-          400: errorBodySchema,
-          403: errorBodySchema,
-          404: errorBodySchema,
-          409: errorBodySchema,
-        },
+        body: payinBodySchema,
+        response: { 200: orderViewSchema, 201: orderViewSchema, 400: errorBodySchema, 403: errorBodySchema, 409: errorBodySchema },
       },
-    },
-    async (req) => replayJob(deps, actorOf(req), req.params.merchantOrderNo, req.params.jobId, req.body?.reason),
-  );
-};
+      handler: async (req, reply) => {
+        const { reason, ...body } = req.body;
+        const auth = await authorize(deps, actorOf(req), { action: 'orders.register', target: orderTarget(body.merchantOrderNo), reason });
+        const { created, order } = await registerOrder(deps, auth, {
+          merchantOrderNo: body.merchantOrderNo,
+          kind: 'payin',
+          currency: body.currency,
+          amount: normalizeDecimal(body.amount),
+          customerId: body.customerId ?? null,
+          requestHash: registrationHash({ kind: 'payin', ...body }),
+        });
+        return reply.code(created ? 201 : 200).send(await orderView(db, order));
+      },
+    }),
+
+    route({
+      method: 'GET',
+      url: '/api/orders/:merchantOrderNo',
+      action: 'read',
+      schema: {
+        summary: 'An order with its ledger, open review and callback timeline',
+        tags: ['orders'],
+        params: z.object({ merchantOrderNo: merchantOrderNoSchema }),
+        response: { 200: orderDetailSchema, 404: errorBodySchema },
+      },
+      handler: async (req) => orderDetail(db, queue, req.params.merchantOrderNo),
+    }),
+
+    // "Replay this job" (replay-job.ts has the rules): only where the console has the queue.
+    ...(queue
+      ? [
+          route({
+            method: 'POST',
+            url: '/api/orders/:merchantOrderNo/jobs/:jobId/replay',
+            action: 'queue.retry',
+            target: (req) => `job:${queue.name}/${String((req.params as { jobId?: unknown } | undefined)?.jobId ?? '')}`,
+            schema: {
+              summary: 'Replay one failed job of the order',
+              description:
+                'Sends the job, failed for good, back to the queue with a fresh retry budget (the attempt count reset). Role operator; `reason` required; audited as `queue.retry` (details `via: order-page`). 409 JOB_NOT_FAILED when the job is not failed.',
+              tags: ['orders'],
+              params: jobParams,
+              body: z.strictObject({ reason: reasonSchema.optional() }).optional(),
+              response: {
+                200: z.object({ jobId: z.string(), attemptsBefore: z.number().int().describe('Attempts the job had used before the replay') }),
+                400: errorBodySchema,
+                403: errorBodySchema,
+                404: errorBodySchema,
+                409: errorBodySchema,
+              },
+            },
+            handler: async (req) => replayJob({ db: db.db, logger, queue }, actorOf(req), req.params.merchantOrderNo, req.params.jobId, req.body?.reason),
+          }),
+        ]
+      : []),
+  ];
+}

@@ -4,7 +4,7 @@ import type { Queue } from 'bullmq';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { listReviews } from '../reviews/queries.ts';
-import { merchantOrderNoSchema } from '../schemas.ts';
+import { merchantOrderNoSchema } from './schemas.ts';
 import { actorOf } from '../operators/operator.ts';
 import { safeNext } from '../session/pages.ts';
 import { formAction } from '../web/forms.ts';

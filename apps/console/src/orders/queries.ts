@@ -2,7 +2,7 @@ import type { Db } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
-import { orderViewSchema } from '../schemas.ts';
+import { orderViewSchema } from './schemas.ts';
 import { findOrder, orderView } from './repo.ts';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf } from './timeline.ts';
 

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq } from 'drizzle-orm';
 import { ledgerEntries, orders, reviews, type Database, type Db, type NewOrder, type Order } from '@mcb/core/db';
 import { normalizeDecimal } from '@mcb/core/money';
-import type { OrderView } from '../schemas.ts';
+import type { OrderView } from './schemas.ts';
 
 /** One query per function: the console's reads and writes of orders. */
 

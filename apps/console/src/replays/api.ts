@@ -1,22 +1,34 @@
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
-import { errorBodySchema } from '../schemas.ts';
-import { cancelReplay, planReplayAction, replayRequestSchema, startReplay, type ReplayDeps } from './actions.ts';
+import { errorBodySchema } from '../web/api-schemas.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
+import { cancelReplay, filterTarget, planReplayAction, replayRequestSchema, startReplay, type ReplayDeps } from './actions.ts';
 import { replayPlanSchema } from './plan.ts';
 import { getReplay, listReplays, replayViewSchema } from './queries.ts';
 
 const idParams = z.strictObject({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
+/** Audit targets of a refusal, from the request as sent (before validation). */
+const replayTarget = (req: FastifyRequest): string => `replay:${String((req.params as { id?: unknown }).id ?? '')}`;
+const filterTargetOf = (req: FastifyRequest): string => {
+  const parsed = replayRequestSchema.safeParse(req.body);
+  return parsed.success ? filterTarget(parsed.data.filter) : 'replay:(invalid filter)';
+};
+
 const errors = { 400: errorBodySchema, 403: errorBodySchema, 404: errorBodySchema, 409: errorBodySchema };
 
 /**
  * `POST /api/replays` (dry run or start), `GET /api/replays[/{id}]`, `POST /api/replays/{id}/cancel`: replay by
  * filter. The rules (role, reason, rate bound, audit row) are in actions.ts.
  */
-export const replaysRoutes: FastifyPluginAsyncZod<ReplayDeps> = async (app, deps) => {
-  app.post(
-    '/api/replays',
-    {
+export function replaysRows(deps: ReplayDeps): RouteRow[] {
+  return [
+    route({
+      method: 'POST',
+      url: '/api/replays',
+      action: 'replays.start',
+      actionOf: (req) => ((req.body as { dryRun?: unknown } | undefined)?.dryRun === true ? 'replays.plan' : 'replays.start'),
+      target: filterTargetOf,
       schema: {
         summary: 'Dry-run or start a replay of failed jobs by filter',
         description:
@@ -25,30 +37,35 @@ export const replaysRoutes: FastifyPluginAsyncZod<ReplayDeps> = async (app, deps
         body: replayRequestSchema,
         response: { 200: z.object({ plan: replayPlanSchema }), 202: z.object({ replay: replayViewSchema }), ...errors },
       },
-    },
-    async (req, reply) => {
-      const { filter, dryRun, ratePerSecond, reason } = req.body;
-      if (dryRun) return { plan: await planReplayAction(deps, actorOf(req), filter) };
-      const replay = await startReplay(deps, actorOf(req), { filter, ratePerSecond, reason });
-      return reply.code(202).header('location', `/api/replays/${replay.id}`).send({ replay });
-    },
-  );
+      handler: async (req, reply) => {
+        const { filter, dryRun, ratePerSecond, reason } = req.body;
+        if (dryRun) return { plan: await planReplayAction(deps, actorOf(req), filter) };
+        const replay = await startReplay(deps, actorOf(req), { filter, ratePerSecond, reason });
+        return reply.code(202).header('location', `/api/replays/${replay.id}`).send({ replay });
+      },
+    }),
 
-  app.get(
-    '/api/replays',
-    { schema: { summary: 'Replays, newest first', tags: ['replays'], response: { 200: z.object({ replays: z.array(replayViewSchema) }) } } },
-    async () => ({ replays: await listReplays(deps.db) }),
-  );
+    route({
+      method: 'GET',
+      url: '/api/replays',
+      action: 'read',
+      schema: { summary: 'Replays, newest first', tags: ['replays'], response: { 200: z.object({ replays: z.array(replayViewSchema) }) } },
+      handler: async () => ({ replays: await listReplays(deps.db) }),
+    }),
 
-  app.get(
-    '/api/replays/:id',
-    { schema: { summary: "A replay's progress", tags: ['replays'], params: idParams, response: { 200: z.object({ replay: replayViewSchema }), ...errors } } },
-    async (req) => ({ replay: await getReplay(deps.db, req.params.id) }),
-  );
+    route({
+      method: 'GET',
+      url: '/api/replays/:id',
+      action: 'read',
+      schema: { summary: "A replay's progress", tags: ['replays'], params: idParams, response: { 200: z.object({ replay: replayViewSchema }), ...errors } },
+      handler: async (req) => ({ replay: await getReplay(deps.db, req.params.id) }),
+    }),
 
-  app.post(
-    '/api/replays/:id/cancel',
-    {
+    route({
+      method: 'POST',
+      url: '/api/replays/:id/cancel',
+      action: 'replays.cancel',
+      target: replayTarget,
       schema: {
         summary: 'Cancel a running replay',
         description: 'No further job is sent back (the driver stops within a second); jobs already sent back run to their end. A `reason` is required.',
@@ -57,7 +74,7 @@ export const replaysRoutes: FastifyPluginAsyncZod<ReplayDeps> = async (app, deps
         body: z.strictObject({ reason: z.string().optional() }).optional(),
         response: { 200: z.object({ replay: replayViewSchema }), ...errors },
       },
-    },
-    async (req) => ({ replay: await cancelReplay(deps, actorOf(req), req.params.id, req.body?.reason) }),
-  );
-};
+      handler: async (req) => ({ replay: await cancelReplay(deps, actorOf(req), req.params.id, req.body?.reason) }),
+    }),
+  ];
+}

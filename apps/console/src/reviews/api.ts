@@ -1,9 +1,13 @@
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
-import { errorBodySchema, reasonSchema } from '../schemas.ts';
+import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 import { dismiss, reverify, type ReviewActionDeps } from './actions.ts';
 import { listReviews, reviewFilterSchema, reviewListSchema, reviewViewSchema } from './queries.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
+
+/** The audit target of a review action, from the request as sent (for a refusal before validation). */
+const reviewTarget = (req: FastifyRequest): string => `review:${String((req.params as { id?: unknown }).id ?? '')}`;
 
 const idParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
 
@@ -11,10 +15,12 @@ const idParams = z.object({ id: z.coerce.number().int().positive().max(Number.MA
  * Reviews: events that failed verification. List them with their reasons; re-verify one now, or dismiss it with a
  * note. The rules (role, reason, audit) live in actions.ts; these routes only call it.
  */
-export const reviewsApi: FastifyPluginAsyncZod<ReviewActionDeps> = async (app, deps) => {
-  app.get(
-    '/api/reviews',
-    {
+export function reviewsRows(deps: ReviewActionDeps): RouteRow[] {
+  return [
+    route({
+      method: 'GET',
+      url: '/api/reviews',
+      action: 'read',
       schema: {
         summary: 'Reviews, newest first',
         description: 'Events that failed verification, with reasons. Page with `before` (the `nextBefore` of the previous page).',
@@ -22,13 +28,14 @@ export const reviewsApi: FastifyPluginAsyncZod<ReviewActionDeps> = async (app, d
         querystring: reviewFilterSchema,
         response: { 200: reviewListSchema, 400: errorBodySchema },
       },
-    },
-    async (req) => listReviews(deps.db, req.query, req.operator!.role),
-  );
+      handler: async (req) => listReviews(deps.db, req.query, req.operator!.role),
+    }),
 
-  app.post(
-    '/api/reviews/:id/reverify',
-    {
+    route({
+      method: 'POST',
+      url: '/api/reviews/:id/reverify',
+      action: 'reviews.reverify',
+      target: reviewTarget,
       schema: {
         summary: 'Re-verify a review now',
         description:
@@ -48,13 +55,14 @@ export const reviewsApi: FastifyPluginAsyncZod<ReviewActionDeps> = async (app, d
           503: errorBodySchema.describe('The platform or the database is unreachable; nothing changed'),
         },
       },
-    },
-    async (req) => reverify(deps, actorOf(req), req.params.id, req.body?.reason),
-  );
+      handler: async (req) => reverify(deps, actorOf(req), req.params.id, req.body?.reason),
+    }),
 
-  app.post(
-    '/api/reviews/:id/dismiss',
-    {
+    route({
+      method: 'POST',
+      url: '/api/reviews/:id/dismiss',
+      action: 'reviews.dismiss',
+      target: reviewTarget,
       schema: {
         summary: 'Dismiss a review with a note',
         description:
@@ -64,7 +72,7 @@ export const reviewsApi: FastifyPluginAsyncZod<ReviewActionDeps> = async (app, d
         body: z.strictObject({ reason: reasonSchema.optional(), note: z.string().max(2000).optional() }).optional(),
         response: { 200: z.object({ review: reviewViewSchema }), 400: errorBodySchema, 403: errorBodySchema, 404: errorBodySchema, 409: errorBodySchema },
       },
-    },
-    async (req) => ({ review: await dismiss(deps, actorOf(req), req.params.id, req.body?.reason, req.body?.note) }),
-  );
-};
+      handler: async (req) => ({ review: await dismiss(deps, actorOf(req), req.params.id, req.body?.reason, req.body?.note) }),
+    }),
+  ];
+}

@@ -3,6 +3,7 @@ import { countFailure } from '../auth.ts';
 import type { OperatorDirectory } from '../operators/directory.ts';
 import type { ProxyCheck } from '../operators/trusted-proxies.ts';
 import { retryAfterSeconds, type AuthFailureLimiter } from './auth-failures.ts';
+import { PAGE_HEADERS } from '../web/send.ts';
 import { isSameOrigin } from './same-origin.ts';
 import { loginPage, safeNext } from './pages.ts';
 import type { SessionRevocations } from './revocations.ts';
@@ -53,7 +54,8 @@ export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, o
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
 
-  const html = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY' };
+  // The pages' headers and CSP (no script, styles from /assets only), as every page of the console.
+  const html = PAGE_HEADERS;
 
   app.get('/login', { schema: { hide: true } }, async (req, reply) => {
     const next = safeNext((req.query as Record<string, unknown>).next);
@@ -78,6 +80,11 @@ export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, o
       const failure = opts.limiter ? countFailure(req, opts.limiter) : undefined;
       if (failure?.globalExceeded) return tooMany(failure.retryAfterMs);
       return reply.code(401).headers(html).send(loginPage(next, 'Wrong token.'));
+    }
+    if (operator.role === 'service') {
+      // A machine client has no use for the pages, and a session would be a second credential for it to lose.
+      req.log.warn({ ip: req.ip, operator: operator.name }, 'login refused: a service client');
+      return reply.code(403).headers(html).send(loginPage(next, 'This token belongs to a service client: it works with the API only, not the pages.'));
     }
     const session = opts.sessions.issue(operator.name, opts.directory.credentialOf(operator.name)!);
     req.log.info({ ip: req.ip, operator: operator.name, role: operator.role, expiresAt: session.expiresAt.toISOString() }, 'operator logged in');

@@ -1,7 +1,9 @@
-/** The console's two HTML pages (login and "log in first"); everything else it serves is JSON or bull-board. */
+import { html, type Html } from '../web/html.ts';
 
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+/**
+ * The two pages a browser sees before it signs in (login and "log in first"), on the escaping `html` views and sent
+ * with the pages' headers and CSP (PAGE_HEADERS, web/send.ts).
+ */
 
 /**
  * A local path to return to after login or a form post; anything else (other hosts, `//x`, `/\x`, control
@@ -21,28 +23,34 @@ export function safeNext(next: unknown): string {
   return url.origin === 'http://console.invalid' && /^\/(?![/\\])/.test(path) ? path : '/';
 }
 
-const STYLE =
-  'body{font-family:system-ui,sans-serif;max-width:26rem;margin:4rem auto;padding:0 1rem;color:#222}' +
-  'label,input,button{display:block;width:100%;box-sizing:border-box;font-size:1rem}' +
-  'input{margin:.4rem 0 1rem;padding:.5rem}button{padding:.6rem;cursor:pointer}.error{color:#b00020}';
-
-export function loginPage(next: string, error?: string): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Console login</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"><style>${STYLE}</style></head>
-<body><h1>Merchant console</h1>
-${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
-<form method="post" action="/login">
-<label for="token">Your token (from your admin; CONSOLE_TOKEN signs in as admin)</label>
-<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
-<input type="hidden" name="next" value="${escapeHtml(next)}">
-<button type="submit">Log in</button>
-</form></body></html>`;
+/**
+ * A page outside the layout (nobody is signed in yet): the console's stylesheet, no inline style or script, so the
+ * pages' CSP (PAGE_HEADERS) holds here too. Every value goes through the escaping `html` tag.
+ */
+function barePage(title: string, body: Html): string {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${title} · Merchant console</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/assets/console.css"><link rel="icon" href="/assets/favicon.svg" type="image/svg+xml"></head>
+<body><main id="main" class="bare">${body}</main></body></html>`.value;
 }
 
+/** The login form; `error` says why the last attempt failed. */
+export function loginPage(next: string, error?: string): string {
+  return barePage(
+    'Log in',
+    html`<h1>Merchant console</h1>
+${error ? html`<p class="flash flash-error" role="alert">${error}</p>` : ''}
+<form class="login" method="post" action="/login">
+<label for="token">Your token (from your admin; CONSOLE_TOKEN signs in as admin)</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+<input type="hidden" name="next" value="${next}">
+<button class="primary" type="submit">Log in</button>
+</form>`,
+  );
+}
+
+/** What a browser that is not signed in gets for a page: a link to the login form that comes back here. */
 export function loginRequiredPage(next: string): string {
-  const href = `/login?next=${encodeURIComponent(next)}`;
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Log in first</title><style>${STYLE}</style></head>
-<body><h1>401: log in first</h1><p><a id="login" href="${escapeHtml(href)}">Log in to the console</a></p></body></html>`;
+  return barePage('Log in first', html`<h1>401: log in first</h1><p><a id="login" href="/login?next=${encodeURIComponent(next)}">Log in to the console</a></p>`);
 }

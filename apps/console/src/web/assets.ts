@@ -16,7 +16,7 @@ table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem}th,td{text-align:l
 th{font-size:.85rem;color:var(--muted);font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
 code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em}
 .role{display:inline-block;padding:0 .4rem;border-radius:.6rem;font-size:.8rem;border:1px solid var(--line)}
-.role-admin{background:#fff1e5}.role-operator{background:#ddf4ff}.role-viewer{background:#f6f8fa}
+.role-admin{background:#fff1e5}.role-operator{background:#ddf4ff}.role-viewer{background:#f6f8fa}.role-service{background:#eaeef2;font-style:italic}
 .flash{padding:.6rem .8rem;border-radius:.3rem;margin:0 0 1rem}.flash-ok{background:#dafbe1;color:var(--ok)}.flash-error{background:#ffebe9;color:var(--bad)}
 .status{font-weight:600}.status-credited,.status-succeeded,.status-applied,.status-resolved{color:var(--ok)}
 .status-pending,.status-open,.status-waiting,.status-delayed,.status-active{color:var(--warn)}
@@ -27,6 +27,7 @@ input,select,textarea{font:inherit;padding:.35rem .45rem;border:1px solid #8c959
 button{font:inherit;padding:.35rem .8rem;border:1px solid #8c959f;border-radius:.25rem;background:#f6f8fa;cursor:pointer}
 button.primary{background:var(--accent);color:#fff;border-color:var(--accent)}button.danger{color:var(--bad)}
 .status-neutral{font-weight:400}.muted{color:var(--muted)}.card{border:1px solid var(--line);border-radius:.4rem;padding:.75rem 1rem;margin:.75rem 0}
+main.bare{max-width:26rem;margin:3rem auto}form.login{display:flex;flex-direction:column;gap:.6rem}form.login input{padding:.5rem}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:.5rem 0}dl.facts dt{color:var(--muted)}dl.facts dd{margin:0}
 .pager{display:flex;gap:1rem;margin:1rem 0}
 .counts{font-size:1.1rem}.counts a{text-decoration:none}.counts strong{font-size:1.25rem}

@@ -3,7 +3,7 @@ import type { Html } from './html.ts';
 import { layout, type PageFrame } from './layout.ts';
 
 /** Our pages run only our own script files (no inline script) and load nothing from elsewhere; they may not be framed. */
-const PAGE_HEADERS = {
+export const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
   'cache-control': 'no-store',
   'x-frame-options': 'DENY',

@@ -5,6 +5,7 @@ export const TOKENS = {
   viewer: 'viewer-token-0123456789abcdef',
   operator: 'operator-token-0123456789abcdef',
   admin: 'second-admin-token-0123456789ab',
+  service: 'shop-service-token-0123456789ab',
 } as const;
 
 export const OPERATORS: OperatorEntry[] = [
@@ -16,3 +17,6 @@ export const OPERATORS: OperatorEntry[] = [
 ];
 
 export const bearer = (role: keyof typeof TOKENS) => ({ authorization: `Bearer ${TOKENS[role]}` });
+
+/** The shop's order system: a `service` client (not in {@link OPERATORS}: tests that want it add it). */
+export const SERVICE: OperatorEntry = { name: 'shop-orders', role: 'service', tokenSha256: sha256Hex(TOKENS.service) };

@@ -331,8 +331,9 @@ const schema = z.object({
   /** Bearer token of the single admin (named `admin`), for small setups. Required unless CONSOLE_OPERATORS_FILE is set. */
   CONSOLE_TOKEN: optionalString.pipe(z.string().min(16, 'expected at least 16 characters').optional()),
   /**
-   * JSON file listing the console's operators: `[{"name", "role": "viewer"|"operator"|"admin", "tokenSha256"}]`
-   * (the SHA-256 of each operator's bearer token, hex). Read once at start. @defaultValue unset (CONSOLE_TOKEN only)
+   * JSON file listing the console's operators: `[{"name", "role": "viewer"|"operator"|"admin"|"service", "tokenSha256"}]`
+   * (the SHA-256 of each operator's bearer token, hex; `service`: a machine client such as the shop, which registers
+   * orders and reads the API only). Read once at start. @defaultValue unset (CONSOLE_TOKEN only)
    */
   CONSOLE_OPERATORS_FILE: optionalString,
   /**

@@ -356,12 +356,12 @@ export const operatorActions = pgTable(
     at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
     /** The operator's name (operators file, `admin` for CONSOLE_TOKEN, or the SSO proxy's identity). */
     operator: text('operator').notNull(),
-    role: text('role', { enum: ['viewer', 'operator', 'admin'] }).notNull(),
+    role: text('role', { enum: ['viewer', 'operator', 'admin', 'service'] }).notNull(),
     /** What was done, e.g. `reviews.reverify` (apps/console/src/operators/roles.ts lists them). */
     action: text('action').notNull(),
     /** What it was done to, e.g. `review:42`, `order:MO-1`, `job:callbacks/payin-P1-6`. */
     target: text('target').notNull(),
-    /** Why, as the operator wrote it; empty only for refusals that came without one. */
+    /** Why, as the operator wrote it; empty only for refusals that came without one and a `service` client's registrations. */
     reason: text('reason').notNull(),
     /** What happened: `applied`, `dismissed`, `denied`, `failed:<CODE>`, ... */
     outcome: text('outcome').notNull(),

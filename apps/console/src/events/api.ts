@@ -1,8 +1,8 @@
 import { orderEvents, type Database } from '@mcb/core/db';
 import { asc, gt, sql } from 'drizzle-orm';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorBodySchema } from '../schemas.ts';
+import { errorBodySchema } from '../web/api-schemas.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
 
 /** Options of {@link eventsRoutes}. */
 export interface EventsDeps {
@@ -48,11 +48,13 @@ export function contiguousPrefix<T extends { id: number; ageMs: number }>(rows: 
 }
 
 /** `GET /api/events?after=&limit=`: the outbox of order changes, in order, resumable from `nextCursor`. */
-export const eventsRoutes: FastifyPluginAsyncZod<EventsDeps> = async (app, deps) => {
+export function eventsRows(deps: EventsDeps): RouteRow[] {
   const graceMs = deps.gapGraceMs ?? 10_000;
-  app.get(
-    '/api/events',
-    {
+  return [
+    route({
+      method: 'GET',
+      url: '/api/events',
+      action: 'read',
       schema: {
         summary: 'The outbox feed of order changes',
         description:
@@ -64,33 +66,33 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsDeps> = async (app, deps)
           400: errorBodySchema,
         },
       },
-    },
-    async (req) => {
-      const after = Number(req.query.after);
-      const rows = await deps.db
-        .select({
-          id: orderEvents.id,
-          eventType: orderEvents.eventType,
-          merchantOrderNo: orderEvents.merchantOrderNo,
-          payload: orderEvents.payload,
-          createdAt: orderEvents.createdAt,
-          ageMs: sql<number>`(extract(epoch from (now() - ${orderEvents.createdAt})) * 1000)::float8`.mapWith(Number),
-        })
-        .from(orderEvents)
-        .where(gt(orderEvents.id, after))
-        .orderBy(asc(orderEvents.id))
-        .limit(req.query.limit);
-      const ready = contiguousPrefix(rows, after, graceMs);
-      return {
-        events: ready.map((e) => ({
-          id: String(e.id),
-          type: e.eventType,
-          merchantOrderNo: e.merchantOrderNo,
-          payload: e.payload,
-          createdAt: e.createdAt.toISOString(),
-        })),
-        nextCursor: String(ready.at(-1)?.id ?? after),
-      };
-    },
-  );
-};
+      handler: async (req) => {
+        const after = Number(req.query.after);
+        const rows = await deps.db
+          .select({
+            id: orderEvents.id,
+            eventType: orderEvents.eventType,
+            merchantOrderNo: orderEvents.merchantOrderNo,
+            payload: orderEvents.payload,
+            createdAt: orderEvents.createdAt,
+            ageMs: sql<number>`(extract(epoch from (now() - ${orderEvents.createdAt})) * 1000)::float8`.mapWith(Number),
+          })
+          .from(orderEvents)
+          .where(gt(orderEvents.id, after))
+          .orderBy(asc(orderEvents.id))
+          .limit(req.query.limit);
+        const ready = contiguousPrefix(rows, after, graceMs);
+        return {
+          events: ready.map((e) => ({
+            id: String(e.id),
+            type: e.eventType,
+            merchantOrderNo: e.merchantOrderNo,
+            payload: e.payload,
+            createdAt: e.createdAt.toISOString(),
+          })),
+          nextCursor: String(ready.at(-1)?.id ?? after),
+        };
+      },
+    }),
+  ];
+}

@@ -3,21 +3,16 @@ import type { Db, Order } from '@mcb/core/db';
 import { AppError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import { normalizeDecimal } from '@mcb/core/money';
 import type { FastifyReply } from 'fastify';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { authorize, recordFailure } from '../audit/perform.ts';
 import { orderTarget, registerOrder } from '../orders/actions.ts';
+import { targetOfBody } from '../orders/api.ts';
 import { actorOf } from '../operators/operator.ts';
 import { findOrder, orderView } from '../orders/repo.ts';
 import { registrationHash } from '../orders/request-hash.ts';
-import {
-  errorBodySchema,
-  payoutBodySchema,
-  payoutOrderViewSchema,
-  payoutValidateBodySchema,
-  validateResponseSchema,
-  type PayoutBody,
-} from '../schemas.ts';
-import type { RouteDeps } from './deps.ts';
+import { errorBodySchema } from '../web/api-schemas.ts';
+import { payoutBodySchema, payoutOrderViewSchema, payoutValidateBodySchema, validateResponseSchema, type PayoutBody } from './schemas.ts';
+import type { RouteDeps } from '../web/route-deps.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
 
 type Validated = { apiParams: Record<string, string>; view: CatalogView };
 
@@ -58,66 +53,69 @@ const errorResponses = {
 };
 
 /** Payout registration (validated against the catalog) and validation alone. */
-export const payoutsRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { db, catalog, logger }) => {
+export function payoutsRows({ db, catalog, logger }: RouteDeps): RouteRow[] {
   const deps = { db: db.db, logger };
-  app.post(
-    '/api/payouts',
-    {
+  return [
+    route({
+      method: 'POST',
+      url: '/api/payouts',
+      action: 'orders.register',
+      target: targetOfBody,
       schema: {
         summary: 'Register a payout, validated against the catalog',
         description:
-          'Idempotent like pay-ins. On success the order carries `apiParams`, the create-payout parameters keyed by apiParam. A repeat of a registered body answers 200 without consulting the catalog. Needs the role operator and a `reason`.',
+          'Idempotent like pay-ins. On success the order carries `apiParams`, the create-payout parameters keyed by apiParam. A repeat of a registered body answers 200 without consulting the catalog. Needs the role operator and a `reason`, or the role service (no reason).',
         tags: ['orders'],
         body: payoutBodySchema,
         response: { 200: payoutOrderViewSchema, 201: payoutOrderViewSchema, 403: errorBodySchema, 409: errorBodySchema, ...errorResponses },
       },
-    },
-    async (req, reply) => {
-      const { reason, ...body } = req.body;
-      const auth = await authorize(deps, actorOf(req), { action: 'orders.register', target: orderTarget(body.merchantOrderNo), reason });
-      const requestHash = registrationHash({ kind: 'payout', ...body });
-      // A retry of a registered payout must not depend on the catalog still being reachable or unchanged.
-      let apiParams: Record<string, string> | undefined;
-      if (!(await findOrder(db, body.merchantOrderNo))) {
-        try {
-          ({ apiParams } = await validateAgainstCatalog(catalog, body, reply));
-        } catch (e) {
-          await recordFailure(deps, auth, e);
-          throw e;
+      handler: async (req, reply) => {
+        const { reason, ...body } = req.body;
+        const auth = await authorize(deps, actorOf(req), { action: 'orders.register', target: orderTarget(body.merchantOrderNo), reason });
+        const requestHash = registrationHash({ kind: 'payout', ...body });
+        // A retry of a registered payout must not depend on the catalog still being reachable or unchanged.
+        let apiParams: Record<string, string> | undefined;
+        if (!(await findOrder(db, body.merchantOrderNo))) {
+          try {
+            ({ apiParams } = await validateAgainstCatalog(catalog, body, reply));
+          } catch (e) {
+            await recordFailure(deps, auth, e);
+            throw e;
+          }
         }
-      }
-      const { created, order } = await registerOrder(deps, auth, {
-        merchantOrderNo: body.merchantOrderNo,
-        kind: 'payout',
-        currency: body.currency,
-        amount: normalizeDecimal(body.amount),
-        customerId: body.customerId ?? null,
-        paymentMethod: body.paymentMethod,
-        // Only a new order is inserted; an existing one keeps its own parameters (and must have the same hash).
-        payoutParams: apiParams ?? {},
-        requestHash,
-      });
-      return reply.code(created ? 201 : 200).send(await payoutView(db, order));
-    },
-  );
+        const { created, order } = await registerOrder(deps, auth, {
+          merchantOrderNo: body.merchantOrderNo,
+          kind: 'payout',
+          currency: body.currency,
+          amount: normalizeDecimal(body.amount),
+          customerId: body.customerId ?? null,
+          paymentMethod: body.paymentMethod,
+          // Only a new order is inserted; an existing one keeps its own parameters (and must have the same hash).
+          payoutParams: apiParams ?? {},
+          requestHash,
+        });
+        return reply.code(created ? 201 : 200).send(await payoutView(db, order));
+      },
+    }),
 
-  app.post(
-    '/api/payouts/validate',
-    {
+    route({
+      method: 'POST',
+      url: '/api/payouts/validate',
+      action: 'read',
       schema: {
         summary: 'Validate a payout against the catalog without registering it',
         tags: ['orders'],
         body: payoutValidateBodySchema,
         response: { 200: validateResponseSchema, ...errorResponses },
       },
-    },
-    async (req, reply) => {
-      const { apiParams, view } = await validateAgainstCatalog(catalog, req.body, reply);
-      return {
-        ok: true as const,
-        apiParams,
-        catalog: { fetchedAt: view.fetchedAt.toISOString(), ageSeconds: view.ageSeconds, stale: view.stale },
-      };
-    },
-  );
-};
+      handler: async (req, reply) => {
+        const { apiParams, view } = await validateAgainstCatalog(catalog, req.body, reply);
+        return {
+          ok: true as const,
+          apiParams,
+          catalog: { fetchedAt: view.fetchedAt.toISOString(), ageSeconds: view.ageSeconds, stale: view.stale },
+        };
+      },
+    }),
+  ];
+}

@@ -1,11 +1,13 @@
 import type { CatalogView } from '@mcb/core/catalog';
 import type { FastifyReply } from 'fastify';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { performExternalAction } from '../audit/perform.ts';
 import { actorOf } from '../operators/operator.ts';
-import { catalogResponseSchema, currencySchema, errorBodySchema, reasonSchema } from '../schemas.ts';
-import type { RouteDeps } from './deps.ts';
+import { catalogResponseSchema } from './schemas.ts';
+import { currencySchema } from '../orders/schemas.ts';
+import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
+import type { RouteDeps } from '../web/route-deps.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
 
 /** The catalog as served: the platform's `currencies` plus when it was fetched; `Age` says the same in HTTP. */
 export function sendCatalog(reply: FastifyReply, view: CatalogView) {
@@ -30,10 +32,12 @@ const responses = {
 };
 
 /** The payment-method catalog, from the cache (served stale with its age when the platform is down). */
-export const paymentMethodsRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app, { catalog, db, logger }) => {
-  app.get(
-    '/api/payment-methods',
-    {
+export function paymentMethodsRows({ catalog, db, logger }: RouteDeps): RouteRow[] {
+  return [
+    route({
+      method: 'GET',
+      url: '/api/payment-methods',
+      action: 'read',
       schema: {
         summary: 'The payment-method catalog',
         description: 'As the platform returned it, narrowed to `currency` when given. When the platform is down the last good copy is served with `stale: true` and its age.',
@@ -41,13 +45,14 @@ export const paymentMethodsRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app
         querystring,
         response: responses,
       },
-    },
-    async (req, reply) => sendCatalog(reply, await catalog.get({ currency: req.query.currency })),
-  );
+      handler: async (req, reply) => sendCatalog(reply, await catalog.get({ currency: req.query.currency })),
+    }),
 
-  app.post(
-    '/api/payment-methods/refresh',
-    {
+    route({
+      method: 'POST',
+      url: '/api/payment-methods/refresh',
+      action: 'catalog.refresh',
+      target: () => 'catalog',
       schema: {
         summary: 'Fetch the catalog from the platform now',
         description:
@@ -57,14 +62,14 @@ export const paymentMethodsRoutes: FastifyPluginAsyncZod<RouteDeps> = async (app
         body: z.strictObject({ reason: reasonSchema.optional() }).optional(),
         response: { ...responses, 403: errorBodySchema.describe('FORBIDDEN: a viewer') },
       },
-    },
-    async (req, reply) => {
-      // The snapshot commits in the cache's own transaction: an external action (intent row first).
-      const view = await performExternalAction({ db: db.db, logger }, actorOf(req), { action: 'catalog.refresh', target: 'catalog', reason: req.body?.reason }, async () => {
-        const fresh = await catalog.refresh({ currency: req.query.currency });
-        return { result: fresh, outcome: 'refreshed', details: { currencies: fresh.catalog.currencies.length } };
-      });
-      return sendCatalog(reply, view);
-    },
-  );
-};
+      handler: async (req, reply) => {
+        // The snapshot commits in the cache's own transaction: an external action (intent row first).
+        const view = await performExternalAction({ db: db.db, logger }, actorOf(req), { action: 'catalog.refresh', target: 'catalog', reason: req.body?.reason }, async () => {
+          const fresh = await catalog.refresh({ currency: req.query.currency });
+          return { result: fresh, outcome: 'refreshed', details: { currencies: fresh.catalog.currencies.length } };
+        });
+        return sendCatalog(reply, view);
+      },
+    }),
+  ];
+}

@@ -1,11 +1,11 @@
 import type { Database } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Queue } from 'bullmq';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf, type FoundJob } from '../orders/timeline.ts';
-import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks } from '../callbacks/queries.ts';
-import { errorBodySchema } from '../schemas.ts';
+import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks } from './queries.ts';
+import { errorBodySchema } from '../web/api-schemas.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
 
 /** Options of {@link callbacksRoutes}. */
 export interface CallbacksDeps {
@@ -57,10 +57,12 @@ const jobSchema = z.object({
  * (applied events), reviews (events that failed verification), the queue's jobs (still waiting, retrying or
  * failed) and the whole story in time order (`timeline`). What bull-board cannot search, this can.
  */
-export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app, { db, queue }) => {
-  app.get(
-    '/api/callbacks',
-    {
+export function callbacksRows({ db, queue }: CallbacksDeps): RouteRow[] {
+  return [
+    route({
+      method: 'GET',
+      url: '/api/callbacks',
+      action: 'read',
       schema: {
         summary: 'Search callbacks',
         description:
@@ -80,55 +82,55 @@ export const callbacksRoutes: FastifyPluginAsyncZod<CallbacksDeps> = async (app,
           400: errorBodySchema,
         },
       },
-    },
-    async (req) => {
-      const { cursor, limit, ...filter } = req.query;
-      if (!hasFilter(filter)) {
-        throw new AppError(ErrorCodes.REQUEST_INVALID, 'give at least one filter (e.g. merchantOrderNo)', {
-          details: { errors: [{ field: 'querystring', message: 'at least one filter is required' }] },
-        });
-      }
-      const { orderNo, merchantOrderNo } = filter;
-      if (!orderNo && !merchantOrderNo) return { ...(await searchCallbacks(db, filter, { cursor, limit })), receipts: [], reviews: [], jobs: [], timeline: [] };
-      const [page, records] = await Promise.all([searchCallbacks(db, filter, { cursor, limit }), loadCallbackRecords(db, queue, { orderNo, merchantOrderNo })]);
-      const { receipts: receiptRows, reviews: reviewRows } = records;
-      const timeline = await timelineOf(db, queue, records);
-      // `jobs` lists the asked order's jobs (the timeline also has those its receipts and reviews name).
-      const jobs = (orderNo ? records.jobs.filter((j) => (j.job.data as { orderNo?: unknown }).orderNo === orderNo) : records.jobs).map(jobView);
-      return {
-        ...page,
-        receipts: receiptRows.map((r) => ({
-          orderNo: r.orderNo,
-          state: r.state,
-          kind: r.kind,
-          merchantOrderNo: r.merchantOrderNo,
-          source: r.source,
-          outcome: r.outcome,
-          payTime: iso(r.payTime),
-          fiatAmount: r.fiatAmount,
-          confirmedAmount: r.confirmedAmount,
-          jobId: r.jobId,
-          receivedAt: iso(r.receivedAt),
-          appliedAt: r.appliedAt.toISOString(),
-        })),
-        reviews: reviewRows.map((r) => ({
-          id: r.id,
-          orderNo: r.orderNo,
-          state: r.state,
-          merchantOrderNo: r.merchantOrderNo,
-          reasonCode: r.reasonCode,
-          reason: r.reason,
-          status: r.status,
-          occurrences: r.occurrences,
-          createdAt: r.createdAt.toISOString(),
-          closedAt: iso(r.closedAt),
-        })),
-        jobs,
-        timeline,
-      };
-    },
-  );
-};
+      handler: async (req) => {
+        const { cursor, limit, ...filter } = req.query;
+        if (!hasFilter(filter)) {
+          throw new AppError(ErrorCodes.REQUEST_INVALID, 'give at least one filter (e.g. merchantOrderNo)', {
+            details: { errors: [{ field: 'querystring', message: 'at least one filter is required' }] },
+          });
+        }
+        const { orderNo, merchantOrderNo } = filter;
+        if (!orderNo && !merchantOrderNo) return { ...(await searchCallbacks(db, filter, { cursor, limit })), receipts: [], reviews: [], jobs: [], timeline: [] };
+        const [page, records] = await Promise.all([searchCallbacks(db, filter, { cursor, limit }), loadCallbackRecords(db, queue, { orderNo, merchantOrderNo })]);
+        const { receipts: receiptRows, reviews: reviewRows } = records;
+        const timeline = await timelineOf(db, queue, records);
+        // `jobs` lists the asked order's jobs (the timeline also has those its receipts and reviews name).
+        const jobs = (orderNo ? records.jobs.filter((j) => (j.job.data as { orderNo?: unknown }).orderNo === orderNo) : records.jobs).map(jobView);
+        return {
+          ...page,
+          receipts: receiptRows.map((r) => ({
+            orderNo: r.orderNo,
+            state: r.state,
+            kind: r.kind,
+            merchantOrderNo: r.merchantOrderNo,
+            source: r.source,
+            outcome: r.outcome,
+            payTime: iso(r.payTime),
+            fiatAmount: r.fiatAmount,
+            confirmedAmount: r.confirmedAmount,
+            jobId: r.jobId,
+            receivedAt: iso(r.receivedAt),
+            appliedAt: r.appliedAt.toISOString(),
+          })),
+          reviews: reviewRows.map((r) => ({
+            id: r.id,
+            orderNo: r.orderNo,
+            state: r.state,
+            merchantOrderNo: r.merchantOrderNo,
+            reasonCode: r.reasonCode,
+            reason: r.reason,
+            status: r.status,
+            occurrences: r.occurrences,
+            createdAt: r.createdAt.toISOString(),
+            closedAt: iso(r.closedAt),
+          })),
+          jobs,
+          timeline,
+        };
+      },
+    }),
+  ];
+}
 
 function jobView({ job, state }: FoundJob) {
   return {

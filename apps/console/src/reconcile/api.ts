@@ -7,9 +7,9 @@ import type { RedisClient } from '@mcb/core/redis';
 import { createReconcileMetrics, runSweep, sweepLockKey, sweepSettingsFromConfig, type SweepDeps, type SweepReport } from '@mcb/settlement';
 import { performExternalAction, type Actor } from '../audit/perform.ts';
 import { actorOf } from '../operators/operator.ts';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorBodySchema, reasonSchema } from '../schemas.ts';
+import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
 
 /** What the reconcile route needs: the sweep's dependencies, built by {@link reconcileRouteDeps}. */
 export interface ReconcileRouteDeps {
@@ -76,10 +76,13 @@ const reportSchema = z.object({
  * `POST /api/reconcile`: run a sweep now, in this process, under the workers' lock, and answer what it found.
  * A sweep already running (scheduled or manual) answers 409 at once rather than queueing a second one.
  */
-export const reconcileRoutes: FastifyPluginAsyncZod<ReconcileRouteDeps> = async (app, { sweep }) => {
-  app.post(
-    '/api/reconcile',
-    {
+export function reconcileRows({ sweep }: ReconcileRouteDeps): RouteRow[] {
+  return [
+    route({
+      method: 'POST',
+      url: '/api/reconcile',
+      action: 'reconcile.run',
+      target: () => 'sweep',
       schema: {
         summary: 'Run a reconciliation sweep now',
         description:
@@ -94,7 +97,7 @@ export const reconcileRoutes: FastifyPluginAsyncZod<ReconcileRouteDeps> = async 
           503: errorBodySchema.describe('The sweep lock could not be asked for (RECONCILE_UNAVAILABLE)'),
         },
       },
-    },
-    async (req) => reconcileNow({ sweep }, actorOf(req), req.body?.reason),
-  );
-};
+      handler: async (req) => reconcileNow({ sweep }, actorOf(req), req.body?.reason),
+    }),
+  ];
+}

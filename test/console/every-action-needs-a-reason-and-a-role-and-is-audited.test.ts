@@ -102,7 +102,7 @@ describe('operator actions', () => {
     const rows = routesOf(stack.app).filter((r) => r.action !== undefined);
     expect(rows.length).toBeGreaterThan(10);
     for (const r of rows) expect(Object.keys(ACTIONS)).toContain(r.action);
-    const tested = ACTION_ROUTES().map((r) => `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/')}`);
+    const tested = ACTION_ROUTES().map((r) => `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/').replace(`/orders/${failedOrderNo}/jobs/${failedJobId}/`, '/orders/:merchantOrderNo/jobs/:jobId/')}`);
     const actions = rows.filter((r) => r.action !== 'read').map((r) => `${r.method} ${r.url}`);
     expect(actions.length).toBeGreaterThanOrEqual(6);
     for (const route of actions) expect(tested).toContain(route);

@@ -41,6 +41,7 @@ const ROUTES: { method: 'GET' | 'POST' | 'PUT'; url: string; payload?: unknown }
   { method: 'GET', url: '/api/replays' },
   { method: 'GET', url: '/api/replays/A1' },
   { method: 'POST', url: '/api/replays/A1/cancel', payload: { reason: 'x' } },
+  { method: 'POST', url: '/api/orders/A1/jobs/A1/replay', payload: { reason: 'x' } },
   { method: 'GET', url: '/replays' },
   { method: 'GET', url: '/replays/new?dryRun=1&status=failed' },
   { method: 'POST', url: '/replays', payload: { reason: 'x' } },
@@ -103,7 +104,7 @@ describe('console bearer authentication', () => {
       Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{[^}]+\}/g, 'X')}`),
     );
     expect(documented.length).toBeGreaterThanOrEqual(6);
-    const tested = ROUTES.map((r) => `${r.method} ${r.url.replace('/A1', '/X').replace(/\?.*$/, '')}`);
+    const tested = ROUTES.map((r) => `${r.method} ${r.url.replace(/\/A1(?=\/|\?|$)/g, '/X').replace(/\?.*$/, '')}`);
     for (const route of documented) expect(tested).toContain(route);
   });
 

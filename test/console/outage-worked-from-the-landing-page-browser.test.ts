@@ -37,7 +37,7 @@ describe('an outage worked from the landing page, in a browser', () => {
     // The budget is the setting, set low as a demo would: each job fails for good after 3 attempts of the outage.
     const { CALLBACK_JOB_ATTEMPTS: attempts } = loadConfig({ MERCHANT_NO, CALLBACK_JOB_ATTEMPTS: '3' }, 'cli');
     stack.platform.setOutage(503);
-    const orders = [];
+    const orders: { merchantOrderNo: string; orderNo: string; amount: string; jobId: string }[] = [];
     for (let i = 0; i < N; i++) {
       const no = uid();
       const o = { merchantOrderNo: `MO-OUT-${no}`, orderNo: `P-OUT-${no}`, amount: `${1000 + i * 250}.50` };
@@ -109,9 +109,15 @@ describe('an outage worked from the landing page, in a browser', () => {
         ['replays.cancel', 'cancelled', 'stop: the platform asks us to wait'],
       ]);
 
-      // The first order was credited by the replay; its page still shows the outage's failed attempts.
-      const first = orders[0]!;
-      await waitFor(async () => (await ledgerOf(env.db.db, first.merchantOrderNo)).order.status === 'credited', { timeoutMs: 15_000 });
+      // An order the replay credited before the cancel (the driver picks the jobs' order, not this test); its page
+      // still shows the outage's failed attempts.
+      const first = await waitFor(
+        async () => {
+          for (const o of orders) if ((await ledgerOf(env.db.db, o.merchantOrderNo)).order.status === 'credited') return o;
+          return undefined;
+        },
+        { timeoutMs: 15_000, message: 'no order credited by the replay' },
+      );
       await page.goto(`${stack.url}/orders/${first.merchantOrderNo}`);
       expect(await page.locator('tr', { hasText: 'attempt failed' }).count()).toBe(3);
       await page.getByText('PLATFORM_HTTP_ERROR').first().waitFor();

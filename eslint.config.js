@@ -19,9 +19,18 @@ export default tseslint.config(
   {
     // process.env is read in main.ts files, config and the test harness only (STYLE rule 4).
     files: ['apps/*/src/**/*.ts', 'packages/core/src/**/*.ts'],
-    ignores: ['**/main.ts', '**/cli/**', '**/cli.ts', 'packages/core/src/config/**', 'packages/core/src/db/migrate-cli.ts'],
+    ignores: [
+      '**/main.ts',
+      '**/cli/**',
+      '**/cli.ts',
+      'packages/core/src/config/**',
+      'packages/core/src/db/migrate-cli.ts',
+    ],
     rules: {
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Use the config passed in.' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Use the config passed in.' },
+      ],
     },
   },
 );

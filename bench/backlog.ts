@@ -54,33 +54,67 @@ function startPlatform(): Promise<{ server: Server; url: string }> {
     req.on('end', () => {
       let merchantOrderNo = '';
       try {
-        merchantOrderNo = String((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { merchantOrderNo?: string }).merchantOrderNo ?? '');
+        merchantOrderNo = String(
+          (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { merchantOrderNo?: string }).merchantOrderNo ?? '',
+        );
       } catch {
         // answered as unknown below
       }
       const known = merchantOrderNo.startsWith('BL-');
       const body = known
-        ? { code: 0, message: 'ok', data: { orderNo: `PBL${merchantOrderNo.slice(3)}`, merchantNo: BENCH_MERCHANT_NO, merchantOrderNo, type: 'payin', state: PayinState.Released, amount: AMOUNT, currency: 'INR' } }
+        ? {
+            code: 0,
+            message: 'ok',
+            data: {
+              orderNo: `PBL${merchantOrderNo.slice(3)}`,
+              merchantNo: BENCH_MERCHANT_NO,
+              merchantOrderNo,
+              type: 'payin',
+              state: PayinState.Released,
+              amount: AMOUNT,
+              currency: 'INR',
+            },
+          }
         : { code: 40404, message: 'order not found', data: null };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
-    const addr = server.address();
-    resolve({ server, url: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}` });
-  }));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      const addr = server.address();
+      resolve({ server, url: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}` });
+    }),
+  );
 }
 
 function job(i: number, receivedAt: string): { name: 'payin'; data: CallbackJobInput; opts: object } {
   const orderNo = `PBL${i}`;
   return {
     name: 'payin',
-    data: { kind: 'payin', orderNo, merchantNo: BENCH_MERCHANT_NO, merchantOrderNo: `BL-${i}`, state: PayinState.Released, payTime: receivedAt, quantity: '1.234567', fiatAmount: AMOUNT, receivedAt, source: 'callback' },
+    data: {
+      kind: 'payin',
+      orderNo,
+      merchantNo: BENCH_MERCHANT_NO,
+      merchantOrderNo: `BL-${i}`,
+      state: PayinState.Released,
+      payTime: receivedAt,
+      quantity: '1.234567',
+      fiatAmount: AMOUNT,
+      receivedAt,
+      source: 'callback',
+    },
     opts: { ...callbackJobOptions, jobId: callbackJobId('payin', orderNo, PayinState.Released) },
   };
 }
 
-export async function runBacklog(o: { redis: BenchRedis; databaseUrl: string; jobs: number; drainSeconds: number; concurrency: number; logLevel: string }): Promise<BacklogResult> {
+export async function runBacklog(o: {
+  redis: BenchRedis;
+  databaseUrl: string;
+  jobs: number;
+  drainSeconds: number;
+  concurrency: number;
+  logLevel: string;
+}): Promise<BacklogResult> {
   await o.redis.flush();
   const pool = new pg.Pool({ connectionString: o.databaseUrl, max: 2 });
   const platform = await startPlatform();
@@ -104,9 +138,17 @@ export async function runBacklog(o: { redis: BenchRedis; databaseUrl: string; jo
     const redisBytesQueued = await o.redis.usedMemory();
     const waiting = await queue.getWaitingCount();
     const perJob = (redisBytesQueued - redisBytesBefore) / o.jobs;
-    progress(`  ${waiting} jobs waiting after ${enqueueSeconds.toFixed(1)} s; Redis used_memory +${((redisBytesQueued - redisBytesBefore) / 2 ** 20).toFixed(1)} MiB = ${perJob.toFixed(0)} B per job`);
+    progress(
+      `  ${waiting} jobs waiting after ${enqueueSeconds.toFixed(1)} s; Redis used_memory +${((redisBytesQueued - redisBytesBefore) / 2 ** 20).toFixed(1)} MiB = ${perJob.toFixed(0)} B per job`,
+    );
 
-    const worker = await startWorker({ redisUrl: o.redis.url, databaseUrl: o.databaseUrl, platformUrl: platform.url, concurrency: o.concurrency, logLevel: o.logLevel });
+    const worker = await startWorker({
+      redisUrl: o.redis.url,
+      databaseUrl: o.databaseUrl,
+      platformUrl: platform.url,
+      concurrency: o.concurrency,
+      logLevel: o.logLevel,
+    });
     const samples: { t: number; rss: number; drained: number }[] = [];
     const d0 = performance.now();
     let drained = 0;
@@ -115,11 +157,16 @@ export async function runBacklog(o: { redis: BenchRedis; databaseUrl: string; jo
       for (;;) {
         await sleep(1000);
         const t = (performance.now() - d0) / 1000;
-        drained = Number((await pool.query<{ n: string }>(`select count(*) as n from orders where status = 'credited'`)).rows[0]?.n ?? 0);
+        drained = Number(
+          (await pool.query<{ n: string }>(`select count(*) as n from orders where status = 'credited'`)).rows[0]?.n ??
+            0,
+        );
         samples.push({ t, rss: memoryOf(worker.pid).rss, drained });
         if (t - lastLog >= 10) {
           lastLog = t;
-          progress(`  drained ${drained}/${o.jobs} in ${t.toFixed(0)} s (${(drained / t).toFixed(0)}/s), worker RSS ${(samples.at(-1)!.rss / 2 ** 20).toFixed(0)} MiB`);
+          progress(
+            `  drained ${drained}/${o.jobs} in ${t.toFixed(0)} s (${(drained / t).toFixed(0)}/s), worker RSS ${(samples.at(-1)!.rss / 2 ** 20).toFixed(0)} MiB`,
+          );
         }
         if (drained >= o.jobs || t >= o.drainSeconds) break;
       }

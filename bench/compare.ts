@@ -66,7 +66,11 @@ export interface SystemRun {
   cpuShares: Record<string, number>;
   /** The total in RSA-2048 private decrypts of this run (CPU ms per credit ÷ CPU ms per decrypt). */
   rsaDecryptsPerCredit: number;
-  postgres: { transactionsPerCredit: number; backends: number; rowsPerCredit: Record<string, { ins: number; upd: number; del: number }> };
+  postgres: {
+    transactionsPerCredit: number;
+    backends: number;
+    rowsPerCredit: Record<string, { ins: number; upd: number; del: number }>;
+  };
   /** Redis's work per credit (pipeline only). */
   redis?: RedisPerCredit;
   /** The credits as Postgres holds them after the run. */
@@ -140,7 +144,10 @@ function sampleWorkerInFlight(metricsUrl: string): { stop: () => Promise<SystemR
   let running = true;
   const loop = (async () => {
     while (running) {
-      const text = await fetch(metricsUrl).then((r) => (r.ok ? r.text() : ''), () => '');
+      const text = await fetch(metricsUrl).then(
+        (r) => (r.ok ? r.text() : ''),
+        () => '',
+      );
       if (text.includes('mcb_worker_in_flight_limit')) {
         const limit = metricValue(text, 'mcb_worker_in_flight_limit');
         seen.peak = Math.max(seen.peak, metricValue(text, 'mcb_worker_in_flight'));
@@ -219,7 +226,14 @@ async function fire(port: number, requests: { orderNo: string; buf: Buffer }[], 
 /** Every order credited once: one receipt per pair, one ledger entry per order, the ledger's sum = the orders'. */
 async function checkCredits(client: pg.Client, orders: number): Promise<CreditCheck> {
   const r = (
-    await client.query<{ credited: string; receipts: string; ledger: string; twice: string; pairs: string; sums: boolean }>(`
+    await client.query<{
+      credited: string;
+      receipts: string;
+      ledger: string;
+      twice: string;
+      pairs: string;
+      sums: boolean;
+    }>(`
       select (select count(*) from orders where status = 'credited') as credited,
              (select count(*) from callback_receipts) as receipts,
              (select count(*) from ledger_entries) as ledger,
@@ -236,7 +250,16 @@ async function checkCredits(client: pg.Client, orders: number): Promise<CreditCh
     pairsTwice: Number(r.pairs),
     ledgerSumMatches: r.sums,
   };
-  return { ...c, ok: c.creditedOrders === orders && c.receipts === orders && c.ledgerEntries === orders && !c.creditedTwice && !c.pairsTwice && c.ledgerSumMatches };
+  return {
+    ...c,
+    ok:
+      c.creditedOrders === orders &&
+      c.receipts === orders &&
+      c.ledgerEntries === orders &&
+      !c.creditedTwice &&
+      !c.pairsTwice &&
+      c.ledgerSumMatches,
+  };
 }
 
 /** Wait until no backend other than `client`'s serves the database (they flush their statistics as they exit). */
@@ -256,7 +279,12 @@ async function waitForQueueIdle(admin: Redis, timeoutMs = 60_000): Promise<void>
   const deadline = Date.now() + timeoutMs;
   const q = 'mcb:callbacks';
   while (Date.now() < deadline) {
-    const [wait, active, delayed, prioritized] = await Promise.all([admin.llen(`${q}:wait`), admin.llen(`${q}:active`), admin.zcard(`${q}:delayed`), admin.zcard(`${q}:prioritized`)]);
+    const [wait, active, delayed, prioritized] = await Promise.all([
+      admin.llen(`${q}:wait`),
+      admin.llen(`${q}:active`),
+      admin.zcard(`${q}:delayed`),
+      admin.zcard(`${q}:prioritized`),
+    ]);
     if (wait + active + delayed + prioritized === 0) return;
     await sleep(50);
   }
@@ -277,9 +305,13 @@ async function runSystem(o: {
   pipelineEnv?: Record<string, string>;
   profile?: boolean;
 }): Promise<SystemRun> {
-  const prof = o.profile && o.which === 'pipeline'
-    ? { ingest: profileSession(`${REPO_ROOT}bench/results/profiles/ingest`), worker: profileSession(`${REPO_ROOT}bench/results/profiles/worker`) }
-    : undefined;
+  const prof =
+    o.profile && o.which === 'pipeline'
+      ? {
+          ingest: profileSession(`${REPO_ROOT}bench/results/profiles/ingest`),
+          worker: profileSession(`${REPO_ROOT}bench/results/profiles/worker`),
+        }
+      : undefined;
   await o.redis.flush();
   const database = new URL(o.databaseUrl).pathname.slice(1);
   const tag = `B${Date.now().toString(36).toUpperCase()}`;
@@ -305,7 +337,12 @@ async function runSystem(o: {
   let workerMetricsUrl: string | undefined;
   try {
     let port: number;
-    const receiver = o.which === 'lean' ? 'bench/lib/lean-receiver.ts' : o.which === 'settlement' ? 'bench/lib/in-request-receiver.ts' : undefined;
+    const receiver =
+      o.which === 'lean'
+        ? 'bench/lib/lean-receiver.ts'
+        : o.which === 'settlement'
+          ? 'bench/lib/in-request-receiver.ts'
+          : undefined;
     if (receiver) {
       port = await freePort();
       const child = launch({
@@ -325,9 +362,23 @@ async function runSystem(o: {
       // Ready once every cluster fork listens (else the first fork would get all 64 connections).
       await waitForHttp(child, `http://127.0.0.1:${port}/readyz`, 60_000);
     } else {
-      const ingest = await startIngest({ redisUrl: o.redis.url, privateKeyFile: o.keys.privateKeyFile, workers: 0, logLevel: o.logLevel, nodeArgs: prof?.ingest.nodeArgs, env: o.pipelineEnv });
+      const ingest = await startIngest({
+        redisUrl: o.redis.url,
+        privateKeyFile: o.keys.privateKeyFile,
+        workers: 0,
+        logLevel: o.logLevel,
+        nodeArgs: prof?.ingest.nodeArgs,
+        env: o.pipelineEnv,
+      });
       children.push(Object.assign(ingest.child, { name: 'ingest' }));
-      const worker = await startWorker({ redisUrl: o.redis.url, databaseUrl: o.databaseUrl, platformUrl: o.platformUrl, logLevel: o.logLevel, nodeArgs: prof?.worker.nodeArgs, env: o.pipelineEnv });
+      const worker = await startWorker({
+        redisUrl: o.redis.url,
+        databaseUrl: o.databaseUrl,
+        platformUrl: o.platformUrl,
+        logLevel: o.logLevel,
+        nodeArgs: prof?.worker.nodeArgs,
+        env: o.pipelineEnv,
+      });
       children.push(worker);
       workerMetricsUrl = worker.metricsUrl;
       port = ingest.port;
@@ -335,7 +386,10 @@ async function runSystem(o: {
     const head = `POST /callbacks/payin HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nConnection: keep-alive\r\n`;
     const requests = sequence.map((id) => {
       const body = `{"encryptedData":"${encryptRecord(payinRecordJson(`P${id}`, `M${id}`, '1000.10'), o.keys.publicKeyPem)}"}`;
-      return { orderNo: `P${id}`, buf: Buffer.from(`${head}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`) };
+      return {
+        orderNo: `P${id}`,
+        buf: Buffer.from(`${head}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`),
+      };
     });
 
     // The window opens: every counter's start.
@@ -378,7 +432,9 @@ async function runSystem(o: {
     const redis1 = await redisCounters(o.redis.admin, o.redisPid);
     const pgUsed = await pgCpu.stop();
     const workerInFlight = await inFlightSampler?.stop();
-    const rows = await monitorQuery<{ o: string; t: number }>('select order_no as o, extract(epoch from applied_at) * 1000 as t from callback_receipts');
+    const rows = await monitorQuery<{ o: string; t: number }>(
+      'select order_no as o, extract(epoch from applied_at) * 1000 as t from callback_receipts',
+    );
     const toCredit = rows.rows.map((r) => Number(r.t) - (firstSent.get(r.o) ?? Number(r.t)));
 
     let profiles: SystemRun['profiles'];
@@ -387,7 +443,16 @@ async function runSystem(o: {
       // The measured run only: start-up's module loading is not the per-credit work.
       profiles = { ingest: prof.ingest.collect(measured), worker: prof.worker.collect(measured) };
       for (const [name, p] of Object.entries(profiles)) {
-        if (p) progress(`  profile ${name} (${p.processes} process${p.processes === 1 ? '' : 'es'}): ${p.byCategory.slice(0, 6).map((c) => `${c.category} ${(c.share * 100).toFixed(0)}%`).join(', ')}; ${p.topFunctions.slice(0, 10).map((f) => `${f.fn} ${(f.share * 100).toFixed(0)}%`).join(', ')}`);
+        if (p)
+          progress(
+            `  profile ${name} (${p.processes} process${p.processes === 1 ? '' : 'es'}): ${p.byCategory
+              .slice(0, 6)
+              .map((c) => `${c.category} ${(c.share * 100).toFixed(0)}%`)
+              .join(', ')}; ${p.topFunctions
+              .slice(0, 10)
+              .map((f) => `${f.fn} ${(f.share * 100).toFixed(0)}%`)
+              .join(', ')}`,
+          );
       }
     }
     // Counters and the check once every backend has gone (each flushes its statistics as it exits).
@@ -400,7 +465,12 @@ async function runSystem(o: {
     let pgPer: ReturnType<typeof postgresCountersPerCredit>;
     try {
       await waitForBackendsGone(checker);
-      pgPer = postgresCountersPerCredit(pgCounters0, await postgresCounters((sql, params) => checker.query(sql, params)), o.orders, ownQueries);
+      pgPer = postgresCountersPerCredit(
+        pgCounters0,
+        await postgresCounters((sql, params) => checker.query(sql, params)),
+        o.orders,
+        ownQueries,
+      );
       verified = await checkCredits(checker, o.orders);
     } finally {
       await checker.end();
@@ -420,7 +490,12 @@ async function runSystem(o: {
       retries,
       replyMs: summarize(replyMs),
       callbackToCreditMs: summarize(toCredit),
-      cpuMsPerCredit: { byProcess, total, postgresShared: per(pgUsed.sharedSeconds), bench: per((benchCpu.user + benchCpu.system) / 1e6) },
+      cpuMsPerCredit: {
+        byProcess,
+        total,
+        postgresShared: per(pgUsed.sharedSeconds),
+        bench: per((benchCpu.user + benchCpu.system) / 1e6),
+      },
       cpuShares: Object.fromEntries(Object.entries(byProcess).map(([k, v]) => [k, total ? v / total : 0])),
       rsaDecryptsPerCredit: total / o.rsaCpuMsPerDecrypt,
       postgres: { transactionsPerCredit: pgPer.transactions, backends: pgUsed.backends, rowsPerCredit: pgPer.tables },
@@ -440,20 +515,36 @@ export function describeRun(delayMs: number, r: SystemRun): string[] {
   const lines = [
     `  Get order ${delayMs} ms, ${SYSTEM_LABELS[r.system]}:`,
     `    ${r.creditsPerSecond.toFixed(0)} credits/s; reply p50 ${r.replyMs.p50.toFixed(1)} p99 ${r.replyMs.p99.toFixed(1)} ms; ` +
-      `callback→credit p50 ${r.callbackToCreditMs.p50.toFixed(0)} p99 ${r.callbackToCreditMs.p99.toFixed(0)} ms; non-2xx ${Object.entries(r.non2xx).map(([k, n]) => `${k}: ${n}`).join(', ') || 'none'} (${r.retries} sent again)` +
-      (r.workerInFlight ? `; worker in flight peak ${r.workerInFlight.peak}, limit ${r.workerInFlight.limitMin}-${r.workerInFlight.limitMax}` : ''),
+      `callback→credit p50 ${r.callbackToCreditMs.p50.toFixed(0)} p99 ${r.callbackToCreditMs.p99.toFixed(0)} ms; non-2xx ${
+        Object.entries(r.non2xx)
+          .map(([k, n]) => `${k}: ${n}`)
+          .join(', ') || 'none'
+      } (${r.retries} sent again)` +
+      (r.workerInFlight
+        ? `; worker in flight peak ${r.workerInFlight.peak}, limit ${r.workerInFlight.limitMin}-${r.workerInFlight.limitMax}`
+        : ''),
     `    CPU ${c.total.toFixed(3)} ms/credit = ${r.rsaDecryptsPerCredit.toFixed(2)} RSA decrypts: ` +
-      Object.entries(c.byProcess).map(([k, v]) => `${k} ${v.toFixed(3)} (${((r.cpuShares[k] ?? 0) * 100).toFixed(0)} %)`).join(', ') +
+      Object.entries(c.byProcess)
+        .map(([k, v]) => `${k} ${v.toFixed(3)} (${((r.cpuShares[k] ?? 0) * 100).toFixed(0)} %)`)
+        .join(', ') +
       `; not counted: Postgres shared background ${c.postgresShared.toFixed(3)}, bench load generator + emulator ${c.bench.toFixed(3)}`,
     `    Postgres: ${r.postgres.transactionsPerCredit.toFixed(2)} transactions/credit, ${r.postgres.backends} backends; rows/credit ` +
-      Object.entries(r.postgres.rowsPerCredit).map(([t, x]) => `${t} ${[x.ins && `+${x.ins.toFixed(2)}`, x.upd && `~${x.upd.toFixed(2)}`, x.del && `-${x.del.toFixed(2)}`].filter(Boolean).join(' ')}`).join(', '),
+      Object.entries(r.postgres.rowsPerCredit)
+        .map(
+          ([t, x]) =>
+            `${t} ${[x.ins && `+${x.ins.toFixed(2)}`, x.upd && `~${x.upd.toFixed(2)}`, x.del && `-${x.del.toFixed(2)}`].filter(Boolean).join(' ')}`,
+        )
+        .join(', '),
   ];
   if (r.redis) {
     const x = r.redis;
     lines.push(
       `    Redis: scripts ${x.scripts.calls.toFixed(2)} calls ${x.scripts.usec.toFixed(0)} µs/credit; stream entries (XADD) ${x.streamEntries.toFixed(2)}/credit; ` +
         `AOF ${x.aofBytes.toFixed(0)} B/credit, ${x.aofWrites === null ? '?' : x.aofWrites.toFixed(2)} AOF writes+fsyncs/credit; top commands ` +
-        x.commands.slice(0, 8).map((k) => `${k.name} ${k.calls.toFixed(2)}×/${k.usec.toFixed(0)} µs`).join(', '),
+        x.commands
+          .slice(0, 8)
+          .map((k) => `${k.name} ${k.calls.toFixed(2)}×/${k.usec.toFixed(0)} µs`)
+          .join(', '),
     );
   }
   const v = r.verified;
@@ -505,7 +596,9 @@ export async function runCompare(o: {
         vsLean: pipeline.creditsPerSecond / lean.creditsPerSecond,
         cpuRatio: pipeline.cpuMsPerCredit.total / lean.cpuMsPerCredit.total,
       };
-      progress(`  @${delayMs} ms: pipeline ÷ lean: credits/s ${row.vsLean.toFixed(2)}, CPU per credit ${row.cpuRatio.toFixed(2)}`);
+      progress(
+        `  @${delayMs} ms: pipeline ÷ lean: credits/s ${row.vsLean.toFixed(2)}, CPU per credit ${row.cpuRatio.toFixed(2)}`,
+      );
       rows.push(row);
     } finally {
       await emulator.close();

@@ -23,7 +23,8 @@ const STATES: { name: string; bytes: string }[] = [
   { name: 'partial headers (slowloris)', bytes: 'POST /callbacks HTTP/1.1\r\nHost: ingest\r\nX-a: b\r\n' },
   {
     name: 'headers + partial body (slow body)',
-    bytes: 'POST /callbacks HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{"encryptedData":"',
+    bytes:
+      'POST /callbacks HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{"encryptedData":"',
   },
 ];
 
@@ -84,8 +85,12 @@ try {
       const open = await openConnections(metricsUrl);
       const after = await settledRss(ingest.pid);
       const perConnection = (after - before) / open;
-      progress(`${state.name}: ${open} open, RSS ${(before / 2 ** 20).toFixed(1)} → ${(after / 2 ** 20).toFixed(1)} MiB`);
-      rows.push(`| ${state.name} | ${open} | ${(before / 2 ** 20).toFixed(1)} | ${(after / 2 ** 20).toFixed(1)} | ${(perConnection / 1024).toFixed(1)} |`);
+      progress(
+        `${state.name}: ${open} open, RSS ${(before / 2 ** 20).toFixed(1)} → ${(after / 2 ** 20).toFixed(1)} MiB`,
+      );
+      rows.push(
+        `| ${state.name} | ${open} | ${(before / 2 ** 20).toFixed(1)} | ${(after / 2 ** 20).toFixed(1)} | ${(perConnection / 1024).toFixed(1)} |`,
+      );
       for (const s of sockets) s.destroy();
     } finally {
       await ingest.stop();
@@ -95,4 +100,10 @@ try {
   await redis.close();
   keys.remove();
 }
-console.log(['| connections held in state | open | RSS before, MiB | RSS after, MiB | KiB per connection |', '|---|---|---|---|---|', ...rows].join('\n'));
+console.log(
+  [
+    '| connections held in state | open | RSS before, MiB | RSS after, MiB | KiB per connection |',
+    '|---|---|---|---|---|',
+    ...rows,
+  ].join('\n'),
+);

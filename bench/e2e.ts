@@ -59,7 +59,12 @@ export async function runE2e(o: {
   await insertPendingPayins(pool, 'E2E-', o.orders, '1000.10');
   await pool.query('vacuum analyze orders');
 
-  const ingest = await startIngest({ redisUrl: o.redis.url, privateKeyFile: o.keys.privateKeyFile, workers: o.ingestWorkers ?? 1, logLevel: o.logLevel });
+  const ingest = await startIngest({
+    redisUrl: o.redis.url,
+    privateKeyFile: o.keys.privateKeyFile,
+    workers: o.ingestWorkers ?? 1,
+    logLevel: o.logLevel,
+  });
   const sandbox = await buildApp({
     merchantNo: BENCH_MERCHANT_NO,
     merchantPublicKeyPem: o.keys.publicKeyPem,
@@ -71,13 +76,21 @@ export async function runE2e(o: {
   await sandbox.listen({ host: '127.0.0.1', port: 0 });
   const address = sandbox.server.address();
   const platformUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const worker = await startWorker({ redisUrl: o.redis.url, databaseUrl: o.databaseUrl, platformUrl, concurrency: o.concurrency, logLevel: o.logLevel, nodeArgs: prof?.nodeArgs });
+  const worker = await startWorker({
+    redisUrl: o.redis.url,
+    databaseUrl: o.databaseUrl,
+    platformUrl,
+    concurrency: o.concurrency,
+    logLevel: o.logLevel,
+    nodeArgs: prof?.nodeArgs,
+  });
   const memIngest = sampleMemory(ingest.child.pid, 500);
   const memWorker = sampleMemory(worker.pid, 500);
 
   try {
     const sim = sandbox.sandbox;
-    for (let i = 1; i <= o.orders; i++) sim.createPayin({ merchantOrderNo: `E2E-${i}`, currency: 'INR', amount: '1000.10' });
+    for (let i = 1; i <= o.orders; i++)
+      sim.createPayin({ merchantOrderNo: `E2E-${i}`, currency: 'INR', amount: '1000.10' });
     const sentAt = new Map<string, number>();
     let failedAttempts = 0;
     sim.events.on('attempt', (d: Delivery, a: Attempt) => {
@@ -85,14 +98,19 @@ export async function runE2e(o: {
       if (a.number === 1 && a.copy === 1) sentAt.set(d.merchantOrderNo, Date.parse(a.at));
     });
 
-    const cpu0 = { ingest: treeCpuSeconds(ingest.child.pid), worker: treeCpuSeconds(worker.pid), self: process.cpuUsage() };
+    const cpu0 = {
+      ingest: treeCpuSeconds(ingest.child.pid),
+      worker: treeCpuSeconds(worker.pid),
+      self: process.cpuUsage(),
+    };
     const t0 = performance.now();
     let finalized = 0;
     let credited = 0;
     let lastLog = t0;
     const deadline = t0 + Math.max(120_000, o.orders * 50);
     while (credited < o.orders) {
-      while (finalized < o.orders && finalized - credited < inFlight) sim.finalize(`E2E-${++finalized}`, PayinState.Released);
+      while (finalized < o.orders && finalized - credited < inFlight)
+        sim.finalize(`E2E-${++finalized}`, PayinState.Released);
       await sleep(10);
       const r = await pool.query<{ n: string }>('select count(*) as n from callback_receipts');
       credited = Number(r.rows[0]?.n ?? 0);
@@ -101,7 +119,8 @@ export async function runE2e(o: {
         lastLog = now;
         progress(`  credited ${credited}/${o.orders} (${(credited / ((now - t0) / 1000)).toFixed(0)}/s)`);
       }
-      if (now > deadline) throw new Error(`end to end: only ${credited}/${o.orders} credited in ${((now - t0) / 1000).toFixed(0)} s`);
+      if (now > deadline)
+        throw new Error(`end to end: only ${credited}/${o.orders} credited in ${((now - t0) / 1000).toFixed(0)} s`);
     }
     const seconds = (performance.now() - t0) / 1000;
     const self = process.cpuUsage(cpu0.self);

@@ -35,8 +35,10 @@ const { values: a } = parseArgs({
 });
 if (a.connections !== undefined && a.rate !== undefined) throw new Error('give --connections or --rate, not both');
 const seconds = Number(a.seconds);
-const load: { rate: number } | { connections: number } = a.rate !== undefined ? { rate: Number(a.rate) } : { connections: Number(a.connections ?? 64) };
-if (!(seconds > 0) || Object.values(load).some((n) => !(n > 0))) throw new Error('--seconds, --connections and --rate take positive numbers');
+const load: { rate: number } | { connections: number } =
+  a.rate !== undefined ? { rate: Number(a.rate) } : { connections: Number(a.connections ?? 64) };
+if (!(seconds > 0) || Object.values(load).some((n) => !(n > 0)))
+  throw new Error('--seconds, --connections and --rate take positive numbers');
 
 const perfOk = !a['no-perf'] && spawnSync('perf', ['--version'], { stdio: 'ignore' }).status === 0;
 if (!a['no-perf'] && !perfOk) console.error('perf not found (Debian: apt-get install linux-perf): figures only');
@@ -67,17 +69,24 @@ function frameName(line: string): string {
 }
 
 function breakdown(data: string, top: number): void {
-  const out = spawnSync('perf', ['script', '-i', data, '-F', 'ip,sym'], { encoding: 'utf8', maxBuffer: 1 << 30 }).stdout;
+  const out = spawnSync('perf', ['script', '-i', data, '-F', 'ip,sym'], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 30,
+  }).stdout;
   const inclusive = new Map<string, number>();
   const groups = new Map<string, number>();
   let samples = 0;
   for (const block of out.split('\n\n')) {
-    const frames = block.split('\n').filter((l) => l.trim()).map(frameName);
+    const frames = block
+      .split('\n')
+      .filter((l) => l.trim())
+      .map(frameName);
     if (frames.length === 0) continue;
     samples++;
     const unique = new Set(frames);
     for (const f of unique) inclusive.set(f, (inclusive.get(f) ?? 0) + 1);
-    for (const [label, re] of GROUPS) if ([...unique].some((f) => re.test(f))) groups.set(label, (groups.get(label) ?? 0) + 1);
+    for (const [label, re] of GROUPS)
+      if ([...unique].some((f) => re.test(f))) groups.set(label, (groups.get(label) ?? 0) + 1);
   }
   const pct = (n: number) => `${((100 * n) / samples).toFixed(1).padStart(5)} %`;
   console.log(`\nmain thread, ${samples} samples on the CPU; share of samples under each frame (inclusive):`);
@@ -95,21 +104,47 @@ const redis = await startRedis();
 const work = mkdtempSync(join(tmpdir(), 'mcb-ingest-perf-'));
 let ingestPid: number | undefined;
 try {
-  const ingest = await startIngest({ redisUrl: redis.url, privateKeyFile: keys.privateKeyFile, workers: 1, logLevel: 'info', nodeArgs: perfOk ? ['--perf-basic-prof'] : [] });
+  const ingest = await startIngest({
+    redisUrl: redis.url,
+    privateKeyFile: keys.privateKeyFile,
+    workers: 1,
+    logLevel: 'info',
+    nodeArgs: perfOk ? ['--perf-basic-prof'] : [],
+  });
   try {
     const target = { host: ingest.host, port: ingest.port };
     const pid = ingest.child.pid;
     ingestPid = pid;
     const warm = prepareCallbacks({ count: 8000, publicKeyPem: keys.publicKeyPem, ...target });
     await closedLoop({ ...target, connections: 4, durationMs: 2000, next: warm.next });
-    const prepared = prepareCallbacks({ count: Math.ceil(('rate' in load ? load.rate : 4000) * seconds * 1.3) + 500, publicKeyPem: keys.publicKeyPem, ...target });
+    const prepared = prepareCallbacks({
+      count: Math.ceil(('rate' in load ? load.rate : 4000) * seconds * 1.3) + 500,
+      publicKeyPem: keys.publicKeyPem,
+      ...target,
+    });
     const data = join(work, 'perf.data');
     // The main thread's id is the process's; perf follows that thread only (V8's helpers are not ingest's work).
-    const recorder = perfOk ? spawn('perf', ['record', '-F', '1999', '-g', '-t', String(pid), '-o', data, '--', 'sleep', String(seconds)], { stdio: 'ignore' }) : undefined;
+    const recorder = perfOk
+      ? spawn('perf', ['record', '-F', '1999', '-g', '-t', String(pid), '-o', data, '--', 'sleep', String(seconds)], {
+          stdio: 'ignore',
+        })
+      : undefined;
     const cpu0 = cpuSecondsOf(pid, pid);
-    const r = 'rate' in load
-      ? await openLoop({ ...target, rate: load.rate, durationMs: seconds * 1000, maxConnections: 256, next: prepared.next })
-      : await closedLoop({ ...target, connections: load.connections, durationMs: seconds * 1000, next: prepared.next });
+    const r =
+      'rate' in load
+        ? await openLoop({
+            ...target,
+            rate: load.rate,
+            durationMs: seconds * 1000,
+            maxConnections: 256,
+            next: prepared.next,
+          })
+        : await closedLoop({
+            ...target,
+            connections: load.connections,
+            durationMs: seconds * 1000,
+            next: prepared.next,
+          });
     const cpu = (cpuSecondsOf(pid, pid) - cpu0) / r.seconds;
     if (recorder) await new Promise((resolve) => recorder.once('exit', resolve));
     const lat = summarize(r.latencies);

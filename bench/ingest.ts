@@ -95,10 +95,19 @@ export async function runIngest(o: IngestOptions): Promise<IngestResult> {
   try {
     const target = { host: ingest.host, port: ingest.port };
     const pool = (rate: number, seconds: number) =>
-      prepareCallbacks({ count: Math.ceil(Math.max(rate, 300) * seconds * 1.5) + 200, publicKeyPem: o.keys.publicKeyPem, ...target });
+      prepareCallbacks({
+        count: Math.ceil(Math.max(rate, 300) * seconds * 1.5) + 200,
+        publicKeyPem: o.keys.publicKeyPem,
+        ...target,
+      });
 
     // Warm-up: JIT, connection pools, Redis script loading. Not counted.
-    const warm = await closedLoop({ ...target, connections: 4, durationMs: 1500, next: pool(o.decryptsPerSecond, 1.5).next });
+    const warm = await closedLoop({
+      ...target,
+      connections: 4,
+      durationMs: 1500,
+      next: pool(o.decryptsPerSecond, 1.5).next,
+    });
     accepted += warm.ok;
     addFailures(failures, warm);
 
@@ -108,7 +117,10 @@ export async function runIngest(o: IngestOptions): Promise<IngestResult> {
     for (let c = 1; c <= o.maxConnections; c *= 2) {
       // Enough callbacks for this step: it may well more than double the best so far (the first, one-connection step
       // runs while a cluster's processes still warm up), never beyond what the cores can decrypt.
-      const prepared = pool(Math.min(o.decryptsPerSecond * 1.3, (best?.r.rps ?? o.decryptsPerSecond) * 2.6), o.stepSeconds);
+      const prepared = pool(
+        Math.min(o.decryptsPerSecond * 1.3, (best?.r.rps ?? o.decryptsPerSecond) * 2.6),
+        o.stepSeconds,
+      );
       const cpu0 = treeCpuSeconds(ingest.child.pid);
       const r = await closedLoop({ ...target, connections: c, durationMs: o.stepSeconds * 1000, next: prepared.next });
       const ingestCpu = (treeCpuSeconds(ingest.child.pid) - cpu0) / r.seconds;
@@ -116,7 +128,14 @@ export async function runIngest(o: IngestOptions): Promise<IngestResult> {
       accepted += r.ok;
       addFailures(failures, r);
       const lat = summarize(r.latencies);
-      steps.push({ connections: c, rps: round(r.rps), p50: round(lat.p50), p99: round(lat.p99), ingestCpu: round(ingestCpu), generatorCpu: round(generatorCpu) });
+      steps.push({
+        connections: c,
+        rps: round(r.rps),
+        p50: round(lat.p50),
+        p99: round(lat.p99),
+        ingestCpu: round(ingestCpu),
+        generatorCpu: round(generatorCpu),
+      });
       progress(
         `  closed loop, ${String(c).padStart(3)} connections: ${r.rps.toFixed(0).padStart(6)} req/s, p50 ${lat.p50.toFixed(1)} ms, ` +
           `p99 ${lat.p99.toFixed(1)} ms, ingest CPU ${ingestCpu.toFixed(2)}, generator CPU ${generatorCpu.toFixed(2)}`,
@@ -134,10 +153,20 @@ export async function runIngest(o: IngestOptions): Promise<IngestResult> {
     const rate = best.r.rps / 2;
     const prepared = pool(rate, o.halfSeconds);
     const cpu0 = treeCpuSeconds(ingest.child.pid);
-    const scrape = () => fetch(ingest.metricsUrl).then((r) => (r.ok ? r.text() : ''), () => '');
+    const scrape = () =>
+      fetch(ingest.metricsUrl).then(
+        (r) => (r.ok ? r.text() : ''),
+        () => '',
+      );
     const before = o.workers === 1 ? await scrape() : ''; // also resets the event-loop lag histogram
     const halfFrom = Date.now();
-    const half = await openLoop({ ...target, rate, durationMs: o.halfSeconds * 1000, maxConnections: 256, next: prepared.next });
+    const half = await openLoop({
+      ...target,
+      rate,
+      durationMs: o.halfSeconds * 1000,
+      maxConnections: 256,
+      next: prepared.next,
+    });
     const halfIngestCpu = (treeCpuSeconds(ingest.child.pid) - cpu0) / half.seconds;
     accepted += half.ok;
     addFailures(failures, half);
@@ -145,7 +174,8 @@ export async function runIngest(o: IngestOptions): Promise<IngestResult> {
     const fsyncStalls = await o.redis.fsyncStalls(halfFrom);
     const over20ms = half.latencies.filter((ms) => ms >= 20).length;
     const after = before ? await scrape() : '';
-    const gc = (text: string, what: string) => metricValue(text, `nodejs_gc_duration_seconds_${what}`, { kind: 'major' });
+    const gc = (text: string, what: string) =>
+      metricValue(text, `nodejs_gc_duration_seconds_${what}`, { kind: 'major' });
     const ingestLoop = after.includes('nodejs_eventloop_lag_max_seconds')
       ? {
           lagP99Ms: metricValue(after, 'nodejs_eventloop_lag_p99_seconds') * 1000,
@@ -171,8 +201,23 @@ export async function runIngest(o: IngestOptions): Promise<IngestResult> {
     return {
       workers: o.workers === 0 ? 'all' : o.workers,
       processes,
-      peak: { rps: best.r.rps, connections: best.connections, latencyMs: summarize(best.r.latencies), ingestCpu: best.ingestCpu, generatorCpu: best.generatorCpu },
-      halfPeak: { rate, achievedRps: half.rps, latencyMs: halfLat, ingestCpu: halfIngestCpu, generatorCpu: half.generatorCpuSeconds / half.seconds, over20ms, fsyncStalls, ...(ingestLoop ? { ingestLoop } : {}) },
+      peak: {
+        rps: best.r.rps,
+        connections: best.connections,
+        latencyMs: summarize(best.r.latencies),
+        ingestCpu: best.ingestCpu,
+        generatorCpu: best.generatorCpu,
+      },
+      halfPeak: {
+        rate,
+        achievedRps: half.rps,
+        latencyMs: halfLat,
+        ingestCpu: halfIngestCpu,
+        generatorCpu: half.generatorCpuSeconds / half.seconds,
+        over20ms,
+        fsyncStalls,
+        ...(ingestLoop ? { ingestLoop } : {}),
+      },
       steps,
       peakRssBytes: memory.peak,
       jobsStored,

@@ -89,7 +89,14 @@ export interface BenchReport {
   at: string;
   machine: { cores: number; cpu: string; memoryBytes: number; node: string; quick: boolean };
   options: Omit<typeof opts, 'only'> & { only: string[] };
-  limits: { rsa?: RsaLimit; rsaCpu?: { decryptsPerCpuSecond: number; cpuMsPerDecrypt: number }; postgres?: PostgresLimit; redis?: RedisLimit; disk?: DiskLimit; tracingOff?: TracingOffCost };
+  limits: {
+    rsa?: RsaLimit;
+    rsaCpu?: { decryptsPerCpuSecond: number; cpuMsPerDecrypt: number };
+    postgres?: PostgresLimit;
+    redis?: RedisLimit;
+    disk?: DiskLimit;
+    tracingOff?: TracingOffCost;
+  };
   ingest?: { one?: IngestResult; all?: IngestResult };
   compare?: CompareRow[];
   e2e?: E2eResult;
@@ -100,7 +107,13 @@ export interface BenchReport {
 
 const report: BenchReport = {
   at: new Date().toISOString(),
-  machine: { cores: availableParallelism(), cpu: cpus()[0]?.model ?? 'unknown', memoryBytes: totalmem(), node: process.version, quick },
+  machine: {
+    cores: availableParallelism(),
+    cpu: cpus()[0]?.model ?? 'unknown',
+    memoryBytes: totalmem(),
+    node: process.version,
+    quick,
+  },
   options: { ...opts, only: [...opts.only] },
   limits: {},
   targets: [],
@@ -138,16 +151,40 @@ try {
   // The ingest and e2e ratios need the limits, the compare the RSA limit; measure them whenever those run.
   if (need('limits') || need('ingest') || need('e2e') || need('compare')) {
     section('limits of this machine');
-    report.limits.rsa = await measureRsa({ privateKeyFile: keys.privateKeyFile, publicKeyPem: keys.publicKeyPem, bits: opts.bits, seconds: opts.limitSeconds });
-    progress(`RSA-${opts.bits} private decrypt: ${report.limits.rsa.perCore.toFixed(0)}/s on one core, ${report.limits.rsa.allCores.toFixed(0)}/s on ${report.limits.rsa.cores}`);
-    const perCpuSecond = decryptsPerCpuSecond(readFileSync(keys.privateKeyFile, 'utf8'), keys.publicKeyPem, Math.min(2000, opts.limitSeconds * 1000));
+    report.limits.rsa = await measureRsa({
+      privateKeyFile: keys.privateKeyFile,
+      publicKeyPem: keys.publicKeyPem,
+      bits: opts.bits,
+      seconds: opts.limitSeconds,
+    });
+    progress(
+      `RSA-${opts.bits} private decrypt: ${report.limits.rsa.perCore.toFixed(0)}/s on one core, ${report.limits.rsa.allCores.toFixed(0)}/s on ${report.limits.rsa.cores}`,
+    );
+    const perCpuSecond = decryptsPerCpuSecond(
+      readFileSync(keys.privateKeyFile, 'utf8'),
+      keys.publicKeyPem,
+      Math.min(2000, opts.limitSeconds * 1000),
+    );
     report.limits.rsaCpu = { decryptsPerCpuSecond: perCpuSecond, cpuMsPerDecrypt: 1000 / perCpuSecond };
-    progress(`RSA-${opts.bits} private decrypt: ${perCpuSecond.toFixed(0)} per CPU-second of one thread, ${report.limits.rsaCpu.cpuMsPerDecrypt.toFixed(3)} ms of CPU each (the unit of CPU per credit)`);
+    progress(
+      `RSA-${opts.bits} private decrypt: ${perCpuSecond.toFixed(0)} per CPU-second of one thread, ${report.limits.rsaCpu.cpuMsPerDecrypt.toFixed(3)} ms of CPU each (the unit of CPU per credit)`,
+    );
     // The compare alone needs only the RSA figure.
     if (need('limits') || need('ingest') || need('e2e')) {
-      report.limits.postgres = await measurePostgres({ databaseUrl: db.url, seconds: opts.limitSeconds, concurrency: opts.concurrency, maxTransactions: quick ? 20_000 : 60_000 });
-      progress(`Postgres credit transaction (plain SQL, ${opts.concurrency} clients): ${report.limits.postgres.transactionsPerSecond.toFixed(0)}/s`);
-      report.limits.redis = await measureRedis({ url: redis.url, seconds: Math.min(2, opts.limitSeconds), inFlight: opts.concurrency });
+      report.limits.postgres = await measurePostgres({
+        databaseUrl: db.url,
+        seconds: opts.limitSeconds,
+        concurrency: opts.concurrency,
+        maxTransactions: quick ? 20_000 : 60_000,
+      });
+      progress(
+        `Postgres credit transaction (plain SQL, ${opts.concurrency} clients): ${report.limits.postgres.transactionsPerSecond.toFixed(0)}/s`,
+      );
+      report.limits.redis = await measureRedis({
+        url: redis.url,
+        seconds: Math.min(2, opts.limitSeconds),
+        inFlight: opts.concurrency,
+      });
       await redis.flush();
       progress(
         `Redis: PING ${report.limits.redis.pingSequential.toFixed(0)}/s one at a time, ${report.limits.redis.pingConcurrent.toFixed(0)}/s with ${opts.concurrency} in flight; ` +
@@ -165,9 +202,19 @@ try {
   const rsa = report.limits.rsa;
   if (need('ingest') && rsa) {
     report.limits.tracingOff = await measureTracingOff(quick ? 100_000 : 500_000);
-    progress(`tracing helpers while tracing is off: ${report.limits.tracingOff.nsPerCallback.toFixed(0)} ns per callback`);
+    progress(
+      `tracing helpers while tracing is off: ${report.limits.tracingOff.nsPerCallback.toFixed(0)} ns per callback`,
+    );
     section('ingest: one process (INGEST_WORKERS=1)');
-    const base = { keys, redis, stepSeconds: opts.stepSeconds, halfSeconds: opts.halfSeconds, maxConnections: 64, logLevel: opts.logLevel, decryptsPerCore: rsa.perCore };
+    const base = {
+      keys,
+      redis,
+      stepSeconds: opts.stepSeconds,
+      halfSeconds: opts.halfSeconds,
+      maxConnections: 64,
+      logLevel: opts.logLevel,
+      decryptsPerCore: rsa.perCore,
+    };
     const one = await runIngest({ ...base, workers: 1, decryptsPerSecond: rsa.perCore, profile: opts.profile });
     section(`ingest: all cores (INGEST_WORKERS=0, ${rsa.cores} processes)`);
     const all = await runIngest({ ...base, workers: 0, decryptsPerSecond: rsa.allCores, profile: false });
@@ -175,8 +222,14 @@ try {
   }
 
   if (need('compare') && report.limits.rsaCpu) {
-    const envNote = Object.keys(opts.pipelineEnv).length ? `; pipeline env ${Object.entries(opts.pipelineEnv).map(([k, v]) => `${k}=${v}`).join(' ')}` : '';
-    section(`pipeline vs the lean in-request receiver: ${opts.compareOrders} pay-ins + 10 % duplicates, 64 in flight, Get order ${opts.compareDelaysMs.join(' / ')} ms${envNote}`);
+    const envNote = Object.keys(opts.pipelineEnv).length
+      ? `; pipeline env ${Object.entries(opts.pipelineEnv)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ')}`
+      : '';
+    section(
+      `pipeline vs the lean in-request receiver: ${opts.compareOrders} pay-ins + 10 % duplicates, 64 in flight, Get order ${opts.compareDelaysMs.join(' / ')} ms${envNote}`,
+    );
     progress(`  baseline: ${SYSTEM_LABELS.lean}`);
     if (opts.compareSettlement) progress(`  also: ${SYSTEM_LABELS.settlement}`);
     report.compare = await runCompare({
@@ -196,20 +249,43 @@ try {
 
   if (need('e2e') && report.limits.postgres) {
     section(`end to end: ${opts.e2eOrders} orders, sandbox → ingest → worker → Postgres`);
-    report.e2e = await runE2e({ keys, redis, databaseUrl: db.url, orders: opts.e2eOrders, inFlight: opts.e2eInFlight, concurrency: opts.concurrency, logLevel: opts.logLevel, postgresTps: report.limits.postgres.transactionsPerSecond, profile: opts.profile });
+    report.e2e = await runE2e({
+      keys,
+      redis,
+      databaseUrl: db.url,
+      orders: opts.e2eOrders,
+      inFlight: opts.e2eInFlight,
+      concurrency: opts.concurrency,
+      logLevel: opts.logLevel,
+      postgresTps: report.limits.postgres.transactionsPerSecond,
+      profile: opts.profile,
+    });
   }
 
   if (need('backlog')) {
     section(`backlog: ${opts.backlog} queued events`);
-    report.backlog = await runBacklog({ redis, databaseUrl: db.url, jobs: opts.backlog, drainSeconds: opts.backlogDrainSeconds, concurrency: opts.concurrency, logLevel: opts.logLevel });
+    report.backlog = await runBacklog({
+      redis,
+      databaseUrl: db.url,
+      jobs: opts.backlog,
+      drainSeconds: opts.backlogDrainSeconds,
+      concurrency: opts.concurrency,
+      logLevel: opts.logLevel,
+    });
   }
 
   if (need('search')) {
-    section(`search: GET /api/callbacks on ${opts.searchRows.toLocaleString('en-US')} receipts and arrivals, ${opts.searchQueries} queries per filter`);
+    section(
+      `search: GET /api/callbacks on ${opts.searchRows.toLocaleString('en-US')} receipts and arrivals, ${opts.searchQueries} queries per filter`,
+    );
     // Its own database: the other phases' tables stay small, and 1M rows do not slow them.
     const searchDb = await createBenchDatabase();
     try {
-      report.search = await runSearch({ databaseUrl: searchDb.url, rows: opts.searchRows, queries: opts.searchQueries });
+      report.search = await runSearch({
+        databaseUrl: searchDb.url,
+        rows: opts.searchRows,
+        queries: opts.searchQueries,
+      });
     } finally {
       if (!a['keep-db']) await searchDb.drop();
     }
@@ -236,44 +312,100 @@ function targets(r: BenchReport): BenchReport['targets'] {
     t.push({ name: 'ingest.ratio', target: '>= 0.8', value: one.ratio.toFixed(2), met: one.ratio >= 0.8 });
     // Beside it, the slowest AOF fsync Redis recorded in that run: a reply can be no faster than the fsync it waits for.
     const stall = one.halfPeak.fsyncStalls.seconds ? ` (worst Redis fsync ${one.halfPeak.fsyncStalls.worstMs} ms)` : '';
-    t.push({ name: 'ingest p99 at half of peak', target: '< 20 ms', value: `${one.halfPeak.latencyMs.p99.toFixed(1)} ms${stall}`, met: one.halfPeak.latencyMs.p99 < 20 });
+    t.push({
+      name: 'ingest p99 at half of peak',
+      target: '< 20 ms',
+      value: `${one.halfPeak.latencyMs.p99.toFixed(1)} ms${stall}`,
+      met: one.halfPeak.latencyMs.p99 < 20,
+    });
   }
   const off = r.limits.tracingOff;
   if (off && r.limits.rsa) {
     // "Zero cost when off": below 1 % of the one decrypt every callback needs, far inside the ingest peak's noise.
     const share = off.nsPerCallback / (1e9 / r.limits.rsa.perCore);
-    t.push({ name: 'tracing off: cost per callback', target: '< 1 % of a decrypt', value: `${(share * 100).toFixed(2)} %`, met: share < 0.01 });
+    t.push({
+      name: 'tracing off: cost per callback',
+      target: '< 1 % of a decrypt',
+      value: `${(share * 100).toFixed(2)} %`,
+      met: share < 0.01,
+    });
   }
   // Issue 41's targets, against the lean in-request receiver of the same run.
   const at = (ms: number) => r.compare?.find((c) => c.getOrderDelayMs === ms);
   const c0 = at(0);
   if (c0) {
-    t.push({ name: 'CPU per credit, pipeline ÷ lean @0 ms', target: '<= 0.8', value: `${c0.pipeline.cpuMsPerCredit.total.toFixed(2)} / ${c0.lean.cpuMsPerCredit.total.toFixed(2)} ms = ${c0.cpuRatio.toFixed(2)}`, met: c0.cpuRatio <= 0.8 });
-    t.push({ name: 'pipeline CPU per credit in RSA decrypts @0 ms (stretch)', target: '<= 3', value: `${c0.pipeline.rsaDecryptsPerCredit.toFixed(2)} (lean ${c0.lean.rsaDecryptsPerCredit.toFixed(2)})`, met: c0.pipeline.rsaDecryptsPerCredit <= 3 });
-    t.push({ name: 'credits/s, pipeline ÷ lean @0 ms', target: '>= 1.2', value: `${c0.pipeline.creditsPerSecond.toFixed(0)} / ${c0.lean.creditsPerSecond.toFixed(0)} = ${c0.vsLean.toFixed(2)}`, met: c0.vsLean >= 1.2 });
+    t.push({
+      name: 'CPU per credit, pipeline ÷ lean @0 ms',
+      target: '<= 0.8',
+      value: `${c0.pipeline.cpuMsPerCredit.total.toFixed(2)} / ${c0.lean.cpuMsPerCredit.total.toFixed(2)} ms = ${c0.cpuRatio.toFixed(2)}`,
+      met: c0.cpuRatio <= 0.8,
+    });
+    t.push({
+      name: 'pipeline CPU per credit in RSA decrypts @0 ms (stretch)',
+      target: '<= 3',
+      value: `${c0.pipeline.rsaDecryptsPerCredit.toFixed(2)} (lean ${c0.lean.rsaDecryptsPerCredit.toFixed(2)})`,
+      met: c0.pipeline.rsaDecryptsPerCredit <= 3,
+    });
+    t.push({
+      name: 'credits/s, pipeline ÷ lean @0 ms',
+      target: '>= 1.2',
+      value: `${c0.pipeline.creditsPerSecond.toFixed(0)} / ${c0.lean.creditsPerSecond.toFixed(0)} = ${c0.vsLean.toFixed(2)}`,
+      met: c0.vsLean >= 1.2,
+    });
   }
   const c200 = at(200);
-  if (c200) t.push({ name: 'credits/s, pipeline ÷ lean @200 ms', target: '>= 3', value: `${c200.pipeline.creditsPerSecond.toFixed(0)} / ${c200.lean.creditsPerSecond.toFixed(0)} = ${c200.vsLean.toFixed(2)}`, met: c200.vsLean >= 3 });
+  if (c200)
+    t.push({
+      name: 'credits/s, pipeline ÷ lean @200 ms',
+      target: '>= 3',
+      value: `${c200.pipeline.creditsPerSecond.toFixed(0)} / ${c200.lean.creditsPerSecond.toFixed(0)} = ${c200.vsLean.toFixed(2)}`,
+      met: c200.vsLean >= 3,
+    });
   // Throughput that does not care how slow Get order is: the adaptive limit, no setting changed between the runs.
   const c500 = at(500);
   if (c0 && c500) {
     const ratio = c500.pipeline.creditsPerSecond / c0.pipeline.creditsPerSecond;
-    t.push({ name: 'pipeline credits/s @500 ms ÷ @0 ms', target: '>= 0.8', value: ratio.toFixed(2), met: ratio >= 0.8 });
+    t.push({
+      name: 'pipeline credits/s @500 ms ÷ @0 ms',
+      target: '>= 0.8',
+      value: ratio.toFixed(2),
+      met: ratio >= 0.8,
+    });
   }
   if (r.compare?.length) {
     const runs = r.compare.flatMap((c) => [c.lean, c.pipeline, ...(c.settlement ? [c.settlement] : [])]);
     const twice = runs.reduce((s, x) => s + x.verified.creditedTwice + x.verified.pairsTwice, 0);
     const failed = runs.filter((x) => !x.verified.ok).length;
-    t.push({ name: 'compare: nothing credited twice, every order credited', target: '0', value: `${twice} twice; ${failed} of ${runs.length} runs failed the check`, met: twice === 0 && failed === 0 });
+    t.push({
+      name: 'compare: nothing credited twice, every order credited',
+      target: '0',
+      value: `${twice} twice; ${failed} of ${runs.length} runs failed the check`,
+      met: twice === 0 && failed === 0,
+    });
   }
   if (r.e2e) t.push({ name: 'e2e.ratio', target: '>= 0.5', value: r.e2e.ratio.toFixed(2), met: r.e2e.ratio >= 0.5 });
   if (r.backlog) {
-    t.push({ name: 'Redis memory per waiting job', target: '< 2 KiB', value: `${(r.backlog.redisBytesPerJob / 1024).toFixed(2)} KiB`, met: r.backlog.redisBytesPerJob < 2048 });
-    t.push({ name: 'worker RSS flat while draining', target: 'flat', value: `${(r.backlog.rss.slopeBytesPerKiloJob / 1024).toFixed(0)} KiB per 1000 jobs`, met: r.backlog.rss.flat });
+    t.push({
+      name: 'Redis memory per waiting job',
+      target: '< 2 KiB',
+      value: `${(r.backlog.redisBytesPerJob / 1024).toFixed(2)} KiB`,
+      met: r.backlog.redisBytesPerJob < 2048,
+    });
+    t.push({
+      name: 'worker RSS flat while draining',
+      target: 'flat',
+      value: `${(r.backlog.rss.slopeBytesPerKiloJob / 1024).toFixed(0)} KiB per 1000 jobs`,
+      met: r.backlog.rss.flat,
+    });
   }
   if (r.search) {
     const worst = r.search.filters.reduce((w, f) => (f.latencyMs.p99 > w.latencyMs.p99 ? f : w));
-    t.push({ name: `search p99 on ${r.search.rows.toLocaleString('en-US')} receipts (worst filter: ${worst.name})`, target: '< 100 ms', value: `${worst.latencyMs.p99.toFixed(1)} ms`, met: worst.latencyMs.p99 < 100 });
+    t.push({
+      name: `search p99 on ${r.search.rows.toLocaleString('en-US')} receipts (worst filter: ${worst.name})`,
+      target: '< 100 ms',
+      value: `${worst.latencyMs.p99.toFixed(1)} ms`,
+      met: worst.latencyMs.p99 < 100,
+    });
   }
   return t;
 }

@@ -23,7 +23,13 @@ export interface SearchResult {
   rows: number;
   fillSeconds: number;
   queries: number;
-  filters: { name: string; example: string; latencyMs: LatencySummary; queryMs?: LatencySummary; rowsPerPage: number }[];
+  filters: {
+    name: string;
+    example: string;
+    latencyMs: LatencySummary;
+    queryMs?: LatencySummary;
+    rowsPerPage: number;
+  }[];
   worstP99Ms: number;
   /** The machine's 1-minute load average before and after the queries (2 cores: above 2, others compete for CPU). */
   loadAverage: { before: number; after: number };
@@ -75,7 +81,9 @@ async function fill(databaseUrl: string, rows: number, base: number): Promise<vo
            from generate_series($1::int, $2::int) g where g % 100 < 96`,
         params,
       );
-      progress(`search: ${to.toLocaleString('en-US')} of ${rows.toLocaleString('en-US')} orders, arrivals and receipts`);
+      progress(
+        `search: ${to.toLocaleString('en-US')} of ${rows.toLocaleString('en-US')} orders, arrivals and receipts`,
+      );
     }
     await pool.query('analyze orders; analyze callback_arrivals; analyze callback_receipts');
   } finally {
@@ -91,7 +99,17 @@ export async function runSearch(o: { databaseUrl: string; rows: number; queries:
   progress(`search: filled in ${fillSeconds.toFixed(0)} s`);
 
   const db = createDb(o.databaseUrl, { max: 10, applicationName: 'mcb-bench-search' });
-  const config = loadConfig({ MERCHANT_NO: 'M1', PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: o.databaseUrl, LOG_LEVEL: 'silent' }, 'console');
+  const config = loadConfig(
+    {
+      MERCHANT_NO: 'M1',
+      PLATFORM_BASE_URL: 'http://127.0.0.1:9',
+      PLATFORM_ALLOW_HTTP: 'true',
+      CONSOLE_TOKEN: TOKEN,
+      DATABASE_URL: o.databaseUrl,
+      LOG_LEVEL: 'silent',
+    },
+    'console',
+  );
   const platform = createPlatformClient({ baseUrl: 'http://127.0.0.1:9', merchantNo: 'M1', timeoutMs: 1000 });
   const app = await buildApp({ config, db, platform, logger: createLogger({ name: 'bench-search', level: 'silent' }) });
   await app.ready();
@@ -121,7 +139,14 @@ export async function runSearch(o: { databaseUrl: string; rows: number; queries:
     { name: 'time range (1 hour)', query: () => window(1) },
     { name: 'time range (7 days)', query: () => window(24 * 7) },
   ];
-  const result: SearchResult = { rows: o.rows, fillSeconds, queries: o.queries, filters: [], worstP99Ms: 0, loadAverage: { before: loadavg()[0]!, after: 0 } };
+  const result: SearchResult = {
+    rows: o.rows,
+    fillSeconds,
+    queries: o.queries,
+    filters: [],
+    worstP99Ms: 0,
+    loadAverage: { before: loadavg()[0]!, after: 0 },
+  };
   /** The search query alone (Postgres round trip, no HTTP, validation or serialization), for the same filter. */
   const query = async (q: string) => {
     const { cursor: _c, limit: _l, ...filter } = Object.fromEntries(new URLSearchParams(q));
@@ -131,9 +156,14 @@ export async function runSearch(o: { databaseUrl: string; rows: number; queries:
   };
   const ask = async (query: string) => {
     const t = performance.now();
-    const res = await app.inject({ method: 'GET', url: `/api/callbacks?${query}`, headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await app.inject({
+      method: 'GET',
+      url: `/api/callbacks?${query}`,
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     const elapsed = performance.now() - t;
-    if (res.statusCode !== 200) throw new Error(`GET /api/callbacks?${query}: ${res.statusCode} ${res.body.slice(0, 200)}`);
+    if (res.statusCode !== 200)
+      throw new Error(`GET /api/callbacks?${query}: ${res.statusCode} ${res.body.slice(0, 200)}`);
     return { elapsed, body: res.json() as { callbacks: unknown[]; nextCursor: string | null } };
   };
   try {
@@ -154,7 +184,9 @@ export async function runSearch(o: { databaseUrl: string; rows: number; queries:
       const latencyMs = summarize(samples);
       const queryMs = summarize(querySamples);
       result.filters.push({ name: f.name, example, latencyMs, queryMs, rowsPerPage: rowsSeen / o.queries });
-      progress(`search: ${f.name}: p50 ${latencyMs.p50.toFixed(1)} ms, p99 ${latencyMs.p99.toFixed(1)} ms (query alone p99 ${queryMs.p99.toFixed(1)} ms), ${(rowsSeen / o.queries).toFixed(0)} rows/page`);
+      progress(
+        `search: ${f.name}: p50 ${latencyMs.p50.toFixed(1)} ms, p99 ${latencyMs.p99.toFixed(1)} ms (query alone p99 ${queryMs.p99.toFixed(1)} ms), ${(rowsSeen / o.queries).toFixed(0)} rows/page`,
+      );
     }
     // The next page of a large result, through the cursor.
     const samples: number[] = [];
@@ -165,7 +197,12 @@ export async function runSearch(o: { databaseUrl: string; rows: number; queries:
       body = r.body;
     }
     const latencyMs = summarize(samples);
-    result.filters.push({ name: 'status=applied, following pages by cursor', example: 'status=applied&cursor=…', latencyMs, rowsPerPage: 50 });
+    result.filters.push({
+      name: 'status=applied, following pages by cursor',
+      example: 'status=applied&cursor=…',
+      latencyMs,
+      rowsPerPage: 50,
+    });
     progress(`search: cursor pages: p50 ${latencyMs.p50.toFixed(1)} ms, p99 ${latencyMs.p99.toFixed(1)} ms`);
   } finally {
     await app.close();

@@ -43,7 +43,8 @@ const span = ms('span', values.span);
 const topology = values.topology;
 if (topology !== 'single' && topology !== 'sentinel') throw new Error('--topology: expected single or sentinel');
 const minReplicas = Number(values['min-replicas']);
-if (!Number.isInteger(minReplicas) || minReplicas < 0 || minReplicas > 2) throw new Error('--min-replicas: expected 0, 1 or 2');
+if (!Number.isInteger(minReplicas) || minReplicas < 0 || minReplicas > 2)
+  throw new Error('--min-replicas: expected 0, 1 or 2');
 const concurrencyFlag = values['worker-concurrency'];
 const workerConcurrency = concurrencyFlag === 'adaptive' ? 'adaptive' : Number(concurrencyFlag);
 if (workerConcurrency !== 'adaptive' && !(Number.isInteger(workerConcurrency) && workerConcurrency > 0)) {

@@ -13,7 +13,13 @@ import pg from 'pg';
 import { driveDemo, planOrders } from './lib/demo-driver.ts';
 import { buildSummary, formatSummary } from './lib/demo-report.ts';
 import { stackInputEnv } from './lib/env-file.ts';
-import { ownServicesIfNeeded, readLocalSettings, startLocalStack, triggerHint, type LocalStack } from './lib/local-stack.ts';
+import {
+  ownServicesIfNeeded,
+  readLocalSettings,
+  startLocalStack,
+  triggerHint,
+  type LocalStack,
+} from './lib/local-stack.ts';
 import { stopOnSignals } from './lib/processes.ts';
 
 const USAGE = `usage: pnpm demo [--once] [--orders N] [--free-ports] [--timeout 60s] [--summary-file FILE]
@@ -44,7 +50,13 @@ function say(line: string): void {
   console.log(line);
 }
 
-function parseOptions(): { once: boolean; orders: number; freePorts: boolean; timeoutMs: number; summaryFile?: string } {
+function parseOptions(): {
+  once: boolean;
+  orders: number;
+  freePorts: boolean;
+  timeoutMs: number;
+  summaryFile?: string;
+} {
   const { values } = parseArgs({
     options: {
       once: { type: 'boolean', default: false },
@@ -61,7 +73,8 @@ function parseOptions(): { once: boolean; orders: number; freePorts: boolean; ti
     process.exit(0);
   }
   const orders = Number(values.orders);
-  if (!Number.isInteger(orders) || orders < 10 || orders > 5000) throw new Error('--orders: expected a whole number from 10 to 5000');
+  if (!Number.isInteger(orders) || orders < 10 || orders > 5000)
+    throw new Error('--orders: expected a whole number from 10 to 5000');
   const timeoutMs = parseDuration(values.timeout);
   if (timeoutMs === undefined || timeoutMs < 1000) throw new Error('--timeout: expected a duration such as 60s or 2m');
   return { once: values.once, orders, freePorts: values['free-ports'], timeoutMs, summaryFile: values['summary-file'] };
@@ -86,7 +99,13 @@ try {
   const input = await ownServicesIfNeeded(stackInputEnv(), 'demo', root, exit.services, say);
   const settings = readLocalSettings(input, 'demo', root);
   const logDir = resolve(root, process.env.DEMO_LOG_DIR?.trim() || join('.data', 'demo', 'logs'));
-  stack = await startLocalStack(settings, { started, freePorts: options.freePorts, output: { kind: 'file', dir: logDir }, say, inputEnv: input });
+  stack = await startLocalStack(settings, {
+    started,
+    freePorts: options.freePorts,
+    output: { kind: 'file', dir: logDir },
+    say,
+    inputEnv: input,
+  });
   say(`services up (logs in ${logDir}); driving ${options.orders} orders at sandbox time scale ${settings.timeScale}`);
   const running = stack;
   // An app that dies mid-run is a failure of the run, whatever the driver is doing.
@@ -111,7 +130,13 @@ try {
       return rows[0] ?? { applied: 0, reviews: 0 };
     };
     const run = await driveDemo(
-      { consoleUrl: running.urls.console, consoleToken: running.consoleToken, sandboxUrl: running.urls.sandbox, progress, status },
+      {
+        consoleUrl: running.urls.console,
+        consoleToken: running.consoleToken,
+        sandboxUrl: running.urls.sandbox,
+        progress,
+        status,
+      },
       plan,
       options.timeoutMs,
     );
@@ -124,7 +149,8 @@ try {
     await pool.end();
     redis.disconnect();
   }
-  if (running.volatileRedis) say('NOTE: this demo ran on a volatile Redis; production needs the compose Redis (AOF, fsync always).');
+  if (running.volatileRedis)
+    say('NOTE: this demo ran on a volatile Redis; production needs the compose Redis (AOF, fsync always).');
 
   if (!options.once) {
     signalCodes.SIGINT = exitCode;

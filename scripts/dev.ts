@@ -8,7 +8,13 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { coerceError } from '@mcb/core/errors';
 import { stackInputEnv } from './lib/env-file.ts';
-import { ownServicesIfNeeded, readLocalSettings, startLocalStack, triggerHint, type LocalStack } from './lib/local-stack.ts';
+import {
+  ownServicesIfNeeded,
+  readLocalSettings,
+  startLocalStack,
+  triggerHint,
+  type LocalStack,
+} from './lib/local-stack.ts';
 import { stopOnSignals } from './lib/processes.ts';
 
 const root = resolve(import.meta.dirname, '..');
@@ -19,7 +25,10 @@ const { started, shutdown } = exit;
 let freePorts = false;
 let traces = false;
 try {
-  const { values } = parseArgs({ options: { 'free-ports': { type: 'boolean', default: false }, traces: { type: 'boolean', default: false } }, strict: true });
+  const { values } = parseArgs({
+    options: { 'free-ports': { type: 'boolean', default: false }, traces: { type: 'boolean', default: false } },
+    strict: true,
+  });
   freePorts = values['free-ports'];
   traces = values.traces;
 } catch (e) {
@@ -47,7 +56,9 @@ try {
       `  console   ${u.console}/api   dashboard ${u.dashboard}   (bearer token: ${settings.consoleTokenGiven ? 'CONSOLE_TOKEN' : settings.consoleTokenFile})`,
       `  sandbox   ${u.sandbox}   time scale ${settings.timeScale}   try: ${triggerHint(u.sandbox, stack.envFileWritten)}`,
       `  worker    metrics ${u.workerMetrics}/metrics`,
-      stack.volatileRedis ? 'dev: NOTE: volatile Redis; ingest runs with INGEST_ALLOW_VOLATILE_REDIS=true (never in production).' : '',
+      stack.volatileRedis
+        ? 'dev: NOTE: volatile Redis; ingest runs with INGEST_ALLOW_VOLATILE_REDIS=true (never in production).'
+        : '',
     ]
       .filter(Boolean)
       .join('\n'),

@@ -10,5 +10,6 @@ import { applyEnvFile, localEnvFile } from './lib/env-file.ts';
 
 const file = localEnvFile();
 if (file && existsSync(file)) {
-  for (const note of applyEnvFile(readFileSync(file, 'utf8'), process.env, file)) process.stderr.write(`note: ${note}\n`);
+  for (const note of applyEnvFile(readFileSync(file, 'utf8'), process.env, file))
+    process.stderr.write(`note: ${note}\n`);
 }

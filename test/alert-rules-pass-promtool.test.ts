@@ -21,7 +21,9 @@ interface Rule {
   expr: string;
   annotations: Record<string, string>;
 }
-const rules: Rule[] = (parse(readFileSync(join(dir, 'alerts.yml'), 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
+const rules: Rule[] = (
+  parse(readFileSync(join(dir, 'alerts.yml'), 'utf8')) as { groups: { rules: Rule[] }[] }
+).groups.flatMap((g) => g.rules);
 const dashboard = JSON.parse(readFileSync(join(ROOT, 'deploy/grafana/dashboard.json'), 'utf8')) as {
   panels: { title: string; targets: { expr: string }[] }[];
 };
@@ -36,11 +38,13 @@ function exportedMetricNames(): Set<string> {
       if (entry.isDirectory()) {
         if (entry.name !== 'node_modules' && entry.name !== 'test') walk(path);
       } else if (entry.name.endsWith('.ts')) {
-        for (const m of readFileSync(path, 'utf8').matchAll(/name: '((?:mcb|ingest|console)_[a-z0-9_]+)'/g)) names.add(m[1]!);
+        for (const m of readFileSync(path, 'utf8').matchAll(/name: '((?:mcb|ingest|console)_[a-z0-9_]+)'/g))
+          names.add(m[1]!);
       }
     }
   };
-  for (const base of ['apps', 'packages']) for (const pkg of readdirSync(join(ROOT, base))) walk(join(ROOT, base, pkg, 'src'));
+  for (const base of ['apps', 'packages'])
+    for (const pkg of readdirSync(join(ROOT, base))) walk(join(ROOT, base, pkg, 'src'));
   for (const m of createMetricsRegistry('defaults').getMetricsAsArray()) names.add(m.name);
   return names;
 }
@@ -63,33 +67,57 @@ describe('deploy/prometheus/alerts.yml and deploy/grafana/dashboard.json', () =>
   // Written reason: developer machines without Debian's prometheus package cannot run promtool; CI always does.
   it.skipIf(!promtool && !process.env.CI)('the rules are valid and their unit tests pass under promtool', () => {
     expect(promtool, 'promtool is not installed (apt-get install prometheus)').toBe(true);
-    expect(execFileSync('promtool', ['check', 'rules', 'alerts.yml'], { cwd: dir, encoding: 'utf8' })).toMatch(/SUCCESS/);
-    expect(execFileSync('promtool', ['test', 'rules', 'alerts.test.yml'], { cwd: dir, encoding: 'utf8' })).toMatch(/SUCCESS/);
+    expect(execFileSync('promtool', ['check', 'rules', 'alerts.yml'], { cwd: dir, encoding: 'utf8' })).toMatch(
+      /SUCCESS/,
+    );
+    expect(execFileSync('promtool', ['test', 'rules', 'alerts.test.yml'], { cwd: dir, encoding: 'utf8' })).toMatch(
+      /SUCCESS/,
+    );
   });
 
-  it.skipIf(!promtool && !process.env.CI)('every dashboard query parses as PromQL (promtool, as recording rules)', () => {
-    expect(promtool, 'promtool is not installed (apt-get install prometheus)').toBe(true);
-    const file = join(tmp, 'dashboard-queries.yml');
-    const recording = panelQueries.map((q, i) => ({ record: `dashboard:query_${i}`, expr: q.expr }));
-    writeFileSync(file, JSON.stringify({ groups: [{ name: 'dashboard', rules: recording }] }));
-    expect(execFileSync('promtool', ['check', 'rules', file], { encoding: 'utf8' })).toMatch(new RegExp(`SUCCESS: ${recording.length} rules found`));
-  });
+  it.skipIf(!promtool && !process.env.CI)(
+    'every dashboard query parses as PromQL (promtool, as recording rules)',
+    () => {
+      expect(promtool, 'promtool is not installed (apt-get install prometheus)').toBe(true);
+      const file = join(tmp, 'dashboard-queries.yml');
+      const recording = panelQueries.map((q, i) => ({ record: `dashboard:query_${i}`, expr: q.expr }));
+      writeFileSync(file, JSON.stringify({ groups: [{ name: 'dashboard', rules: recording }] }));
+      expect(execFileSync('promtool', ['check', 'rules', file], { encoding: 'utf8' })).toMatch(
+        new RegExp(`SUCCESS: ${recording.length} rules found`),
+      );
+    },
+  );
 
   it('every alert is unit-tested both firing and not firing', () => {
-    const tests = (parse(readFileSync(join(dir, 'alerts.test.yml'), 'utf8')) as {
-      tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[];
-    }).tests.flatMap((t) => t.alert_rule_test);
+    const tests = (
+      parse(readFileSync(join(dir, 'alerts.test.yml'), 'utf8')) as {
+        tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[];
+      }
+    ).tests.flatMap((t) => t.alert_rule_test);
     for (const rule of rules) {
       const cases = tests.filter((t) => t.alertname === rule.alert);
-      expect(cases.some((c) => c.exp_alerts.length > 0), `${rule.alert} never fires in alerts.test.yml`).toBe(true);
-      expect(cases.some((c) => c.exp_alerts.length === 0), `${rule.alert} is never shown quiet in alerts.test.yml`).toBe(true);
+      expect(
+        cases.some((c) => c.exp_alerts.length > 0),
+        `${rule.alert} never fires in alerts.test.yml`,
+      ).toBe(true);
+      expect(
+        cases.some((c) => c.exp_alerts.length === 0),
+        `${rule.alert} is never shown quiet in alerts.test.yml`,
+      ).toBe(true);
     }
   });
 
   it('names only metrics our processes export, in the alerts and on every dashboard panel', () => {
     const exported = exportedMetricNames();
-    const used = [...rules.map((r) => ({ where: `alert ${r.alert}`, expr: r.expr })), ...panelQueries.map((q) => ({ where: `panel "${q.panel}"`, expr: q.expr }))];
-    const unknown = used.flatMap((u) => metricsIn(u.expr).filter((m) => !exported.has(m)).map((m) => `${u.where}: ${m}`));
+    const used = [
+      ...rules.map((r) => ({ where: `alert ${r.alert}`, expr: r.expr })),
+      ...panelQueries.map((q) => ({ where: `panel "${q.panel}"`, expr: q.expr })),
+    ];
+    const unknown = used.flatMap((u) =>
+      metricsIn(u.expr)
+        .filter((m) => !exported.has(m))
+        .map((m) => `${u.where}: ${m}`),
+    );
     expect(unknown).toEqual([]);
     expect(used.length).toBeGreaterThan(20);
   });

@@ -23,12 +23,16 @@ function script(path: string, body: string): void {
 }
 
 function source(env: Record<string, string>) {
-  const r = spawnSync('bash', ['-c', 'set -euo pipefail; . scripts/bootstrap.sh; echo reached; command -v node; node --version'], {
-    cwd: ROOT,
-    env: { HOME: dir, ...env },
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
+  const r = spawnSync(
+    'bash',
+    ['-c', 'set -euo pipefail; . scripts/bootstrap.sh; echo reached; command -v node; node --version'],
+    {
+      cwd: ROOT,
+      env: { HOME: dir, ...env },
+      encoding: 'utf8',
+      timeout: 30_000,
+    },
+  );
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -49,7 +49,9 @@ describe('docker-compose.yml', () => {
   });
 
   it("waits longer than the apps' own shutdown bound before SIGKILL (compose's default is 10 s)", () => {
-    const bound = parseDuration(configVariables().find((v) => v.name === 'WORKER_SHUTDOWN_TIMEOUT')?.defaultValue ?? '')!;
+    const bound = parseDuration(
+      configVariables().find((v) => v.name === 'WORKER_SHUTDOWN_TIMEOUT')?.defaultValue ?? '',
+    )!;
     for (const app of ['ingest', 'worker', 'console']) {
       expect(parseDuration(compose.services[app]?.stop_grace_period ?? '10s'), app).toBeGreaterThan(bound);
     }
@@ -92,7 +94,9 @@ function interpolate(value: string, vars: Record<string, string>): string {
 
 /** The environment compose gives `service` with these variables, read by our own config loader. */
 function appConfig(service: string, vars: Record<string, string>) {
-  const env = Object.fromEntries(Object.entries(compose.services[service]?.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), vars)]));
+  const env = Object.fromEntries(
+    Object.entries(compose.services[service]?.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), vars)]),
+  );
   return loadConfig({ ...env, MERCHANT_PRIVATE_KEY_FILE: '/run/secrets/k', LOG_LEVEL: 'silent' }, 'cli');
 }
 
@@ -101,12 +105,19 @@ describe('docker-compose.yml Redis topologies', () => {
   const apps = ['ingest', 'worker', 'console'];
 
   it('points every app at the single durable Redis by default', () => {
-    for (const app of apps) expect(redisTargetOf(appConfig(app, base)), app).toEqual({ kind: 'single', url: 'redis://redis:6379' });
+    for (const app of apps)
+      expect(redisTargetOf(appConfig(app, base)), app).toEqual({ kind: 'single', url: 'redis://redis:6379' });
   });
 
   it('profile sentinel: two durable replicas and three sentinels (quorum 2); its env file points every app at them, replicated acks on', () => {
     const inProfile = Object.entries(compose.services).filter(([, s]) => s.profiles?.includes('sentinel'));
-    expect(inProfile.map(([name]) => name).sort()).toEqual(['redis-replica', 'redis-replica-2', 'sentinel-1', 'sentinel-2', 'sentinel-3']);
+    expect(inProfile.map(([name]) => name).sort()).toEqual([
+      'redis-replica',
+      'redis-replica-2',
+      'sentinel-1',
+      'sentinel-2',
+      'sentinel-3',
+    ]);
     for (const name of ['redis-replica', 'redis-replica-2']) {
       const replica = compose.services[name]!;
       expect(flag(replica.command, '--replicaof'), name).toBe('redis');
@@ -128,7 +139,10 @@ describe('docker-compose.yml Redis topologies', () => {
       });
       // One replica; ingest's fence (on with REDIS_SENTINELS) refuses a stale primary's writes (docs/deployment.md).
       expect(config.INGEST_MIN_REPLICAS, app).toBe(1);
-      expect(compose.services[app]?.depends_on?.['sentinel-1'], app).toEqual({ condition: 'service_healthy', required: false });
+      expect(compose.services[app]?.depends_on?.['sentinel-1'], app).toEqual({
+        condition: 'service_healthy',
+        required: false,
+      });
     }
   });
 
@@ -159,9 +173,15 @@ describe('docker-compose.yml Redis topologies', () => {
     const vars = { ...base, ...envFile('deploy/compose/cluster.env') };
     for (const app of apps) {
       const config = appConfig(app, vars);
-      expect(redisTargetOf(config), app).toEqual({ kind: 'cluster', nodes: nodes.map((host) => ({ host, port: 6379 })) });
+      expect(redisTargetOf(config), app).toEqual({
+        kind: 'cluster',
+        nodes: nodes.map((host) => ({ host, port: 6379 })),
+      });
       expect(config.QUEUE_PREFIX, app).toBe('{mcb}');
-      expect(compose.services[app]?.depends_on?.['redis-cluster-init'], app).toEqual({ condition: 'service_completed_successfully', required: false });
+      expect(compose.services[app]?.depends_on?.['redis-cluster-init'], app).toEqual({
+        condition: 'service_completed_successfully',
+        required: false,
+      });
     }
     // Without the hash tag the apps would refuse to start, and say why.
     expect(() => appConfig('worker', { ...vars, QUEUE_PREFIX: 'mcb' })).toThrow(/QUEUE_PREFIX: must hold a hash tag/);
@@ -176,13 +196,22 @@ describe('docker-compose.yml settings', () => {
     const text = readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8');
     // Compose interpolates the whole file for every command: a required variable would fail `up -d postgres redis` too.
     expect(text).not.toMatch(/\$\{\w+:\?/);
-    const env = Object.fromEntries(Object.entries(compose.services.console?.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), { ...own, MERCHANT_NO: 'M100001', PLATFORM_BASE_URL: 'https://platform.example' })]));
-    expect(() => loadConfig({ ...env, LOG_LEVEL: 'silent' }, 'console')).toThrow(/CONSOLE_TOKEN.*CONSOLE_OPERATORS_FILE|CONSOLE_OPERATORS_FILE.*CONSOLE_TOKEN/s);
+    const env = Object.fromEntries(
+      Object.entries(compose.services.console?.environment ?? {}).map(([k, v]) => [
+        k,
+        interpolate(String(v), { ...own, MERCHANT_NO: 'M100001', PLATFORM_BASE_URL: 'https://platform.example' }),
+      ]),
+    );
+    expect(() => loadConfig({ ...env, LOG_LEVEL: 'silent' }, 'console')).toThrow(
+      /CONSOLE_TOKEN.*CONSOLE_OPERATORS_FILE|CONSOLE_OPERATORS_FILE.*CONSOLE_TOKEN/s,
+    );
   });
 
   it('has its own env file, never the .env pnpm dev writes (127.0.0.1 inside a container is the container)', () => {
     const header = readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8').split('\nname:')[0]!;
-    const docs = ['README.md', 'docs/deployment.md'].map((f) => readFileSync(new URL(`../${f}`, import.meta.url), 'utf8'));
+    const docs = ['README.md', 'docs/deployment.md'].map((f) =>
+      readFileSync(new URL(`../${f}`, import.meta.url), 'utf8'),
+    );
     for (const text of [header, ...docs]) {
       expect(text).not.toMatch(/--env-file \.env\b/);
     }
@@ -204,12 +233,24 @@ describe('docker-compose.yml settings', () => {
       expect(config.INGEST_ALLOW_VOLATILE_REDIS, app).toBe(false);
       expect(config.QUEUE_PREFIX, app).toBe('mcb');
     }
-    const env = (app: string) => Object.fromEntries(Object.entries(compose.services[app]?.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), { ...own, ...token })]));
-    expect(() => loadConfig({ ...env('worker'), LOG_LEVEL: 'silent' }, 'worker')).toThrow(/MERCHANT_NO: required for worker[\s\S]*PLATFORM_BASE_URL: required for worker/);
+    const env = (app: string) =>
+      Object.fromEntries(
+        Object.entries(compose.services[app]?.environment ?? {}).map(([k, v]) => [
+          k,
+          interpolate(String(v), { ...own, ...token }),
+        ]),
+      );
+    expect(() => loadConfig({ ...env('worker'), LOG_LEVEL: 'silent' }, 'worker')).toThrow(
+      /MERCHANT_NO: required for worker[\s\S]*PLATFORM_BASE_URL: required for worker/,
+    );
   });
 
-  it('the ops listeners listen on the container\'s interface (Prometheus on the compose network scrapes them), never published on the host', () => {
-    const metrics = { ingest: ['INGEST_METRICS_HOST', 'INGEST_METRICS_PORT', 9464], worker: ['WORKER_METRICS_HOST', 'WORKER_METRICS_PORT', 9465], console: ['CONSOLE_METRICS_HOST', 'CONSOLE_METRICS_PORT', 9466] } as const;
+  it("the ops listeners listen on the container's interface (Prometheus on the compose network scrapes them), never published on the host", () => {
+    const metrics = {
+      ingest: ['INGEST_METRICS_HOST', 'INGEST_METRICS_PORT', 9464],
+      worker: ['WORKER_METRICS_HOST', 'WORKER_METRICS_PORT', 9465],
+      console: ['CONSOLE_METRICS_HOST', 'CONSOLE_METRICS_PORT', 9466],
+    } as const;
     for (const [app, [hostVar, portVar, port]] of Object.entries(metrics)) {
       const config = appConfig(app, { ...own, ...token });
       expect(config[hostVar], app).toBe('0.0.0.0');
@@ -230,7 +271,18 @@ describe('docker-compose.yml settings', () => {
     expect(compose.services.sandbox?.secrets).toEqual(['merchant_private_key']);
     // Without sandbox.env, an http platform is refused.
     expect(() =>
-      loadConfig({ ...Object.fromEntries(Object.entries(compose.services.worker?.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), { ...own, ...token, MERCHANT_NO: 'M1', PLATFORM_BASE_URL: 'http://sandbox:8090' })])), LOG_LEVEL: 'silent' }, 'worker'),
+      loadConfig(
+        {
+          ...Object.fromEntries(
+            Object.entries(compose.services.worker?.environment ?? {}).map(([k, v]) => [
+              k,
+              interpolate(String(v), { ...own, ...token, MERCHANT_NO: 'M1', PLATFORM_BASE_URL: 'http://sandbox:8090' }),
+            ]),
+          ),
+          LOG_LEVEL: 'silent',
+        },
+        'worker',
+      ),
     ).toThrow(/PLATFORM_BASE_URL: expected an https URL/);
   });
 });

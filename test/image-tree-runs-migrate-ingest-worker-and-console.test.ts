@@ -9,7 +9,16 @@ import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair } from '@mcb/core/callback';
 import { PayinState } from '@mcb/core/spec';
-import { deletePrefix, freePort, MERCHANT_NO, startFakePlatform, testServices, uniquePrefix, waitFor, type FakePlatform } from '@mcb/testkit';
+import {
+  deletePrefix,
+  freePort,
+  MERCHANT_NO,
+  startFakePlatform,
+  testServices,
+  uniquePrefix,
+  waitFor,
+  type FakePlatform,
+} from '@mcb/testkit';
 import { buildDockerfileTree, relativeFiles, type BuiltStage } from './helpers/dockerfile-tree.ts';
 import { dockerEngineAvailable, startInImage, startInTree, type RunningApp } from './helpers/image-apps.ts';
 
@@ -61,7 +70,10 @@ beforeAll(async () => {
   writeFileSync(join(clone, 'keys', 'merchant-private.pem'), 'not a key\n');
   if (docker) {
     imageTag = `mcb-image-test:${randomBytes(4).toString('hex')}`;
-    execFileSync('docker', ['build', '--quiet', '-t', imageTag, clone], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 });
+    execFileSync('docker', ['build', '--quiet', '-t', imageTag, clone], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 600_000,
+    });
   } else {
     image = buildDockerfileTree({
       context: clone,
@@ -87,38 +99,60 @@ afterAll(async () => {
 }, 60_000);
 
 describe('the image built as the Dockerfile says', () => {
-  it.skipIf(docker)('(without a Docker engine) follows every step: pnpm fetch from the lockfile, then the whole workspace installed offline for production', () => {
-    expect(steps).toEqual([expect.stringMatching(/^RUN npm install -g pnpm@/), 'RUN pnpm fetch --prod', 'RUN pnpm install --offline --prod --frozen-lockfile']);
-    expect(image!.name).toBe('runtime');
-    expect(image!.env.NODE_ENV).toBe('production');
-    expect(image!.user).toBe('node');
-  });
+  it.skipIf(docker)(
+    '(without a Docker engine) follows every step: pnpm fetch from the lockfile, then the whole workspace installed offline for production',
+    () => {
+      expect(steps).toEqual([
+        expect.stringMatching(/^RUN npm install -g pnpm@/),
+        'RUN pnpm fetch --prod',
+        'RUN pnpm install --offline --prod --frozen-lockfile',
+      ]);
+      expect(image!.name).toBe('runtime');
+      expect(image!.env.NODE_ENV).toBe('production');
+      expect(image!.user).toBe('node');
+    },
+  );
 
-  it.skipIf(docker)('(without a Docker engine) holds every workspace package, and nothing .dockerignore keeps out (a laptop\'s node_modules, .env, keys, .git)', () => {
-    const app = image!.hostWorkdir;
-    const files = relativeFiles(app);
-    for (const dir of ['apps', 'packages']) {
-      for (const name of execFileSync('git', ['ls-tree', '--name-only', `HEAD:${dir}`], { cwd: ROOT, encoding: 'utf8' }).trim().split('\n')) {
-        expect(files, `${dir}/${name}/package.json`).toContain(`${dir}/${name}/package.json`);
-        // Installed: each runtime dependency resolves from the package's own folder.
-        const manifest = JSON.parse(readFileSync(join(app, dir, name, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
-        for (const dep of Object.keys(manifest.dependencies ?? {})) {
-          expect(existsSync(join(app, dir, name, 'node_modules', dep, 'package.json')), `${dir}/${name} → ${dep}`).toBe(true);
+  it.skipIf(docker)(
+    "(without a Docker engine) holds every workspace package, and nothing .dockerignore keeps out (a laptop's node_modules, .env, keys, .git)",
+    () => {
+      const app = image!.hostWorkdir;
+      const files = relativeFiles(app);
+      for (const dir of ['apps', 'packages']) {
+        for (const name of execFileSync('git', ['ls-tree', '--name-only', `HEAD:${dir}`], {
+          cwd: ROOT,
+          encoding: 'utf8',
+        })
+          .trim()
+          .split('\n')) {
+          expect(files, `${dir}/${name}/package.json`).toContain(`${dir}/${name}/package.json`);
+          // Installed: each runtime dependency resolves from the package's own folder.
+          const manifest = JSON.parse(readFileSync(join(app, dir, name, 'package.json'), 'utf8')) as {
+            dependencies?: Record<string, string>;
+          };
+          for (const dep of Object.keys(manifest.dependencies ?? {})) {
+            expect(
+              existsSync(join(app, dir, name, 'node_modules', dep, 'package.json')),
+              `${dir}/${name} → ${dep}`,
+            ).toBe(true);
+          }
         }
       }
-    }
-    expect(existsSync(join(app, 'node_modules', 'stale'))).toBe(false);
-    expect(existsSync(join(app, 'apps', 'worker', 'node_modules', 'stale'))).toBe(false);
-    expect(files.filter((f) => f === '.env' || f.startsWith('keys/') || f.startsWith('.git/'))).toEqual([]);
-    expect(files).toContain('packages/core/drizzle/meta/_journal.json');
-  });
+      expect(existsSync(join(app, 'node_modules', 'stale'))).toBe(false);
+      expect(existsSync(join(app, 'apps', 'worker', 'node_modules', 'stale'))).toBe(false);
+      expect(files.filter((f) => f === '.env' || f.startsWith('keys/') || f.startsWith('.git/'))).toEqual([]);
+      expect(files).toContain('packages/core/drizzle/meta/_journal.json');
+    },
+  );
 
   it('runs migrate, then ingest, worker and console each become ready, and a callback sent to ingest is credited', async () => {
     const keys = generateKeyPair(2048);
     const keyFile = join(work, 'merchant-private.pem');
     // Readable by the image's user `node` when it runs in a container (a throwaway key).
     writeFileSync(keyFile, keys.privateKeyPem, { mode: docker ? 0o644 : 0o600 });
-    const [ingestPort, ingestMetrics, workerMetrics, consolePort, consoleMetrics] = await Promise.all(Array.from({ length: 5 }, () => freePort()));
+    const [ingestPort, ingestMetrics, workerMetrics, consolePort, consoleMetrics] = await Promise.all(
+      Array.from({ length: 5 }, () => freePort()),
+    );
     const token = randomBytes(18).toString('base64url');
     const env: Record<string, string> = {
       ...image?.env,
@@ -168,12 +202,33 @@ describe('the image built as the Dockerfile says', () => {
     const registered = await fetch(`http://127.0.0.1:${consolePort}/api/payins`, {
       method: 'POST',
       headers: auth,
-      body: JSON.stringify({ merchantOrderNo, currency: 'INR', amount: '1000.10', reason: 'order placed in the image test' }),
+      body: JSON.stringify({
+        merchantOrderNo,
+        currency: 'INR',
+        amount: '1000.10',
+        reason: 'order placed in the image test',
+      }),
     });
     expect(registered.status).toBe(201);
     const orderNo = `PI${randomBytes(6).toString('hex')}`;
-    platform.setOrder({ orderNo, merchantNo: MERCHANT_NO, merchantOrderNo, type: 'payin', state: PayinState.Released, amountJson: '1000.10', currency: 'INR' });
-    const record = { OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: merchantOrderNo, PayTime: '2026-01-02T03:04:05', OrderState: 6, Quantity: 12.5, FiatCurrency: 1000.1 };
+    platform.setOrder({
+      orderNo,
+      merchantNo: MERCHANT_NO,
+      merchantOrderNo,
+      type: 'payin',
+      state: PayinState.Released,
+      amountJson: '1000.10',
+      currency: 'INR',
+    });
+    const record = {
+      OrderNo: orderNo,
+      MerchantNo: MERCHANT_NO,
+      MerchantOrderNo: merchantOrderNo,
+      PayTime: '2026-01-02T03:04:05',
+      OrderState: 6,
+      Quantity: 12.5,
+      FiatCurrency: 1000.1,
+    };
     const reply = await fetch(`http://127.0.0.1:${ingestPort}/callbacks/payin`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -182,10 +237,12 @@ describe('the image built as the Dockerfile says', () => {
     expect(await reply.text()).toBe('success');
     await waitFor(
       async () => {
-        const order = (await (await fetch(`http://127.0.0.1:${consolePort}/api/orders/${merchantOrderNo}`, { headers: auth })).json()) as { status?: string };
+        const order = (await (
+          await fetch(`http://127.0.0.1:${consolePort}/api/orders/${merchantOrderNo}`, { headers: auth })
+        ).json()) as { status?: string };
         return order.status === 'credited';
       },
-      { timeoutMs: 20_000, message: 'order not credited (see the worker\'s log)' },
+      { timeoutMs: 20_000, message: "order not credited (see the worker's log)" },
     );
   }, 120_000);
 });

@@ -26,7 +26,11 @@ const run = (args: string[], extraEnv: Record<string, string>) =>
     timeout: 20_000,
   }).then(
     (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
+    (e: { code?: number; stdout?: string; stderr?: string }) => ({
+      code: e.code ?? -1,
+      stdout: e.stdout ?? '',
+      stderr: e.stderr ?? '',
+    }),
   );
 
 describe('.env.example', () => {
@@ -35,9 +39,16 @@ describe('.env.example', () => {
   });
 
   it('lists exactly the schema variables, each with its default', () => {
-    const listed = [...readFileSync(ENV_EXAMPLE, 'utf8').matchAll(/^# ([A-Z][A-Z0-9_]*)=(.*)$/gm)].map((m) => [m[1], m[2]]);
+    const listed = [...readFileSync(ENV_EXAMPLE, 'utf8').matchAll(/^# ([A-Z][A-Z0-9_]*)=(.*)$/gm)].map((m) => [
+      m[1],
+      m[2],
+    ]);
     expect(listed.map(([name]) => name)).toEqual(configVariables().map((v) => v.name));
-    expect(Object.fromEntries(listed)).toMatchObject({ INGEST_PORT: '8080', INGEST_REQUEST_TIMEOUT: '10s', MERCHANT_NO: '' });
+    expect(Object.fromEntries(listed)).toMatchObject({
+      INGEST_PORT: '8080',
+      INGEST_REQUEST_TIMEOUT: '10s',
+      MERCHANT_NO: '',
+    });
   });
 });
 
@@ -59,16 +70,23 @@ describe('the local .env file', () => {
     expect(without.stderr).toMatch(/MERCHANT_NO.*unset/s);
 
     const file = join(dir, 'cli.env');
-    writeFileSync(file, `MERCHANT_NO=M1\nPLATFORM_BASE_URL=http://127.0.0.1:1\nPLATFORM_ALLOW_HTTP=true\nDATABASE_URL=${env.databaseUrl}\nPLATFORM_TIMEOUT=2s\n`);
+    writeFileSync(
+      file,
+      `MERCHANT_NO=M1\nPLATFORM_BASE_URL=http://127.0.0.1:1\nPLATFORM_ALLOW_HTTP=true\nDATABASE_URL=${env.databaseUrl}\nPLATFORM_TIMEOUT=2s\n`,
+    );
     const withFile = await run(args, { MCB_ENV_FILE: file });
     expect(withFile.code).toBe(1);
     expect(withFile.stderr).not.toMatch(/invalid configuration/);
     expect(withFile.stderr).toMatch(/CATALOG_UNAVAILABLE|PLATFORM_UNREACHABLE/);
   });
 
-  it('is written by the local stack (mode 0600, values read back as written), rewritten while it is the stack\'s own, never once a user made it theirs', () => {
+  it("is written by the local stack (mode 0600, values read back as written), rewritten while it is the stack's own, never once a user made it theirs", () => {
     const file = join(dir, 'written.env');
-    const values = { MERCHANT_NO: 'M100001', CONSOLE_TOKEN: 'a "quoted" token #1 with spaces', PLATFORM_BASE_URL: 'http://127.0.0.1:8090' };
+    const values = {
+      MERCHANT_NO: 'M100001',
+      CONSOLE_TOKEN: 'a "quoted" token #1 with spaces',
+      PLATFORM_BASE_URL: 'http://127.0.0.1:8090',
+    };
     expect(writeLocalEnvFile(['header'], values, { MCB_ENV_FILE: file })).toBe(file);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(readFileSync(file, 'utf8').split('\n')[0]).toBe(GENERATED_MARKER);
@@ -84,22 +102,33 @@ describe('the local .env file', () => {
   });
 
   it('refuses a value its parser could not read back (a line break, or all three quote characters)', () => {
-    expect(() => renderEnvFile([], { CONSOLE_TOKEN: 'a\nb' })).toThrow(/CONSOLE_TOKEN: cannot be written to a .env file/);
+    expect(() => renderEnvFile([], { CONSOLE_TOKEN: 'a\nb' })).toThrow(
+      /CONSOLE_TOKEN: cannot be written to a .env file/,
+    );
     expect(() => renderEnvFile([], { X: `'"\` x` })).toThrow(/X: cannot be written/);
-    expect(() => writeLocalEnvFile([], { X: 'a\nb' }, { MCB_ENV_FILE: join(dir, 'refused.env') })).toThrow(/X: cannot be written/);
+    expect(() => writeLocalEnvFile([], { X: 'a\nb' }, { MCB_ENV_FILE: join(dir, 'refused.env') })).toThrow(
+      /X: cannot be written/,
+    );
     expect(existsSync(join(dir, 'refused.env'))).toBe(false);
   });
 });
 
 describe('local settings never loosen a production start in the same checkout', () => {
-  const printEnv = (names: string[]) => ['-e', `console.log(JSON.stringify([${names.map((n) => `process.env.${n} ?? null`).join(', ')}]))`];
+  const printEnv = (names: string[]) => [
+    '-e',
+    `console.log(JSON.stringify([${names.map((n) => `process.env.${n} ?? null`).join(', ')}]))`,
+  ];
 
   it('a .env never sets a loosening (INGEST_ALLOW_VOLATILE_REDIS, PLATFORM_ALLOW_HTTP), and says it ignored one', async () => {
     const file = join(dir, 'old-dev.env');
     writeFileSync(file, 'MERCHANT_NO=M1\nINGEST_ALLOW_VOLATILE_REDIS=true\nPLATFORM_ALLOW_HTTP=true\n');
-    const r = await run(printEnv(['MERCHANT_NO', 'INGEST_ALLOW_VOLATILE_REDIS', 'PLATFORM_ALLOW_HTTP']), { MCB_ENV_FILE: file });
+    const r = await run(printEnv(['MERCHANT_NO', 'INGEST_ALLOW_VOLATILE_REDIS', 'PLATFORM_ALLOW_HTTP']), {
+      MCB_ENV_FILE: file,
+    });
     expect(JSON.parse(r.stdout)).toEqual(['M1', null, null]);
-    expect(r.stderr).toMatch(/INGEST_ALLOW_VOLATILE_REDIS=true ignored: a setting that loosens a check is read from the environment only/);
+    expect(r.stderr).toMatch(
+      /INGEST_ALLOW_VOLATILE_REDIS=true ignored: a setting that loosens a check is read from the environment only/,
+    );
     // Set in the environment, it holds (as dev and demo set it for the apps they start).
     const env2 = await run(printEnv(['PLATFORM_ALLOW_HTTP']), { MCB_ENV_FILE: file, PLATFORM_ALLOW_HTTP: 'true' });
     expect(JSON.parse(env2.stdout)).toEqual(['true']);
@@ -111,8 +140,15 @@ describe('local settings never loosen a production start in the same checkout', 
       const keyFile = join(dir, 'merchant-private.pem');
       writeFileSync(keyFile, generateKeyPair(2048).privateKeyPem, { mode: 0o600 });
       const file = join(dir, 'dev-wrote.env');
-      writeFileSync(file, `MERCHANT_NO=M1\nMERCHANT_PRIVATE_KEY_FILE=${keyFile}\nINGEST_ALLOW_VOLATILE_REDIS=true\nINGEST_PORT=0\nINGEST_METRICS_PORT=0\n`);
-      const r = await run(['apps/ingest/src/main.ts'], { MCB_ENV_FILE: file, REDIS_URL: volatile.url, LOG_FORMAT: 'json' });
+      writeFileSync(
+        file,
+        `MERCHANT_NO=M1\nMERCHANT_PRIVATE_KEY_FILE=${keyFile}\nINGEST_ALLOW_VOLATILE_REDIS=true\nINGEST_PORT=0\nINGEST_METRICS_PORT=0\n`,
+      );
+      const r = await run(['apps/ingest/src/main.ts'], {
+        MCB_ENV_FILE: file,
+        REDIS_URL: volatile.url,
+        LOG_FORMAT: 'json',
+      });
       expect(r.code).toBe(1);
       expect(r.stdout + r.stderr).toMatch(/REDIS_NOT_DURABLE/);
     } finally {
@@ -122,27 +158,42 @@ describe('local settings never loosen a production start in the same checkout', 
 
   it('pnpm start:worker next to the .env of a local stack refuses its http platform', async () => {
     const file = join(dir, 'stack.env');
-    writeFileSync(file, `${GENERATED_MARKER}\nMERCHANT_NO=M1\nPLATFORM_BASE_URL=http://127.0.0.1:8090\nPLATFORM_ALLOW_HTTP=true\n`);
+    writeFileSync(
+      file,
+      `${GENERATED_MARKER}\nMERCHANT_NO=M1\nPLATFORM_BASE_URL=http://127.0.0.1:8090\nPLATFORM_ALLOW_HTTP=true\n`,
+    );
     const r = await run(['apps/worker/src/main.ts'], { MCB_ENV_FILE: file, LOG_FORMAT: 'json' });
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/PLATFORM_BASE_URL: expected an https URL/);
   });
 
-  it('an operator\'s command may reach a platform on this machine over http; worker and console never without PLATFORM_ALLOW_HTTP', () => {
+  it("an operator's command may reach a platform on this machine over http; worker and console never without PLATFORM_ALLOW_HTTP", () => {
     const base = { MERCHANT_NO: 'M1', CONSOLE_TOKEN: 'a-console-token-of-16+' };
-    expect(loadConfig({ ...base, PLATFORM_BASE_URL: 'http://127.0.0.1:8090' }, 'cli').PLATFORM_BASE_URL).toBe('http://127.0.0.1:8090');
-    expect(() => loadConfig({ ...base, PLATFORM_BASE_URL: 'http://platform.example' }, 'cli')).toThrow(/expected an https URL/);
+    expect(loadConfig({ ...base, PLATFORM_BASE_URL: 'http://127.0.0.1:8090' }, 'cli').PLATFORM_BASE_URL).toBe(
+      'http://127.0.0.1:8090',
+    );
+    expect(() => loadConfig({ ...base, PLATFORM_BASE_URL: 'http://platform.example' }, 'cli')).toThrow(
+      /expected an https URL/,
+    );
     for (const role of ['worker', 'console'] as const) {
-      expect(() => loadConfig({ ...base, PLATFORM_BASE_URL: 'http://127.0.0.1:8090' }, role), role).toThrow(/expected an https URL/);
+      expect(() => loadConfig({ ...base, PLATFORM_BASE_URL: 'http://127.0.0.1:8090' }, role), role).toThrow(
+        /expected an https URL/,
+      );
     }
   });
 
-  it('a Redis topology chosen in the environment replaces the file\'s instead of clashing with it', async () => {
+  it("a Redis topology chosen in the environment replaces the file's instead of clashing with it", async () => {
     const file = join(dir, 'topology.env');
     writeFileSync(file, 'REDIS_URL=redis://127.0.0.1:6379\nMERCHANT_NO=M1\n');
     const names = ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'QUEUE_PREFIX', 'MERCHANT_NO'];
-    const r = await run(printEnv(names), { MCB_ENV_FILE: file, REDIS_CLUSTER_NODES: 'node-1:6379,node-2:6379', QUEUE_PREFIX: '{mcb}' });
-    const seen = Object.fromEntries(names.map((n, i) => [n, (JSON.parse(r.stdout) as (string | null)[])[i] ?? undefined]));
+    const r = await run(printEnv(names), {
+      MCB_ENV_FILE: file,
+      REDIS_CLUSTER_NODES: 'node-1:6379,node-2:6379',
+      QUEUE_PREFIX: '{mcb}',
+    });
+    const seen = Object.fromEntries(
+      names.map((n, i) => [n, (JSON.parse(r.stdout) as (string | null)[])[i] ?? undefined]),
+    );
     expect(seen.REDIS_URL).toBeUndefined();
     expect(seen.MERCHANT_NO).toBe('M1');
     expect(redisTargetOf(loadConfig(seen, 'cli'))).toEqual({

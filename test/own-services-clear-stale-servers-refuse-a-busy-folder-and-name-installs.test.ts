@@ -3,7 +3,15 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { chownToServerUser, commandAs, commandOf, findPostgresBinaries, freePort, redisServerPath, waitFor } from '@mcb/testkit';
+import {
+  chownToServerUser,
+  commandAs,
+  commandOf,
+  findPostgresBinaries,
+  freePort,
+  redisServerPath,
+  waitFor,
+} from '@mcb/testkit';
 import pg from 'pg';
 import { startOwnServices } from '@mcb/testkit/own-services';
 import { Redis } from 'ioredis';
@@ -27,14 +35,30 @@ describe('own services', () => {
     // A survivor: started without any tie to us, detached, its pid in the folder's pid file; its owner is dead.
     const survivor = spawn(
       redisServerPath()!,
-      ['--port', String(port), '--bind', '127.0.0.1', '--dir', join(folder, 'redis'), '--save', '', '--pidfile', join(folder, 'redis', 'redis.pid')],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        join(folder, 'redis'),
+        '--save',
+        '',
+        '--pidfile',
+        join(folder, 'redis', 'redis.pid'),
+      ],
       { stdio: 'ignore', detached: true },
     );
     survivor.unref();
     await waitFor(() => existsSync(join(folder, 'redis', 'redis.pid')), { timeoutMs: 10_000 });
     writeFileSync(join(folder, 'owner.pid'), `${deadPid()}\n`);
 
-    const own = await startOwnServices({ plan: { postgres: false, redis: true, reason: 'test' }, folder, command: 'test', durable: false }).catch((e: Error) => {
+    const own = await startOwnServices({
+      plan: { postgres: false, redis: true, reason: 'test' },
+      folder,
+      command: 'test',
+      durable: false,
+    }).catch((e: Error) => {
       survivor.kill('SIGKILL'); // never leave it behind, even when this test fails
       throw e;
     });
@@ -56,43 +80,72 @@ describe('own services', () => {
     expect(existsSync(join(folder, 'redis', 'redis.pid'))).toBe(false);
   });
 
-  it('stop a stale postgres that a run which died left running from the folder (its postmaster.pid), then start their own on the same cluster', { timeout: 90_000 }, async () => {
-    const folder = join(base, 'stale-pg');
-    const pgFolder = join(folder, 'postgres');
-    const data = join(pgFolder, 'data');
-    mkdirSync(pgFolder, { recursive: true });
-    chownToServerUser(pgFolder);
-    const binaries = findPostgresBinaries()!;
-    const [initdb, initArgs] = commandAs(join(binaries.dir, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '--no-instructions']);
-    await promisify(execFile)(initdb, initArgs, { cwd: pgFolder, timeout: 60_000 });
-    const port = await freePort();
-    // A survivor: no parent-death tie, detached, as a run on a system without setpriv would leave it.
-    const [file, argv] = commandAs(join(binaries.dir, 'postgres'), ['-D', data, '-c', `port=${port}`, '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=']);
-    const survivor = spawn(file, argv, { cwd: pgFolder, stdio: 'ignore', detached: true });
-    survivor.unref();
-    await waitFor(() => existsSync(join(data, 'postmaster.pid')), { timeoutMs: 30_000 });
-    writeFileSync(join(folder, 'owner.pid'), `${deadPid()}\n`);
+  it(
+    'stop a stale postgres that a run which died left running from the folder (its postmaster.pid), then start their own on the same cluster',
+    { timeout: 90_000 },
+    async () => {
+      const folder = join(base, 'stale-pg');
+      const pgFolder = join(folder, 'postgres');
+      const data = join(pgFolder, 'data');
+      mkdirSync(pgFolder, { recursive: true });
+      chownToServerUser(pgFolder);
+      const binaries = findPostgresBinaries()!;
+      const [initdb, initArgs] = commandAs(join(binaries.dir, 'initdb'), [
+        '-D',
+        data,
+        '-A',
+        'trust',
+        '-U',
+        'postgres',
+        '--no-sync',
+        '--no-instructions',
+      ]);
+      await promisify(execFile)(initdb, initArgs, { cwd: pgFolder, timeout: 60_000 });
+      const port = await freePort();
+      // A survivor: no parent-death tie, detached, as a run on a system without setpriv would leave it.
+      const [file, argv] = commandAs(join(binaries.dir, 'postgres'), [
+        '-D',
+        data,
+        '-c',
+        `port=${port}`,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'unix_socket_directories=',
+      ]);
+      const survivor = spawn(file, argv, { cwd: pgFolder, stdio: 'ignore', detached: true });
+      survivor.unref();
+      await waitFor(() => existsSync(join(data, 'postmaster.pid')), { timeoutMs: 30_000 });
+      writeFileSync(join(folder, 'owner.pid'), `${deadPid()}\n`);
 
-    const own = await startOwnServices({ plan: { postgres: true, redis: false, reason: 'test' }, folder, command: 'test', durable: false }).catch((e: Error) => {
-      survivor.kill('SIGQUIT'); // never leave it behind, even when this test fails
-      throw e;
-    });
-    try {
-      expect(own.line).toContain(`stopped a stale postgres (pid ${survivor.pid}) of an earlier run`);
-      expect(commandOf(survivor.pid!)).toBeUndefined();
-      expect(own.redisUrl).toBeUndefined();
-      const client = new pg.Client({ connectionString: own.databaseUrl });
-      await client.connect();
+      const own = await startOwnServices({
+        plan: { postgres: true, redis: false, reason: 'test' },
+        folder,
+        command: 'test',
+        durable: false,
+      }).catch((e: Error) => {
+        survivor.kill('SIGQUIT'); // never leave it behind, even when this test fails
+        throw e;
+      });
       try {
-        expect((await client.query<{ dir: string }>(`select current_setting('data_directory') as dir`)).rows[0]!.dir).toBe(data);
+        expect(own.line).toContain(`stopped a stale postgres (pid ${survivor.pid}) of an earlier run`);
+        expect(commandOf(survivor.pid!)).toBeUndefined();
+        expect(own.redisUrl).toBeUndefined();
+        const client = new pg.Client({ connectionString: own.databaseUrl });
+        await client.connect();
+        try {
+          expect(
+            (await client.query<{ dir: string }>(`select current_setting('data_directory') as dir`)).rows[0]!.dir,
+          ).toBe(data);
+        } finally {
+          await client.end();
+        }
       } finally {
-        await client.end();
+        await own.stop();
       }
-    } finally {
-      await own.stop();
-    }
-    expect(existsSync(join(data, 'postmaster.pid'))).toBe(false);
-  });
+      expect(existsSync(join(data, 'postmaster.pid'))).toBe(false);
+    },
+  );
 
   it('refuse a folder whose owner still runs, naming it, and start nothing', async () => {
     const folder = join(base, 'busy');
@@ -101,7 +154,12 @@ describe('own services', () => {
     try {
       writeFileSync(join(folder, 'owner.pid'), `${owner.pid}\n`);
       await expect(
-        startOwnServices({ plan: { postgres: true, redis: true, reason: 'test' }, folder, command: 'demo', durable: true }),
+        startOwnServices({
+          plan: { postgres: true, redis: true, reason: 'test' },
+          folder,
+          command: 'demo',
+          durable: true,
+        }),
       ).rejects.toThrow(`another \`pnpm demo\` (pid ${owner.pid}) runs its own Postgres and Redis from ${folder}`);
       expect(existsSync(join(folder, 'redis'))).toBe(false);
       expect(existsSync(join(folder, 'postgres'))).toBe(false);
@@ -117,7 +175,11 @@ describe('own services', () => {
       timeout: 30_000,
     }).then(
       (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-      (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
+      (e: { code?: number; stdout?: string; stderr?: string }) => ({
+        code: e.code ?? -1,
+        stdout: e.stdout ?? '',
+        stderr: e.stderr ?? '',
+      }),
     );
 
   it('without redis-server on the machine: the demo exits 1 with one message naming the install commands and Docker', async () => {
@@ -134,6 +196,8 @@ describe('own services', () => {
   it('refuse a switch value they do not know', async () => {
     const r = await demo({ PATH: process.env.PATH ?? '', MCB_OWN_SERVICES: 'sometimes' });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('MCB_OWN_SERVICES: expected 1 (always start own Postgres and Redis), 0 (never) or auto (got "sometimes")');
+    expect(r.stderr).toContain(
+      'MCB_OWN_SERVICES: expected 1 (always start own Postgres and Redis), 0 (never) or auto (got "sometimes")',
+    );
   });
 });

@@ -10,7 +10,14 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const tracked = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' }).trim().split('\n');
 const trackedSet = new Set(tracked);
-const folders = new Set(tracked.flatMap((f) => f.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
+const folders = new Set(
+  tracked.flatMap((f) =>
+    f
+      .split('/')
+      .slice(0, -1)
+      .map((_, i, parts) => parts.slice(0, i + 1).join('/')),
+  ),
+);
 const pages = tracked.filter((f) => f.endsWith('.md') && !f.includes('node_modules'));
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
@@ -66,11 +73,14 @@ describe('README and docs', () => {
   });
 
   it('catches what it is meant to catch', () => {
-    expect(linksOf('see [the spec](../shared/spec/merchant-interface.md) and [tls](docs/deployment.md#tls) and `[x](y)`')).toEqual([
-      '../shared/spec/merchant-interface.md',
-      'docs/deployment.md#tls',
-    ]);
-    expect(anchorsOf('# Ingest\n## Routes (public listener, `INGEST_HOST:INGEST_PORT`)\n## Codec (`@mcb/core/callback`)\n## TLS\n## TLS')).toEqual(
+    expect(
+      linksOf('see [the spec](../shared/spec/merchant-interface.md) and [tls](docs/deployment.md#tls) and `[x](y)`'),
+    ).toEqual(['../shared/spec/merchant-interface.md', 'docs/deployment.md#tls']);
+    expect(
+      anchorsOf(
+        '# Ingest\n## Routes (public listener, `INGEST_HOST:INGEST_PORT`)\n## Codec (`@mcb/core/callback`)\n## TLS\n## TLS',
+      ),
+    ).toEqual(
       new Set(['ingest', 'routes-public-listener-ingest_hostingest_port', 'codec-mcbcorecallback', 'tls', 'tls-1']),
     );
   });

@@ -69,16 +69,26 @@ async function start(app: 'worker' | 'console'): Promise<{ proc: NodeProcess; me
 
 const logOf = (proc: NodeProcess) => readFileSync(join(dir, `${proc.name}-${procs.indexOf(proc)}.log`), 'utf8');
 
-describe('a database without this build\'s migrations', () => {
+describe("a database without this build's migrations", () => {
   it('the worker says which migrations are missing, exits 1 and leaves the waiting job untouched', async () => {
-    const job = await queue.add('payin', { kind: 'payin' }, { jobId: `payin-SCHEMA${randomBytes(3).toString('hex')}-6` });
+    const job = await queue.add(
+      'payin',
+      { kind: 'payin' },
+      { jobId: `payin-SCHEMA${randomBytes(3).toString('hex')}-6` },
+    );
     const { proc } = await start('worker');
     expect((await proc.exited).code).toBe(1);
     const log = logOf(proc);
     expect(log).toMatch(/DB_SCHEMA_OUTDATED/);
     const shipped = shippedMigrations().map((m) => m.tag);
-    expect(shipped.slice(0, 3)).toEqual(['0000_initial_schema', '0001_ledger_amount_positive', '0002_ledger_append_only']);
-    expect(log).toContain(`${shipped.length} migration(s) not applied (${shipped.slice(0, 5).join(', ')}${shipped.length > 5 ? ', ...' : ''})`);
+    expect(shipped.slice(0, 3)).toEqual([
+      '0000_initial_schema',
+      '0001_ledger_amount_positive',
+      '0002_ledger_append_only',
+    ]);
+    expect(log).toContain(
+      `${shipped.length} migration(s) not applied (${shipped.slice(0, 5).join(', ')}${shipped.length > 5 ? ', ...' : ''})`,
+    );
     expect(log).toMatch(/pnpm db:migrate/);
     expect(log).not.toMatch(/worker started/);
     expect(await job.getState()).toBe('waiting');
@@ -111,20 +121,33 @@ describe('a database without this build\'s migrations', () => {
     const latest = shippedMigrations().at(-1)!;
     const db = createDb(url, { max: 1 });
     try {
-      await db.pool.query('insert into drizzle.__drizzle_migrations (hash, created_at) values ($1, $2)', [latest.hash, latest.when]);
+      await db.pool.query('insert into drizzle.__drizzle_migrations (hash, created_at) values ($1, $2)', [
+        latest.hash,
+        latest.when,
+      ]);
     } finally {
       await db.close();
     }
     const { proc, metricsPort } = await start('worker');
-    await waitFor(async () => proc.child.exitCode === null && (await fetch(`http://127.0.0.1:${metricsPort}/healthz`).catch(() => undefined))?.ok === true, {
-      timeoutMs: 30_000,
-      message: 'worker not up on a migrated database',
-    });
+    await waitFor(
+      async () =>
+        proc.child.exitCode === null &&
+        (await fetch(`http://127.0.0.1:${metricsPort}/healthz`).catch(() => undefined))?.ok === true,
+      {
+        timeoutMs: 30_000,
+        message: 'worker not up on a migrated database',
+      },
+    );
     const [job] = await queue.getJobs(['waiting', 'active', 'delayed', 'failed', 'completed']);
-    await waitFor(async () => ((await queue.getJob(job!.id!))?.attemptsMade ?? 0) > 0 || (await queue.getJob(job!.id!))?.failedReason !== undefined, {
-      timeoutMs: 20_000,
-      message: 'the job was never taken',
-    });
+    await waitFor(
+      async () =>
+        ((await queue.getJob(job!.id!))?.attemptsMade ?? 0) > 0 ||
+        (await queue.getJob(job!.id!))?.failedReason !== undefined,
+      {
+        timeoutMs: 20_000,
+        message: 'the job was never taken',
+      },
+    );
   });
 });
 

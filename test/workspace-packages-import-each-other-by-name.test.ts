@@ -21,7 +21,9 @@ function ownerOf(path: string): string | undefined {
 
 /** Every relative module specifier of a file: static imports and exports, and `import('...')`. */
 function relativeSpecifiers(text: string): string[] {
-  const found = [...text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)['"](\.{1,2}\/[^'"]+)['"]/gm)].map((m) => m[1]!);
+  const found = [...text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)['"](\.{1,2}\/[^'"]+)['"]/gm)].map(
+    (m) => m[1]!,
+  );
   return [...new Set(found)];
 }
 
@@ -34,18 +36,22 @@ describe('imports between workspace packages', () => {
       for (const spec of relativeSpecifiers(readFileSync(join(ROOT, file), 'utf8'))) {
         const target = relative(ROOT, resolve(ROOT, dirname(file), spec));
         const targetOwner = ownerOf(`${target}/`) ?? ownerOf(target);
-        if (targetOwner !== undefined && targetOwner !== owner && targetOwner !== 'tools') crossings.push(`${file} imports ${spec}`);
+        if (targetOwner !== undefined && targetOwner !== owner && targetOwner !== 'tools')
+          crossings.push(`${file} imports ${spec}`);
       }
     }
     expect(crossings).toEqual([]);
   });
 
   it('finds the crossing it is meant to catch', () => {
-    expect(relativeSpecifiers(`import { buildApp as buildSandbox } from '../../sandbox/src/app.ts';\nimport type { D } from "../../apps/sandbox/src/app.ts";`)).toEqual([
-      '../../sandbox/src/app.ts',
-      '../../apps/sandbox/src/app.ts',
-    ]);
-    expect(ownerOf(relative(ROOT, resolve(ROOT, 'apps/console/test', '../../sandbox/src/app.ts')))).toBe('apps/sandbox');
+    expect(
+      relativeSpecifiers(
+        `import { buildApp as buildSandbox } from '../../sandbox/src/app.ts';\nimport type { D } from "../../apps/sandbox/src/app.ts";`,
+      ),
+    ).toEqual(['../../sandbox/src/app.ts', '../../apps/sandbox/src/app.ts']);
+    expect(ownerOf(relative(ROOT, resolve(ROOT, 'apps/console/test', '../../sandbox/src/app.ts')))).toBe(
+      'apps/sandbox',
+    );
     expect(ownerOf('scripts/lib/demo-driver.ts')).toBe('tools');
   });
 });

@@ -24,7 +24,12 @@ export function createKeys(bits: number): BenchKeys {
   const dir = mkdtempSync(join(tmpdir(), 'mcb-bench-keys-'));
   const privateKeyFile = join(dir, 'merchant-private.pem');
   writeFileSync(privateKeyFile, pair.privateKeyPem, { mode: 0o600 });
-  return { privateKeyFile, publicKeyPem: pair.publicKeyPem, bits, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    privateKeyFile,
+    publicKeyPem: pair.publicKeyPem,
+    bits,
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /** A pay-in record's JSON text as the platform writes it (the core builder: amounts as exact JSON numbers). */
@@ -48,7 +53,13 @@ export interface PreparedRequests {
 }
 
 /** Encrypt `count` distinct pay-in callbacks for `POST {path}` on `host:port`. */
-export function prepareCallbacks(opts: { count: number; publicKeyPem: string; host: string; port: number; path?: string }): PreparedRequests {
+export function prepareCallbacks(opts: {
+  count: number;
+  publicKeyPem: string;
+  host: string;
+  port: number;
+  path?: string;
+}): PreparedRequests {
   const tag = randomBytes(4).toString('hex').toUpperCase();
   const path = opts.path ?? '/callbacks/payin';
   const head = `POST ${path} HTTP/1.1\r\nHost: ${opts.host}:${opts.port}\r\nContent-Type: application/json\r\nConnection: keep-alive\r\n`;

@@ -28,7 +28,11 @@ export interface PostgresCpu {
  * Samples the CPU of the Postgres processes that serve `database` every `intervalMs` (a backend that exits keeps its
  * last sampled figure; one that starts in the window counts from zero), until `stop()`.
  */
-export function trackPostgresCpu(query: Query, database: string, intervalMs = 250): { stop: () => Promise<PostgresCpu> } {
+export function trackPostgresCpu(
+  query: Query,
+  database: string,
+  intervalMs = 250,
+): { stop: () => Promise<PostgresCpu> } {
   const first = new Map<number, number>();
   const last = new Map<number, { cpu: number; shared: boolean }>();
   let started = false;
@@ -80,18 +84,27 @@ export interface PostgresCounters {
 }
 
 export async function postgresCounters(query: Query): Promise<PostgresCounters> {
-  const c = await query<{ n: string }>('select xact_commit as n from pg_stat_database where datname = current_database()');
+  const c = await query<{ n: string }>(
+    'select xact_commit as n from pg_stat_database where datname = current_database()',
+  );
   const t = await query<{ relname: string; ins: string; upd: string; del: string }>(
     'select relname, n_tup_ins as ins, n_tup_upd as upd, n_tup_del as del from pg_stat_user_tables',
   );
   return {
     commits: Number(c.rows[0]?.n ?? 0),
-    tables: Object.fromEntries(t.rows.map((r) => [r.relname, { ins: Number(r.ins), upd: Number(r.upd), del: Number(r.del) }])),
+    tables: Object.fromEntries(
+      t.rows.map((r) => [r.relname, { ins: Number(r.ins), upd: Number(r.upd), del: Number(r.del) }]),
+    ),
   };
 }
 
 /** Per-credit difference of two counter snapshots; tables with no writes left out. */
-export function postgresCountersPerCredit(a: PostgresCounters, b: PostgresCounters, credits: number, ownCommits: number) {
+export function postgresCountersPerCredit(
+  a: PostgresCounters,
+  b: PostgresCounters,
+  credits: number,
+  ownCommits: number,
+) {
   const tables: Record<string, { ins: number; upd: number; del: number }> = {};
   for (const [name, x] of Object.entries(b.tables)) {
     const y = a.tables[name] ?? { ins: 0, upd: 0, del: 0 };
@@ -114,7 +127,8 @@ export interface RedisCounters {
 export async function redisCounters(admin: Redis, pid: number): Promise<RedisCounters> {
   const info = await admin.info('all');
   const commands: RedisCounters['commands'] = {};
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) commands[m[1]!] = { calls: Number(m[2]), usec: Number(m[3]) };
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm))
+    commands[m[1]!] = { calls: Number(m[2]), usec: Number(m[3]) };
   const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? 0);
   let writeSyscalls = 0;
   try {
@@ -122,7 +136,12 @@ export async function redisCounters(admin: Redis, pid: number): Promise<RedisCou
   } catch {
     // not readable here: the AOF write count is reported as unknown
   }
-  return { commands, aofBytes: field('aof_current_size'), clientWrites: field('total_writes_processed'), writeSyscalls };
+  return {
+    commands,
+    aofBytes: field('aof_current_size'),
+    clientWrites: field('total_writes_processed'),
+    writeSyscalls,
+  };
 }
 
 /** Redis's work per credit between two snapshots (the bench's own INFO calls left out). */
@@ -144,11 +163,21 @@ export interface RedisPerCredit {
 export function redisPerCredit(a: RedisCounters, b: RedisCounters, credits: number): RedisPerCredit {
   const commands = Object.entries(b.commands)
     .filter(([name]) => name !== 'info')
-    .map(([name, x]) => ({ name, calls: (x.calls - (a.commands[name]?.calls ?? 0)) / credits, usec: (x.usec - (a.commands[name]?.usec ?? 0)) / credits }))
+    .map(([name, x]) => ({
+      name,
+      calls: (x.calls - (a.commands[name]?.calls ?? 0)) / credits,
+      usec: (x.usec - (a.commands[name]?.usec ?? 0)) / credits,
+    }))
     .filter((c) => c.calls > 0)
     .sort((x, y) => y.usec - x.usec);
-  const sum = (names: string[]) => commands.filter((c) => names.includes(c.name)).reduce((s, c) => ({ calls: s.calls + c.calls, usec: s.usec + c.usec }), { calls: 0, usec: 0 });
-  const aofWrites = a.writeSyscalls && b.writeSyscalls ? (b.writeSyscalls - a.writeSyscalls - (b.clientWrites - a.clientWrites)) / credits : null;
+  const sum = (names: string[]) =>
+    commands
+      .filter((c) => names.includes(c.name))
+      .reduce((s, c) => ({ calls: s.calls + c.calls, usec: s.usec + c.usec }), { calls: 0, usec: 0 });
+  const aofWrites =
+    a.writeSyscalls && b.writeSyscalls
+      ? (b.writeSyscalls - a.writeSyscalls - (b.clientWrites - a.clientWrites)) / credits
+      : null;
   return {
     commands,
     scripts: sum(['evalsha', 'eval', 'evalsha_ro', 'eval_ro', 'fcall']),

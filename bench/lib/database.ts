@@ -28,7 +28,9 @@ export async function adminQuery(serverUrl: string, sql: string): Promise<void> 
 }
 
 /** Create `mcb_bench_<time>_<random>` and apply the migrations (migrateDatabase creates it). */
-export async function createBenchDatabase(serverUrl = process.env.BENCH_POSTGRES_URL ?? DEFAULT_SERVER): Promise<BenchDatabase> {
+export async function createBenchDatabase(
+  serverUrl = process.env.BENCH_POSTGRES_URL ?? DEFAULT_SERVER,
+): Promise<BenchDatabase> {
   const name = `mcb_bench_${Date.now()}_${randomBytes(3).toString('hex')}`;
   const url = withDatabase(serverUrl, name);
   await migrateDatabase(url);
@@ -49,7 +51,13 @@ export async function truncateAll(pool: pg.Pool): Promise<void> {
  * Register `count` pending pay-ins in one statement (server-side generate_series, no client round trips):
  * merchant order numbers `${prefix}${i}`, amount `amount` INR.
  */
-export async function insertPendingPayins(pool: pg.Pool, prefix: string, count: number, amount: string, from = 1): Promise<void> {
+export async function insertPendingPayins(
+  pool: pg.Pool,
+  prefix: string,
+  count: number,
+  amount: string,
+  from = 1,
+): Promise<void> {
   await pool.query(
     `insert into orders (merchant_order_no, kind, currency, amount, request_hash)
      select $1 || g, 'payin', 'INR', $2::numeric, md5($1 || g)

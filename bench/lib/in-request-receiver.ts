@@ -37,7 +37,11 @@ if (cluster.isPrimary) {
   const logger = createLogger({ name: 'in-request', level: 'warn' });
   const keyRing = loadKeyRingFromFiles(config.MERCHANT_PRIVATE_KEY_FILE!.split(','));
   const db = createDb(config.DATABASE_URL, { max: 16, applicationName: 'bench-in-request' });
-  const platform = createPlatformClient({ baseUrl: config.PLATFORM_BASE_URL!, merchantNo: config.MERCHANT_NO!, timeoutMs: 10_000 });
+  const platform = createPlatformClient({
+    baseUrl: config.PLATFORM_BASE_URL!,
+    merchantNo: config.MERCHANT_NO!,
+    timeoutMs: 10_000,
+  });
   const app = Fastify();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
   let ready = false;
@@ -46,7 +50,11 @@ if (cluster.isPrimary) {
   app.post('/callbacks/payin', async (request, reply) => {
     let job;
     try {
-      job = decodeCallbackDetailed(JSON.parse(String(request.body)), { keyRing, merchantNo: config.MERCHANT_NO!, expectedKind: 'payin' }).job;
+      job = decodeCallbackDetailed(JSON.parse(String(request.body)), {
+        keyRing,
+        merchantNo: config.MERCHANT_NO!,
+        expectedKind: 'payin',
+      }).job;
     } catch {
       return reply.code(400).type('text/plain').send('fail');
     }
@@ -59,5 +67,12 @@ if (cluster.isPrimary) {
     }
   });
   await app.listen({ host: '127.0.0.1', port });
-  process.once('SIGTERM', () => void app.close().then(() => db.close()).then(() => process.exit(0)));
+  process.once(
+    'SIGTERM',
+    () =>
+      void app
+        .close()
+        .then(() => db.close())
+        .then(() => process.exit(0)),
+  );
 }

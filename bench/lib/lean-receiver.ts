@@ -49,10 +49,15 @@ if (cluster.isPrimary) {
 
   /** Numbers kept as their JSON text: money is compared exactly, never as a float. */
   const parseExact = (text: string): Record<string, unknown> =>
-    JSON.parse(text, (_k, v: unknown, ctx?: { source?: string }) => (typeof v === 'number' && ctx?.source ? ctx.source : v)) as Record<string, unknown>;
+    JSON.parse(text, (_k, v: unknown, ctx?: { source?: string }) =>
+      typeof v === 'number' && ctx?.source ? ctx.source : v,
+    ) as Record<string, unknown>;
   /** "1000.10" and "1000.1" are the same amount. */
   const sameAmount = (a: unknown, b: unknown): boolean => {
-    const norm = (x: unknown) => String(x).replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '');
+    const norm = (x: unknown) =>
+      String(x)
+        .replace(/(\.\d*?)0+$/, '$1')
+        .replace(/\.$/, '');
     return a !== undefined && b !== undefined && norm(a) === norm(b);
   };
 
@@ -99,7 +104,8 @@ if (cluster.isPrimary) {
     const reply = parseExact(await res.body.text());
     const confirmed = reply.data as Record<string, unknown> | undefined;
     if (res.statusCode !== 200 || String(reply.code) !== '0' || !confirmed) return 503;
-    if (confirmed.merchantOrderNo !== merchantOrderNo || (confirmed.state !== '6' && confirmed.state !== '3')) return 503;
+    if (confirmed.merchantOrderNo !== merchantOrderNo || (confirmed.state !== '6' && confirmed.state !== '3'))
+      return 503;
     if (!sameAmount(confirmed.amount, r.fiatcurrency) || !sameAmount(confirmed.amount, order.amount)) return 503;
 
     const client = await db.connect();
@@ -110,7 +116,17 @@ if (cluster.isPrimary) {
            quantity, fiat_amount, confirmed_amount, source, outcome)
          values ($1, $2, 'payin', $3, $4, $5, ($6 || '+08:00')::timestamptz, $7, $8, $9, 'callback', 'credited')
          on conflict (order_no, state) do nothing returning id`,
-        [orderNo, state, merchantNo, merchantOrderNo, order.id, String(r.paytime), String(r.quantity), String(r.fiatcurrency), String(confirmed.amount)],
+        [
+          orderNo,
+          state,
+          merchantNo,
+          merchantOrderNo,
+          order.id,
+          String(r.paytime),
+          String(r.quantity),
+          String(r.fiatcurrency),
+          String(confirmed.amount),
+        ],
       );
       if (!receipt.rows[0]) {
         await client.query('rollback');
@@ -154,7 +170,8 @@ if (cluster.isPrimary) {
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > 4096) req.destroy(); // a few kilobytes suffice (the spec)
+      if (size > 4096)
+        req.destroy(); // a few kilobytes suffice (the spec)
       else chunks.push(c);
     });
     req.on('end', () => {

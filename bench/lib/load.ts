@@ -82,7 +82,14 @@ export function send(conn: Conn, request: Buffer, onReply: (status: number) => v
   conn.socket.write(request);
 }
 
-function makeResult(ok: number, statuses: Record<string, number>, errors: number, ms: number, lat: number[], cpu0: NodeJS.CpuUsage): LoadResult {
+function makeResult(
+  ok: number,
+  statuses: Record<string, number>,
+  errors: number,
+  ms: number,
+  lat: number[],
+  cpu0: NodeJS.CpuUsage,
+): LoadResult {
   const cpu = process.cpuUsage(cpu0);
   return {
     ok,
@@ -104,7 +111,9 @@ export async function closedLoop(opts: {
   next: () => Buffer;
 }): Promise<LoadResult> {
   let errors = 0;
-  const conns = await Promise.all(Array.from({ length: opts.connections }, () => openConn(opts.host, opts.port, () => errors++)));
+  const conns = await Promise.all(
+    Array.from({ length: opts.connections }, () => openConn(opts.host, opts.port, () => errors++)),
+  );
   const lat: number[] = [];
   const statuses: Record<string, number> = {};
   let ok = 0;

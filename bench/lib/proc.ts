@@ -140,7 +140,10 @@ export function treeCpuSeconds(pid: number): number {
 }
 
 /** Samples RSS of a process tree every `intervalMs`; keeps the peak of the summed RSS and each sample. */
-export function sampleMemory(pid: number, intervalMs = 250): { stop: () => { peak: number; samples: { t: number; rss: number }[] } } {
+export function sampleMemory(
+  pid: number,
+  intervalMs = 250,
+): { stop: () => { peak: number; samples: { t: number; rss: number }[] } } {
   const started = performance.now();
   const samples: { t: number; rss: number }[] = [];
   let peak = 0;

@@ -32,13 +32,18 @@ function category(fn: string, url: string): string {
   if (fn === '(program)') return 'program (native, outside JS)';
   if (/privateDecrypt|publicEncrypt/.test(fn) || url === 'node:internal/crypto/cipher') return 'rsa';
   if (url.startsWith('node:internal/crypto')) return 'crypto key handling';
-  if (/^(writev|writeBuffer|writeString|writeUtf8String|writeLatin1String)$/.test(fn)) return 'socket/fd writes (syscalls)';
+  if (/^(writev|writeBuffer|writeString|writeUtf8String|writeLatin1String)$/.test(fn))
+    return 'socket/fd writes (syscalls)';
   if (/bullmq|ioredis|redis-parser|msgpackr/.test(url)) return 'redis/bullmq';
   if (/pino|sonic-boom|thread-stream/.test(url)) return 'logging';
-  if (/zod|lossless-json|re2js/.test(url) || /JSON|parse/.test(fn) && /callback/.test(url)) return 'decode (json/schema)';
+  if (/zod|lossless-json|re2js/.test(url) || (/JSON|parse/.test(fn) && /callback/.test(url)))
+    return 'decode (json/schema)';
   if (/fastify|find-my-way|light-my-request|avvio/.test(url)) return 'fastify';
   if (/prom-client/.test(url)) return 'metrics';
-  if (/node:(_http|http|net|stream|internal\/streams|_stream)|^node:internal\/(http|net|stream)/.test(url) || /writev|writeBuffer|onStreamRead|readableAddChunk/.test(fn)) {
+  if (
+    /node:(_http|http|net|stream|internal\/streams|_stream)|^node:internal\/(http|net|stream)/.test(url) ||
+    /writev|writeBuffer|onStreamRead|readableAddChunk/.test(fn)
+  ) {
     return 'node http/net';
   }
   if (/drizzle-orm/.test(url)) return 'drizzle';
@@ -85,7 +90,9 @@ export function summarizeProfile(files: string[], window?: ProfileWindow, top = 
       const { functionName, url, lineNumber } = n.callFrame;
       const c = category(functionName, url);
       cats.set(c, (cats.get(c) ?? 0) + ms);
-      const short = url.replace(/^.*node_modules\/(\.pnpm\/[^/]+\/node_modules\/)?/, '').replace(/^file:\/\/.*\/work\/main\//, '');
+      const short = url
+        .replace(/^.*node_modules\/(\.pnpm\/[^/]+\/node_modules\/)?/, '')
+        .replace(/^file:\/\/.*\/work\/main\//, '');
       const key = `${functionName || '(anonymous)'} ${short ? `${short}:${lineNumber + 1}` : ''}`.trim();
       fns.set(key, (fns.get(key) ?? 0) + ms);
     }
@@ -95,7 +102,9 @@ export function summarizeProfile(files: string[], window?: ProfileWindow, top = 
     processes: files.length,
     totalMs: total,
     byCategory: sorted(cats).map(([category, ms]) => ({ category, ms, share: ms / total })),
-    topFunctions: sorted(fns).slice(0, top).map(([fn, ms]) => ({ fn, ms, share: ms / total })),
+    topFunctions: sorted(fns)
+      .slice(0, top)
+      .map(([fn, ms]) => ({ fn, ms, share: ms / total })),
   };
 }
 
@@ -103,14 +112,22 @@ export function summarizeProfile(files: string[], window?: ProfileWindow, top = 
  * `--cpu-prof` into `dir`, and afterwards the summary of every profile written there since: the process's and, for a
  * cluster, each forked worker's (they inherit the flag). One file alone would be an idle supervisor.
  */
-export function profileSession(dir: string): { nodeArgs: string[]; collect: (window?: ProfileWindow) => ProfileSummary | undefined } {
+export function profileSession(dir: string): {
+  nodeArgs: string[];
+  collect: (window?: ProfileWindow) => ProfileSummary | undefined;
+} {
   mkdirSync(dir, { recursive: true });
   const before = new Set(readdirSync(dir));
   return {
     nodeArgs: ['--cpu-prof', '--cpu-prof-dir', dir],
     collect(window) {
       const fresh = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile') && !before.has(f));
-      return fresh.length > 0 ? summarizeProfile(fresh.map((f) => join(dir, f)), window) : undefined;
+      return fresh.length > 0
+        ? summarizeProfile(
+            fresh.map((f) => join(dir, f)),
+            window,
+          )
+        : undefined;
     },
   };
 }

@@ -3,7 +3,15 @@ import { BENCH_MERCHANT_NO } from './callbacks.ts';
 import { REPO_ROOT } from './ingest-process.ts';
 import { freePort, launch, waitForHttp, type Child } from './proc.ts';
 
-export async function startWorker(opts: { redisUrl: string; databaseUrl: string; platformUrl: string; concurrency?: number; logLevel: string; nodeArgs?: string[]; env?: Record<string, string> }): Promise<Child & { metricsUrl: string }> {
+export async function startWorker(opts: {
+  redisUrl: string;
+  databaseUrl: string;
+  platformUrl: string;
+  concurrency?: number;
+  logLevel: string;
+  nodeArgs?: string[];
+  env?: Record<string, string>;
+}): Promise<Child & { metricsUrl: string }> {
   const metricsPort = await freePort();
   const child = launch({
     name: 'worker',

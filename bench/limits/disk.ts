@@ -33,5 +33,9 @@ export function measureDisk(opts: { dir: string; seconds: number }): DiskLimit {
     closeSync(fd);
     rmSync(file, { force: true });
   }
-  return { fdatasyncMs: summarize(latencies), over20ms: latencies.filter((ms) => ms >= 20).length, syncs: latencies.length };
+  return {
+    fdatasyncMs: summarize(latencies),
+    over20ms: latencies.filter((ms) => ms >= 20).length,
+    syncs: latencies.length,
+  };
 }

@@ -35,7 +35,16 @@ async function credit(client: pg.PoolClient, id: number): Promise<void> {
   await client.query('begin');
   try {
     const receipt = await client.query<{ id: string }>(RECEIPT, [
-      orderNo, 'M-BENCH-1', merchantOrderNo, id, now, '12.345678', '1000.10', '1000.10', `payin-${orderNo}-6`, now,
+      orderNo,
+      'M-BENCH-1',
+      merchantOrderNo,
+      id,
+      now,
+      '12.345678',
+      '1000.10',
+      '1000.10',
+      `payin-${orderNo}-6`,
+      now,
     ]);
     const receiptId = receipt.rows[0]?.id;
     if (!receiptId) throw new Error('receipt not inserted');
@@ -45,7 +54,17 @@ async function credit(client: pg.PoolClient, id: number): Promise<void> {
     await client.query(OUTBOX, [
       id,
       merchantOrderNo,
-      JSON.stringify({ merchantOrderNo, kind: 'payin', status: 'credited', amount: '1000.10', currency: 'INR', platformOrderNo: orderNo, state: PayinState.Released, confirmedState: PayinState.Released, source: 'callback' }),
+      JSON.stringify({
+        merchantOrderNo,
+        kind: 'payin',
+        status: 'credited',
+        amount: '1000.10',
+        currency: 'INR',
+        platformOrderNo: orderNo,
+        state: PayinState.Released,
+        confirmedState: PayinState.Released,
+        source: 'callback',
+      }),
     ]);
     await client.query(RESOLVE, [orderNo]);
     await client.query('commit');
@@ -55,8 +74,17 @@ async function credit(client: pg.PoolClient, id: number): Promise<void> {
   }
 }
 
-export async function measurePostgres(opts: { databaseUrl: string; seconds: number; concurrency: number; maxTransactions: number }): Promise<PostgresLimit> {
-  const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.concurrency, application_name: 'mcb-bench-limit' });
+export async function measurePostgres(opts: {
+  databaseUrl: string;
+  seconds: number;
+  concurrency: number;
+  maxTransactions: number;
+}): Promise<PostgresLimit> {
+  const pool = new pg.Pool({
+    connectionString: opts.databaseUrl,
+    max: opts.concurrency,
+    application_name: 'mcb-bench-limit',
+  });
   try {
     await truncateAll(pool);
     await insertPendingPayins(pool, 'LIM-', opts.maxTransactions, '1000.10');

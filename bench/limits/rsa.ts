@@ -23,7 +23,10 @@ export interface RsaLimit {
 /** Decrypt for `ms` milliseconds; returns decryptions per second. Runs in whichever thread calls it. */
 export function decryptLoop(privateKeyPem: string, publicKeyPem: string, ms: number): number {
   const { decrypt } = blockDecryptor(createPrivateKey(privateKeyPem));
-  const block = publicEncrypt({ key: publicKeyPem, padding: constants.RSA_PKCS1_PADDING }, Buffer.from('{"OrderNo":"bench"}'));
+  const block = publicEncrypt(
+    { key: publicKeyPem, padding: constants.RSA_PKCS1_PADDING },
+    Buffer.from('{"OrderNo":"bench"}'),
+  );
   for (let i = 0; i < 20; i++) decrypt(block); // warm up
   let n = 0;
   const t0 = performance.now();
@@ -43,7 +46,10 @@ export function decryptLoop(privateKeyPem: string, publicKeyPem: string, ms: num
  */
 export function decryptsPerCpuSecond(privateKeyPem: string, publicKeyPem: string, ms: number): number {
   const { decrypt } = blockDecryptor(createPrivateKey(privateKeyPem));
-  const block = publicEncrypt({ key: publicKeyPem, padding: constants.RSA_PKCS1_PADDING }, Buffer.from('{"OrderNo":"bench"}'));
+  const block = publicEncrypt(
+    { key: publicKeyPem, padding: constants.RSA_PKCS1_PADDING },
+    Buffer.from('{"OrderNo":"bench"}'),
+  );
   for (let i = 0; i < 20; i++) decrypt(block); // warm up
   const cpuMs = (since: NodeJS.CpuUsage) => {
     const u = process.threadCpuUsage(since);
@@ -77,7 +83,12 @@ while (now - t0 < workerData.ms) { for (let i = 0; i < 10; i++) decrypt(block); 
 parentPort.postMessage(n / ((now - t0) / 1000));
 `;
 
-export async function measureRsa(opts: { privateKeyFile: string; publicKeyPem: string; bits: number; seconds: number }): Promise<RsaLimit> {
+export async function measureRsa(opts: {
+  privateKeyFile: string;
+  publicKeyPem: string;
+  bits: number;
+  seconds: number;
+}): Promise<RsaLimit> {
   const priv = readFileSync(opts.privateKeyFile, 'utf8');
   const ms = opts.seconds * 1000;
   const perCore = decryptLoop(priv, opts.publicKeyPem, ms);

@@ -35,6 +35,7 @@ export async function measureTracingOff(iterations = 500_000): Promise<TracingOf
   await timed(50_000, withHelpers);
   await timed(50_000, without);
   let best = Infinity;
-  for (let r = 0; r < 3; r++) best = Math.min(best, (await timed(iterations, withHelpers)) - (await timed(iterations, without)));
+  for (let r = 0; r < 3; r++)
+    best = Math.min(best, (await timed(iterations, withHelpers)) - (await timed(iterations, without)));
   return { nsPerCallback: Math.max(0, best), iterations };
 }

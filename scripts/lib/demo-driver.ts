@@ -74,7 +74,13 @@ export function planOrders(count: number): DemoPlan {
   });
   const amount = (i: number) => `${100 + (i % 900)}.${String((i * 37) % 100).padStart(2, '0')}`;
   for (let i = 0; i < payins; i++) {
-    orders.push({ merchantOrderNo: `${runId}-I${String(i + 1).padStart(5, '0')}`, kind: 'payin', amount: amount(i), finalState: PayinState.Released, faults: faultsFor(i) });
+    orders.push({
+      merchantOrderNo: `${runId}-I${String(i + 1).padStart(5, '0')}`,
+      kind: 'payin',
+      amount: amount(i),
+      finalState: PayinState.Released,
+      faults: faultsFor(i),
+    });
   }
   for (let i = 0; i < payouts; i++) {
     orders.push({
@@ -86,15 +92,33 @@ export function planOrders(count: number): DemoPlan {
     });
   }
   // Paid (state 3: no callback), then a forged "released" callback for ten times the amount arrives.
-  orders.push({ merchantOrderNo: `${runId}-F00001`, kind: 'payin', amount: '250.00', finalState: PayinState.Success, faults: {} });
+  orders.push({
+    merchantOrderNo: `${runId}-F00001`,
+    kind: 'payin',
+    amount: '250.00',
+    finalState: PayinState.Success,
+    faults: {},
+  });
   return { runId, orders };
 }
 
 async function registerInConsole(t: DriverTargets, o: PlannedOrder): Promise<void> {
   const body =
     o.kind === 'payin'
-      ? { merchantOrderNo: o.merchantOrderNo, currency: 'INR', amount: o.amount, reason: 'demo: the merchant registers its order' }
-      : { merchantOrderNo: o.merchantOrderNo, currency: 'INR', amount: o.amount, paymentMethod: 102, params: PAYOUT_PARAMS, reason: 'demo: the merchant registers its order' };
+      ? {
+          merchantOrderNo: o.merchantOrderNo,
+          currency: 'INR',
+          amount: o.amount,
+          reason: 'demo: the merchant registers its order',
+        }
+      : {
+          merchantOrderNo: o.merchantOrderNo,
+          currency: 'INR',
+          amount: o.amount,
+          paymentMethod: 102,
+          params: PAYOUT_PARAMS,
+          reason: 'demo: the merchant registers its order',
+        };
   await requestJson(`${t.consoleUrl}/api/${o.kind}s`, { body, token: t.consoleToken });
 }
 
@@ -103,9 +127,12 @@ async function createAndFinalize(t: DriverTargets, o: PlannedOrder): Promise<San
   await requestJson(`${t.sandboxUrl}/control/${o.kind}s`, {
     body: { merchantOrderNo: o.merchantOrderNo, currency: 'INR', amount: o.amount, ...(faults ? { faults } : {}) },
   });
-  const done = await requestJson<{ order: SandboxOrder }>(`${t.sandboxUrl}/control/orders/${encodeURIComponent(o.merchantOrderNo)}/finalize`, {
-    body: { state: o.finalState },
-  });
+  const done = await requestJson<{ order: SandboxOrder }>(
+    `${t.sandboxUrl}/control/orders/${encodeURIComponent(o.merchantOrderNo)}/finalize`,
+    {
+      body: { state: o.finalState },
+    },
+  );
   return done.order;
 }
 
@@ -130,7 +157,8 @@ async function waitUntil(
     t.status(
       `${registered} · callbacks settled ${settled}/${expect.deliveries} · applied ${progress.applied}/${expect.applied} · reviews ${progress.reviews}/${expect.reviews}`,
     );
-    if (settled >= expect.deliveries && progress.applied >= expect.applied && progress.reviews >= expect.reviews) return deliveries;
+    if (settled >= expect.deliveries && progress.applied >= expect.applied && progress.reviews >= expect.reviews)
+      return deliveries;
     if (Date.now() > deadline) {
       throw new Error(
         `timed out: ${settled}/${expect.deliveries} callbacks settled, ${progress.applied}/${expect.applied} events applied, ` +
@@ -159,11 +187,18 @@ export async function driveDemo(t: DriverTargets, plan: DemoPlan, timeoutMs: num
     registered++;
     platformOrders.set(o.merchantOrderNo, await createAndFinalize(t, o));
     finalized++;
-    if (finalized % 20 === 0 || finalized === total) t.status(`orders registered ${registered}/${total} · finalised ${finalized}/${total}`);
+    if (finalized % 20 === 0 || finalized === total)
+      t.status(`orders registered ${registered}/${total} · finalised ${finalized}/${total}`);
   });
   const withCallback = plan.orders.filter((o) => o.finalState !== PayinState.Success);
   const done = `orders ${total}/${total}`;
-  await waitUntil(t, plan.runId, deadline, { deliveries: withCallback.length, applied: withCallback.length, reviews: 0 }, done);
+  await waitUntil(
+    t,
+    plan.runId,
+    deadline,
+    { deliveries: withCallback.length, applied: withCallback.length, reviews: 0 },
+    done,
+  );
 
   // 2. Forgeries: a "released" pay-in for ten times what the customer paid, and a "refused" payout (a refund claim)
   //    for a payout that succeeded. Get order contradicts both.
@@ -175,8 +210,16 @@ export async function driveDemo(t: DriverTargets, plan: DemoPlan, timeoutMs: num
     [succeeded, 'state', 'VERIFY_STATE_MISMATCH'],
   ] as const) {
     if (!o) continue;
-    const { delivery } = await requestJson<{ delivery: Delivery }>(`${t.sandboxUrl}/control/forge`, { body: { what, ref: o.merchantOrderNo } });
-    forgeries.push({ merchantOrderNo: o.merchantOrderNo, orderNo: delivery.orderNo, state: delivery.state, what, expectedCode: code });
+    const { delivery } = await requestJson<{ delivery: Delivery }>(`${t.sandboxUrl}/control/forge`, {
+      body: { what, ref: o.merchantOrderNo },
+    });
+    forgeries.push({
+      merchantOrderNo: o.merchantOrderNo,
+      orderNo: delivery.orderNo,
+      state: delivery.state,
+      what,
+      expectedCode: code,
+    });
   }
   const deliveries = await waitUntil(
     t,

@@ -53,8 +53,14 @@ function sameSet(a: readonly string[], b: readonly string[]): string {
   const missing = [...sb].filter((x) => !sa.has(x));
   const extra = [...sa].filter((x) => !sb.has(x));
   if (missing.length === 0 && extra.length === 0) return '';
-  return [missing.length ? `missing ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` (+${missing.length - 5})` : ''}` : '',
-    extra.length ? `unexpected ${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ` (+${extra.length - 5})` : ''}` : '']
+  return [
+    missing.length
+      ? `missing ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` (+${missing.length - 5})` : ''}`
+      : '',
+    extra.length
+      ? `unexpected ${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ` (+${extra.length - 5})` : ''}`
+      : '',
+  ]
     .filter(Boolean)
     .join('; ');
 }
@@ -71,7 +77,12 @@ interface OrderRow {
 }
 
 /** Query the database and the queue, compute the summary and run every check. */
-export async function buildSummary(pool: pg.Pool, redis: Redis, queuePrefix: string, run: DemoRun): Promise<DemoSummary> {
+export async function buildSummary(
+  pool: pg.Pool,
+  redis: Redis,
+  queuePrefix: string,
+  run: DemoRun,
+): Promise<DemoSummary> {
   const like = `${run.plan.runId}-%`;
   const { rows: orderRows } = await pool.query<OrderRow>(
     `select o.merchant_order_no, o.kind, o.status, o.amount::text as amount,
@@ -84,15 +95,23 @@ export async function buildSummary(pool: pg.Pool, redis: Redis, queuePrefix: str
       group by o.id`,
     [like],
   );
-  const { rows: receipts } = await pool.query<{ order_no: string; state: number; merchant_order_no: string; kind: string; applied_ms: string }>(
+  const { rows: receipts } = await pool.query<{
+    order_no: string;
+    state: number;
+    merchant_order_no: string;
+    kind: string;
+    applied_ms: string;
+  }>(
     `select order_no, state, merchant_order_no, kind, (extract(epoch from applied_at) * 1000)::bigint::text as applied_ms
        from callback_receipts where merchant_order_no like $1`,
     [like],
   );
-  const { rows: reviewRows } = await pool.query<{ order_no: string; state: number; reason_code: string; status: string }>(
-    `select order_no, state, reason_code, status from reviews where merchant_order_no like $1`,
-    [like],
-  );
+  const { rows: reviewRows } = await pool.query<{
+    order_no: string;
+    state: number;
+    reason_code: string;
+    status: string;
+  }>(`select order_no, state, reason_code, status from reviews where merchant_order_no like $1`, [like]);
   const failedJobs = (await redis.zrange(`${queuePrefix}:callbacks:failed`, 0, -1)).filter((id) =>
     [...run.platformOrders.values()].some((o) => id.includes(`-${o.orderNo}-`)),
   );
@@ -100,9 +119,15 @@ export async function buildSummary(pool: pg.Pool, redis: Redis, queuePrefix: str
   const plan = run.plan.orders;
   const byNo = new Map(orderRows.map((r) => [r.merchant_order_no, r]));
   const names = (rows: readonly OrderRow[]) => rows.map((r) => r.merchant_order_no);
-  const expectedCredited = plan.filter((o) => o.kind === 'payin' && o.finalState === PayinState.Released).map((o) => o.merchantOrderNo);
-  const expectedSucceeded = plan.filter((o) => o.kind === 'payout' && o.finalState === PayoutState.Succeeded).map((o) => o.merchantOrderNo);
-  const expectedRefused = plan.filter((o) => o.kind === 'payout' && o.finalState === PayoutState.Refused).map((o) => o.merchantOrderNo);
+  const expectedCredited = plan
+    .filter((o) => o.kind === 'payin' && o.finalState === PayinState.Released)
+    .map((o) => o.merchantOrderNo);
+  const expectedSucceeded = plan
+    .filter((o) => o.kind === 'payout' && o.finalState === PayoutState.Succeeded)
+    .map((o) => o.merchantOrderNo);
+  const expectedRefused = plan
+    .filter((o) => o.kind === 'payout' && o.finalState === PayoutState.Refused)
+    .map((o) => o.merchantOrderNo);
   const credited = orderRows.filter((r) => r.kind === 'payin' && r.status === 'credited');
   const succeeded = orderRows.filter((r) => r.kind === 'payout' && r.status === 'succeeded');
   const refused = orderRows.filter((r) => r.kind === 'payout' && r.status === 'refused');
@@ -120,7 +145,10 @@ export async function buildSummary(pool: pg.Pool, redis: Redis, queuePrefix: str
   const caught = run.forgeries.filter((f) => {
     const review = reviewRows.find((r) => r.order_no === f.orderNo && r.state === f.state && r.status === 'open');
     const order = byNo.get(f.merchantOrderNo);
-    const paidNothing = f.what === 'amount' ? order?.status === 'pending' && order.credits === 0 : order?.status === 'succeeded' && order.refunds === 0;
+    const paidNothing =
+      f.what === 'amount'
+        ? order?.status === 'pending' && order.credits === 0
+        : order?.status === 'succeeded' && order.refunds === 0;
     return review?.reason_code === f.expectedCode && paidNothing && !receiptKeys.includes(`${f.orderNo}/${f.state}`);
   });
 
@@ -138,11 +166,20 @@ export async function buildSummary(pool: pg.Pool, redis: Redis, queuePrefix: str
 
   const check = (name: string, detail: string): Check => ({ name, ok: detail === '', detail });
   const checks: Check[] = [
-    check('every order of the run is registered', sameSet(names(orderRows), plan.map((o) => o.merchantOrderNo))),
+    check(
+      'every order of the run is registered',
+      sameSet(
+        names(orderRows),
+        plan.map((o) => o.merchantOrderNo),
+      ),
+    ),
     check('every released pay-in is credited', sameSet(names(credited), expectedCredited)),
     check(
       'each credited pay-in has exactly one ledger credit, for its amount',
-      credited.filter((r) => r.credits !== 1 || r.credits_ok !== 1).map((r) => `${r.merchant_order_no}: ${r.credits} credits`).join(', '),
+      credited
+        .filter((r) => r.credits !== 1 || r.credits_ok !== 1)
+        .map((r) => `${r.merchant_order_no}: ${r.credits} credits`)
+        .join(', '),
     ),
     check('succeeded payouts are the ones the platform paid', sameSet(names(succeeded), expectedSucceeded)),
     check('refused payouts are the ones the platform refused', sameSet(names(refused), expectedRefused)),
@@ -162,12 +199,22 @@ export async function buildSummary(pool: pg.Pool, redis: Redis, queuePrefix: str
     check('one receipt per genuine event, none for forged ones', sameSet(receiptKeys, expectedReceiptKeys)),
     check(
       'forged callbacks are in review and paid nothing',
-      caught.length === run.forgeries.length ? '' : `${caught.length}/${run.forgeries.length} caught; reviews: ${reviewRows.map((r) => `${r.order_no}/${r.state} ${r.reason_code} ${r.status}`).join(', ') || 'none'}`,
+      caught.length === run.forgeries.length
+        ? ''
+        : `${caught.length}/${run.forgeries.length} caught; reviews: ${reviewRows.map((r) => `${r.order_no}/${r.state} ${r.reason_code} ${r.status}`).join(', ') || 'none'}`,
     ),
-    check('no other reviews', reviewRows.length === run.forgeries.length ? '' : `${reviewRows.length} reviews for ${run.forgeries.length} forgeries`),
+    check(
+      'no other reviews',
+      reviewRows.length === run.forgeries.length
+        ? ''
+        : `${reviewRows.length} reviews for ${run.forgeries.length} forgeries`,
+    ),
     check(
       'every callback was delivered (acknowledged by ingest)',
-      run.deliveries.filter((d) => d.status !== 'delivered').map((d) => `${d.id} ${d.status}`).join(', '),
+      run.deliveries
+        .filter((d) => d.status !== 'delivered')
+        .map((d) => `${d.id} ${d.status}`)
+        .join(', '),
     ),
     check('no failed jobs in the queue', failedJobs.join(', ')),
   ];
@@ -184,7 +231,12 @@ export async function buildSummary(pool: pg.Pool, redis: Redis, queuePrefix: str
     duplicatesDropped: acked - applied - forgedAcked,
     forgeriesCaught: caught.length,
     forgeriesSent: run.forgeries.length,
-    latencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies.at(-1) ?? 0, count: latencies.length },
+    latencyMs: {
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      max: latencies.at(-1) ?? 0,
+      count: latencies.length,
+    },
     durationMs: run.finishedAt - run.startedAt,
     checks,
     ok: checks.every((c) => c.ok),
@@ -202,7 +254,10 @@ export function formatSummary(s: DemoSummary): string {
     row('forgeries caught (in review, nothing paid)', `${s.forgeriesCaught} of ${s.forgeriesSent}`),
     row('payouts succeeded', s.payoutsSucceeded),
     row('refunds (refused payouts)', `${s.refunds} (${s.refusedPayouts} refused)`),
-    row('callback-to-credit latency', `p50 ${s.latencyMs.p50} ms, p99 ${s.latencyMs.p99} ms, max ${s.latencyMs.max} ms (${s.latencyMs.count} credits)`),
+    row(
+      'callback-to-credit latency',
+      `p50 ${s.latencyMs.p50} ms, p99 ${s.latencyMs.p99} ms, max ${s.latencyMs.max} ms (${s.latencyMs.count} credits)`,
+    ),
     row('callback attempts refused by ingest', s.failedAttempts),
     'Checks (against the database):',
     ...s.checks.map((c) => `  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name}${c.ok ? '' : `: ${c.detail}`}`),

@@ -20,9 +20,15 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Settings that loosen a safety check: read from the environment only. */
 export const LOOSENINGS: readonly string[] = ['INGEST_ALLOW_VOLATILE_REDIS', 'PLATFORM_ALLOW_HTTP'];
 /** The variables that choose Redis: one topology, from the environment or from the file, never mixed. */
-export const REDIS_TOPOLOGY: readonly string[] = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_SENTINEL_NAME', 'REDIS_CLUSTER_NODES'];
+export const REDIS_TOPOLOGY: readonly string[] = [
+  'REDIS_URL',
+  'REDIS_SENTINELS',
+  'REDIS_SENTINEL_NAME',
+  'REDIS_CLUSTER_NODES',
+];
 /** First line of a file the local stack wrote; a user who removes it makes the file theirs. */
-export const GENERATED_MARKER = '# mcb-local-stack: written by pnpm dev / pnpm demo for the stack they run, and rewritten by each run.';
+export const GENERATED_MARKER =
+  '# mcb-local-stack: written by pnpm dev / pnpm demo for the stack they run, and rewritten by each run.';
 
 /** What the preload took from the file, for dev and demo (one process; kept on globalThis, shared by every import). */
 interface EnvFileOrigin {
@@ -66,7 +72,9 @@ export function applyEnvFile(text: string, env: Record<string, string | undefine
     if (env[name] !== undefined) continue;
     if (LOOSENINGS.includes(name)) {
       if (/^(true|1|yes)$/i.test(value.trim())) {
-        notes.push(`${file ?? '.env'}: ${name}=${value} ignored: a setting that loosens a check is read from the environment only (delete the line)`);
+        notes.push(
+          `${file ?? '.env'}: ${name}=${value} ignored: a setting that loosens a check is read from the environment only (delete the line)`,
+        );
       }
       continue;
     }
@@ -81,7 +89,9 @@ export function applyEnvFile(text: string, env: Record<string, string | undefine
  * The environment dev and demo read their settings from: the real environment, and a file only when it is the
  * user's own (a file the stack wrote holds the last run's settings, which are outputs, not choices).
  */
-export function stackInputEnv(env: Record<string, string | undefined> = process.env): Record<string, string | undefined> {
+export function stackInputEnv(
+  env: Record<string, string | undefined> = process.env,
+): Record<string, string | undefined> {
   const origin = envFileOrigin();
   if (!origin.generated) return { ...env };
   return Object.fromEntries(Object.entries(env).filter(([name]) => !origin.names.has(name)));
@@ -96,10 +106,16 @@ export function renderEnvFile(header: string[], values: Record<string, string>):
   const quote = (name: string, v: string) => {
     if (/^[\w@%+=:,./-]*$/.test(v)) return v;
     const q = ["'", '"', '`'].find((c) => !v.includes(c));
-    if (!q || /[\r\n]/.test(v)) throw new Error(`${name}: cannot be written to a .env file (line break, or all three quote characters)`);
+    if (!q || /[\r\n]/.test(v))
+      throw new Error(`${name}: cannot be written to a .env file (line break, or all three quote characters)`);
     return `${q}${v}${q}`;
   };
-  return [...header.map((l) => `# ${l}`), '', ...Object.entries(values).map(([k, v]) => `${k}=${quote(k, v)}`), ''].join('\n');
+  return [
+    ...header.map((l) => `# ${l}`),
+    '',
+    ...Object.entries(values).map(([k, v]) => `${k}=${quote(k, v)}`),
+    '',
+  ].join('\n');
 }
 
 /**
@@ -107,7 +123,11 @@ export function renderEnvFile(header: string[], values: Record<string, string>):
  * never a user's file. Mode 0600: it holds the console token. Returns the file written, or undefined when a user's
  * file is there (or files are off).
  */
-export function writeLocalEnvFile(header: string[], values: Record<string, string>, env = process.env): string | undefined {
+export function writeLocalEnvFile(
+  header: string[],
+  values: Record<string, string>,
+  env = process.env,
+): string | undefined {
   const file = localEnvFile(env);
   if (!file) return undefined;
   if (existsSync(file) && !isGeneratedEnvFile(readFileSync(file, 'utf8'))) return undefined;

@@ -45,13 +45,20 @@ export async function requestJson<T>(url: string, opts: JsonRequest = {}): Promi
     } catch {
       code = text.slice(0, 80);
     }
-    throw new HttpError(`${opts.method ?? (opts.body === undefined ? 'GET' : 'POST')} ${new URL(url).pathname}: HTTP ${res.status} ${code}`, res.status);
+    throw new HttpError(
+      `${opts.method ?? (opts.body === undefined ? 'GET' : 'POST')} ${new URL(url).pathname}: HTTP ${res.status} ${code}`,
+      res.status,
+    );
   }
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
 /** Run `task` over `items` with at most `limit` in flight; rejects with the first failure. */
-export async function forEachLimited<T>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<void>): Promise<void> {
+export async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) {

@@ -99,17 +99,23 @@ function text(env: Record<string, string | undefined>, name: string): string | u
  * Demo: `DEMO_DATABASE_URL` (default: the DATABASE_URL server, database `merchant_callbacks_demo`) and
  * `DEMO_QUEUE_PREFIX` (default `mcb-demo`); dev: `DATABASE_URL` and `QUEUE_PREFIX` as the apps read them.
  */
-export function readLocalSettings(env: Record<string, string | undefined>, mode: StackMode, root: string): LocalSettings {
+export function readLocalSettings(
+  env: Record<string, string | undefined>,
+  mode: StackMode,
+  root: string,
+): LocalSettings {
   const problems: string[] = [];
   const baseDb = text(env, 'DATABASE_URL') ?? DEFAULT_DATABASE_URL;
-  const databaseUrl = mode === 'demo' ? (text(env, 'DEMO_DATABASE_URL') ?? withDatabase(baseDb, DEMO_DATABASE_NAME)) : baseDb;
+  const databaseUrl =
+    mode === 'demo' ? (text(env, 'DEMO_DATABASE_URL') ?? withDatabase(baseDb, DEMO_DATABASE_NAME)) : baseDb;
   const redisUrl = text(env, 'REDIS_URL') ?? 'redis://127.0.0.1:6379';
   for (const [name, url, protocols] of [
     ['DATABASE_URL', databaseUrl, ['postgres:', 'postgresql:']],
     ['REDIS_URL', redisUrl, ['redis:', 'rediss:']],
   ] as const) {
     try {
-      if (!(protocols as readonly string[]).includes(new URL(url).protocol)) problems.push(`${name}: expected ${protocols.join(' or ')} URL`);
+      if (!(protocols as readonly string[]).includes(new URL(url).protocol))
+        problems.push(`${name}: expected ${protocols.join(' or ')} URL`);
     } catch {
       problems.push(`${name}: not a URL`);
     }
@@ -120,7 +126,8 @@ export function readLocalSettings(env: Record<string, string | undefined>, mode:
     const raw = text(env, PORT_VARIABLES[key]);
     if (raw === undefined) continue;
     const n = Number(raw);
-    if (!/^\d+$/.test(raw) || n < 1 || n > 65_535) problems.push(`${PORT_VARIABLES[key]}: expected a port 1-65535 (got ${JSON.stringify(raw)})`);
+    if (!/^\d+$/.test(raw) || n < 1 || n > 65_535)
+      problems.push(`${PORT_VARIABLES[key]}: expected a port 1-65535 (got ${JSON.stringify(raw)})`);
     else {
       ports[key] = n;
       portsGiven.add(key);
@@ -128,7 +135,8 @@ export function readLocalSettings(env: Record<string, string | undefined>, mode:
   }
   const scaleRaw = text(env, 'SANDBOX_TIME_SCALE') ?? (mode === 'demo' ? '600' : '60');
   const timeScale = Number(scaleRaw);
-  if (!(timeScale > 0 && timeScale <= 1_000_000)) problems.push(`SANDBOX_TIME_SCALE: expected a number > 0 (got ${JSON.stringify(scaleRaw)})`);
+  if (!(timeScale > 0 && timeScale <= 1_000_000))
+    problems.push(`SANDBOX_TIME_SCALE: expected a number > 0 (got ${JSON.stringify(scaleRaw)})`);
   const keysDir = resolve(root, text(env, 'KEYS_DIR') ?? 'keys');
   const givenKey = text(env, 'MERCHANT_PRIVATE_KEY_FILE')?.split(',')[0]?.trim();
   if (problems.length > 0) throw new Error(`invalid settings:\n  - ${problems.join('\n  - ')}`);
@@ -137,7 +145,8 @@ export function readLocalSettings(env: Record<string, string | undefined>, mode:
     root,
     databaseUrl,
     redisUrl,
-    queuePrefix: mode === 'demo' ? (text(env, 'DEMO_QUEUE_PREFIX') ?? DEMO_QUEUE_PREFIX) : (text(env, 'QUEUE_PREFIX') ?? 'mcb'),
+    queuePrefix:
+      mode === 'demo' ? (text(env, 'DEMO_QUEUE_PREFIX') ?? DEMO_QUEUE_PREFIX) : (text(env, 'QUEUE_PREFIX') ?? 'mcb'),
     merchantNo: text(env, 'MERCHANT_NO') ?? 'M100001',
     privateKeyFile: givenKey ? resolve(root, givenKey) : join(keysDir, 'merchant-private.pem'),
     privateKeyGiven: givenKey !== undefined,
@@ -163,7 +172,10 @@ export interface KeySetup {
 export function ensureKeys(settings: LocalSettings): KeySetup {
   const file = settings.privateKeyFile;
   if (existsSync(file)) return { privateKeyFile: file, generated: false };
-  if (settings.privateKeyGiven) throw new Error(`MERCHANT_PRIVATE_KEY_FILE: ${file} does not exist (unset it to have a key pair generated in keys/)`);
+  if (settings.privateKeyGiven)
+    throw new Error(
+      `MERCHANT_PRIVATE_KEY_FILE: ${file} does not exist (unset it to have a key pair generated in keys/)`,
+    );
   const pair = generateKeyPair(2048);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   writeFileSync(file, pair.privateKeyPem, { mode: 0o600, flag: 'wx' });

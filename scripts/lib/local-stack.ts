@@ -6,7 +6,16 @@
 import type { DurabilityReport } from '@mcb/core/redis';
 import { ownServicesFolder, planOwnServices, startOwnServices } from '@mcb/testkit/own-services';
 import { LOOSENINGS, stackInputEnv, writeLocalEnvFile } from './env-file.ts';
-import { childEnv, DEMO_DATABASE_NAME, ensureConsoleToken, ensureKeys, settlePorts, type LocalSettings, type StackMode, type StackPorts } from './local-env.ts';
+import {
+  childEnv,
+  DEMO_DATABASE_NAME,
+  ensureConsoleToken,
+  ensureKeys,
+  settlePorts,
+  type LocalSettings,
+  type StackMode,
+  type StackPorts,
+} from './local-env.ts';
 import { migrate, redisDurability, requireServices, volatileRedisWarning } from './preflight.ts';
 import { spawnApp, stopAll, waitReady, type AppName, type AppProcess, type OutputMode } from './processes.ts';
 
@@ -98,7 +107,13 @@ export function triggerHint(sandboxUrl: string, envFileWritten: string | undefin
 }
 
 /** Settings that choose a Postgres or a Redis: when one is set, the stack uses it and starts none of its own. */
-const SERVICE_CHOICES = ['DATABASE_URL', 'DEMO_DATABASE_URL', 'REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'] as const;
+const SERVICE_CHOICES = [
+  'DATABASE_URL',
+  'DEMO_DATABASE_URL',
+  'REDIS_URL',
+  'REDIS_SENTINELS',
+  'REDIS_CLUSTER_NODES',
+] as const;
 
 /**
  * Own Postgres and Redis for dev and demo (@mcb/testkit/own-services): when none was chosen (`input`: the
@@ -113,10 +128,18 @@ export async function ownServicesIfNeeded(
   services: { stop(): Promise<void> }[],
   say: (line: string) => void,
 ): Promise<Record<string, string | undefined>> {
-  const chosen = SERVICE_CHOICES.filter((name) => (mode === 'demo' || name !== 'DEMO_DATABASE_URL') && input[name]?.trim());
+  const chosen = SERVICE_CHOICES.filter(
+    (name) => (mode === 'demo' || name !== 'DEMO_DATABASE_URL') && input[name]?.trim(),
+  );
   const plan = await planOwnServices(input, chosen);
   if (!plan) return input;
-  const own = await startOwnServices({ plan, folder: ownServicesFolder(root, mode, input), command: mode, durable: true, started: services });
+  const own = await startOwnServices({
+    plan,
+    folder: ownServicesFolder(root, mode, input),
+    command: mode,
+    durable: true,
+    started: services,
+  });
   say(own.line);
   const env = { ...input };
   if (own.databaseUrl) {
@@ -144,7 +167,10 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   if (volatileRedis) say(volatileRedisWarning(durability));
 
   const keys = ensureKeys(settings);
-  if (keys.generated) say(`generated a merchant key pair in ${keys.privateKeyFile.replace(/-private\.pem$/, '-*')} (private key mode 0600)`);
+  if (keys.generated)
+    say(
+      `generated a merchant key pair in ${keys.privateKeyFile.replace(/-private\.pem$/, '-*')} (private key mode 0600)`,
+    );
   const consoleToken = ensureConsoleToken(settings);
 
   const db = new URL(settings.databaseUrl);
@@ -157,7 +183,12 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   const ports = await settlePorts(settings, opts.freePorts ?? false);
   const urls = urlsOf(ports);
   // The apps get the real environment (not a previous run's settings from the stack's own .env) and the stack's.
-  const env = childEnv(settings, ports, { consoleToken, allowVolatileRedis: volatileRedis }, opts.inputEnv ?? stackInputEnv());
+  const env = childEnv(
+    settings,
+    ports,
+    { consoleToken, allowVolatileRedis: volatileRedis },
+    opts.inputEnv ?? stackInputEnv(),
+  );
   // The local stack's logs are read by a person (`pnpm dev` on the terminal, `pnpm demo` in its log files):
   // pino-pretty, coloured when dev's terminal is, unless LOG_FORMAT says otherwise.
   if (opts.traces) env.OTEL_TRACES_EXPORTER = 'console';
@@ -189,7 +220,19 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
     throw e;
   }
   const firstExit = Promise.race(procs.map((p) => p.exited.then((code) => ({ name: p.name, code }))));
-  return { settings, ports, urls, consoleToken, envFileWritten: written, keysGenerated: keys.generated, durability, volatileRedis, procs, firstExit, stop };
+  return {
+    settings,
+    ports,
+    urls,
+    consoleToken,
+    envFileWritten: written,
+    keysGenerated: keys.generated,
+    durability,
+    volatileRedis,
+    procs,
+    firstExit,
+    stop,
+  };
 }
 
 /**
@@ -220,5 +263,7 @@ const LOCAL_ENV_NAMES = [
 ] as const;
 
 function localEnvValues(env: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(LOCAL_ENV_NAMES.filter((n) => env[n] !== undefined && !LOOSENINGS.includes(n)).map((n) => [n, env[n]!]));
+  return Object.fromEntries(
+    LOCAL_ENV_NAMES.filter((n) => env[n] !== undefined && !LOOSENINGS.includes(n)).map((n) => [n, env[n]!]),
+  );
 }

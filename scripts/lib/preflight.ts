@@ -80,7 +80,9 @@ export async function probeRedis(redisUrl: string, timeoutMs = 3000): Promise<st
 
 /** Both services, checked together; throws one Error naming each unreachable one and how to start them. */
 export async function requireServices(databaseUrl: string, redisUrl: string): Promise<void> {
-  const problems = (await Promise.all([probePostgres(databaseUrl), probeRedis(redisUrl)])).filter((p) => p !== undefined);
+  const problems = (await Promise.all([probePostgres(databaseUrl), probeRedis(redisUrl)])).filter(
+    (p) => p !== undefined,
+  );
   if (problems.length > 0) throw new Error(`${problems.join('\n')}\n\n${HOW_TO_START_SERVICES}`);
 }
 

@@ -36,7 +36,10 @@ export function spawnApp(name: AppName, root: string, env: Record<string, string
     fd = openSync(logFile, 'w', 0o600);
   }
   // SIGTERM when this script dies, even of SIGKILL (Linux, setpriv): an app never outlives dev or demo.
-  const [file, args] = commandAs(process.execPath, [join('apps', name, 'src', 'main.ts')], { dieWithParent: 'TERM', keepUser: true });
+  const [file, args] = commandAs(process.execPath, [join('apps', name, 'src', 'main.ts')], {
+    dieWithParent: 'TERM',
+    keepUser: true,
+  });
   const child = spawn(file, args, {
     cwd: root,
     env,
@@ -97,7 +100,9 @@ export async function waitReady(proc: AppProcess, url: string, timeoutMs = 30_00
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${proc.name} not ready at ${url} within ${timeoutMs / 1000} s (${last})${proc.logFile ? `; see ${proc.logFile}` : ''}`);
+  throw new Error(
+    `${proc.name} not ready at ${url} within ${timeoutMs / 1000} s (${last})${proc.logFile ? `; see ${proc.logFile}` : ''}`,
+  );
 }
 
 /** SIGTERM each app in reverse start order, waiting for it to end (SIGKILL after `graceMs`). */
@@ -147,7 +152,11 @@ export function stopOnSignals(say: (line: string) => void, codes: { SIGINT: numb
       }
       if (services.length > 0) {
         say('stopping own Postgres and Redis');
-        while (services.length > 0) await services.pop()!.stop().catch((e: Error) => say(`could not stop a service: ${e.message}`));
+        while (services.length > 0)
+          await services
+            .pop()!
+            .stop()
+            .catch((e: Error) => say(`could not stop a service: ${e.message}`));
       }
       process.exit(code);
     })();

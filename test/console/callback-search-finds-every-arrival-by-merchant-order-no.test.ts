@@ -13,11 +13,29 @@ afterAll(async () => {
   await stack?.close();
 });
 
-type Row = { jobId: string; status: string; code: string | null; merchantOrderNo: string; amount: string | null; attempts: number; appliedAt: string | null; kind: string };
-type Body = { callbacks: Row[]; nextCursor: string | null; jobs: { jobId: string; state: string }[]; timeline: { event: string }[] };
+type Row = {
+  jobId: string;
+  status: string;
+  code: string | null;
+  merchantOrderNo: string;
+  amount: string | null;
+  attempts: number;
+  appliedAt: string | null;
+  kind: string;
+};
+type Body = {
+  callbacks: Row[];
+  nextCursor: string | null;
+  jobs: { jobId: string; state: string }[];
+  timeline: { event: string }[];
+};
 
 const get = async (query: string) => {
-  const res = await stack.app.inject({ method: 'GET', url: `/api/callbacks?${query}`, headers: { authorization: `Bearer ${TOKEN}` } });
+  const res = await stack.app.inject({
+    method: 'GET',
+    url: `/api/callbacks?${query}`,
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
   return res;
 };
 const search = async (query: string) => {
@@ -43,11 +61,27 @@ describe('the callback search, fed by the worker', () => {
       },
       { timeoutMs: 15_000, message: 'the failed job never showed in the search' },
     );
-    expect(body.callbacks).toEqual([expect.objectContaining({ jobId, merchantOrderNo, status: 'failed', code: 'PLATFORM_HTTP_ERROR', attempts: 2, amount: '55.00', appliedAt: null })]);
+    expect(body.callbacks).toEqual([
+      expect.objectContaining({
+        jobId,
+        merchantOrderNo,
+        status: 'failed',
+        code: 'PLATFORM_HTTP_ERROR',
+        attempts: 2,
+        amount: '55.00',
+        appliedAt: null,
+      }),
+    ]);
     expect(body.jobs).toEqual([expect.objectContaining({ jobId, state: 'failed' })]);
-    expect(body.timeline.map((e) => e.event)).toEqual(expect.arrayContaining(['received', 'attempt-failed', 'job-failed']));
+    expect(body.timeline.map((e) => e.event)).toEqual(
+      expect.arrayContaining(['received', 'attempt-failed', 'job-failed']),
+    );
     // The order view tells the same story (it found nothing before the arrivals table).
-    const order = await stack.app.inject({ method: 'GET', url: `/api/orders/${merchantOrderNo}`, headers: { authorization: `Bearer ${TOKEN}` } });
+    const order = await stack.app.inject({
+      method: 'GET',
+      url: `/api/orders/${merchantOrderNo}`,
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect((order.json() as { timeline: { event: string }[] }).timeline.map((e) => e.event)).toContain('job-failed');
   });
 
@@ -55,16 +89,26 @@ describe('the callback search, fed by the worker', () => {
     const no = uid();
     const merchantOrderNo = `MO-${no}`;
     await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '12.00' });
-    stack.platform.setOrder(platformOrder({ orderNo: `P-${no}`, merchantOrderNo, type: 'payin', state: 6, amountJson: '12.00' }));
+    stack.platform.setOrder(
+      platformOrder({ orderNo: `P-${no}`, merchantOrderNo, type: 'payin', state: 6, amountJson: '12.00' }),
+    );
     await stack.add(payinEvent({ orderNo: `P-${no}`, merchantOrderNo, fiatAmount: '12.00' }));
     const out = `PO-${no}`;
     await createOrder(env.db.db, { merchantOrderNo: out, kind: 'payout', amount: '7.00' });
-    stack.platform.setOrder(platformOrder({ orderNo: `Q-${no}`, merchantOrderNo: out, type: 'payout', state: 4, amountJson: '7.00' }));
+    stack.platform.setOrder(
+      platformOrder({ orderNo: `Q-${no}`, merchantOrderNo: out, type: 'payout', state: 4, amountJson: '7.00' }),
+    );
     await stack.add(payoutEvent({ orderNo: `Q-${no}`, merchantOrderNo: out, state: 4 }));
 
-    const credited = await waitFor(async () => (await search(`merchantOrderNo=${merchantOrderNo}`)).callbacks.find((c) => c.status === 'applied'), { timeoutMs: 15_000 });
+    const credited = await waitFor(
+      async () => (await search(`merchantOrderNo=${merchantOrderNo}`)).callbacks.find((c) => c.status === 'applied'),
+      { timeoutMs: 15_000 },
+    );
     expect(credited.appliedAt).not.toBeNull();
-    const payout = await waitFor(async () => (await search(`merchantOrderNo=${out}&kind=payout`)).callbacks.find((c) => c.status === 'applied'), { timeoutMs: 15_000 });
+    const payout = await waitFor(
+      async () => (await search(`merchantOrderNo=${out}&kind=payout`)).callbacks.find((c) => c.status === 'applied'),
+      { timeoutMs: 15_000 },
+    );
     expect(payout).toMatchObject({ kind: 'payout', amount: null });
     expect((await search(`merchantOrderNo=${out}&kind=payin`)).callbacks).toEqual([]);
   });
@@ -96,7 +140,9 @@ describe('filters and pagination', () => {
   it('narrows by status, code, amount range and time range together, newest first', async () => {
     const failed = await search(`status=failed&from=2026-01-01T00:00:00Z&to=2026-01-01T00:01:00Z`);
     expect(failed.callbacks.map((c) => c.jobId)).toEqual([20, 15, 10, 5, 0].map((i) => `payin-${tag}-${i}-6`));
-    const code = await search(`code=VERIFY_AMOUNT_MISMATCH&amountMin=3&amountMax=6.5&from=2026-01-01T00:00:00Z&to=2026-01-01T00:01:00Z`);
+    const code = await search(
+      `code=VERIFY_AMOUNT_MISMATCH&amountMin=3&amountMax=6.5&from=2026-01-01T00:00:00Z&to=2026-01-01T00:01:00Z`,
+    );
     // 3.00 to 6.00 are i = 2..5; i = 5 failed with another code.
     expect(code.callbacks.map((c) => c.amount)).toEqual(['5.00', '4.00', '3.00']);
     const window = await search(`from=2026-01-01T00:00:03Z&to=2026-01-01T00:00:05Z`);
@@ -109,7 +155,9 @@ describe('filters and pagination', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const page: Body = await search(`from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&limit=7${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: Body = await search(
+        `from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&limit=7${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       seen.push(...page.callbacks.map((c) => c.jobId));
       cursor = page.nextCursor;
       pages++;
@@ -119,7 +167,15 @@ describe('filters and pagination', () => {
   });
 
   it('refuses bad input with 400: no filter, a foreign cursor, a number for an amount, an unknown status or field', async () => {
-    for (const q of ['', 'cursor=abc&status=failed', 'amountMin=1e3', 'status=lost', 'color=red', 'from=yesterday', 'limit=0']) {
+    for (const q of [
+      '',
+      'cursor=abc&status=failed',
+      'amountMin=1e3',
+      'status=lost',
+      'color=red',
+      'from=yesterday',
+      'limit=0',
+    ]) {
       const res = await get(q);
       expect(res.statusCode, q).toBe(400);
       expect(res.json()).toMatchObject({ code: 'REQUEST_INVALID' });

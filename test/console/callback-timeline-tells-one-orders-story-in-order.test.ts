@@ -20,7 +20,17 @@ afterAll(async () => {
 const get = async (url: string) => {
   const res = await stack.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${TOKEN}` } });
   expect(res.statusCode, res.body).toBe(200);
-  return res.json() as { timeline: { at: string; source: string; event: string; attempt: number | null; code: string | null; detail: string; jobId: string | null }[] };
+  return res.json() as {
+    timeline: {
+      at: string;
+      source: string;
+      event: string;
+      attempt: number | null;
+      code: string | null;
+      detail: string;
+      jobId: string | null;
+    }[];
+  };
 };
 
 describe('the callback timeline', () => {
@@ -28,11 +38,15 @@ describe('the callback timeline', () => {
     const no = uid();
     const [merchantOrderNo, orderNo] = [`MO-TL-${no}`, `P-TL-${no}`];
     await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '75.25' });
-    stack.platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '"75.25"' }));
+    stack.platform.setOrder(
+      platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '"75.25"' }),
+    );
     stack.platform.failNext(merchantOrderNo, 2, 500);
 
     // 1. The callback reaches ingest (its enqueuer, on the console's queue) and is worked by the worker.
-    const enqueuer = createEnqueuer(stack.queue, (await stack.queue.getBackend().client) as unknown as RedisClient, { timeoutMs: 2000 });
+    const enqueuer = createEnqueuer(stack.queue, (await stack.queue.getBackend().client) as unknown as RedisClient, {
+      timeoutMs: 2000,
+    });
     const event = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '75.25', receivedAt: new Date().toISOString() });
     const jobId = await enqueuer.enqueue(event, { check: 'none' });
     await waitFor(async () => (await stack.queue.getJobState(jobId)) === 'completed', { message: 'not credited' });
@@ -57,7 +71,9 @@ describe('the callback timeline', () => {
       expect(failed.jobId).toBe(jobId);
     }
     expect(timeline.find((e) => e.event === 'attempt-settled')!.detail).toBe('attempt 3 settled it: credited');
-    expect(timeline.find((e) => e.event === 'applied')!.detail).toMatch(/Get order confirmed state 6 and 75\.25; order credited \(from callback\)/);
+    expect(timeline.find((e) => e.event === 'applied')!.detail).toMatch(
+      /Get order confirmed state 6 and 75\.25; order credited \(from callback\)/,
+    );
     expect(timeline.find((e) => e.event === 'ledger-entry')!.detail).toBe('payin_credit 75.25 PHP');
 
     // The order view tells the same story.

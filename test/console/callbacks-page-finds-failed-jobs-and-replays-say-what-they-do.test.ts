@@ -14,19 +14,35 @@ const started = new Date().toISOString();
 beforeAll(async () => {
   // A backoff of about 10 minutes (full jitter on a huge base is almost always the cap): a job that failed once
   // stays "retrying" until someone runs it now.
-  stack = await startOpsStack(env, { worker: { backoff: { baseMs: 1e9, capMs: 600_000 } }, listen: true, consoleDeps: { operators: OPERATORS } });
+  stack = await startOpsStack(env, {
+    worker: { backoff: { baseMs: 1e9, capMs: 600_000 } },
+    listen: true,
+    consoleDeps: { operators: OPERATORS },
+  });
 });
 afterAll(async () => {
   await stack?.close();
 });
 
-const page = (role: keyof typeof TOKENS, url: string) => stack.app.inject({ method: 'GET', url, headers: { ...bearer(role), accept: 'text/html' } });
+const page = (role: keyof typeof TOKENS, url: string) =>
+  stack.app.inject({ method: 'GET', url, headers: { ...bearer(role), accept: 'text/html' } });
 const api = (role: keyof typeof TOKENS, method: 'GET' | 'POST', url: string, payload?: unknown) =>
-  stack.app.inject({ method, url, headers: bearer(role), ...(payload === undefined ? {} : { payload: payload as object }) });
+  stack.app.inject({
+    method,
+    url,
+    headers: bearer(role),
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
 const post = (role: keyof typeof TOKENS, url: string, form: [string, string][]) =>
-  stack.app.inject({ method: 'POST', url, headers: { ...bearer(role), accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams(form).toString() });
+  stack.app.inject({
+    method: 'POST',
+    url,
+    headers: { ...bearer(role), accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams(form).toString(),
+  });
 
-const statusOf = async (jobId: string) => (await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, jobId)))[0]?.status;
+const statusOf = async (jobId: string) =>
+  (await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, jobId)))[0]?.status;
 
 interface Made {
   merchantOrderNo: string;
@@ -35,16 +51,29 @@ interface Made {
 }
 
 /** A callback whose only attempt fails with the given failure, then the platform is fixed. */
-async function failed(kind: 'payin' | 'payout', amount: string, currency: string, failure: 'http' | 'timeout'): Promise<Made> {
+async function failed(
+  kind: 'payin' | 'payout',
+  amount: string,
+  currency: string,
+  failure: 'http' | 'timeout',
+): Promise<Made> {
   const no = uid();
   const o = { merchantOrderNo: `MO-CB-${no}`, orderNo: `P-CB-${no}` };
   await createOrder(env.db.db, { ...o, kind, amount, currency });
   const release = failure === 'timeout' ? stack.platform.hold((n) => n === o.merchantOrderNo) : undefined;
   if (failure === 'http') stack.platform.failNext(o.merchantOrderNo, 1, 500);
-  const jobId = await stack.add(kind === 'payin' ? payinEvent({ ...o, fiatAmount: amount }) : payoutEvent({ ...o, state: 4 }), 1);
-  await waitFor(async () => (await statusOf(jobId)) === 'failed', { timeoutMs: 15_000, message: `${jobId} did not fail` });
+  const jobId = await stack.add(
+    kind === 'payin' ? payinEvent({ ...o, fiatAmount: amount }) : payoutEvent({ ...o, state: 4 }),
+    1,
+  );
+  await waitFor(async () => (await statusOf(jobId)) === 'failed', {
+    timeoutMs: 15_000,
+    message: `${jobId} did not fail`,
+  });
   release?.();
-  stack.platform.setOrder(platformOrder({ ...o, type: kind, state: kind === 'payin' ? 6 : 4, amountJson: amount, currency }));
+  stack.platform.setOrder(
+    platformOrder({ ...o, type: kind, state: kind === 'payin' ? 6 : 4, amountJson: amount, currency }),
+  );
   return { ...o, jobId };
 }
 
@@ -61,21 +90,49 @@ describe('the Callbacks page and replays that say what they will do', () => {
       await failed('payout', '70', 'PHP', 'http'),
       await failed('payin', '5.5', 'USD', 'timeout'),
     ];
-    const codes = (await env.db.db.select().from(callbackArrivals).where(inArray(callbackArrivals.jobId, outage.map((o) => o.jobId)))).map((a) => a.lastCode).sort();
-    expect(codes).toEqual(['PLATFORM_HTTP_ERROR', 'PLATFORM_HTTP_ERROR', 'PLATFORM_HTTP_ERROR', 'PLATFORM_HTTP_ERROR', 'PLATFORM_TIMEOUT']);
+    const codes = (
+      await env.db.db
+        .select()
+        .from(callbackArrivals)
+        .where(
+          inArray(
+            callbackArrivals.jobId,
+            outage.map((o) => o.jobId),
+          ),
+        )
+    )
+      .map((a) => a.lastCode)
+      .sort();
+    expect(codes).toEqual([
+      'PLATFORM_HTTP_ERROR',
+      'PLATFORM_HTTP_ERROR',
+      'PLATFORM_HTTP_ERROR',
+      'PLATFORM_HTTP_ERROR',
+      'PLATFORM_TIMEOUT',
+    ]);
 
     // The API takes several codes (repeated), the CLI's comma list becomes that.
     const q = `status=failed&code=${CODES.join('&code=')}&from=${encodeURIComponent(started)}`;
     const both = await api('viewer', 'GET', `/api/callbacks?${q}`);
     expect(both.statusCode, both.body).toBe(200);
-    expect((both.json() as { callbacks: { jobId: string }[] }).callbacks.map((c) => c.jobId).sort()).toEqual(outage.map((o) => o.jobId).sort());
-    const one = await api('viewer', 'GET', `/api/callbacks?status=failed&code=PLATFORM_HTTP_ERROR&from=${encodeURIComponent(started)}`);
+    expect((both.json() as { callbacks: { jobId: string }[] }).callbacks.map((c) => c.jobId).sort()).toEqual(
+      outage.map((o) => o.jobId).sort(),
+    );
+    const one = await api(
+      'viewer',
+      'GET',
+      `/api/callbacks?status=failed&code=PLATFORM_HTTP_ERROR&from=${encodeURIComponent(started)}`,
+    );
     expect((one.json() as { callbacks: unknown[] }).callbacks).toHaveLength(4);
 
     // The landing page: counts, each a link to its list.
     const landing = await page('viewer', '/search');
-    expect(landing.body).toContain('<a href="/callbacks?status=failed"><strong data-count="failed">5</strong> failed</a>');
-    expect(landing.body).toContain('<a href="/callbacks?status=retrying"><strong data-count="retrying">0</strong> retrying</a>');
+    expect(landing.body).toContain(
+      '<a href="/callbacks?status=failed"><strong data-count="failed">5</strong> failed</a>',
+    );
+    expect(landing.body).toContain(
+      '<a href="/callbacks?status=retrying"><strong data-count="retrying">0</strong> retrying</a>',
+    );
     expect(landing.body).not.toContain('Failed list');
 
     // The Failed preset lists them and offers both codes; choosing both (any case) keeps all five.
@@ -83,18 +140,26 @@ describe('the Callbacks page and replays that say what they will do', () => {
     expect(failedList.statusCode).toBe(200);
     for (const o of outage) expect(failedList.body).toContain(`href="/orders/${o.merchantOrderNo}"`);
     expect(failedList.body).toContain('<h2 id="list-h">5 callback(s) match</h2>');
-    expect(failedList.body).toMatch(/value="PLATFORM_HTTP_ERROR"> <code>PLATFORM_HTTP_ERROR<\/code> <span class="muted">4<\/span>/);
-    expect(failedList.body).toMatch(/value="PLATFORM_TIMEOUT"> <code>PLATFORM_TIMEOUT<\/code> <span class="muted">1<\/span>/);
+    expect(failedList.body).toMatch(
+      /value="PLATFORM_HTTP_ERROR"> <code>PLATFORM_HTTP_ERROR<\/code> <span class="muted">4<\/span>/,
+    );
+    expect(failedList.body).toMatch(
+      /value="PLATFORM_TIMEOUT"> <code>PLATFORM_TIMEOUT<\/code> <span class="muted">1<\/span>/,
+    );
     const chosen = await page('operator', '/callbacks?status=failed&code=platform_http_error&code=PLATFORM_TIMEOUT');
     expect(chosen.body).toContain('5 callback(s) match');
-    const dryRunHref = /href="(\/replays\/new\?[^"]+)">Dry run a replay of these 5 failed job\(s\)/.exec(chosen.body)?.[1]?.replaceAll('&amp;', '&');
+    const dryRunHref = /href="(\/replays\/new\?[^"]+)">Dry run a replay of these 5 failed job\(s\)/
+      .exec(chosen.body)?.[1]
+      ?.replaceAll('&amp;', '&');
     expect(dryRunHref).toBe('/replays/new?status=failed&code=PLATFORM_HTTP_ERROR&code=PLATFORM_TIMEOUT&dryRun=1');
 
     dryRunLink = dryRunHref!;
 
     // The order page of a failed callback names the platform order its callback named (nothing applied yet).
     const order = await page('viewer', `/orders/${outage[0]!.merchantOrderNo}`);
-    expect(order.body).toContain(`${outage[0]!.orderNo} <span class="muted">(named by its callbacks; none applied yet)</span>`);
+    expect(order.body).toContain(
+      `${outage[0]!.orderNo} <span class="muted">(named by its callbacks; none applied yet)</span>`,
+    );
     expect(order.body).not.toContain('not known yet');
     expect(order.body).toContain('Nothing posted: not credited yet.');
     // A viewer sees the list but no way to replay.
@@ -106,9 +171,19 @@ describe('the Callbacks page and replays that say what they will do', () => {
   it('while the platform still fails, the dry run says the jobs go back to retrying with a fresh budget, not into review', async () => {
     stack.platform.setOutage(503);
     try {
-      const res = await api('operator', 'POST', '/api/replays', { filter: { code: CODES, from: started }, dryRun: true });
+      const res = await api('operator', 'POST', '/api/replays', {
+        filter: { code: CODES, from: started },
+        dryRun: true,
+      });
       expect(res.statusCode, res.body).toBe(200);
-      const plan = (res.json() as { plan: { counts: Record<string, number>; totals: { cls: string; orders: number; amount: string; currency: string }[] } }).plan;
+      const plan = (
+        res.json() as {
+          plan: {
+            counts: Record<string, number>;
+            totals: { cls: string; orders: number; amount: string; currency: string }[];
+          };
+        }
+      ).plan;
       expect(plan.counts).toMatchObject({ stillPending: 5, willApply: 0, willReview: 0 });
       // Money stays exact text, summed per currency.
       expect(plan.totals.filter((t) => t.cls === 'stillPending').map((t) => [t.currency, t.orders, t.amount])).toEqual([
@@ -116,8 +191,13 @@ describe('the Callbacks page and replays that say what they will do', () => {
         ['USD', 1, '5.5'],
         ['PHP', 1, '70'],
       ]);
-      const html = await page('operator', `/replays/new?code=${CODES.join(',')}&from=${encodeURIComponent(started)}&dryRun=1`);
-      expect(html.body).toContain('Will credit 0 orders; finalise 0 payouts; 0 into review; 5 back to retrying with a fresh budget.');
+      const html = await page(
+        'operator',
+        `/replays/new?code=${CODES.join(',')}&from=${encodeURIComponent(started)}&dryRun=1`,
+      );
+      expect(html.body).toContain(
+        'Will credit 0 orders; finalise 0 payouts; 0 into review; 5 back to retrying with a fresh budget.',
+      );
       expect(html.body).toContain('sends it back to retrying with a fresh retry budget');
       expect(html.body).not.toContain('ends in review');
     } finally {
@@ -125,18 +205,29 @@ describe('the Callbacks page and replays that say what they will do', () => {
     }
   });
 
-  it('the dry run from the list\'s link totals the money by currency; a replay then shows what became of its jobs and how much; the replays page, its JSON and `pnpm cli replay list` agree', async () => {
+  it("the dry run from the list's link totals the money by currency; a replay then shows what became of its jobs and how much; the replays page, its JSON and `pnpm cli replay list` agree", async () => {
     // The dry run, from that link: all five, and the money by currency.
     const plan = await page('operator', dryRunLink);
     expect(plan.statusCode, plan.body).toBe(200);
     expect(plan.body).toContain('Dry run: 5 failed job(s) match');
-    expect(plan.body).toContain('Will credit 4 orders, 600.60 INR + 5.50 USD; finalise 1 payout (1 succeeded, 70.00 PHP; 0 refused); 0 into review; 0 back to retrying with a fresh budget.');
+    expect(plan.body).toContain(
+      'Will credit 4 orders, 600.60 INR + 5.50 USD; finalise 1 payout (1 succeeded, 70.00 PHP; 0 refused); 0 into review; 0 back to retrying with a fresh budget.',
+    );
     expect(plan.body).toContain('value="PLATFORM_HTTP_ERROR, PLATFORM_TIMEOUT"');
-    const res = await api('operator', 'POST', '/api/replays', { filter: { status: ['failed'], code: CODES, from: started }, reason: 'platform back after the outage', ratePerSecond: 50 });
+    const res = await api('operator', 'POST', '/api/replays', {
+      filter: { status: ['failed'], code: CODES, from: started },
+      reason: 'platform back after the outage',
+      ratePerSecond: 50,
+    });
     expect(res.statusCode, res.body).toBe(202);
     const id = (res.json() as { replay: { id: number } }).replay.id;
-    for (const o of outage) await waitFor(async () => ['applied'].includes((await statusOf(o.jobId)) ?? ''), { timeoutMs: 20_000, message: `${o.jobId} not applied` });
-    for (const o of outage.filter((_, i) => i !== 3)) expect((await ledgerOf(env.db.db, o.merchantOrderNo)).ledger).toHaveLength(1);
+    for (const o of outage)
+      await waitFor(async () => ['applied'].includes((await statusOf(o.jobId)) ?? ''), {
+        timeoutMs: 20_000,
+        message: `${o.jobId} not applied`,
+      });
+    for (const o of outage.filter((_, i) => i !== 3))
+      expect((await ledgerOf(env.db.db, o.merchantOrderNo)).ledger).toHaveLength(1);
     // The driver marks the replay finished after its last job was sent back, which can be after that job ran.
     let replay: { status: string; outcomes: unknown[] } = { status: '', outcomes: [] };
     await waitFor(
@@ -169,8 +260,13 @@ describe('the Callbacks page and replays that say what they will do', () => {
     } finally {
       spy.mockRestore();
     }
-    const row = lines.join('\n').split('\n').find((l) => l.startsWith(String(id)));
-    expect(row).toMatch(/finished\s+5 \/ 5\s+3 credited, 600\.60 INR; 1 credited, 5\.50 USD; 1 payout finalised, 70\.00 PHP\s+otto\.operator@example\.com\s+platform back after the outage/);
+    const row = lines
+      .join('\n')
+      .split('\n')
+      .find((l) => l.startsWith(String(id)));
+    expect(row).toMatch(
+      /finished\s+5 \/ 5\s+3 credited, 600\.60 INR; 1 credited, 5\.50 USD; 1 payout finalised, 70\.00 PHP\s+otto\.operator@example\.com\s+platform back after the outage/,
+    );
 
     // The order page still shows the failure the replay repaired, and its platform order.
     const order = await page('viewer', `/orders/${outage[0]!.merchantOrderNo}`);
@@ -199,25 +295,49 @@ describe('the Callbacks page and replays that say what they will do', () => {
     expect(list.body).toContain('Run 2 job(s) now');
     expect((await page('viewer', '/callbacks?status=retrying')).body).not.toContain('action="/callbacks/run-now"');
 
-    const form: [string, string][] = [['status', 'retrying'], ['back', '/callbacks?status=retrying']];
+    const form: [string, string][] = [
+      ['status', 'retrying'],
+      ['back', '/callbacks?status=retrying'],
+    ];
     const denied = await post('viewer', '/callbacks/run-now', [...form, ['reason', 'try']]);
     expect(denied.statusCode).toBe(403);
     expect(denied.body).not.toContain('queue.promote'); // a page names the role, not the internal action
     expect(denied.body).toContain('This needs the role operator');
     const noReason = await post('operator', '/callbacks/run-now', [...form, ['reason', ' ']]);
     expect(decodeURIComponent(String(noReason.headers.location))).toMatch(/error=a\+reason\+is\+required/);
-    const wrongStatus = await post('operator', '/callbacks/run-now', [['status', 'failed'], ['reason', 'x']]);
-    expect(decodeURIComponent(String(wrongStatus.headers.location)).replaceAll('+', ' ')).toMatch(/status must be retrying or waiting \(got failed\)/);
+    const wrongStatus = await post('operator', '/callbacks/run-now', [
+      ['status', 'failed'],
+      ['reason', 'x'],
+    ]);
+    expect(decodeURIComponent(String(wrongStatus.headers.location)).replaceAll('+', ' ')).toMatch(
+      /status must be retrying or waiting \(got failed\)/,
+    );
     for (const o of made) expect(await (await stack.queue.getJob(o.jobId))!.isDelayed()).toBe(true);
 
     const ran = await post('operator', '/callbacks/run-now', [...form, ['reason', 'platform is back']]);
     expect(ran.statusCode).toBe(303);
     expect(decodeURIComponent(String(ran.headers.location)).replaceAll('+', ' ')).toContain('ok=2 job(s) run now.');
-    for (const o of made) await waitFor(async () => (await ledgerOf(env.db.db, o.merchantOrderNo)).order.status === 'credited', { timeoutMs: 15_000 });
-    const [audit] = await env.db.db.select().from(operatorActions).where(eq(operatorActions.action, 'queue.promote')).orderBy(desc(operatorActions.id)).limit(1);
-    expect(audit).toMatchObject({ operator: 'otto.operator@example.com', reason: 'platform is back', outcome: 'promoted', target: 'callbacks:status=retrying' });
+    for (const o of made)
+      await waitFor(async () => (await ledgerOf(env.db.db, o.merchantOrderNo)).order.status === 'credited', {
+        timeoutMs: 15_000,
+      });
+    const [audit] = await env.db.db
+      .select()
+      .from(operatorActions)
+      .where(eq(operatorActions.action, 'queue.promote'))
+      .orderBy(desc(operatorActions.id))
+      .limit(1);
+    expect(audit).toMatchObject({
+      operator: 'otto.operator@example.com',
+      reason: 'platform is back',
+      outcome: 'promoted',
+      target: 'callbacks:status=retrying',
+    });
     expect(audit!.details).toMatchObject({ promoted: 2 });
-    const denials = await env.db.db.select().from(operatorActions).where(and(eq(operatorActions.action, 'queue.promote'), eq(operatorActions.outcome, 'denied')));
+    const denials = await env.db.db
+      .select()
+      .from(operatorActions)
+      .where(and(eq(operatorActions.action, 'queue.promote'), eq(operatorActions.outcome, 'denied')));
     expect(denials.map((d) => d.operator)).toEqual(['vera.viewer@example.com']);
   }, 60_000);
 
@@ -226,7 +346,20 @@ describe('the Callbacks page and replays that say what they will do', () => {
     await env.db.db.insert(callbackArrivals).values(
       Array.from({ length: 60 }, (_, i) => {
         const at = new Date(base + i * 60_000);
-        return { jobId: `payin-P-OLD-${i}-6`, kind: 'payin' as const, orderNo: `P-OLD-${i}`, state: 6, merchantOrderNo: `MO-OLD-${i}`, amount: '1.00', receivedAt: at, firstSeenAt: at, updatedAt: at, attempts: 1, status: 'applied' as const, outcome: 'credited' };
+        return {
+          jobId: `payin-P-OLD-${i}-6`,
+          kind: 'payin' as const,
+          orderNo: `P-OLD-${i}`,
+          state: 6,
+          merchantOrderNo: `MO-OLD-${i}`,
+          amount: '1.00',
+          receivedAt: at,
+          firstSeenAt: at,
+          updatedAt: at,
+          attempts: 1,
+          status: 'applied' as const,
+          outcome: 'credited',
+        };
       }),
     );
     const first = await page('viewer', '/callbacks?from=1999-03-01+00:00&to=1999-03-02+00:00');

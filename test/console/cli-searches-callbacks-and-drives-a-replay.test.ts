@@ -24,7 +24,10 @@ function cli(role: keyof typeof TOKENS, ...args: string[]): Promise<{ code: numb
     execFile(
       process.execPath,
       [CLI, ...args],
-      { env: { PATH: process.env.PATH, CONSOLE_URL: stack.url, CONSOLE_OPERATOR_TOKEN: TOKENS[role] }, timeout: 30_000 },
+      {
+        env: { PATH: process.env.PATH, CONSOLE_URL: stack.url, CONSOLE_OPERATOR_TOKEN: TOKENS[role] },
+        timeout: 30_000,
+      },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -36,7 +39,15 @@ async function failedPayin() {
   await createOrder(env.db.db, { ...o, kind: 'payin', amount: '64.00' });
   stack.platform.failNext(o.merchantOrderNo, 1, 500);
   const jobId = await stack.add(payinEvent({ ...o, fiatAmount: '64.00' }), 1);
-  await waitFor(async () => (await env.db.db.select().from(callbackArrivals).where(and(eq(callbackArrivals.jobId, jobId), eq(callbackArrivals.status, 'failed'))))[0]);
+  await waitFor(
+    async () =>
+      (
+        await env.db.db
+          .select()
+          .from(callbackArrivals)
+          .where(and(eq(callbackArrivals.jobId, jobId), eq(callbackArrivals.status, 'failed')))
+      )[0],
+  );
   stack.platform.setOrder(platformOrder({ ...o, type: 'payin', state: 6, amountJson: '64.00' }));
   return { ...o, jobId };
 }
@@ -46,7 +57,9 @@ describe('pnpm cli callbacks / replay', () => {
     const o = await failedPayin();
     const found = await cli('viewer', 'callbacks', 'search', '--merchant-order-no', o.merchantOrderNo, '--timeline');
     expect(found.code, found.stderr).toBe(0);
-    expect(found.stdout).toMatch(new RegExp(`failed\\s+payin\\s+${o.merchantOrderNo}\\s+${o.orderNo}\\s+6\\s+64.00\\s+1\\s+PLATFORM_HTTP_ERROR`));
+    expect(found.stdout).toMatch(
+      new RegExp(`failed\\s+payin\\s+${o.merchantOrderNo}\\s+${o.orderNo}\\s+6\\s+64.00\\s+1\\s+PLATFORM_HTTP_ERROR`),
+    );
     expect(found.stdout).toContain('job-failed');
     expect((await cli('viewer', 'callbacks', 'search', '--merchant-order-no', 'MO-none')).code).toBe(3);
 
@@ -55,24 +68,56 @@ describe('pnpm cli callbacks / replay', () => {
     expect(plan.stdout).toMatch(/1 failed job\(s\) match/);
     expect(plan.stdout).toMatch(/will apply \(credit or finalise\)\s+1/);
 
-    const denied = await cli('viewer', 'replay', 'start', '--merchant-order-no', o.merchantOrderNo, '--reason', 'customer paid');
+    const denied = await cli(
+      'viewer',
+      'replay',
+      'start',
+      '--merchant-order-no',
+      o.merchantOrderNo,
+      '--reason',
+      'customer paid',
+    );
     expect(denied.code).toBe(1);
     expect(denied.stderr).toMatch(/403 FORBIDDEN replays.start needs the role operator/);
     expect((await cli('operator', 'replay', 'start', '--merchant-order-no', o.merchantOrderNo)).code).toBe(2);
 
-    const started = await cli('operator', 'replay', 'start', '--merchant-order-no', o.merchantOrderNo, '--reason', 'customer paid, Get order was down', '--rate', '5', '--wait');
+    const started = await cli(
+      'operator',
+      'replay',
+      'start',
+      '--merchant-order-no',
+      o.merchantOrderNo,
+      '--reason',
+      'customer paid, Get order was down',
+      '--rate',
+      '5',
+      '--wait',
+    );
     expect(started.code, started.stderr).toBe(0);
     const id = /started replay (\d+) running/.exec(started.stdout)?.[1];
     expect(id).toBeDefined();
-    expect(started.stderr).toMatch(new RegExp(`replay ${id} finished: 1 of 1 sent back, 0 skipped, 0 to go at 5/s \\(by otto.operator@example.com\\)`));
+    expect(started.stderr).toMatch(
+      new RegExp(
+        `replay ${id} finished: 1 of 1 sent back, 0 skipped, 0 to go at 5/s \\(by otto.operator@example.com\\)`,
+      ),
+    );
     const status = await cli('viewer', 'replay', 'status', id!, '--json');
     expect(JSON.parse(status.stdout)).toMatchObject({ id: Number(id), status: 'finished', replayed: 1 });
     const late = await cli('operator', 'replay', 'cancel', id!, '--reason', 'too late');
     expect(late.code).toBe(1);
     expect(late.stderr).toMatch(/409 REPLAY_NOT_RUNNING/);
 
-    await waitFor(async () => (await cli('viewer', 'callbacks', 'search', '--merchant-order-no', o.merchantOrderNo)).stdout.includes('credited'), { timeoutMs: 15_000 });
-    const audit = await env.db.db.select().from(operatorActions).where(eq(operatorActions.target, `callbacks:merchantOrderNo=${o.merchantOrderNo}`));
+    await waitFor(
+      async () =>
+        (await cli('viewer', 'callbacks', 'search', '--merchant-order-no', o.merchantOrderNo)).stdout.includes(
+          'credited',
+        ),
+      { timeoutMs: 15_000 },
+    );
+    const audit = await env.db.db
+      .select()
+      .from(operatorActions)
+      .where(eq(operatorActions.target, `callbacks:merchantOrderNo=${o.merchantOrderNo}`));
     expect(audit.map((a) => [a.operator, a.action, a.outcome, a.reason])).toEqual(
       expect.arrayContaining([
         ['vera.viewer@example.com', 'replays.start', 'denied', 'customer paid'],
@@ -87,7 +132,9 @@ describe('pnpm cli callbacks / replay', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/^400 REQUEST_INVALID .*status/);
     expect((await cli('operator', 'replay', 'status', 'abc')).code).toBe(2);
-    expect((await cli('operator', 'replay', 'start', '--status', 'failed', '--reason', 'x', '--rate', 'fast')).code).toBe(2);
+    expect(
+      (await cli('operator', 'replay', 'start', '--status', 'failed', '--reason', 'x', '--rate', 'fast')).code,
+    ).toBe(2);
     const tooFast = await cli('operator', 'replay', 'start', '--status', 'failed', '--reason', 'x', '--rate', '5000');
     expect(tooFast.stderr).toMatch(/400 REQUEST_INVALID ratePerSecond 5000 is above CONSOLE_REPLAY_MAX_RATE/);
   });

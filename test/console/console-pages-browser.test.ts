@@ -8,7 +8,6 @@ import { ARTIFACTS, launchBrowser, waitForFocus } from './helpers/browser.ts';
 import { OPERATORS, TOKENS } from '../../apps/console/test/helpers/operators.ts';
 import { ledgerOf, startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
 
-
 const env = useTestEnv();
 let stack: OpsStack;
 let browser: Browser | undefined;
@@ -44,7 +43,8 @@ async function logIn(page: Page, token: string) {
   await Promise.all([page.waitForURL(`${stack.url}/search`), page.keyboard.press('Enter')]);
 }
 
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `console-${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) =>
+  page.screenshot({ path: path.join(ARTIFACTS, `console-${name}.png`), fullPage: true });
 
 describe('the console pages in a browser', () => {
   it('an operator finds an order by its number, reads its timeline, re-verifies its review with a note, and the audit page shows it', async () => {
@@ -65,10 +65,21 @@ describe('the console pages in a browser', () => {
       await shot(page, 'order-with-review');
 
       // 2. The platform now confirms the amount: re-verify, with the operator's note, from the order page.
-      stack.platform.setOrder(platformOrder({ orderNo: `P-${merchantOrderNo.slice(3)}`, merchantOrderNo, type: 'payin', state: 6, amountJson: '100.00' }));
+      stack.platform.setOrder(
+        platformOrder({
+          orderNo: `P-${merchantOrderNo.slice(3)}`,
+          merchantOrderNo,
+          type: 'payin',
+          state: 6,
+          amountJson: '100.00',
+        }),
+      );
       const card = page.locator(`#review-${reviewId}`);
       await card.getByLabel('Why re-verify now?').fill('platform support confirmed 100.00 by phone (ticket 7781)');
-      await Promise.all([page.waitForURL(/ok=/), card.getByRole('button', { name: `Re-verify review ${reviewId}` }).click()]);
+      await Promise.all([
+        page.waitForURL(/ok=/),
+        card.getByRole('button', { name: `Re-verify review ${reviewId}` }).click(),
+      ]);
       await page.getByRole('status').filter({ hasText: 'credited (or finalised) once' }).waitFor();
       expect(await page.locator('h1').innerText()).toMatch(/credited/);
       expect((await ledgerOf(env.db.db, merchantOrderNo)).ledger).toHaveLength(1);
@@ -78,7 +89,9 @@ describe('the console pages in a browser', () => {
       await page.getByRole('link', { name: 'Audit', exact: true }).click();
       const row = page.locator('tr', { hasText: `review:${reviewId}` });
       await row.waitFor();
-      expect(await row.innerText()).toMatch(/otto\.operator@example\.com[\s\S]*reviews\.reverify[\s\S]*platform support confirmed 100\.00 by phone \(ticket 7781\)[\s\S]*applied/);
+      expect(await row.innerText()).toMatch(
+        /otto\.operator@example\.com[\s\S]*reviews\.reverify[\s\S]*platform support confirmed 100\.00 by phone \(ticket 7781\)[\s\S]*applied/,
+      );
       await shot(page, 'audit');
 
       // 4. The reviews inbox, now without it.
@@ -108,8 +121,10 @@ describe('the console pages in a browser', () => {
       // The posts the operator's page would send, with the viewer's session, from this origin (the page's CSP lets
       // no script fetch, so they go through the browser context's request API with the page's Origin).
       const origin = { origin: stack.url! };
-      const form = (url: string) => page.request.post(`${stack.url}${url}`, { headers: origin, form: { reason: 'x' }, maxRedirects: 0 });
-      const json = (url: string, data: object) => page.request.post(`${stack.url}${url}`, { headers: origin, data, maxRedirects: 0 });
+      const form = (url: string) =>
+        page.request.post(`${stack.url}${url}`, { headers: origin, form: { reason: 'x' }, maxRedirects: 0 });
+      const json = (url: string, data: object) =>
+        page.request.post(`${stack.url}${url}`, { headers: origin, data, maxRedirects: 0 });
       const answers = await Promise.all([
         form(`/reviews/${reviewId}/reverify`),
         form(`/reviews/${reviewId}/dismiss`),

@@ -21,9 +21,13 @@ beforeAll(async () => {
 /** Run the waiting jobs through a worker that fails them for good, so the test has a failed job to aim at. */
 async function failWaitingJobs() {
   const connection = createRedis(env.redisUrl, 'worker');
-  const worker = new Worker('callbacks', async () => {
-    throw new UnrecoverableError('PLATFORM_HTTP_ERROR: scripted');
-  }, { connection, prefix: env.prefix });
+  const worker = new Worker(
+    'callbacks',
+    async () => {
+      throw new UnrecoverableError('PLATFORM_HTTP_ERROR: scripted');
+    },
+    { connection, prefix: env.prefix },
+  );
   try {
     await waitFor(async () => (await stateOf()) === 'failed', { message: 'job did not fail' });
   } finally {
@@ -55,14 +59,48 @@ describe('authentication of the dashboard and the ops API', () => {
   it.each([
     ['nothing', {}],
     ['a wrong bearer token', { authorization: `Bearer ${TOKEN}x` }],
-    ['a forged session cookie', { cookie: `${SESSION_COOKIE}=v3.9999999999.YWRtaW4.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.${'A'.repeat(43)}` }],
-    ['a session signed with another key', { cookie: `${SESSION_COOKIE}=${createSessionCodec({ secret: 'another-secret-0123456789' }).issue('admin', sha256Hex(TOKEN)).value}` }],
-    ['a session signed with the admin token', { cookie: `${SESSION_COOKIE}=${createSessionCodec({ secret: TOKEN }).issue('admin', sha256Hex(TOKEN)).value}` }],
-    ['an expired session', { cookie: `${SESSION_COOKIE}=${createSessionCodec({ secret: SESSION_SECRET, now: () => Date.now() - 5 * 3600_000 }).issue('admin', sha256Hex(TOKEN)).value}` }],
+    [
+      'a forged session cookie',
+      {
+        cookie: `${SESSION_COOKIE}=v3.9999999999.YWRtaW4.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.${'A'.repeat(43)}`,
+      },
+    ],
+    [
+      'a session signed with another key',
+      {
+        cookie: `${SESSION_COOKIE}=${createSessionCodec({ secret: 'another-secret-0123456789' }).issue('admin', sha256Hex(TOKEN)).value}`,
+      },
+    ],
+    [
+      'a session signed with the admin token',
+      { cookie: `${SESSION_COOKIE}=${createSessionCodec({ secret: TOKEN }).issue('admin', sha256Hex(TOKEN)).value}` },
+    ],
+    [
+      'an expired session',
+      {
+        cookie: `${SESSION_COOKIE}=${createSessionCodec({ secret: SESSION_SECRET, now: () => Date.now() - 5 * 3600_000 }).issue('admin', sha256Hex(TOKEN)).value}`,
+      },
+    ],
   ])('answers 401 with %s and changes nothing', async (_what, headers) => {
-    await env.db.db.insert(reviews).values({ kind: 'payin', orderNo: 'R1', state: 6, merchantOrderNo: 'MO-R1', reasonCode: 'VERIFY_AMOUNT_MISMATCH', reason: 'r', event: {} }).onConflictDoNothing();
+    await env.db.db
+      .insert(reviews)
+      .values({
+        kind: 'payin',
+        orderNo: 'R1',
+        state: 6,
+        merchantOrderNo: 'MO-R1',
+        reasonCode: 'VERIFY_AMOUNT_MISMATCH',
+        reason: 'r',
+        event: {},
+      })
+      .onConflictDoNothing();
     for (const route of ROUTES()) {
-      const res = await stack.app.inject({ method: route.method, url: route.url, payload: route.payload, headers: { ...headers, origin: 'http://console.test', host: 'console.test' } });
+      const res = await stack.app.inject({
+        method: route.method,
+        url: route.url,
+        payload: route.payload,
+        headers: { ...headers, origin: 'http://console.test', host: 'console.test' },
+      });
       expect(res.statusCode, `${route.method} ${route.url}`).toBe(401);
       expect(res.json()).toMatchObject({ code: 'UNAUTHORIZED' });
     }
@@ -71,7 +109,11 @@ describe('authentication of the dashboard and the ops API', () => {
   });
 
   it('sends a browser opening /queues without a session a 401 page that links to the login form', async () => {
-    const res = await stack.app.inject({ method: 'GET', url: '/queues/queue/callbacks?status=failed', headers: { accept: 'text/html,application/xhtml+xml' } });
+    const res = await stack.app.inject({
+      method: 'GET',
+      url: '/queues/queue/callbacks?status=failed',
+      headers: { accept: 'text/html,application/xhtml+xml' },
+    });
     expect(res.statusCode).toBe(401);
     expect(res.headers['content-type']).toMatch(/text\/html/);
     expect(res.body).toContain('href="/login?next=%2Fqueues%2Fqueue%2Fcallbacks%3Fstatus%3Dfailed"');
@@ -80,7 +122,16 @@ describe('authentication of the dashboard and the ops API', () => {
   it('logs in with the token: an HttpOnly, SameSite=Strict cookie, Secure when configured; a wrong token gets no cookie', async () => {
     const form = (token: string, next = '/queues') => new URLSearchParams({ token, next }).toString();
     const post = (payload: string, app = stack.app) =>
-      app.inject({ method: 'POST', url: '/login', payload, headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://console.test', host: 'console.test' } });
+      app.inject({
+        method: 'POST',
+        url: '/login',
+        payload,
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          origin: 'http://console.test',
+          host: 'console.test',
+        },
+      });
 
     const wrong = await post(form('not-the-token-at-all'));
     expect(wrong.statusCode).toBe(401);
@@ -108,7 +159,11 @@ describe('authentication of the dashboard and the ops API', () => {
       method: 'POST',
       url: '/login',
       payload: form(TOKEN),
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://evil.example', host: 'console.test' },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        origin: 'http://evil.example',
+        host: 'console.test',
+      },
     });
     expect(crossSite.statusCode).toBe(403);
     expect(crossSite.headers['set-cookie']).toBeUndefined();
@@ -130,8 +185,14 @@ describe('authentication of the dashboard and the ops API', () => {
     expect(await stateOf()).toBe('failed');
 
     // Reading with the cookie needs no Origin; acting with it from the same origin works.
-    expect((await stack.app.inject({ method: 'GET', url: '/queues/api/queues', headers: { cookie } })).statusCode).toBe(200);
-    const same = await stack.app.inject({ method: 'PUT', url, headers: { cookie, host: 'console.test', 'sec-fetch-site': 'same-origin', 'x-reason': 'cause fixed' } });
+    expect((await stack.app.inject({ method: 'GET', url: '/queues/api/queues', headers: { cookie } })).statusCode).toBe(
+      200,
+    );
+    const same = await stack.app.inject({
+      method: 'PUT',
+      url,
+      headers: { cookie, host: 'console.test', 'sec-fetch-site': 'same-origin', 'x-reason': 'cause fixed' },
+    });
     expect(same.statusCode).toBe(204);
     expect(await stateOf()).toBe('waiting');
     await failWaitingJobs();
@@ -143,7 +204,11 @@ describe('authentication of the dashboard and the ops API', () => {
     const before = await stack.queue.getJobCounts();
     const refused = [
       { method: 'PUT' as const, url: `/queues/api/queues/callbacks/${jobId}/clean` },
-      { method: 'PATCH' as const, url: `/queues/api/queues/callbacks/${jobId}/update-data`, payload: { data: { fiatAmount: '1' } } },
+      {
+        method: 'PATCH' as const,
+        url: `/queues/api/queues/callbacks/${jobId}/update-data`,
+        payload: { data: { fiatAmount: '1' } },
+      },
       { method: 'POST' as const, url: '/queues/api/queues/callbacks/add', payload: { name: 'payin', data: {} } },
       { method: 'PUT' as const, url: '/queues/api/queues/callbacks/empty' },
       { method: 'PUT' as const, url: '/queues/api/queues/callbacks/obliterate', payload: {} },
@@ -160,10 +225,22 @@ describe('authentication of the dashboard and the ops API', () => {
   });
 
   it('shows job data through the formatter: order numbers and state, never amounts or the merchant number', async () => {
-    const res = await stack.app.inject({ method: 'GET', url: `/queues/api/queues/callbacks/${jobId}`, headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await stack.app.inject({
+      method: 'GET',
+      url: `/queues/api/queues/callbacks/${jobId}`,
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(res.statusCode).toBe(200);
     const { job } = res.json() as { job: { data: Record<string, unknown> } };
-    expect(Object.keys(job.data).sort()).toEqual(['hiddenFields', 'kind', 'merchantOrderNo', 'orderNo', 'receivedAt', 'source', 'state']);
+    expect(Object.keys(job.data).sort()).toEqual([
+      'hiddenFields',
+      'kind',
+      'merchantOrderNo',
+      'orderNo',
+      'receivedAt',
+      'source',
+      'state',
+    ]);
     expect(res.body).not.toContain('5.00');
     expect(res.body).not.toContain('17.3');
   });

@@ -10,7 +10,6 @@ import { ARTIFACTS, launchBrowser } from './helpers/browser.ts';
 import { OPERATORS, TOKENS } from '../../apps/console/test/helpers/operators.ts';
 import { ledgerOf, startOpsStack, TOKEN, type OpsStack } from './helpers/ops-harness.ts';
 
-
 const env = useTestEnv();
 let stack: OpsStack;
 let browser: Browser | undefined;
@@ -45,7 +44,9 @@ async function logIn(page: Page, token: string, next: string) {
 /** The labels of the board's visible buttons (board-guard.js names icon buttons after their icon). */
 const visibleButtons = (page: Page) =>
   page.$$eval('button', (els) =>
-    els.filter((e) => (e as unknown as { offsetParent: unknown }).offsetParent !== null).map((e) => (e.getAttribute('aria-label') || e.textContent || '').trim()),
+    els
+      .filter((e) => (e as unknown as { offsetParent: unknown }).offsetParent !== null)
+      .map((e) => (e.getAttribute('aria-label') || e.textContent || '').trim()),
   );
 
 describe('the dashboard in a browser', () => {
@@ -60,42 +61,71 @@ describe('the dashboard in a browser', () => {
       await page.fill('#token', TOKENS.operator);
       await Promise.all([page.waitForURL(`${stack.url}/queues`), page.click('button[type=submit]')]);
       const cookies = await page.context().cookies();
-      expect(cookies.find((c) => c.name === 'mcb_console_session')).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+      expect(cookies.find((c) => c.name === 'mcb_console_session')).toMatchObject({
+        httpOnly: true,
+        sameSite: 'Strict',
+      });
 
       // 2. The failed list shows the job, titled with our order number, and its reason; no refused control is offered.
       await page.goto(`${stack.url}/queues/queue/callbacks?status=failed`);
       await page.getByText(merchantOrderNo).first().waitFor({ timeout: 15_000 });
-      await page.getByText(/HTTP 500/).first().waitFor();
+      await page
+        .getByText(/HTTP 500/)
+        .first()
+        .waitFor();
       const buttons = await visibleButtons(page);
       expect(buttons).toContain('Retry');
       for (const refused of ['Clean all', 'Duplicate', 'Edit', 'Delete']) expect(buttons).not.toContain(refused);
 
       // 3. Fix the cause, then retry from the card: the page asks why, and sends it with the action.
       stack.platform.failNext(merchantOrderNo, 0, 500);
-      page.on('dialog', (d) => void (d.type() === 'prompt' ? d.accept('customer paid at 02:50; Get order is back') : d.accept()));
-      await page.getByText(merchantOrderNo).first().locator('xpath=preceding::button[@aria-label="Retry"][1] | following::button[@aria-label="Retry"][1]').first().click();
+      page.on(
+        'dialog',
+        (d) => void (d.type() === 'prompt' ? d.accept('customer paid at 02:50; Get order is back') : d.accept()),
+      );
+      await page
+        .getByText(merchantOrderNo)
+        .first()
+        .locator('xpath=preceding::button[@aria-label="Retry"][1] | following::button[@aria-label="Retry"][1]')
+        .first()
+        .click();
       const confirm = page.getByRole('button', { name: /^(retry|confirm|yes)$/i }).last();
       if (await confirm.isVisible().catch(() => false)) await confirm.click();
 
       // 4. The worker replays it: credited, once; the audit trail names the operator and the reason.
-      await waitFor(async () => (await ledgerOf(env.db.db, merchantOrderNo)).order.status === 'credited', { timeoutMs: 15_000, message: 'order not credited' });
+      await waitFor(async () => (await ledgerOf(env.db.db, merchantOrderNo)).order.status === 'credited', {
+        timeoutMs: 15_000,
+        message: 'order not credited',
+      });
       expect((await ledgerOf(env.db.db, merchantOrderNo)).ledger).toHaveLength(1);
       const [audit] = await waitFor(async () => {
-        const rows = await env.db.db.select().from(operatorActions).where(eq(operatorActions.target, `job:callbacks/${jobId}`));
+        const rows = await env.db.db
+          .select()
+          .from(operatorActions)
+          .where(eq(operatorActions.target, `job:callbacks/${jobId}`));
         return rows.length ? rows : undefined;
       });
-      expect(audit).toMatchObject({ operator: 'otto.operator@example.com', action: 'queue.retry', reason: 'customer paid at 02:50; Get order is back', outcome: 'done' });
+      expect(audit).toMatchObject({
+        operator: 'otto.operator@example.com',
+        action: 'queue.retry',
+        reason: 'customer paid at 02:50; Get order is back',
+        outcome: 'done',
+      });
       await page.goto(`${stack.url}/queues/queue/callbacks?status=completed`);
       await page.getByText(merchantOrderNo).first().waitFor({ timeout: 15_000 });
       // Retry-all is for failed jobs only: not offered on the completed list (one completed job may be retried).
-      await waitFor(async () => !(await visibleButtons(page)).includes('Retry all'), { message: 'Retry all still offered on the completed list' });
+      await waitFor(async () => !(await visibleButtons(page)).includes('Retry all'), {
+        message: 'Retry all still offered on the completed list',
+      });
       expect(await visibleButtons(page)).toContain('Retry');
       await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-retry.png'), fullPage: true });
 
       // 5. An action the server refuses is not silent: the page shows the refusal.
       const alert = page.waitForEvent('dialog', { predicate: (d) => d.type() === 'alert' });
       // As bull-board's own client sends it (XHR, through board-guard.js).
-      await page.evaluate(`(() => { const x = new XMLHttpRequest(); x.open('PUT', 'api/queues/callbacks/${jobId}/clean'); x.send(); })()`);
+      await page.evaluate(
+        `(() => { const x = new XMLHttpRequest(); x.open('PUT', 'api/queues/callbacks/${jobId}/clean'); x.send(); })()`,
+      );
       expect((await alert).message()).toMatch(/^Refused \(403\): this dashboard action is disabled/);
     } finally {
       await page.close();
@@ -109,7 +139,8 @@ describe('the dashboard in a browser', () => {
       await logIn(page, TOKENS.viewer, '/queues/queue/callbacks?status=failed');
       await page.getByText(merchantOrderNo).first().waitFor({ timeout: 15_000 });
       const buttons = await visibleButtons(page);
-      for (const action of ['Retry', 'Retry all', 'Clean all', 'Duplicate', 'Edit', 'Delete']) expect(buttons).not.toContain(action);
+      for (const action of ['Retry', 'Retry all', 'Clean all', 'Duplicate', 'Edit', 'Delete'])
+        expect(buttons).not.toContain(action);
       await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-viewer.png'), fullPage: true });
       // Sent anyway, as the page would: the server refuses it, naming the role it needs, and the page says so.
       const alerts: string[] = [];
@@ -117,7 +148,10 @@ describe('the dashboard in a browser', () => {
         if (d.type() === 'alert') alerts.push(d.message());
         void (d.type() === 'prompt' ? d.accept('just looking') : d.accept());
       });
-      const status = await page.evaluate(async (id) => (await fetch(`api/queues/callbacks/${id}/retry`, { method: 'PUT' })).status, jobId);
+      const status = await page.evaluate(
+        async (id) => (await fetch(`api/queues/callbacks/${id}/retry`, { method: 'PUT' })).status,
+        jobId,
+      );
       expect(status).toBe(403);
       expect(alerts).toEqual([expect.stringMatching(/^Refused \(403\): queue\.retry needs the role operator/)]);
       expect(await stack.queue.getJobState(jobId)).toBe('failed');
@@ -134,16 +168,24 @@ describe('the dashboard in a browser', () => {
         await logIn(page, TOKENS.viewer, '/search');
         // bull-board's page, with its scripts, under frame-ancestors 'none' and nosniff: it renders the job.
         const board = await page.goto(`${stack.url}/queues/queue/callbacks?status=failed`);
-        expect(board?.headers()).toMatchObject({ 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff', 'content-security-policy': "frame-ancestors 'none'" });
+        expect(board?.headers()).toMatchObject({
+          'x-frame-options': 'DENY',
+          'x-content-type-options': 'nosniff',
+          'content-security-policy': "frame-ancestors 'none'",
+        });
         await page.getByText(merchantOrderNo).first().waitFor({ timeout: 15_000 });
-        for (const action of ['Retry', 'Retry all', 'Clean all']) expect(await visibleButtons(page)).not.toContain(action);
+        for (const action of ['Retry', 'Retry all', 'Clean all'])
+          expect(await visibleButtons(page)).not.toContain(action);
         await page.screenshot({ path: path.join(ARTIFACTS, `dashboard-viewer-headers-${width}.png`), fullPage: true });
         // A console page: its own CSP with frame-ancestors merged in, and it renders.
         const order = await page.goto(`${stack.url}/orders/${merchantOrderNo}`);
         expect(order?.status()).toBe(200);
         expect(order?.headers()['content-security-policy']).toMatch(/^default-src 'none';.*frame-ancestors 'none'/);
         expect(order?.headers()['x-frame-options']).toBe('DENY');
-        await page.getByRole('heading', { name: new RegExp(merchantOrderNo) }).first().waitFor();
+        await page
+          .getByRole('heading', { name: new RegExp(merchantOrderNo) })
+          .first()
+          .waitFor();
         await page.screenshot({ path: path.join(ARTIFACTS, `console-order-headers-${width}.png`), fullPage: true });
       } finally {
         await page.close();
@@ -153,7 +195,9 @@ describe('the dashboard in a browser', () => {
     // Another port of the same host is the same site: the session cookie would go along with a framed request.
     const framer: Server = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(`<!doctype html><title>framer</title><iframe id="f" src="${stack.url}/queues/queue/callbacks?status=failed" width="800" height="600"></iframe>`);
+      res.end(
+        `<!doctype html><title>framer</title><iframe id="f" src="${stack.url}/queues/queue/callbacks?status=failed" width="800" height="600"></iframe>`,
+      );
     });
     await new Promise<void>((resolve) => framer.listen(0, '127.0.0.1', resolve));
     const page = await browser!.newPage();

@@ -15,9 +15,13 @@ const cookies: Partial<Record<'viewer' | 'operator', string>> = {};
 
 async function failWaitingJobs() {
   const connection = createRedis(env.redisUrl, 'worker');
-  const worker = new Worker('callbacks', async () => {
-    throw new UnrecoverableError('PLATFORM_HTTP_ERROR: scripted');
-  }, { connection, prefix: env.prefix });
+  const worker = new Worker(
+    'callbacks',
+    async () => {
+      throw new UnrecoverableError('PLATFORM_HTTP_ERROR: scripted');
+    },
+    { connection, prefix: env.prefix },
+  );
   try {
     await waitFor(async () => (await stack.queue.getJobState(jobId)) === 'failed', { message: 'job did not fail' });
   } finally {
@@ -30,7 +34,11 @@ async function loginAs(role: 'viewer' | 'operator') {
   const res = await stack.app.inject({
     method: 'POST',
     url: '/login',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://console.test', host: 'console.test' },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      origin: 'http://console.test',
+      host: 'console.test',
+    },
     payload: new URLSearchParams({ token: TOKENS[role], next: '/queues' }).toString(),
   });
   expect(res.statusCode).toBe(303);
@@ -82,10 +90,19 @@ const credentials = (role: 'viewer' | 'operator') => [
 /** bull-board's own route table (the console's copy of @bull-board/api), so a route a new version adds is tested too. */
 const bullBoardRoutes = (): { method: string; route: string }[] => {
   const require = createRequire(new URL('../../apps/console/package.json', import.meta.url));
-  const { appRoutes } = require('@bull-board/api/dist/routes.js') as { appRoutes: { api: { method: string; route: string | string[] }[] } };
-  return appRoutes.api.flatMap((r) => (Array.isArray(r.route) ? r.route : [r.route]).map((route) => ({ method: r.method.toUpperCase(), route })));
+  const { appRoutes } = require('@bull-board/api/dist/routes.js') as {
+    appRoutes: { api: { method: string; route: string | string[] }[] };
+  };
+  return appRoutes.api.flatMap((r) =>
+    (Array.isArray(r.route) ? r.route : [r.route]).map((route) => ({ method: r.method.toUpperCase(), route })),
+  );
 };
-const ALLOWED = new Set(['PUT /api/queues/:queueName/:jobId/retry', 'PUT /api/queues/:queueName/retry/:queueStatus', 'PUT /api/queues/:queueName/:jobId/promote', 'PUT /api/queues/:queueName/promote']);
+const ALLOWED = new Set([
+  'PUT /api/queues/:queueName/:jobId/retry',
+  'PUT /api/queues/:queueName/retry/:queueStatus',
+  'PUT /api/queues/:queueName/:jobId/promote',
+  'PUT /api/queues/:queueName/promote',
+]);
 
 describe('the dashboard guard decides by the route matched, not by the raw URL', () => {
   it('refuses every non-GET bull-board route that is not on the allow-list, for every role, plain or encoded (deny by default)', async () => {
@@ -93,12 +110,21 @@ describe('the dashboard guard decides by the route matched, not by the raw URL',
     expect(changing.length).toBeGreaterThan(15);
     const before = await stack.queue.getJobCounts();
     const fill = (route: string) =>
-      route.replace(':queueName', 'callbacks').replace(':jobId', jobId).replace(':queueStatus', 'failed').replace(':schedulerId', 'none');
+      route
+        .replace(':queueName', 'callbacks')
+        .replace(':jobId', jobId)
+        .replace(':queueStatus', 'failed')
+        .replace(':schedulerId', 'none');
     for (const role of ['viewer', 'operator', 'admin'] as const) {
       for (const r of changing) {
         const rest = fill(r.route);
         for (const url of [`/queues${rest}`, `/%71ueues${rest}`, `/queue%73${rest}`]) {
-          const res = await stack.app.inject({ method: r.method as 'PUT', url, headers: { ...bearer(role), 'x-reason': 'trying' }, payload: {} });
+          const res = await stack.app.inject({
+            method: r.method as 'PUT',
+            url,
+            headers: { ...bearer(role), 'x-reason': 'trying' },
+            payload: {},
+          });
           expect(res.statusCode, `${role} ${r.method} ${url}: ${res.body}`).toBe(403);
         }
       }
@@ -114,7 +140,11 @@ describe('the dashboard guard decides by the route matched, not by the raw URL',
         { method: 'PUT' as const, rest: '/api/queues/callbacks/pause' },
         { method: 'PUT' as const, rest: '/api/queues/pause' },
         { method: 'PUT' as const, rest: `/api/queues/callbacks/${jobId}/clean` },
-        { method: 'PATCH' as const, rest: `/api/queues/callbacks/${jobId}/update-data`, payload: { data: { fiatAmount: '1' } } },
+        {
+          method: 'PATCH' as const,
+          rest: `/api/queues/callbacks/${jobId}/update-data`,
+          payload: { data: { fiatAmount: '1' } },
+        },
         { method: 'POST' as const, rest: '/api/queues/callbacks/add', payload: { name: 'sweep', data: {} } },
         { method: 'PUT' as const, rest: '/api/queues/callbacks/empty' },
         { method: 'PUT' as const, rest: '/api/queues/callbacks/clean/failed' },
@@ -154,7 +184,11 @@ describe('the dashboard guard decides by the route matched, not by the raw URL',
     expect(bare.statusCode).toBe(400);
     expect(await stack.queue.getJobState(jobId)).toBe('failed');
 
-    const ok = await stack.app.inject({ method: 'PUT', url: `/queue%73/api/queues/callbacks/${jobId}/retry`, headers: { ...operatorHeaders, 'x-reason': 'cause fixed' } });
+    const ok = await stack.app.inject({
+      method: 'PUT',
+      url: `/queue%73/api/queues/callbacks/${jobId}/retry`,
+      headers: { ...operatorHeaders, 'x-reason': 'cause fixed' },
+    });
     expect(ok.statusCode).toBe(204);
     expect(await stack.queue.getJobState(jobId)).toBe('waiting');
     // The intent row is written before bull-board acts, and completed once it has answered.
@@ -163,17 +197,26 @@ describe('the dashboard guard decides by the route matched, not by the raw URL',
       return all.some((r) => r.outcome === 'done') ? all : undefined;
     });
     expect(rows.filter((r) => r.outcome !== 'denied')).toEqual([
-      expect.objectContaining({ operator: 'otto.operator@example.com', target: `job:callbacks/${jobId}`, reason: 'cause fixed' }),
+      expect.objectContaining({
+        operator: 'otto.operator@example.com',
+        target: `job:callbacks/${jobId}`,
+        reason: 'cause fixed',
+      }),
     ]);
     await failWaitingJobs();
   });
 
   it('gives a viewer a read-only board without stack traces or workers, whatever the spelling, and an operator a board that acts', async () => {
-    for (const url of ['/queues/api/queues?activeQueue=callbacks&status=failed&page=1&jobsPerPage=10', '/%71ueues/api/queues?activeQueue=callbacks&status=failed&page=1&jobsPerPage=10']) {
+    for (const url of [
+      '/queues/api/queues?activeQueue=callbacks&status=failed&page=1&jobsPerPage=10',
+      '/%71ueues/api/queues?activeQueue=callbacks&status=failed&page=1&jobsPerPage=10',
+    ]) {
       for (const [how, headers] of credentials('viewer')) {
         const res = await stack.app.inject({ method: 'GET', url, headers });
         expect(res.statusCode, `${how} ${url}`).toBe(200);
-        const body = res.json() as { queues: { name: string; readOnlyMode: boolean; jobs: { stacktrace: unknown[] }[] }[] };
+        const body = res.json() as {
+          queues: { name: string; readOnlyMode: boolean; jobs: { stacktrace: unknown[] }[] }[];
+        };
         expect(body.queues.length).toBeGreaterThan(0);
         for (const q of body.queues) expect(q.readOnlyMode, `${how} ${url} ${q.name}`).toBe(true);
         const jobs = body.queues.flatMap((q) => q.jobs);
@@ -181,12 +224,20 @@ describe('the dashboard guard decides by the route matched, not by the raw URL',
         for (const j of jobs) expect(j.stacktrace).toEqual([]);
       }
     }
-    const op = await stack.app.inject({ method: 'GET', url: '/queues/api/queues?activeQueue=callbacks&status=failed&page=1&jobsPerPage=10', headers: bearer('operator') });
+    const op = await stack.app.inject({
+      method: 'GET',
+      url: '/queues/api/queues?activeQueue=callbacks&status=failed&page=1&jobsPerPage=10',
+      headers: bearer('operator'),
+    });
     const opQueues = (op.json() as { queues: { readOnlyMode: boolean; jobs: { stacktrace: unknown[] }[] }[] }).queues;
     expect(opQueues.every((q) => q.readOnlyMode === false)).toBe(true);
     expect(opQueues.flatMap((q) => q.jobs).some((j) => j.stacktrace.length > 0)).toBe(true);
 
-    const workers = await stack.app.inject({ method: 'GET', url: '/queues/api/queues/callbacks/workers', headers: bearer('operator') });
+    const workers = await stack.app.inject({
+      method: 'GET',
+      url: '/queues/api/queues/callbacks/workers',
+      headers: bearer('operator'),
+    });
     // showWorkers off: the list (Redis's CLIENT LIST: every connection's address) is not served to anyone.
     expect(workers.statusCode).toBe(403);
     expect(workers.body).not.toMatch(/addr|127\.0\.0\.1/);
@@ -194,7 +245,11 @@ describe('the dashboard guard decides by the route matched, not by the raw URL',
 
   it('adds board-guard.js to the board page, whatever the spelling', async () => {
     for (const url of ['/queues', '/%71ueues', '/queue%73/queue/callbacks']) {
-      const res = await stack.app.inject({ method: 'GET', url, headers: { cookie: cookies.viewer!, accept: 'text/html' } });
+      const res = await stack.app.inject({
+        method: 'GET',
+        url,
+        headers: { cookie: cookies.viewer!, accept: 'text/html' },
+      });
       expect(res.statusCode, url).toBe(200);
       expect(res.body, url).toContain('<script src="/assets/board-guard.js" data-role="viewer">');
     }

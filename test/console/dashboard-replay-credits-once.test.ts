@@ -15,13 +15,20 @@ afterAll(async () => {
 });
 
 /** PUT a dashboard action as bull-board's page does (session cookie, same origin). */
-const put = (url: string) => stack.app.inject({ method: 'PUT', url, headers: { ...browserHeaders(cookie), 'x-reason': encodeURIComponent('customer paid: Get order fixed — retry') } });
+const put = (url: string) =>
+  stack.app.inject({
+    method: 'PUT',
+    url,
+    headers: { ...browserHeaders(cookie), 'x-reason': encodeURIComponent('customer paid: Get order fixed — retry') },
+  });
 
 async function settled(jobId: string, state: 'completed' | 'failed', sinceFinishedOn = 0) {
   return waitFor(
     async () => {
       const job = await stack.queue.getJob(jobId);
-      return job && job.finishedOn && job.finishedOn > sinceFinishedOn && (await job.getState()) === state ? job : undefined;
+      return job && job.finishedOn && job.finishedOn > sinceFinishedOn && (await job.getState()) === state
+        ? job
+        : undefined;
     },
     { timeoutMs: 10_000, message: `job ${jobId} did not become ${state}` },
   );
@@ -68,11 +75,21 @@ describe('replay from the dashboard', () => {
       headers: { cookie },
     });
     expect(list.statusCode).toBe(200);
-    const queue = (list.json() as { queues: { name: string; jobs: Record<string, unknown>[] }[] }).queues.find((q) => q.name === 'callbacks')!;
+    const queue = (list.json() as { queues: { name: string; jobs: Record<string, unknown>[] }[] }).queues.find(
+      (q) => q.name === 'callbacks',
+    )!;
     const shown = queue.jobs.find((j) => j.id === jobId)!;
     expect(shown).toMatchObject({ attempts: 2 });
     expect(String(shown.failedReason)).toMatch(/PLATFORM_HTTP_ERROR|500/);
-    expect(shown.data).toEqual({ kind: 'payin', orderNo, state: 6, merchantOrderNo, receivedAt: event.receivedAt, source: 'callback', hiddenFields: ['fiatAmount', 'merchantNo', 'payTime', 'quantity'] });
+    expect(shown.data).toEqual({
+      kind: 'payin',
+      orderNo,
+      state: 6,
+      merchantOrderNo,
+      receivedAt: event.receivedAt,
+      source: 'callback',
+      hiddenFields: ['fiatAmount', 'merchantNo', 'payTime', 'quantity'],
+    });
 
     // 3. Fix the cause, retry twice: the second retry finds the job waiting/active (refused) or completed (duplicate).
     stack.platform.failNext(merchantOrderNo, 0, 500);

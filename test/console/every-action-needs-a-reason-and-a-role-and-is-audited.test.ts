@@ -43,10 +43,19 @@ beforeAll(async () => {
   failedOrderNo = `MO-${no}`;
   failedJobId = await stack.add(payinEvent({ orderNo: `P-${no}`, merchantOrderNo: `MO-${no}`, fiatAmount: '5.00' }), 1);
   await waitFor(async () => (await stack.queue.getJobState(failedJobId)) === 'failed', { message: 'job did not fail' });
-  const delayed = await stack.queue.add('payin', payinEvent({ orderNo: `P-D-${no}`, merchantOrderNo: `MO-D-${no}`, fiatAmount: '1.00' }), { delay: 3_600_000, jobId: `payin-P-D-${no}-6` });
+  const delayed = await stack.queue.add(
+    'payin',
+    payinEvent({ orderNo: `P-D-${no}`, merchantOrderNo: `MO-D-${no}`, fiatAmount: '1.00' }),
+    { delay: 3_600_000, jobId: `payin-P-D-${no}-6` },
+  );
   delayedJobId = delayed.id!;
   // A replay to cancel (of nothing: it ends at once; the role and reason are checked before its status).
-  const replay = await stack.app.inject({ method: 'POST', url: '/api/replays', headers: bearer('operator'), payload: { filter: { merchantOrderNo: 'MO-none' }, reason: 'setup' } });
+  const replay = await stack.app.inject({
+    method: 'POST',
+    url: '/api/replays',
+    headers: bearer('operator'),
+    payload: { filter: { merchantOrderNo: 'MO-none' }, reason: 'setup' },
+  });
   replayId = (replay.json() as { replay: { id: number } }).replay.id;
 });
 afterAll(async () => {
@@ -57,7 +66,11 @@ afterAll(async () => {
 /** Every route that changes something, with a body that is valid apart from the reason. */
 const ACTION_ROUTES = (): ActionRoute[] => [
   { method: 'POST' as const, url: '/api/payins', payload: { merchantOrderNo: 'RSN-1', currency: 'PHP', amount: '10' } },
-  { method: 'POST' as const, url: '/api/payouts', payload: { merchantOrderNo: 'RSN-2', currency: 'PHP', amount: '10', paymentMethod: 1, params: {} } },
+  {
+    method: 'POST' as const,
+    url: '/api/payouts',
+    payload: { merchantOrderNo: 'RSN-2', currency: 'PHP', amount: '10', paymentMethod: 1, params: {} },
+  },
   { method: 'POST' as const, url: `/api/reviews/${reviewId}/reverify`, payload: {} },
   { method: 'POST' as const, url: `/api/reviews/${reviewId}/dismiss`, payload: { note: 'forged' } },
   { method: 'POST' as const, url: '/api/reconcile', payload: {} },
@@ -79,45 +92,67 @@ const NOT_ACTIONS = new Set([
 type ActionRoute = { method: 'POST' | 'PUT'; url: string; payload?: Record<string, unknown> };
 /** The reason where each surface takes it: X-Reason for bull-board's routes, the JSON body for ours. */
 const withReason = (r: ActionRoute, reason: string) =>
-  r.url.startsWith('/queues/') ? { ...r, headers: { 'x-reason': reason } } : { ...r, payload: { ...r.payload, reason } };
+  r.url.startsWith('/queues/')
+    ? { ...r, headers: { 'x-reason': reason } }
+    : { ...r, payload: { ...r.payload, reason } };
 
 async function unchanged() {
   const [review] = await env.db.db.select().from(reviews).where(eq(reviews.id, reviewId));
   const registered = await env.db.db.select().from(orders).where(eq(orders.merchantOrderNo, 'RSN-1'));
-  return { review: review!.status, registered: registered.length, failed: await stack.queue.getJobState(failedJobId), delayed: await stack.queue.getJobState(delayedJobId) };
+  return {
+    review: review!.status,
+    registered: registered.length,
+    failed: await stack.queue.getJobState(failedJobId),
+    delayed: await stack.queue.getJobState(delayedJobId),
+  };
 }
 const auditRows = async () => (await env.db.db.select({ n: count() }).from(operatorActions))[0]!.n;
 
 describe('operator actions', () => {
   it('lists every state-changing API route in ACTION_ROUTES, so a new one cannot skip the reason and the role', async () => {
-    const doc = (await stack.app.inject({ method: 'GET', url: '/api/openapi.json', headers: bearer('viewer') })).json() as { paths: Record<string, Record<string, unknown>> };
+    const doc = (
+      await stack.app.inject({ method: 'GET', url: '/api/openapi.json', headers: bearer('viewer') })
+    ).json() as { paths: Record<string, Record<string, unknown>> };
     const changing = Object.entries(doc.paths).flatMap(([path, ops]) =>
-      Object.keys(ops).filter((m) => m !== 'get' && m !== 'head').map((m) => `${m.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`),
+      Object.keys(ops)
+        .filter((m) => m !== 'get' && m !== 'head')
+        .map((m) => `${m.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`),
     );
-    const tested = ACTION_ROUTES().map((r) => `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/').replace(`/orders/${failedOrderNo}/jobs/${failedJobId}/`, '/orders/:merchantOrderNo/jobs/:jobId/')}`);
+    const tested = ACTION_ROUTES().map(
+      (r) =>
+        `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/').replace(`/orders/${failedOrderNo}/jobs/${failedJobId}/`, '/orders/:merchantOrderNo/jobs/:jobId/')}`,
+    );
     for (const route of changing) if (!NOT_ACTIONS.has(route)) expect(tested).toContain(route);
   });
 
-  it('lists every action row of the areas\' route tables in ACTION_ROUTES, each naming an action of the role table', async () => {
+  it("lists every action row of the areas' route tables in ACTION_ROUTES, each naming an action of the role table", async () => {
     const rows = routesOf(stack.app).filter((r) => r.action !== undefined);
     expect(rows.length).toBeGreaterThan(10);
     for (const r of rows) expect(Object.keys(ACTIONS)).toContain(r.action);
-    const tested = ACTION_ROUTES().map((r) => `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/').replace(`/orders/${failedOrderNo}/jobs/${failedJobId}/`, '/orders/:merchantOrderNo/jobs/:jobId/')}`);
+    const tested = ACTION_ROUTES().map(
+      (r) =>
+        `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/').replace(`/orders/${failedOrderNo}/jobs/${failedJobId}/`, '/orders/:merchantOrderNo/jobs/:jobId/')}`,
+    );
     const actions = rows.filter((r) => r.action !== 'read').map((r) => `${r.method} ${r.url}`);
     expect(actions.length).toBeGreaterThanOrEqual(6);
     for (const route of actions) expect(tested).toContain(route);
     // Reads only: a row that reads answers GET, or validates (POST /api/payouts/validate, in NOT_ACTIONS).
-    for (const r of rows.filter((x) => x.action === 'read' && x.method !== 'GET' && x.method !== 'HEAD')) expect(NOT_ACTIONS).toContain(`${r.method} ${r.url}`);
+    for (const r of rows.filter((x) => x.action === 'read' && x.method !== 'GET' && x.method !== 'HEAD'))
+      expect(NOT_ACTIONS).toContain(`${r.method} ${r.url}`);
   });
 
   it('refuses each without a reason (400 REASON_REQUIRED) and changes nothing', async () => {
     const before = await unchanged();
     for (const route of ACTION_ROUTES()) {
       for (const blank of [undefined, '   ']) {
-        const r: ActionRoute & { headers?: Record<string, string> } = blank === undefined ? route : withReason(route, blank);
+        const r: ActionRoute & { headers?: Record<string, string> } =
+          blank === undefined ? route : withReason(route, blank);
         const res = await stack.app.inject({ ...r, headers: { ...r.headers, ...bearer('operator') } });
         expect(res.statusCode, `${route.method} ${route.url}`).toBe(400);
-        expect(res.json(), `${route.method} ${route.url}`).toMatchObject({ code: 'REASON_REQUIRED', errors: [{ field: 'reason' }] });
+        expect(res.json(), `${route.method} ${route.url}`).toMatchObject({
+          code: 'REASON_REQUIRED',
+          errors: [{ field: 'reason' }],
+        });
       }
     }
     expect(await unchanged()).toEqual(before);
@@ -133,18 +168,27 @@ describe('operator actions', () => {
     for (const route of ACTION_ROUTES()) {
       // bull-board's X-Reason arrives URI-encoded, as board-guard.js sends it (a header is Latin-1).
       const send = (reason: string) => {
-        const r: ActionRoute & { headers?: Record<string, string> } = withReason(route, route.url.startsWith('/queues/') ? encodeURIComponent(reason) : reason);
+        const r: ActionRoute & { headers?: Record<string, string> } = withReason(
+          route,
+          route.url.startsWith('/queues/') ? encodeURIComponent(reason) : reason,
+        );
         return stack.app.inject({ ...r, headers: { ...r.headers, ...bearer('operator') } });
       };
       for (const reason of invisible) {
         const res = await send(reason);
         expect(res.statusCode, `${route.method} ${route.url} ${JSON.stringify(reason)}`).toBe(400);
-        expect(res.json(), `${route.method} ${route.url}`).toMatchObject({ code: 'REASON_REQUIRED', errors: [{ field: 'reason' }] });
+        expect(res.json(), `${route.method} ${route.url}`).toMatchObject({
+          code: 'REASON_REQUIRED',
+          errors: [{ field: 'reason' }],
+        });
       }
       for (const reason of reordering) {
         const res = await send(reason);
         expect(res.statusCode, `${route.method} ${route.url} ${JSON.stringify(reason)}`).toBe(400);
-        expect(res.json(), `${route.method} ${route.url}`).toMatchObject({ code: 'REQUEST_INVALID', errors: [{ field: 'reason' }] });
+        expect(res.json(), `${route.method} ${route.url}`).toMatchObject({
+          code: 'REQUEST_INVALID',
+          errors: [{ field: 'reason' }],
+        });
       }
     }
     expect(await unchanged()).toEqual(before);
@@ -159,12 +203,18 @@ describe('operator actions', () => {
       const res = await stack.app.inject({ ...r, headers: { ...r.headers, ...bearer('viewer') } });
       expect(res.statusCode, `${route.method} ${route.url}`).toBe(403);
       expect(res.json()).toMatchObject({ code: 'FORBIDDEN', requiredRole: 'operator' });
-      expect((res.json() as { message: string }).message).toMatch(/needs the role operator; vera\.viewer@example\.com is viewer/);
+      expect((res.json() as { message: string }).message).toMatch(
+        /needs the role operator; vera\.viewer@example\.com is viewer/,
+      );
     }
     expect(await unchanged()).toEqual(before);
     expect(await auditRows()).toBe(rowsBefore + ACTION_ROUTES().length);
     const denied = await env.db.db.select().from(operatorActions).where(eq(operatorActions.outcome, 'denied'));
-    expect(denied.every((d) => d.operator === 'vera.viewer@example.com' && d.role === 'viewer' && d.reason === 'I am only looking')).toBe(true);
+    expect(
+      denied.every(
+        (d) => d.operator === 'vera.viewer@example.com' && d.role === 'viewer' && d.reason === 'I am only looking',
+      ),
+    ).toBe(true);
   });
 
   it('lets an operator act with a reason, and records who, why and how it ended (a failure too)', async () => {
@@ -193,27 +243,52 @@ describe('operator actions', () => {
       headers: { ...bearer('operator'), 'x-reason': encodeURIComponent('Get order is back — retrying') },
     });
     expect(retry.statusCode).toBe(204);
-    const retried = await waitFor(async () => (await env.db.db.select().from(operatorActions).where(and(eq(operatorActions.action, 'queue.retry'), eq(operatorActions.outcome, 'done'))))[0]);
-    expect(retried).toMatchObject({ target: `job:callbacks/${failedJobId}`, reason: 'Get order is back — retrying', outcome: 'done' });
+    const retried = await waitFor(
+      async () =>
+        (
+          await env.db.db
+            .select()
+            .from(operatorActions)
+            .where(and(eq(operatorActions.action, 'queue.retry'), eq(operatorActions.outcome, 'done')))
+        )[0],
+    );
+    expect(retried).toMatchObject({
+      target: `job:callbacks/${failedJobId}`,
+      reason: 'Get order is back — retrying',
+      outcome: 'done',
+    });
 
     // A failure of the action is recorded too (after its transaction rolled back).
-    const again = await stack.app.inject({ method: 'POST', url: `/api/reviews/${reviewId}/dismiss`, headers: bearer('operator'), payload: { reason: 'twice' } });
+    const again = await stack.app.inject({
+      method: 'POST',
+      url: `/api/reviews/${reviewId}/dismiss`,
+      headers: bearer('operator'),
+      payload: { reason: 'twice' },
+    });
     expect(again.statusCode).toBe(409);
     const failed = await env.db.db.select().from(operatorActions).where(eq(operatorActions.reason, 'twice'));
     expect(failed).toMatchObject([{ outcome: 'failed:REVIEW_NOT_OPEN' }]);
   });
 
   it('keeps operator_actions append-only: UPDATE and DELETE are refused by the database itself', async () => {
-    await expect(env.db.pool.query("update operator_actions set reason = 'edited'")).rejects.toThrow(/operator_actions is append-only \(UPDATE refused\)/);
+    await expect(env.db.pool.query("update operator_actions set reason = 'edited'")).rejects.toThrow(
+      /operator_actions is append-only \(UPDATE refused\)/,
+    );
     // The one update allowed: an intent row (pending) completed once with its outcome; nothing else of it changes.
     const { rows } = await env.db.pool.query<{ id: string }>(
       "insert into operator_actions (operator, role, action, target, reason, outcome) values ('otto.operator@example.com', 'operator', 'reconcile.run', 'sweep', 'r', 'pending') returning id",
     );
     const id = rows[0]!.id;
-    await expect(env.db.pool.query("update operator_actions set outcome = 'completed', reason = 'edited' where id = $1", [id])).rejects.toThrow(/append-only/);
+    await expect(
+      env.db.pool.query("update operator_actions set outcome = 'completed', reason = 'edited' where id = $1", [id]),
+    ).rejects.toThrow(/append-only/);
     await env.db.pool.query("update operator_actions set outcome = 'completed' where id = $1", [id]);
-    await expect(env.db.pool.query("update operator_actions set outcome = 'stopped-early' where id = $1", [id])).rejects.toThrow(/append-only/);
-    await expect(env.db.pool.query('delete from operator_actions')).rejects.toThrow(/operator_actions is append-only \(DELETE refused\)/);
+    await expect(
+      env.db.pool.query("update operator_actions set outcome = 'stopped-early' where id = $1", [id]),
+    ).rejects.toThrow(/append-only/);
+    await expect(env.db.pool.query('delete from operator_actions')).rejects.toThrow(
+      /operator_actions is append-only \(DELETE refused\)/,
+    );
     expect(await auditRows()).toBeGreaterThan(0);
   });
 });
@@ -221,10 +296,18 @@ describe('operator actions', () => {
 describe('GET /api/audit', () => {
   const audit = async (query: string, token: keyof typeof TOKENS) => {
     const res = await stack.app.inject({ method: 'GET', url: `/api/audit${query}`, headers: bearer(token) });
-    return { status: res.statusCode, body: res.json() as { entries: { operator: string; action: string; id: number }[]; nextBefore: number | null; scope: string; requiredRole?: string } };
+    return {
+      status: res.statusCode,
+      body: res.json() as {
+        entries: { operator: string; action: string; id: number }[];
+        nextBefore: number | null;
+        scope: string;
+        requiredRole?: string;
+      },
+    };
   };
 
-  it('shows a viewer or operator their own actions only, and refuses them another operator\'s (403 naming admin)', async () => {
+  it("shows a viewer or operator their own actions only, and refuses them another operator's (403 naming admin)", async () => {
     const mine = await audit('', 'operator');
     expect(mine.status).toBe(200);
     expect(mine.body.scope).toBe('own');
@@ -234,14 +317,20 @@ describe('GET /api/audit', () => {
     expect(others).toMatchObject({ status: 403, body: { requiredRole: 'admin' } });
   });
 
-  it('shows an admin everyone\'s, filtered by operator, action, target and time, newest first, page by page', async () => {
+  it("shows an admin everyone's, filtered by operator, action, target and time, newest first, page by page", async () => {
     const all = await audit('', 'admin');
     expect(all.body.scope).toBe('all');
-    expect(new Set(all.body.entries.map((e) => e.operator))).toEqual(new Set(['vera.viewer@example.com', 'otto.operator@example.com']));
+    expect(new Set(all.body.entries.map((e) => e.operator))).toEqual(
+      new Set(['vera.viewer@example.com', 'otto.operator@example.com']),
+    );
     const ids = all.body.entries.map((e) => e.id);
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
-    expect((await audit('?action=reviews.dismiss', 'admin')).body.entries.every((e) => e.action === 'reviews.dismiss')).toBe(true);
-    expect((await audit(`?target=review:${reviewId}&operator=vera.viewer%40example.com`, 'admin')).body.entries).toHaveLength(2);
+    expect(
+      (await audit('?action=reviews.dismiss', 'admin')).body.entries.every((e) => e.action === 'reviews.dismiss'),
+    ).toBe(true);
+    expect(
+      (await audit(`?target=review:${reviewId}&operator=vera.viewer%40example.com`, 'admin')).body.entries,
+    ).toHaveLength(2);
     expect((await audit('?from=2100-01-01T00:00:00Z', 'admin')).body.entries).toEqual([]);
     expect((await audit('?to=2000-01-01T00:00:00Z', 'admin')).body.entries).toEqual([]);
 

@@ -42,24 +42,41 @@ function expectProtected(res: { headers: Record<string, unknown> }, what: string
 describe('every response forbids framing and sniffing', () => {
   it('console pages, bull-board, the login and 401 pages, error pages and refusals carry the headers', async () => {
     const html = { accept: 'text/html' };
-    const cases: [string, { method: 'GET' | 'POST' | 'PUT'; url: string; headers: Record<string, string> }, number][] = [
-      ['a console page', { method: 'GET', url: '/search', headers: { cookie: cookies.viewer!, ...html } }, 200],
-      ['the dashboard page', { method: 'GET', url: '/queues', headers: { cookie: cookies.viewer!, ...html } }, 200],
-      ['the dashboard page, encoded path', { method: 'GET', url: '/%71ueues/queue/callbacks', headers: { cookie: cookies.viewer!, ...html } }, 200],
-      ['the dashboard API', { method: 'GET', url: '/queues/api/queues', headers: bearer('viewer') }, 200],
-      ['board-guard.js', { method: 'GET', url: '/assets/board-guard.js', headers: bearer('viewer') }, 200],
-      ['the login page', { method: 'GET', url: '/login', headers: html }, 200],
-      ['the 401 page', { method: 'GET', url: '/queues', headers: html }, 401],
-      ['the JSON 401', { method: 'GET', url: '/api/reviews', headers: {} }, 401],
-      ['an HTML 404 page', { method: 'GET', url: '/no-such-page', headers: { cookie: cookies.viewer!, ...html } }, 404],
-      ['an HTML 400 page', { method: 'GET', url: '/orders/%20', headers: { cookie: cookies.viewer!, ...html } }, 400],
-      ['a dashboard refusal', { method: 'PUT', url: '/queues/api/queues/callbacks/pause', headers: bearer('operator') }, 403],
-      // Answered by fastify's frameworkErrors (before routing, so before the route's hooks): a malformed URL.
-      ['the 401 page of a malformed URL', { method: 'GET', url: '/%c0%afqueues', headers: html }, 401],
-      ['the JSON 401 of a malformed URL', { method: 'GET', url: '/%u0071ueues', headers: {} }, 401],
-      ['a malformed URL', { method: 'GET', url: '/%u0071ueues/api/queues', headers: bearer('viewer') }, 400],
-      ['a path parameter over its limit', { method: 'GET', url: `/api/orders/${'a'.repeat(1000)}`, headers: bearer('viewer') }, 414],
-    ];
+    const cases: [string, { method: 'GET' | 'POST' | 'PUT'; url: string; headers: Record<string, string> }, number][] =
+      [
+        ['a console page', { method: 'GET', url: '/search', headers: { cookie: cookies.viewer!, ...html } }, 200],
+        ['the dashboard page', { method: 'GET', url: '/queues', headers: { cookie: cookies.viewer!, ...html } }, 200],
+        [
+          'the dashboard page, encoded path',
+          { method: 'GET', url: '/%71ueues/queue/callbacks', headers: { cookie: cookies.viewer!, ...html } },
+          200,
+        ],
+        ['the dashboard API', { method: 'GET', url: '/queues/api/queues', headers: bearer('viewer') }, 200],
+        ['board-guard.js', { method: 'GET', url: '/assets/board-guard.js', headers: bearer('viewer') }, 200],
+        ['the login page', { method: 'GET', url: '/login', headers: html }, 200],
+        ['the 401 page', { method: 'GET', url: '/queues', headers: html }, 401],
+        ['the JSON 401', { method: 'GET', url: '/api/reviews', headers: {} }, 401],
+        [
+          'an HTML 404 page',
+          { method: 'GET', url: '/no-such-page', headers: { cookie: cookies.viewer!, ...html } },
+          404,
+        ],
+        ['an HTML 400 page', { method: 'GET', url: '/orders/%20', headers: { cookie: cookies.viewer!, ...html } }, 400],
+        [
+          'a dashboard refusal',
+          { method: 'PUT', url: '/queues/api/queues/callbacks/pause', headers: bearer('operator') },
+          403,
+        ],
+        // Answered by fastify's frameworkErrors (before routing, so before the route's hooks): a malformed URL.
+        ['the 401 page of a malformed URL', { method: 'GET', url: '/%c0%afqueues', headers: html }, 401],
+        ['the JSON 401 of a malformed URL', { method: 'GET', url: '/%u0071ueues', headers: {} }, 401],
+        ['a malformed URL', { method: 'GET', url: '/%u0071ueues/api/queues', headers: bearer('viewer') }, 400],
+        [
+          'a path parameter over its limit',
+          { method: 'GET', url: `/api/orders/${'a'.repeat(1000)}`, headers: bearer('viewer') },
+          414,
+        ],
+      ];
     for (const [what, req, status] of cases) {
       const res = await stack.app.inject(req);
       expect(res.statusCode, what).toBe(status);
@@ -67,30 +84,42 @@ describe('every response forbids framing and sniffing', () => {
     }
   });
 
-  it('merges frame-ancestors into a page\'s own policy instead of replacing it (the board keeps running its scripts)', async () => {
-    const page = await stack.app.inject({ method: 'GET', url: '/search', headers: { cookie: cookies.viewer!, accept: 'text/html' } });
+  it("merges frame-ancestors into a page's own policy instead of replacing it (the board keeps running its scripts)", async () => {
+    const page = await stack.app.inject({
+      method: 'GET',
+      url: '/search',
+      headers: { cookie: cookies.viewer!, accept: 'text/html' },
+    });
     expect(page.headers['content-security-policy']).toMatch(/default-src 'none'.*frame-ancestors 'none'/);
-    const board = await stack.app.inject({ method: 'GET', url: '/queues', headers: { cookie: cookies.viewer!, accept: 'text/html' } });
+    const board = await stack.app.inject({
+      method: 'GET',
+      url: '/queues',
+      headers: { cookie: cookies.viewer!, accept: 'text/html' },
+    });
     expect(board.headers['content-security-policy']).toBe("frame-ancestors 'none'");
   });
 });
 
-describe('a form\'s `back` is checked after normalisation', () => {
-  it.each(['/.//evil.example/x', '//evil.example/x', '/\\evil.example/x', '/%2e//evil.example/x', '/x/..//evil.example/x', 'https://evil.example/x'])(
-    'never redirects to another host for back=%s',
-    async (back) => {
-      const res = await stack.app.inject({
-        method: 'POST',
-        url: '/reviews/999/dismiss',
-        headers: { cookie: cookies.operator!, ...SAME_ORIGIN, 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({ reason: 'test', back }).toString(),
-      });
-      expect(res.statusCode).toBe(303);
-      const location = String(res.headers.location);
-      expect(location).toMatch(/^\/(?![/\\])/);
-      expect(new URL(location, 'http://console.test').host).toBe('console.test');
-    },
-  );
+describe("a form's `back` is checked after normalisation", () => {
+  it.each([
+    '/.//evil.example/x',
+    '//evil.example/x',
+    '/\\evil.example/x',
+    '/%2e//evil.example/x',
+    '/x/..//evil.example/x',
+    'https://evil.example/x',
+  ])('never redirects to another host for back=%s', async (back) => {
+    const res = await stack.app.inject({
+      method: 'POST',
+      url: '/reviews/999/dismiss',
+      headers: { cookie: cookies.operator!, ...SAME_ORIGIN, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ reason: 'test', back }).toString(),
+    });
+    expect(res.statusCode).toBe(303);
+    const location = String(res.headers.location);
+    expect(location).toMatch(/^\/(?![/\\])/);
+    expect(new URL(location, 'http://console.test').host).toBe('console.test');
+  });
 
   it('keeps a local back as it is', async () => {
     const res = await stack.app.inject({
@@ -103,17 +132,30 @@ describe('a form\'s `back` is checked after normalisation', () => {
   });
 });
 
-describe('what a viewer sees of a review\'s stored event', () => {
-  it('a viewer gets the order numbers, state and findings, not the event\'s amounts, merchant number or pay time; an operator gets them', async () => {
+describe("what a viewer sees of a review's stored event", () => {
+  it("a viewer gets the order numbers, state and findings, not the event's amounts, merchant number or pay time; an operator gets them", async () => {
     const no = uid();
     const [merchantOrderNo, orderNo] = [`MO-${no}`, `P-${no}`];
     await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '123.45' });
     stack.platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '99.00' }));
     await stack.add(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '123.45' }));
-    await waitFor(async () => (await env.db.db.select().from(reviews).where(eq(reviews.merchantOrderNo, merchantOrderNo)))[0]);
-    type Event = { merchantNo: string | null; fiatAmount: string | null; quantity: string | null; payTime: string | null; state: number | null; hash: string };
+    await waitFor(
+      async () => (await env.db.db.select().from(reviews).where(eq(reviews.merchantOrderNo, merchantOrderNo)))[0],
+    );
+    type Event = {
+      merchantNo: string | null;
+      fiatAmount: string | null;
+      quantity: string | null;
+      payTime: string | null;
+      state: number | null;
+      hash: string;
+    };
     const list = async (headers: Record<string, string>) => {
-      const res = await stack.app.inject({ method: 'GET', url: `/api/reviews?merchantOrderNo=${merchantOrderNo}`, headers });
+      const res = await stack.app.inject({
+        method: 'GET',
+        url: `/api/reviews?merchantOrderNo=${merchantOrderNo}`,
+        headers,
+      });
       expect(res.statusCode).toBe(200);
       return { body: res.body, events: (res.json() as { reviews: { events: Event[] }[] }).reviews[0]!.events };
     };
@@ -128,7 +170,11 @@ describe('what a viewer sees of a review\'s stored event', () => {
     const operator = await list(bearer('operator'));
     expect(operator.events[0]).toMatchObject({ fiatAmount: '123.45', quantity: '17.3', merchantNo: 'M100200' });
     // The page a viewer opens shows no more than the API gives them.
-    const page = await stack.app.inject({ method: 'GET', url: `/reviews?merchantOrderNo=${merchantOrderNo}`, headers: { cookie: cookies.viewer!, accept: 'text/html' } });
+    const page = await stack.app.inject({
+      method: 'GET',
+      url: `/reviews?merchantOrderNo=${merchantOrderNo}`,
+      headers: { cookie: cookies.viewer!, accept: 'text/html' },
+    });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain(merchantOrderNo);
     for (const value of ['17.3', '2025-01-02T03:04:05', 'M100200']) expect(page.body).not.toContain(value);

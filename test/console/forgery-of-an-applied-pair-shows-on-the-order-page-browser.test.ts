@@ -35,17 +35,30 @@ describe('a callback that differs from what was applied', () => {
     const no = uid();
     const [merchantOrderNo, orderNo] = [`MO-FG-${no}`, `P-FG-${no}`];
     await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '50.00' });
-    stack.platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '"50.00"' }));
+    stack.platform.setOrder(
+      platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '"50.00"' }),
+    );
     const genuine = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '50.00' }) as PayinInput;
     const id = await stack.add(genuine);
     await waitFor(async () => (await stack.queue.getJobState(id)) === 'completed', { message: 'not credited' });
     // The forgery: same pair, another amount (ingest queues it under the contract id plus a digest).
-    await stack.queue.add('payin', { ...genuine, fiatAmount: '9999.99' }, { ...callbackJobOptions, jobId: `${id}-forged` });
-    const res = await waitFor(async () => {
-      const r = await stack.app.inject({ method: 'GET', url: `/api/orders/${merchantOrderNo}`, headers: { authorization: `Bearer ${TOKEN}` } });
-      const body = r.json() as { timeline: { event: string; code: string | null; detail: string }[] };
-      return body.timeline.some((e) => e.event === 'differs-from-applied') ? body : undefined;
-    }, { message: 'no differs-from-applied row in the order view' });
+    await stack.queue.add(
+      'payin',
+      { ...genuine, fiatAmount: '9999.99' },
+      { ...callbackJobOptions, jobId: `${id}-forged` },
+    );
+    const res = await waitFor(
+      async () => {
+        const r = await stack.app.inject({
+          method: 'GET',
+          url: `/api/orders/${merchantOrderNo}`,
+          headers: { authorization: `Bearer ${TOKEN}` },
+        });
+        const body = r.json() as { timeline: { event: string; code: string | null; detail: string }[] };
+        return body.timeline.some((e) => e.event === 'differs-from-applied') ? body : undefined;
+      },
+      { message: 'no differs-from-applied row in the order view' },
+    );
     const row = res.timeline.find((e) => e.event === 'differs-from-applied')!;
     expect(row.code).toBe('VERIFY_DIFFERS_FROM_APPLIED');
     expect(row.detail).toMatch(/fiatAmount 9999\.99, applied 50\.00/);
@@ -56,7 +69,9 @@ describe('a callback that differs from what was applied', () => {
       try {
         await logIn(page);
         await page.goto(`${stack.url}/orders/${merchantOrderNo}`);
-        const cell = page.locator('tr', { has: page.locator('span.status', { hasText: 'differs from what was applied' }) });
+        const cell = page.locator('tr', {
+          has: page.locator('span.status', { hasText: 'differs from what was applied' }),
+        });
         expect(await cell.count()).toBe(1);
         expect(await cell.innerText()).toMatch(/VERIFY_DIFFERS_FROM_APPLIED[\s\S]*9999\.99, applied 50\.00/);
         await page.screenshot({ path: path.join(ARTIFACTS, `console-order-forgery-${width}.png`), fullPage: true });

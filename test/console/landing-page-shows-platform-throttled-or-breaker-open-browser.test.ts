@@ -21,7 +21,16 @@ beforeAll(async () => {
   browser = await launchBrowser();
   redis = createRedis(env.redisUrl, 'worker');
   const config = loadConfig(
-    { MERCHANT_NO, PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, DATABASE_URL: env.databaseUrl, QUEUE_PREFIX: env.prefix, LOG_LEVEL: 'silent', ...AUTH_LIMITS_OFF },
+    {
+      MERCHANT_NO,
+      PLATFORM_BASE_URL: 'http://127.0.0.1:9',
+      PLATFORM_ALLOW_HTTP: 'true',
+      CONSOLE_TOKEN: TOKEN,
+      DATABASE_URL: env.databaseUrl,
+      QUEUE_PREFIX: env.prefix,
+      LOG_LEVEL: 'silent',
+      ...AUTH_LIMITS_OFF,
+    },
     'console',
   );
   stack = await startOpsStack(env, { listen: true, consoleDeps: { operators: OPERATORS, redis, config } });
@@ -63,7 +72,9 @@ describe('the landing page and the platform', () => {
 
       const fleet = workerFleet(5);
       fleet.reportOpen();
-      await expect.poll(async () => landing(page, 'breaker-open'), { timeout: 5000 }).toMatch(/Platform breaker open: Get order failed repeatedly/);
+      await expect
+        .poll(async () => landing(page, 'breaker-open'), { timeout: 5000 })
+        .toMatch(/Platform breaker open: Get order failed repeatedly/);
       await expect.poll(() => page.getByRole('status').first().isVisible()).toBe(true);
 
       fleet.reportClosed();

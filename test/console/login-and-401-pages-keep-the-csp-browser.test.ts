@@ -30,8 +30,16 @@ async function pageAt(width: number): Promise<{ page: Page; violations: string[]
 }
 
 /** The page's globals as this test reads them (the tests compile without the DOM library). */
-type Win = { document: { documentElement: { scrollWidth: number } }; innerWidth: number; getComputedStyle(e: unknown): { maxWidth: string } };
-const fitsWidth = (page: Page) => page.evaluate(() => (globalThis as unknown as Win).document.documentElement.scrollWidth <= (globalThis as unknown as Win).innerWidth);
+type Win = {
+  document: { documentElement: { scrollWidth: number } };
+  innerWidth: number;
+  getComputedStyle(e: unknown): { maxWidth: string };
+};
+const fitsWidth = (page: Page) =>
+  page.evaluate(
+    () =>
+      (globalThis as unknown as Win).document.documentElement.scrollWidth <= (globalThis as unknown as Win).innerWidth,
+  );
 
 describe('the login and 401 pages', () => {
   for (const width of [1366, 375]) {
@@ -42,7 +50,9 @@ describe('the login and 401 pages', () => {
         expect(res!.status()).toBe(401);
         expect(res!.headers()['content-security-policy']).toContain("default-src 'none'");
         // The stylesheet applied (an inline <style> would be blocked by style-src 'self').
-        expect(await page.locator('main.bare').evaluate((m) => (globalThis as unknown as Win).getComputedStyle(m).maxWidth)).toBe('416px');
+        expect(
+          await page.locator('main.bare').evaluate((m) => (globalThis as unknown as Win).getComputedStyle(m).maxWidth),
+        ).toBe('416px');
         await page.screenshot({ path: path.join(ARTIFACTS, `console-401-${width}.png`), fullPage: true });
         await page.click('#login');
         await page.locator('#token').waitFor();

@@ -8,7 +8,6 @@ import { ARTIFACTS, launchBrowser, waitForFocus } from './helpers/browser.ts';
 import { OPERATORS, TOKENS } from '../../apps/console/test/helpers/operators.ts';
 import { ledgerOf, startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
 
-
 const env = useTestEnv();
 let stack: OpsStack;
 let browser: Browser | undefined;
@@ -33,7 +32,16 @@ async function failedPayins(n: number) {
     made.push({ ...o, jobId: await stack.add(payinEvent({ ...o, fiatAmount: '75.00' }), 1) });
   }
   for (const o of made) {
-    await waitFor(async () => (await env.db.db.select().from(callbackArrivals).where(and(eq(callbackArrivals.jobId, o.jobId), eq(callbackArrivals.status, 'failed'))))[0], { message: `${o.jobId} did not fail` });
+    await waitFor(
+      async () =>
+        (
+          await env.db.db
+            .select()
+            .from(callbackArrivals)
+            .where(and(eq(callbackArrivals.jobId, o.jobId), eq(callbackArrivals.status, 'failed')))
+        )[0],
+      { message: `${o.jobId} did not fail` },
+    );
     stack.platform.setOrder(platformOrder({ ...o, type: 'payin', state: 6, amountJson: '75.00' }));
   }
   return made;
@@ -54,7 +62,8 @@ async function reviewedPayin() {
   return { ...o, reviewId: review!.id };
 }
 
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `operator-story-${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) =>
+  page.screenshot({ path: path.join(ARTIFACTS, `operator-story-${name}.png`), fullPage: true });
 
 describe('an operator on a bad morning, in a browser', () => {
   it('finds a failed order by its merchant number, reads its timeline, re-verifies a review with a note, dry-runs and runs a replay of failed jobs, and the audit shows it all', async () => {
@@ -70,7 +79,10 @@ describe('an operator on a bad morning, in a browser', () => {
       const customer = failed[0]!;
       await waitForFocus(page, 'q');
       await page.keyboard.type(customer.merchantOrderNo);
-      await Promise.all([page.waitForURL(`${stack.url}/orders/${customer.merchantOrderNo}`), page.keyboard.press('Enter')]);
+      await Promise.all([
+        page.waitForURL(`${stack.url}/orders/${customer.merchantOrderNo}`),
+        page.keyboard.press('Enter'),
+      ]);
       await page.getByRole('heading', { name: /Timeline/ }).waitFor();
       const timeline = await page.locator('table').last().innerText();
       expect(timeline).toMatch(/attempt failed[\s\S]*PLATFORM_HTTP_ERROR/i);
@@ -81,7 +93,10 @@ describe('an operator on a bad morning, in a browser', () => {
       await page.goto(`${stack.url}/orders/${reviewed.merchantOrderNo}`);
       const card = page.locator(`#review-${reviewed.reviewId}`);
       await card.getByLabel('Why re-verify now?').fill('platform confirmed 100.00 (ticket 7781)');
-      await Promise.all([page.waitForURL(/ok=/), card.getByRole('button', { name: `Re-verify review ${reviewed.reviewId}` }).click()]);
+      await Promise.all([
+        page.waitForURL(/ok=/),
+        card.getByRole('button', { name: `Re-verify review ${reviewed.reviewId}` }).click(),
+      ]);
       await page.getByRole('status').filter({ hasText: 'credited (or finalised) once' }).waitFor();
       await shot(page, '2-review-reverified');
 
@@ -97,12 +112,18 @@ describe('an operator on a bad morning, in a browser', () => {
       // 4. Start with a reason; the progress page refreshes itself until it is finished.
       await page.getByLabel(/^Reason/).fill('Get order answered 500 from 09:10 to 09:25 (platform incident 42)');
       await page.getByLabel(/Jobs per second/).fill('4');
-      await Promise.all([page.waitForURL(/\/replays\/\d+\?ok=/), page.getByRole('button', { name: 'Start replay of 4 job(s)' }).click()]);
+      await Promise.all([
+        page.waitForURL(/\/replays\/\d+\?ok=/),
+        page.getByRole('button', { name: 'Start replay of 4 job(s)' }).click(),
+      ]);
       await page.locator('[data-status=finished]').waitFor({ timeout: 20_000 });
       expect(await page.locator('[data-replayed]').textContent()).toBe('4');
       await shot(page, '4-replay-finished');
       for (const o of failed) {
-        await waitFor(async () => (await ledgerOf(env.db.db, o.merchantOrderNo)).order.status === 'credited', { timeoutMs: 15_000, message: `${o.merchantOrderNo} not credited` });
+        await waitFor(async () => (await ledgerOf(env.db.db, o.merchantOrderNo)).order.status === 'credited', {
+          timeoutMs: 15_000,
+          message: `${o.merchantOrderNo} not credited`,
+        });
         expect((await ledgerOf(env.db.db, o.merchantOrderNo)).ledger).toHaveLength(1);
       }
 
@@ -114,9 +135,13 @@ describe('an operator on a bad morning, in a browser', () => {
       await page.getByRole('link', { name: 'Audit', exact: true }).click();
       const reverify = page.locator('tr', { hasText: `review:${reviewed.reviewId}` });
       await reverify.waitFor();
-      expect(await reverify.innerText()).toMatch(/otto\.operator@example\.com[\s\S]*reviews\.reverify[\s\S]*platform confirmed 100\.00 \(ticket 7781\)/);
+      expect(await reverify.innerText()).toMatch(
+        /otto\.operator@example\.com[\s\S]*reviews\.reverify[\s\S]*platform confirmed 100\.00 \(ticket 7781\)/,
+      );
       const replay = page.locator('tr', { hasText: 'replays.start' });
-      expect(await replay.innerText()).toMatch(/otto\.operator@example\.com[\s\S]*callbacks:code=PLATFORM_HTTP_ERROR[\s\S]*platform incident 42[\s\S]*started/);
+      expect(await replay.innerText()).toMatch(
+        /otto\.operator@example\.com[\s\S]*callbacks:code=PLATFORM_HTTP_ERROR[\s\S]*platform incident 42[\s\S]*started/,
+      );
       await shot(page, '5-audit');
     } finally {
       await page.close();

@@ -29,7 +29,11 @@ interface Entry {
 }
 
 async function timeline(merchantOrderNo: string): Promise<Entry[]> {
-  const res = await stack.app.inject({ method: 'GET', url: `/api/orders/${merchantOrderNo}`, headers: bearer('viewer') });
+  const res = await stack.app.inject({
+    method: 'GET',
+    url: `/api/orders/${merchantOrderNo}`,
+    headers: bearer('viewer'),
+  });
   expect(res.statusCode, res.body).toBe(200);
   return (res.json() as { timeline: Entry[] }).timeline;
 }
@@ -38,7 +42,9 @@ async function settled(jobId: string, state: 'completed' | 'failed', sinceFinish
   return waitFor(
     async () => {
       const job = await stack.queue.getJob(jobId);
-      return job && job.finishedOn && job.finishedOn > sinceFinishedOn && (await job.getState()) === state ? job : undefined;
+      return job && job.finishedOn && job.finishedOn > sinceFinishedOn && (await job.getState()) === state
+        ? job
+        : undefined;
     },
     { timeoutMs: 10_000, message: `job ${jobId} did not become ${state}` },
   );
@@ -53,7 +59,12 @@ async function payin(amount: string) {
 }
 
 const replay = (merchantOrderNo: string, jobId: string, who: 'viewer' | 'operator', reason?: string) =>
-  stack.app.inject({ method: 'POST', url: `/api/orders/${merchantOrderNo}/jobs/${jobId}/replay`, headers: bearer(who), payload: reason === undefined ? {} : { reason } });
+  stack.app.inject({
+    method: 'POST',
+    url: `/api/orders/${merchantOrderNo}/jobs/${jobId}/replay`,
+    headers: bearer(who),
+    payload: reason === undefined ? {} : { reason },
+  });
 
 describe("an order's story is only added to", () => {
   it('a dashboard retry of a credited job keeps "credited" and adds the duplicate and a row naming who retried and why', async () => {
@@ -73,10 +84,17 @@ describe("an order's story is only added to", () => {
     expect(settledRows).toEqual(['attempt 1 settled it: credited', 'attempt 1 settled it: duplicate']);
     const retried = entries.filter((e) => e.event === 'operator-action');
     expect(retried).toHaveLength(1);
-    expect(retried[0]).toMatchObject({ jobId, operator: 'admin', reason: 'customer says not credited', link: `/audit?target=${encodeURIComponent(`job:callbacks/${jobId}`)}` });
+    expect(retried[0]).toMatchObject({
+      jobId,
+      operator: 'admin',
+      reason: 'customer says not credited',
+      link: `/audit?target=${encodeURIComponent(`job:callbacks/${jobId}`)}`,
+    });
     expect(retried[0]!.detail).toMatch(/^job retried from the dashboard by admin: customer says not credited$/);
     // The retry comes after the credit and before the duplicate.
-    const order = entries.map((e) => (e.event === 'attempt-settled' ? e.detail.split(': ')[1] : e.event)).filter((x) => ['credited', 'operator-action', 'duplicate'].includes(x!));
+    const order = entries
+      .map((e) => (e.event === 'attempt-settled' ? e.detail.split(': ')[1] : e.event))
+      .filter((x) => ['credited', 'operator-action', 'duplicate'].includes(x!));
     expect(order).toEqual(['credited', 'operator-action', 'duplicate']);
     expect((await ledgerOf(env.db.db, merchantOrderNo)).ledger).toHaveLength(1);
   });
@@ -110,7 +128,10 @@ describe("an order's story is only added to", () => {
     expect(job.attemptsMade).toBe(1);
     expect((await ledgerOf(env.db.db, merchantOrderNo)).order.status).toBe('credited');
 
-    const audit = await env.db.db.select().from(operatorActions).where(eq(operatorActions.target, `job:callbacks/${jobId}`));
+    const audit = await env.db.db
+      .select()
+      .from(operatorActions)
+      .where(eq(operatorActions.target, `job:callbacks/${jobId}`));
     expect(audit.map((a) => [a.operator, a.action, a.outcome, a.reason])).toEqual([
       ['vera.viewer@example.com', 'queue.retry', 'denied', 'please'],
       ['otto.operator@example.com', 'queue.retry', 'replayed', 'Get order fixed, customer paid'],
@@ -120,10 +141,23 @@ describe("an order's story is only added to", () => {
     // The story: three failed attempts, the failure for good, the replay (who, why), then the credit.
     const entries = await timeline(merchantOrderNo);
     const events = entries.filter((e) => e.jobId === jobId && e.event !== 'received').map((e) => e.event);
-    expect(events).toEqual(['attempt-failed', 'attempt-failed', 'attempt-failed', 'job-failed', 'operator-action', 'attempt-settled', 'applied', 'ledger-entry']);
+    expect(events).toEqual([
+      'attempt-failed',
+      'attempt-failed',
+      'attempt-failed',
+      'job-failed',
+      'operator-action',
+      'attempt-settled',
+      'applied',
+      'ledger-entry',
+    ]);
     const row = entries.find((e) => e.event === 'operator-action')!;
-    expect(row.detail).toBe('job replayed from the order page by otto.operator@example.com: Get order fixed, customer paid');
-    expect(entries.find((e) => e.event === 'job-failed')!.detail).toMatch(/^failed for good after 3 attempt\(s\), kept for replay/);
+    expect(row.detail).toBe(
+      'job replayed from the order page by otto.operator@example.com: Get order fixed, customer paid',
+    );
+    expect(entries.find((e) => e.event === 'job-failed')!.detail).toMatch(
+      /^failed for good after 3 attempt\(s\), kept for replay/,
+    );
 
     // Replaying a job that is not failed changes nothing.
     const again = await replay(merchantOrderNo, jobId, 'operator', 'again');
@@ -138,29 +172,56 @@ describe("an order's story is only added to", () => {
     stack.platform.setOrder(platformOrder({ ...o, type: 'payin', state: 6, amountJson: '99.00' }));
     await stack.add(payinEvent({ ...o, fiatAmount: '100.00' }));
     const listed = async () => {
-      const res = await stack.app.inject({ method: 'GET', url: `/api/reviews?status=open&merchantOrderNo=${o.merchantOrderNo}`, headers: bearer('operator') });
-      return (res.json() as { reviews: { id: number; attempts: { outcome: string; reasonCode: string | null; reason: string; operator?: string | null }[] }[] }).reviews;
+      const res = await stack.app.inject({
+        method: 'GET',
+        url: `/api/reviews?status=open&merchantOrderNo=${o.merchantOrderNo}`,
+        headers: bearer('operator'),
+      });
+      return (
+        res.json() as {
+          reviews: {
+            id: number;
+            attempts: { outcome: string; reasonCode: string | null; reason: string; operator?: string | null }[];
+          }[];
+        }
+      ).reviews;
     };
-    const [review] = await waitFor(async () => ((await listed()).length ? await listed() : undefined), { message: 'no review opened' });
+    const [review] = await waitFor(async () => ((await listed()).length ? await listed() : undefined), {
+      message: 'no review opened',
+    });
     expect(review!.attempts).toEqual([]);
 
     stack.platform.failNext(o.merchantOrderNo, 1_000, 500);
-    const res = await stack.app.inject({ method: 'POST', url: `/api/reviews/${review!.id}/reverify`, headers: bearer('operator'), payload: { reason: 'platform says it paid 100' } });
+    const res = await stack.app.inject({
+      method: 'POST',
+      url: `/api/reviews/${review!.id}/reverify`,
+      headers: bearer('operator'),
+      payload: { reason: 'platform says it paid 100' },
+    });
     expect(res.statusCode, res.body).toBeGreaterThanOrEqual(500);
     stack.platform.failNext(o.merchantOrderNo, 0, 500);
 
     const [after] = await listed();
     expect(after!.attempts).toHaveLength(1);
-    expect(after!.attempts[0]).toMatchObject({ outcome: 'failed', operator: 'otto.operator@example.com', reasonCode: res.json().code });
+    expect(after!.attempts[0]).toMatchObject({
+      outcome: 'failed',
+      operator: 'otto.operator@example.com',
+      reasonCode: res.json().code,
+    });
     expect(after!.attempts[0]!.reason).toContain('platform says it paid 100');
     const row = (await timeline(o.merchantOrderNo)).find((e) => e.event === 'operator-action')!;
-    expect(row.detail).toBe(`review ${review!.id} re-verified by otto.operator@example.com (failed:${res.json().code}): platform says it paid 100`);
+    expect(row.detail).toBe(
+      `review ${review!.id} re-verified by otto.operator@example.com (failed:${res.json().code}): platform says it paid 100`,
+    );
   });
 
   it('the landing page counts suspected forgeries and links the preset that lists them (the amount mismatch above)', async () => {
     const landing = await stack.app.inject({ method: 'GET', url: '/search', headers: bearer('viewer') });
     expect(landing.statusCode, landing.body).toBe(200);
-    const link = /<a href="(\/callbacks\?[^"]+)"><strong data-count="forgeries">(\d+)<\/strong> suspected forger(?:y|ies)<\/a>/.exec(landing.body);
+    const link =
+      /<a href="(\/callbacks\?[^"]+)"><strong data-count="forgeries">(\d+)<\/strong> suspected forger(?:y|ies)<\/a>/.exec(
+        landing.body,
+      );
     expect(link, 'no suspected forgeries count').not.toBeNull();
     expect(link![2]).toBe('1');
     const href = link![1]!.replaceAll('&amp;', '&');

@@ -22,7 +22,12 @@ afterAll(async () => {
 });
 
 const api = (role: keyof typeof TOKENS, method: 'GET' | 'POST', url: string, payload?: unknown) =>
-  stack.app.inject({ method, url, headers: bearer(role), ...(payload === undefined ? {} : { payload: payload as object }) });
+  stack.app.inject({
+    method,
+    url,
+    headers: bearer(role),
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
 
 /** A pay-in whose callback failed for good (Get order answered 500 on its one attempt). */
 async function failedPayin(tag: string, amount = '30.00') {
@@ -32,9 +37,18 @@ async function failedPayin(tag: string, amount = '30.00') {
   stack.platform.failNext(o.merchantOrderNo, 1, 500);
   const event = payinEvent({ ...o, fiatAmount: amount });
   const jobId = await stack.add(event, 1);
-  await waitFor(async () => (await env.db.db.select().from(callbackArrivals).where(and(eq(callbackArrivals.jobId, jobId), eq(callbackArrivals.status, 'failed'))))[0], {
-    message: `job ${jobId} did not fail`,
-  });
+  await waitFor(
+    async () =>
+      (
+        await env.db.db
+          .select()
+          .from(callbackArrivals)
+          .where(and(eq(callbackArrivals.jobId, jobId), eq(callbackArrivals.status, 'failed')))
+      )[0],
+    {
+      message: `job ${jobId} did not fail`,
+    },
+  );
   return { ...o, jobId, event, amount };
 }
 
@@ -53,27 +67,78 @@ describe('replay dry run', () => {
     const applied = await failedPayin(tag);
     const mismatch = await failedPayin(tag);
     const pending = await failedPayin(tag);
-    stack.platform.setOrder(platformOrder({ orderNo: apply.orderNo, merchantOrderNo: apply.merchantOrderNo, type: 'payin', state: 6, amountJson: '30.00' }));
-    stack.platform.setOrder(platformOrder({ orderNo: applied.orderNo, merchantOrderNo: applied.merchantOrderNo, type: 'payin', state: 6, amountJson: '30.00' }));
-    stack.platform.setOrder(platformOrder({ orderNo: mismatch.orderNo, merchantOrderNo: mismatch.merchantOrderNo, type: 'payin', state: 6, amountJson: '3.00' }));
-    stack.platform.setOrder(platformOrder({ orderNo: pending.orderNo, merchantOrderNo: pending.merchantOrderNo, type: 'payin', state: 1, amountJson: '30.00' }));
+    stack.platform.setOrder(
+      platformOrder({
+        orderNo: apply.orderNo,
+        merchantOrderNo: apply.merchantOrderNo,
+        type: 'payin',
+        state: 6,
+        amountJson: '30.00',
+      }),
+    );
+    stack.platform.setOrder(
+      platformOrder({
+        orderNo: applied.orderNo,
+        merchantOrderNo: applied.merchantOrderNo,
+        type: 'payin',
+        state: 6,
+        amountJson: '30.00',
+      }),
+    );
+    stack.platform.setOrder(
+      platformOrder({
+        orderNo: mismatch.orderNo,
+        merchantOrderNo: mismatch.merchantOrderNo,
+        type: 'payin',
+        state: 6,
+        amountJson: '3.00',
+      }),
+    );
+    stack.platform.setOrder(
+      platformOrder({
+        orderNo: pending.orderNo,
+        merchantOrderNo: pending.merchantOrderNo,
+        type: 'payin',
+        state: 1,
+        amountJson: '30.00',
+      }),
+    );
     // Credited meanwhile by another path (as a reconciliation sweep would): its failed job is now a no-op.
-    expect(await applyEvent(callbackJobSchema.parse(applied.event), { db: env.db.db, platform: stack.client, logger })).toMatchObject({ status: 'applied' });
+    expect(
+      await applyEvent(callbackJobSchema.parse(applied.event), { db: env.db.db, platform: stack.client, logger }),
+    ).toMatchObject({ status: 'applied' });
 
-    const res = await api('operator', 'POST', '/api/replays', { filter: { merchantOrderNo: undefined, status: 'failed' }, dryRun: true });
+    const res = await api('operator', 'POST', '/api/replays', {
+      filter: { merchantOrderNo: undefined, status: 'failed' },
+      dryRun: true,
+    });
     expect(res.statusCode, res.body).toBe(200);
-    const { plan } = res.json() as { plan: { matched: number; counts: Record<string, number>; samples: Record<string, { jobId: string; code: string | null }[]> } };
+    const { plan } = res.json() as {
+      plan: {
+        matched: number;
+        counts: Record<string, number>;
+        samples: Record<string, { jobId: string; code: string | null }[]>;
+      };
+    };
     const mine = (cls: string) => plan.samples[cls]!.filter((s) => s.jobId.includes(tag)).map((s) => [s.jobId, s.code]);
     expect(mine('willApply')).toEqual([[apply.jobId, null]]);
     expect(mine('alreadyApplied')).toEqual([[applied.jobId, null]]);
     expect(mine('willReview')).toEqual([[mismatch.jobId, 'VERIFY_AMOUNT_MISMATCH']]);
     expect(mine('stillPending')).toEqual([[pending.jobId, 'VERIFY_NOT_FINAL']]);
-    expect(plan.counts).toMatchObject({ willApply: 1, alreadyApplied: 1, willReview: 1, stillPending: 1, notReplayable: 0 });
+    expect(plan.counts).toMatchObject({
+      willApply: 1,
+      alreadyApplied: 1,
+      willReview: 1,
+      stillPending: 1,
+      notReplayable: 0,
+    });
     expect(plan.matched).toBe(4);
 
     // Nothing changed: the jobs are still failed, nothing credited but the sweep's, no replay, no audit row.
     for (const j of [apply, mismatch, pending]) expect(await stack.queue.getJobState(j.jobId)).toBe('failed');
-    expect(await creditsOf([apply.merchantOrderNo, mismatch.merchantOrderNo])).toEqual(expect.arrayContaining([{ no: apply.merchantOrderNo, n: 0 }]));
+    expect(await creditsOf([apply.merchantOrderNo, mismatch.merchantOrderNo])).toEqual(
+      expect.arrayContaining([{ no: apply.merchantOrderNo, n: 0 }]),
+    );
     expect(await env.db.db.select().from(replays)).toEqual([]);
     expect(await env.db.db.select().from(operatorActions)).toEqual([]);
   });
@@ -97,7 +162,10 @@ describe('replay rules', () => {
     expect(blank.json()).toMatchObject({ code: 'REASON_REQUIRED' });
     const tooFast = await api('operator', 'POST', '/api/replays', { filter, reason: 'go', ratePerSecond: 101 });
     expect(tooFast.statusCode).toBe(400);
-    expect(tooFast.json()).toMatchObject({ code: 'REQUEST_INVALID', message: expect.stringMatching(/CONSOLE_REPLAY_MAX_RATE \(100\)/) });
+    expect(tooFast.json()).toMatchObject({
+      code: 'REQUEST_INVALID',
+      message: expect.stringMatching(/CONSOLE_REPLAY_MAX_RATE \(100\)/),
+    });
     const notFailed = await api('operator', 'POST', '/api/replays', { filter: { status: 'applied' }, reason: 'go' });
     expect(notFailed.statusCode).toBe(400);
     const unknownField = await api('operator', 'POST', '/api/replays', { filter: { colour: 'red' }, reason: 'go' });
@@ -107,13 +175,19 @@ describe('replay rules', () => {
     expect(denied.map((d) => [d.operator, d.action])).toEqual([['vera.viewer@example.com', 'replays.start']]);
 
     // A replay of nothing finishes at once; cancelling it then is a 409, another operator's cancel needs admin.
-    const started = await api('operator', 'POST', '/api/replays', { filter: { merchantOrderNo: 'no-such-order' }, reason: 'nothing to do' });
+    const started = await api('operator', 'POST', '/api/replays', {
+      filter: { merchantOrderNo: 'no-such-order' },
+      reason: 'nothing to do',
+    });
     expect(started.statusCode, started.body).toBe(202);
     const { replay } = started.json() as { replay: { id: number; total: number } };
     expect(replay.total).toBe(0);
     expect((await api('viewer', 'GET', `/api/replays/${replay.id}`)).statusCode).toBe(200);
     expect((await api('viewer', 'POST', `/api/replays/${replay.id}/cancel`, { reason: 'x' })).statusCode).toBe(403);
-    await waitFor(async () => (await api('viewer', 'GET', `/api/replays/${replay.id}`)).json().replay.status === 'finished', { message: 'empty replay did not finish' });
+    await waitFor(
+      async () => (await api('viewer', 'GET', `/api/replays/${replay.id}`)).json().replay.status === 'finished',
+      { message: 'empty replay did not finish' },
+    );
     expect((await api('admin', 'POST', `/api/replays/${replay.id}/cancel`, { reason: 'late' })).statusCode).toBe(409);
     expect((await api('viewer', 'GET', '/api/replays/999999')).statusCode).toBe(404);
   });
@@ -124,9 +198,25 @@ describe('replaying never credits twice', () => {
     const tag = `C${uid()}`;
     const jobs: Awaited<ReturnType<typeof failedPayin>>[] = [];
     for (let i = 0; i < 20; i++) jobs.push(await failedPayin(tag, '5.00'));
-    for (const j of jobs) stack.platform.setOrder(platformOrder({ orderNo: j.orderNo, merchantOrderNo: j.merchantOrderNo, type: 'payin', state: 6, amountJson: '5.00' }));
+    for (const j of jobs)
+      stack.platform.setOrder(
+        platformOrder({
+          orderNo: j.orderNo,
+          merchantOrderNo: j.merchantOrderNo,
+          type: 'payin',
+          state: 6,
+          amountJson: '5.00',
+        }),
+      );
     const connection = createRedis(env.redisUrl, 'worker');
-    const second = createCallbackWorker({ connection, prefix: env.prefix, db: env.db.db, platform: stack.client, logger, concurrency: 16 });
+    const second = createCallbackWorker({
+      connection,
+      prefix: env.prefix,
+      db: env.db.db,
+      platform: stack.client,
+      logger,
+      concurrency: 16,
+    });
     try {
       const filter = { status: 'failed', from: new Date(Date.now() - 600_000).toISOString() };
       const [a, b] = await Promise.all([
@@ -134,20 +224,33 @@ describe('replaying never credits twice', () => {
         api('admin', 'POST', '/api/replays', { filter, ratePerSecond: 100, reason: 'second' }),
         stack.queue.retryJobs({ state: 'failed' }),
         // The reconciliation sweep's path, on the same events at the same time.
-        Promise.all(jobs.map((j) => applyEvent(callbackJobSchema.parse(j.event), { db: env.db.db, platform: stack.client, logger }))),
+        Promise.all(
+          jobs.map((j) =>
+            applyEvent(callbackJobSchema.parse(j.event), { db: env.db.db, platform: stack.client, logger }),
+          ),
+        ),
       ]);
       expect([a!.statusCode, b!.statusCode]).toEqual([202, 202]);
       const ids = [a, b].map((r) => (r!.json() as { replay: { id: number } }).replay.id);
-      await waitFor(async () => {
-        const rows = await env.db.db.select().from(replays).where(inArray(replays.id, ids));
-        return rows.every((r) => r.status === 'finished');
-      }, { timeoutMs: 20_000, message: 'the replays did not finish' });
-      const credits = await waitFor(async () => {
-        const c = await creditsOf(jobs.map((j) => j.merchantOrderNo));
-        return c.every((x) => x.n >= 1) ? c : undefined;
-      }, { timeoutMs: 20_000, message: 'not every order was credited' });
+      await waitFor(
+        async () => {
+          const rows = await env.db.db.select().from(replays).where(inArray(replays.id, ids));
+          return rows.every((r) => r.status === 'finished');
+        },
+        { timeoutMs: 20_000, message: 'the replays did not finish' },
+      );
+      const credits = await waitFor(
+        async () => {
+          const c = await creditsOf(jobs.map((j) => j.merchantOrderNo));
+          return c.every((x) => x.n >= 1) ? c : undefined;
+        },
+        { timeoutMs: 20_000, message: 'not every order was credited' },
+      );
       expect(credits.map((c) => c.n)).toEqual(jobs.map(() => 1));
-      const statuses = await env.db.db.select({ status: orders.status }).from(orders).where(like(orders.merchantOrderNo, `${tag}-%`));
+      const statuses = await env.db.db
+        .select({ status: orders.status })
+        .from(orders)
+        .where(like(orders.merchantOrderNo, `${tag}-%`));
       expect(statuses.every((s) => s.status === 'credited')).toBe(true);
     } finally {
       await second.close();

@@ -15,7 +15,10 @@ const logger = createLogger({ name: 'replay-test', level: 'silent' });
 
 beforeAll(async () => {
   // The console's own driver is off: the test holds its driver to see when it stops, and restarts it.
-  stack = await startOpsStack(env, { worker: { concurrency: 64 }, consoleDeps: { operators: OPERATORS, replayDriver: false } });
+  stack = await startOpsStack(env, {
+    worker: { concurrency: 64 },
+    consoleDeps: { operators: OPERATORS, replayDriver: false },
+  });
 });
 afterAll(async () => {
   await Promise.all(drivers.map((d) => d.close()));
@@ -36,7 +39,10 @@ async function failedPayins(n: number, amount: string) {
     sql`insert into orders (merchant_order_no, kind, currency, amount, request_hash)
         select ${tag} || '-' || g, 'payin', 'PHP', ${amount}::numeric, md5(${tag} || g) from generate_series(1, ${n}::int) g`,
   );
-  const nos = Array.from({ length: n }, (_, i) => ({ merchantOrderNo: `${tag}-${i + 1}`, orderNo: `P${tag}-${i + 1}` }));
+  const nos = Array.from({ length: n }, (_, i) => ({
+    merchantOrderNo: `${tag}-${i + 1}`,
+    orderNo: `P${tag}-${i + 1}`,
+  }));
   for (const o of nos) stack.platform.failNext(o.merchantOrderNo, 1, 500);
   await stack.queue.addBulk(
     nos.map((o) => ({
@@ -62,7 +68,11 @@ const startReplay = async (tag: string, from: string, ratePerSecond: number) => 
     method: 'POST',
     url: '/api/replays',
     headers: bearer('operator'),
-    payload: { filter: { status: 'failed', code: 'PLATFORM_HTTP_ERROR', from }, ratePerSecond, reason: `replay ${tag}: Get order was down` },
+    payload: {
+      filter: { status: 'failed', code: 'PLATFORM_HTTP_ERROR', from },
+      ratePerSecond,
+      reason: `replay ${tag}: Get order was down`,
+    },
   });
   expect(res.statusCode, res.body).toBe(202);
   return (res.json() as { replay: { id: number; total: number } }).replay;
@@ -86,23 +96,34 @@ describe('a replay of 1,000 failed jobs', () => {
     const replay = await startReplay(tag, from, 100);
     expect(replay.total).toBe(1000);
     d.wake();
-    const done = await waitFor(async () => {
-      const r = await replayRow(replay.id);
-      return r.status === 'finished' ? r : undefined;
-    }, { timeoutMs: 60_000, intervalMs: 50, message: 'the replay did not finish' });
+    const done = await waitFor(
+      async () => {
+        const r = await replayRow(replay.id);
+        return r.status === 'finished' ? r : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 50, message: 'the replay did not finish' },
+    );
     const seconds = (performance.now() - started) / 1000;
     expect(done).toMatchObject({ replayed: 1000, skipped: 0 });
     // Paced at 100 per second: 1,000 jobs cannot go in less than ~9.9 s, and should not take much longer.
     expect(seconds).toBeGreaterThanOrEqual(9.5);
     expect(seconds).toBeLessThan(13);
 
-    const credits = await waitFor(async () => {
-      const c = await creditsOf(tag);
-      return c.length === 1000 ? c : undefined;
-    }, { timeoutMs: 60_000, message: 'not every order was credited' });
+    const credits = await waitFor(
+      async () => {
+        const c = await creditsOf(tag);
+        return c.length === 1000 ? c : undefined;
+      },
+      { timeoutMs: 60_000, message: 'not every order was credited' },
+    );
     expect(credits.every((c) => c.n === 1)).toBe(true);
     const [audit] = await env.db.db.select().from(operatorActions).where(eq(operatorActions.action, 'replays.start'));
-    expect(audit).toMatchObject({ operator: 'otto.operator@example.com', role: 'operator', outcome: 'started', reason: `replay ${tag}: Get order was down` });
+    expect(audit).toMatchObject({
+      operator: 'otto.operator@example.com',
+      role: 'operator',
+      outcome: 'started',
+      reason: `replay ${tag}: Get order was down`,
+    });
   }, 180_000);
 
   it('cancelled mid-way, sends no further job back within one second; a restarted console resumes a running one', async () => {
@@ -117,52 +138,95 @@ describe('a replay of 1,000 failed jobs', () => {
     const atRestart = (await replayRow(replay.id)).replayed;
     expect(atRestart).toBeLessThan(1000);
     const second = driver();
-    await waitFor(async () => (await replayRow(replay.id)).replayed >= atRestart + 100, { timeoutMs: 30_000, intervalMs: 20, message: 'the second console did not resume the replay' });
+    await waitFor(async () => (await replayRow(replay.id)).replayed >= atRestart + 100, {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+      message: 'the second console did not resume the replay',
+    });
     expect(second.driving.has(replay.id)).toBe(true);
 
     const asked = performance.now();
-    const res = await stack.app.inject({ method: 'POST', url: `/api/replays/${replay.id}/cancel`, headers: bearer('operator'), payload: { reason: 'wrong window' } });
+    const res = await stack.app.inject({
+      method: 'POST',
+      url: `/api/replays/${replay.id}/cancel`,
+      headers: bearer('operator'),
+      payload: { reason: 'wrong window' },
+    });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ replay: { status: 'cancelled' } });
-    await waitFor(() => !second.driving.has(replay.id), { timeoutMs: 1000, intervalMs: 10, message: 'the driver did not stop within one second' });
+    await waitFor(() => !second.driving.has(replay.id), {
+      timeoutMs: 1000,
+      intervalMs: 10,
+      message: 'the driver did not stop within one second',
+    });
     expect(performance.now() - asked).toBeLessThan(1000);
 
     // What it sent back is what left the failed set; the rest stays failed for another day; nothing twice.
     const final = await replayRow(replay.id);
     expect(final.status).toBe('cancelled');
     expect(final.replayed).toBeLessThan(1000);
-    const credits = await waitFor(async () => {
-      const c = await creditsOf(tag);
-      return c.length === final.replayed ? c : undefined;
-    }, { timeoutMs: 30_000, message: `expected ${final.replayed} credits` });
+    const credits = await waitFor(
+      async () => {
+        const c = await creditsOf(tag);
+        return c.length === final.replayed ? c : undefined;
+      },
+      { timeoutMs: 30_000, message: `expected ${final.replayed} credits` },
+    );
     expect(credits.every((c) => c.n === 1)).toBe(true);
-    const stillFailed = await waitFor(async () => {
-      const n = (await stack.queue.getJobs(['failed'], 0, -1)).filter((j) => String(j.data.merchantOrderNo).startsWith(`${tag}-`)).length;
-      return n === 1000 - final.replayed ? n : undefined;
-    }, { timeoutMs: 30_000 });
+    const stillFailed = await waitFor(
+      async () => {
+        const n = (await stack.queue.getJobs(['failed'], 0, -1)).filter((j) =>
+          String(j.data.merchantOrderNo).startsWith(`${tag}-`),
+        ).length;
+        return n === 1000 - final.replayed ? n : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(stillFailed + final.replayed).toBe(1000);
-    expect((await stack.app.inject({ method: 'POST', url: `/api/replays/${replay.id}/cancel`, headers: bearer('operator'), payload: { reason: 'again' } })).statusCode).toBe(409);
+    expect(
+      (
+        await stack.app.inject({
+          method: 'POST',
+          url: `/api/replays/${replay.id}/cancel`,
+          headers: bearer('operator'),
+          payload: { reason: 'again' },
+        })
+      ).statusCode,
+    ).toBe(409);
   }, 180_000);
 
   it('a replay held by a console that died is resumed by another once its lease lapses, not before', async () => {
     const { tag, from } = await failedPayins(20, '30.00');
     const replay = await startReplay(tag, from, 100);
     // The console that started it died holding the lease (no driver released it).
-    await env.db.db.update(replays).set({ leaseOwner: 'dead-console', leaseUntil: sql`now() + interval '2 seconds'` }).where(eq(replays.id, replay.id));
+    await env.db.db
+      .update(replays)
+      .set({ leaseOwner: 'dead-console', leaseUntil: sql`now() + interval '2 seconds'` })
+      .where(eq(replays.id, replay.id));
     const { leaseUntil } = await replayRow(replay.id);
     const survivor = driver();
     survivor.wake();
-    await waitFor(async () => (await replayRow(replay.id)).replayed > 0, { timeoutMs: 15_000, intervalMs: 20, message: 'nobody resumed the replay' });
+    await waitFor(async () => (await replayRow(replay.id)).replayed > 0, {
+      timeoutMs: 15_000,
+      intervalMs: 20,
+      message: 'nobody resumed the replay',
+    });
     expect(Date.now()).toBeGreaterThanOrEqual(leaseUntil!.getTime());
-    const done = await waitFor(async () => {
-      const r = await replayRow(replay.id);
-      return r.status === 'finished' ? r : undefined;
-    }, { timeoutMs: 15_000 });
+    const done = await waitFor(
+      async () => {
+        const r = await replayRow(replay.id);
+        return r.status === 'finished' ? r : undefined;
+      },
+      { timeoutMs: 15_000 },
+    );
     expect(done).toMatchObject({ replayed: 20, skipped: 0 });
-    const credits = await waitFor(async () => {
-      const c = await creditsOf(tag);
-      return c.length === 20 ? c : undefined;
-    }, { timeoutMs: 15_000 });
+    const credits = await waitFor(
+      async () => {
+        const c = await creditsOf(tag);
+        return c.length === 20 ? c : undefined;
+      },
+      { timeoutMs: 15_000 },
+    );
     expect(credits.every((c) => c.n === 1)).toBe(true);
   }, 60_000);
 });

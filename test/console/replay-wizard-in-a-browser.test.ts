@@ -8,7 +8,6 @@ import { ARTIFACTS, launchBrowser } from './helpers/browser.ts';
 import { OPERATORS, TOKENS } from '../../apps/console/test/helpers/operators.ts';
 import { ledgerOf, startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
 
-
 const env = useTestEnv();
 let stack: OpsStack;
 let browser: Browser | undefined;
@@ -33,13 +32,23 @@ async function failedPayins(n: number, amount: string) {
     made.push({ ...o, jobId: await stack.add(payinEvent({ ...o, fiatAmount: amount }), 1) });
   }
   for (const o of made) {
-    await waitFor(async () => (await env.db.db.select().from(callbackArrivals).where(and(eq(callbackArrivals.jobId, o.jobId), eq(callbackArrivals.status, 'failed'))))[0], { message: `${o.jobId} did not fail` });
+    await waitFor(
+      async () =>
+        (
+          await env.db.db
+            .select()
+            .from(callbackArrivals)
+            .where(and(eq(callbackArrivals.jobId, o.jobId), eq(callbackArrivals.status, 'failed')))
+        )[0],
+      { message: `${o.jobId} did not fail` },
+    );
     stack.platform.setOrder(platformOrder({ ...o, type: 'payin', state: 6, amountJson: amount }));
   }
   return made;
 }
 
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `replay-wizard-${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) =>
+  page.screenshot({ path: path.join(ARTIFACTS, `replay-wizard-${name}.png`), fullPage: true });
 
 async function dryRun(page: Page, amount: string) {
   await page.goto(`${stack.url}/replays/new`);
@@ -73,13 +82,18 @@ describe('the replay wizard in a browser', () => {
       // Reason → start → progress, until it finishes (the page refreshes itself).
       await page.getByLabel(/^Reason/).fill('Get order was down 10:00-10:20; customers paid');
       await page.getByLabel(/Jobs per second/).fill('3');
-      await Promise.all([page.waitForURL(/\/replays\/\d+\?ok=/), page.getByRole('button', { name: 'Start replay of 3 job(s)' }).click()]);
+      await Promise.all([
+        page.waitForURL(/\/replays\/\d+\?ok=/),
+        page.getByRole('button', { name: 'Start replay of 3 job(s)' }).click(),
+      ]);
       await page.getByText(/replay \d+ started: 3 job\(s\) at 3 per second/).waitFor();
       await page.locator('[data-status=finished]').waitFor({ timeout: 20_000 });
       expect(await page.locator('[data-replayed]').textContent()).toBe('3');
       await shot(page, '2-finished');
       for (const o of quick) {
-        await waitFor(async () => (await ledgerOf(env.db.db, o.merchantOrderNo)).order.status === 'credited', { timeoutMs: 15_000 });
+        await waitFor(async () => (await ledgerOf(env.db.db, o.merchantOrderNo)).order.status === 'credited', {
+          timeoutMs: 15_000,
+        });
         expect((await ledgerOf(env.db.db, o.merchantOrderNo)).ledger).toHaveLength(1);
       }
 
@@ -88,12 +102,18 @@ describe('the replay wizard in a browser', () => {
       expect(await page.locator('td[data-class=willApply]').textContent()).toBe('12');
       await page.getByLabel(/^Reason/).fill('slow replay of the 22.00 batch');
       await page.getByLabel(/Jobs per second/).fill('1');
-      await Promise.all([page.waitForURL(/\/replays\/\d+\?ok=/), page.getByRole('button', { name: 'Start replay of 12 job(s)' }).click()]);
+      await Promise.all([
+        page.waitForURL(/\/replays\/\d+\?ok=/),
+        page.getByRole('button', { name: 'Start replay of 12 job(s)' }).click(),
+      ]);
       const id = /\/replays\/(\d+)/.exec(page.url())![1];
       await page.locator('[data-status=running]').waitFor();
       await shot(page, '3-running');
       await page.getByLabel(/^Reason/).fill('wrong batch: stop');
-      await Promise.all([page.waitForURL(/\?ok=replay/), page.getByRole('button', { name: `Cancel replay ${id}` }).click()]);
+      await Promise.all([
+        page.waitForURL(/\?ok=replay/),
+        page.getByRole('button', { name: `Cancel replay ${id}` }).click(),
+      ]);
       await page.locator('[data-status=cancelled]').waitFor();
       await page.getByText(new RegExp(`replay ${id} cancelled after \\d+ of 12 job\\(s\\)`)).waitFor();
       await shot(page, '4-cancelled');
@@ -104,7 +124,10 @@ describe('the replay wizard in a browser', () => {
       await page.goto(`${stack.url}/replays`);
       await page.getByRole('link', { name: `Replay ${id}` }).waitFor();
       await shot(page, '5-list');
-      const audit = await env.db.db.select().from(operatorActions).where(eq(operatorActions.operator, 'otto.operator@example.com'));
+      const audit = await env.db.db
+        .select()
+        .from(operatorActions)
+        .where(eq(operatorActions.operator, 'otto.operator@example.com'));
       expect(audit.map((a) => [a.action, a.outcome, a.reason])).toEqual([
         ['replays.start', 'started', 'Get order was down 10:00-10:20; customers paid'],
         ['replays.start', 'started', 'slow replay of the 22.00 batch'],

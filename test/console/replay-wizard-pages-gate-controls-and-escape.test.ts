@@ -16,9 +16,15 @@ afterAll(async () => {
   await stack?.close();
 });
 
-const page = (role: keyof typeof TOKENS, url: string) => stack.app.inject({ method: 'GET', url, headers: { ...bearer(role), accept: 'text/html' } });
+const page = (role: keyof typeof TOKENS, url: string) =>
+  stack.app.inject({ method: 'GET', url, headers: { ...bearer(role), accept: 'text/html' } });
 const post = (role: keyof typeof TOKENS, url: string, form: Record<string, string>) =>
-  stack.app.inject({ method: 'POST', url, headers: { ...bearer(role), accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams(form).toString() });
+  stack.app.inject({
+    method: 'POST',
+    url,
+    headers: { ...bearer(role), accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams(form).toString(),
+  });
 
 /** A failed job whose merchant order number carries markup (visible ASCII is a valid order number). */
 async function failedPayin() {
@@ -27,7 +33,15 @@ async function failedPayin() {
   await createOrder(env.db.db, { ...o, kind: 'payin', amount: '8.00' });
   stack.platform.failNext(o.merchantOrderNo, 1, 500);
   const jobId = await stack.add(payinEvent({ ...o, fiatAmount: '8.00' }), 1);
-  await waitFor(async () => (await env.db.db.select().from(callbackArrivals).where(and(eq(callbackArrivals.jobId, jobId), eq(callbackArrivals.status, 'failed'))))[0]);
+  await waitFor(
+    async () =>
+      (
+        await env.db.db
+          .select()
+          .from(callbackArrivals)
+          .where(and(eq(callbackArrivals.jobId, jobId), eq(callbackArrivals.status, 'failed')))
+      )[0],
+  );
   stack.platform.setOrder(platformOrder({ ...o, type: 'payin', state: 6, amountJson: '8.00' }));
   return o;
 }
@@ -60,14 +74,26 @@ describe('the replay wizard pages', () => {
 
   it('refuses a start without a reason on the same page, starts with one, and offers cancel to its operator only', async () => {
     const o = await failedPayin();
-    const noReason = await post('operator', '/replays', { merchantOrderNo: o.merchantOrderNo, ratePerSecond: '5', reason: ' ' });
+    const noReason = await post('operator', '/replays', {
+      merchantOrderNo: o.merchantOrderNo,
+      ratePerSecond: '5',
+      reason: ' ',
+    });
     expect(noReason.statusCode).toBe(303);
     expect(noReason.headers.location).toMatch(/^\/replays\/new\?.*dryRun=1.*&error=a\+reason\+is\+required/);
     expect(await env.db.db.select().from(replays)).toEqual([]);
-    const badRate = await post('operator', '/replays', { merchantOrderNo: o.merchantOrderNo, ratePerSecond: '1000', reason: 'x' });
+    const badRate = await post('operator', '/replays', {
+      merchantOrderNo: o.merchantOrderNo,
+      ratePerSecond: '1000',
+      reason: 'x',
+    });
     expect(decodeURIComponent(String(badRate.headers.location))).toMatch(/error=ratePerSecond\+1000\+is\+above/);
 
-    const started = await post('operator', '/replays', { merchantOrderNo: o.merchantOrderNo, ratePerSecond: '5', reason: 'customer <i>paid</i>' });
+    const started = await post('operator', '/replays', {
+      merchantOrderNo: o.merchantOrderNo,
+      ratePerSecond: '5',
+      reason: 'customer <i>paid</i>',
+    });
     expect(started.statusCode, started.body).toBe(303);
     const location = String(started.headers.location);
     const id = /^\/replays\/(\d+)\?ok=/.exec(location)?.[1];
@@ -93,6 +119,8 @@ describe('the replay wizard pages', () => {
     expect(after.body).not.toContain('replay-progress.js');
     // A cancelled replay offers the rest: a dry run of the same filter.
     expect(after.body).toContain('Replay the rest');
-    expect(after.body).toContain(`href="/replays/new?merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}&amp;dryRun=1"`);
+    expect(after.body).toContain(
+      `href="/replays/new?merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}&amp;dryRun=1"`,
+    );
   });
 });

@@ -42,7 +42,12 @@ async function reviewedPayin() {
 
 // Every action carries a reason (the audit trail's "why"); a test that checks its absence sends `reason: undefined`.
 const api = (method: 'GET' | 'POST', url: string, payload?: object) =>
-  stack.app.inject({ method, url, payload: method === 'POST' ? { reason: 'test: operator checked the platform', ...payload } : payload, headers: AUTH });
+  stack.app.inject({
+    method,
+    url,
+    payload: method === 'POST' ? { reason: 'test: operator checked the platform', ...payload } : payload,
+    headers: AUTH,
+  });
 
 describe('reviews', () => {
   it('lists open reviews with their reasons', async () => {
@@ -77,7 +82,9 @@ describe('reviews', () => {
     const other = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '5000.00' });
     await stack.queue.add('payin', other, { jobId: `other-${orderNo}` });
     const found = await waitFor(async () => {
-      const list = ((await api('GET', `/api/reviews?merchantOrderNo=${merchantOrderNo}`)).json() as { reviews: ReviewView[] }).reviews;
+      const list = (
+        (await api('GET', `/api/reviews?merchantOrderNo=${merchantOrderNo}`)).json() as { reviews: ReviewView[] }
+      ).reviews;
       return list[0]?.events.length === 2 ? list[0] : undefined;
     });
     expect(found).toMatchObject({ id: reviewId, occurrences: 2, reasonCode: 'VERIFY_AMOUNT_MISMATCH' });
@@ -118,9 +125,13 @@ describe('reviews', () => {
     const { reviewId } = await reviewedPayin();
     expect((await api('POST', `/api/reviews/${reviewId}/dismiss`, { reason: undefined })).statusCode).toBe(400);
     expect((await api('POST', `/api/reviews/${reviewId}/dismiss`, { reason: '   ' })).statusCode).toBe(400);
-    const res = await api('POST', `/api/reviews/${reviewId}/dismiss`, { note: 'forged: platform never had this order' });
+    const res = await api('POST', `/api/reviews/${reviewId}/dismiss`, {
+      note: 'forged: platform never had this order',
+    });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ review: { status: 'dismissed', note: 'forged: platform never had this order' } });
+    expect(res.json()).toMatchObject({
+      review: { status: 'dismissed', note: 'forged: platform never had this order' },
+    });
     expect((await api('POST', `/api/reviews/${reviewId}/dismiss`, { note: 'again' })).statusCode).toBe(409);
     expect((await api('POST', `/api/reviews/${reviewId}/reverify`)).statusCode).toBe(409);
     expect((await api('POST', '/api/reviews/999999/dismiss', { note: 'x' })).statusCode).toBe(404);
@@ -135,9 +146,17 @@ describe('callback search', () => {
 
     const byOrderNo = await api('GET', `/api/callbacks?orderNo=${orderNo}`);
     expect(byOrderNo.statusCode).toBe(200);
-    const body = byOrderNo.json() as { receipts: Record<string, unknown>[]; reviews: Record<string, unknown>[]; jobs: Record<string, unknown>[] };
-    expect(body.receipts).toEqual([expect.objectContaining({ orderNo, state: 6, source: 'review', outcome: 'credited', confirmedAmount: '100' })]);
-    expect(body.reviews).toEqual([expect.objectContaining({ id: reviewId, status: 'resolved', reasonCode: 'VERIFY_AMOUNT_MISMATCH' })]);
+    const body = byOrderNo.json() as {
+      receipts: Record<string, unknown>[];
+      reviews: Record<string, unknown>[];
+      jobs: Record<string, unknown>[];
+    };
+    expect(body.receipts).toEqual([
+      expect.objectContaining({ orderNo, state: 6, source: 'review', outcome: 'credited', confirmedAmount: '100' }),
+    ]);
+    expect(body.reviews).toEqual([
+      expect.objectContaining({ id: reviewId, status: 'resolved', reasonCode: 'VERIFY_AMOUNT_MISMATCH' }),
+    ]);
     // A job that ends in review releases its id (so a genuine callback of the same pair gets a job of its own):
     // what arrived lives on in the review, not in the queue.
     expect(body.jobs).toEqual([]);

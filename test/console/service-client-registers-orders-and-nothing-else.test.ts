@@ -35,9 +35,19 @@ describe('a service client (the shop registering orders)', () => {
 
   it('registers a pay-in without a reason (201, then 200 for the repeat), recorded with its name and no reason', async () => {
     const body = { merchantOrderNo: 'SVC-1', currency: 'PHP', amount: '10.00' };
-    const first = await stack.app.inject({ method: 'POST', url: '/api/payins', headers: bearer('service'), payload: body });
+    const first = await stack.app.inject({
+      method: 'POST',
+      url: '/api/payins',
+      headers: bearer('service'),
+      payload: body,
+    });
     expect(first.statusCode, first.body).toBe(201);
-    const again = await stack.app.inject({ method: 'POST', url: '/api/payins', headers: bearer('service'), payload: { ...body, reason: '  ' } });
+    const again = await stack.app.inject({
+      method: 'POST',
+      url: '/api/payins',
+      headers: bearer('service'),
+      payload: { ...body, reason: '  ' },
+    });
     expect(again.statusCode, again.body).toBe(200);
     expect(await env.db.db.select().from(orders).where(eq(orders.merchantOrderNo, 'SVC-1'))).toHaveLength(1);
     const rows = await env.db.db.select().from(operatorActions).where(eq(operatorActions.target, 'order:SVC-1'));
@@ -46,7 +56,12 @@ describe('a service client (the shop registering orders)', () => {
       { operator: 'shop-orders', role: 'service', action: 'orders.register', reason: '' },
     ]);
     // A reason it does give is checked like anyone's.
-    const bidi = await stack.app.inject({ method: 'POST', url: '/api/payins', headers: bearer('service'), payload: { ...body, merchantOrderNo: 'SVC-2', reason: 'ok \u202e' } });
+    const bidi = await stack.app.inject({
+      method: 'POST',
+      url: '/api/payins',
+      headers: bearer('service'),
+      payload: { ...body, merchantOrderNo: 'SVC-2', reason: 'ok \u202e' },
+    });
     expect(bidi.statusCode).toBe(400);
   });
 
@@ -61,14 +76,26 @@ describe('a service client (the shop registering orders)', () => {
   });
 
   it('people still give a reason to register an order', async () => {
-    const res = await stack.app.inject({ method: 'POST', url: '/api/payins', headers: bearer('operator'), payload: { merchantOrderNo: 'SVC-3', currency: 'PHP', amount: '1' } });
+    const res = await stack.app.inject({
+      method: 'POST',
+      url: '/api/payins',
+      headers: bearer('operator'),
+      payload: { merchantOrderNo: 'SVC-3', currency: 'PHP', amount: '1' },
+    });
     expect(res.json()).toMatchObject({ code: 'REASON_REQUIRED' });
   });
 
   it('gets 403 for every other route of the console (every action, page, the dashboard), and changes nothing', async () => {
     const routes = routesOf(stack.app).filter((r) => !isOpen(r.url));
     // The table covers the API, the pages, bull-board and the replays (a refactor that hid routes from it fails here).
-    for (const expected of ['POST /api/reviews/:id/reverify', 'POST /api/reconcile', 'POST /api/payment-methods/refresh', 'POST /api/replays', 'GET /search', 'GET /queues']) {
+    for (const expected of [
+      'POST /api/reviews/:id/reverify',
+      'POST /api/reconcile',
+      'POST /api/payment-methods/refresh',
+      'POST /api/replays',
+      'GET /search',
+      'GET /queues',
+    ]) {
       expect(routes.map((r) => `${r.method} ${r.url}`)).toContain(expected);
     }
     const refused = routes.filter((r) => !serviceMayCall(r.method, r.url));
@@ -79,19 +106,32 @@ describe('a service client (the shop registering orders)', () => {
         method: r.method as 'GET',
         url: concrete(r.url),
         headers: { ...bearer('service'), 'x-reason': 'the shop', accept: 'text/html' },
-        ...(r.method === 'GET' || r.method === 'HEAD' ? {} : { payload: { reason: 'the shop', merchantOrderNo: 'SVC-X' } }),
+        ...(r.method === 'GET' || r.method === 'HEAD'
+          ? {}
+          : { payload: { reason: 'the shop', merchantOrderNo: 'SVC-X' } }),
       });
       expect(res.statusCode, `${r.method} ${r.url}`).toBe(403);
-      if (r.method !== 'HEAD') expect(res.json(), `${r.method} ${r.url}`).toMatchObject({ code: 'FORBIDDEN', message: expect.stringContaining('service client') });
+      if (r.method !== 'HEAD')
+        expect(res.json(), `${r.method} ${r.url}`).toMatchObject({
+          code: 'FORBIDDEN',
+          message: expect.stringContaining('service client'),
+        });
     }
     // Unknown paths too.
-    expect((await stack.app.inject({ method: 'DELETE', url: '/api/orders', headers: bearer('service') })).statusCode).toBe(403);
+    expect(
+      (await stack.app.inject({ method: 'DELETE', url: '/api/orders', headers: bearer('service') })).statusCode,
+    ).toBe(403);
     expect(await auditRows()).toBe(rowsBefore);
   });
 
   it('reads the API (GET), and whoami says what it may do', async () => {
     const who = await stack.app.inject({ method: 'GET', url: '/api/whoami?actions=true', headers: bearer('service') });
-    expect(who.json()).toEqual({ name: 'shop-orders', role: 'service', via: 'bearer', may: ['read', 'orders.register'] });
+    expect(who.json()).toEqual({
+      name: 'shop-orders',
+      role: 'service',
+      via: 'bearer',
+      may: ['read', 'orders.register'],
+    });
     const order = await stack.app.inject({ method: 'GET', url: '/api/orders/SVC-1', headers: bearer('service') });
     expect(order.statusCode).toBe(200);
   });
@@ -109,10 +149,19 @@ describe('a service client (the shop registering orders)', () => {
     expect(res.body).toContain('service client');
   });
 
-  it('stays out of the people\'s audit view unless asked for (API; the page and the CLI send the same filter)', async () => {
+  it("stays out of the people's audit view unless asked for (API; the page and the CLI send the same filter)", async () => {
     const audit = async (q: string) =>
-      ((await stack.app.inject({ method: 'GET', url: `/api/audit${q}`, headers: bearer('admin') })).json() as { entries: { operator: string; role: string }[] }).entries;
-    await stack.app.inject({ method: 'POST', url: '/api/payins', headers: bearer('operator'), payload: { merchantOrderNo: 'SVC-4', currency: 'PHP', amount: '1', reason: 'by hand' } });
+      (
+        (await stack.app.inject({ method: 'GET', url: `/api/audit${q}`, headers: bearer('admin') })).json() as {
+          entries: { operator: string; role: string }[];
+        }
+      ).entries;
+    await stack.app.inject({
+      method: 'POST',
+      url: '/api/payins',
+      headers: bearer('operator'),
+      payload: { merchantOrderNo: 'SVC-4', currency: 'PHP', amount: '1', reason: 'by hand' },
+    });
     const people = await audit('');
     expect(people.length).toBeGreaterThan(0);
     expect(people.some((e) => e.role === 'service')).toBe(false);
@@ -123,6 +172,8 @@ describe('a service client (the shop registering orders)', () => {
     expect((await audit('?operator=shop-orders')).length).toBe(only.length);
     const page = await stack.app.inject({ method: 'GET', url: '/audit?services=only', headers: bearer('admin') });
     expect(page.body).toContain('shop-orders');
-    expect((await stack.app.inject({ method: 'GET', url: '/audit', headers: bearer('admin') })).body).not.toContain('shop-orders');
+    expect((await stack.app.inject({ method: 'GET', url: '/audit', headers: bearer('admin') })).body).not.toContain(
+      'shop-orders',
+    );
   });
 });

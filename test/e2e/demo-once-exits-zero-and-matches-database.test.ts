@@ -30,10 +30,17 @@ function runDemo(
   const childEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     // Settings the demo reads must come from this test, never from the shell that runs the suite.
-    if (v !== undefined && !/^(CONSOLE_TOKEN|MERCHANT_PRIVATE_KEY_FILE|DATABASE_URL|QUEUE_PREFIX|.*_PORT|SANDBOX_.*|DEMO_.*)$/.test(k)) childEnv[k] = v;
+    if (
+      v !== undefined &&
+      !/^(CONSOLE_TOKEN|MERCHANT_PRIVATE_KEY_FILE|DATABASE_URL|QUEUE_PREFIX|.*_PORT|SANDBOX_.*|DEMO_.*)$/.test(k)
+    )
+      childEnv[k] = v;
   }
   // MCB_ENV_FILE=none: the demo must not write (or read) the checkout's .env from a test.
-  const child = spawn(process.execPath, ['scripts/demo.ts', ...args], { cwd: ROOT, env: { ...childEnv, MCB_ENV_FILE: 'none', ...env } });
+  const child = spawn(process.execPath, ['scripts/demo.ts', ...args], {
+    cwd: ROOT,
+    env: { ...childEnv, MCB_ENV_FILE: 'none', ...env },
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (c) => {
@@ -41,7 +48,9 @@ function runDemo(
     onOutput?.(out, child);
   });
   child.stderr.on('data', (c) => (err += String(c)));
-  return new Promise((resolvePromise) => child.once('exit', (code, signal) => resolvePromise({ code, signal, out, err })));
+  return new Promise((resolvePromise) =>
+    child.once('exit', (code, signal) => resolvePromise({ code, signal, out, err })),
+  );
 }
 
 describe('pnpm demo --once', () => {
@@ -57,15 +66,18 @@ describe('pnpm demo --once', () => {
 
   it('exits 0 after a run whose summary matches the database', { timeout: 90_000 }, async () => {
     const summaryFile = join(dir, 'summary.json');
-    const { code, out, err } = await runDemo(['--once', '--orders', '40', '--free-ports', '--summary-file', summaryFile], {
-      DEMO_DATABASE_URL: env.databaseUrl,
-      DEMO_QUEUE_PREFIX: env.prefix,
-      REDIS_URL: env.redisUrl,
-      KEYS_DIR: join(dir, 'keys'),
-      DEMO_LOG_DIR: join(dir, 'logs'),
-      SANDBOX_TIME_SCALE: '600',
-      LOG_LEVEL: 'warn',
-    });
+    const { code, out, err } = await runDemo(
+      ['--once', '--orders', '40', '--free-ports', '--summary-file', summaryFile],
+      {
+        DEMO_DATABASE_URL: env.databaseUrl,
+        DEMO_QUEUE_PREFIX: env.prefix,
+        REDIS_URL: env.redisUrl,
+        KEYS_DIR: join(dir, 'keys'),
+        DEMO_LOG_DIR: join(dir, 'logs'),
+        SANDBOX_TIME_SCALE: '600',
+        LOG_LEVEL: 'warn',
+      },
+    );
     expect(err, out).toBe('');
     expect(code, out).toBe(0);
     expect(out).toContain('All checks held.');
@@ -75,18 +87,33 @@ describe('pnpm demo --once', () => {
     // The summary's numbers, recounted from the database the demo wrote to.
     const s = JSON.parse(readFileSync(summaryFile, 'utf8')) as DemoSummary;
     const like = `${s.runId}-%`;
-    const count = async (sql: string) => Number((await env.db.pool.query<{ count: string }>(sql, [like])).rows[0]?.count);
+    const count = async (sql: string) =>
+      Number((await env.db.pool.query<{ count: string }>(sql, [like])).rows[0]?.count);
     expect(s.orders).toBe(40);
-    expect(s.credited).toBe(await count(`select count(*) from orders where kind = 'payin' and status = 'credited' and merchant_order_no like $1`));
     expect(s.credited).toBe(
-      await count(`select count(*) from ledger_entries l join orders o on o.id = l.order_id where l.entry_type = 'payin_credit' and o.merchant_order_no like $1`),
+      await count(
+        `select count(*) from orders where kind = 'payin' and status = 'credited' and merchant_order_no like $1`,
+      ),
+    );
+    expect(s.credited).toBe(
+      await count(
+        `select count(*) from ledger_entries l join orders o on o.id = l.order_id where l.entry_type = 'payin_credit' and o.merchant_order_no like $1`,
+      ),
     );
     expect(s.refunds).toBe(
-      await count(`select count(*) from ledger_entries l join orders o on o.id = l.order_id where l.entry_type = 'payout_refund' and o.merchant_order_no like $1`),
+      await count(
+        `select count(*) from ledger_entries l join orders o on o.id = l.order_id where l.entry_type = 'payout_refund' and o.merchant_order_no like $1`,
+      ),
     );
-    expect(s.refunds).toBe(await count(`select count(*) from orders where kind = 'payout' and status = 'refused' and merchant_order_no like $1`));
+    expect(s.refunds).toBe(
+      await count(
+        `select count(*) from orders where kind = 'payout' and status = 'refused' and merchant_order_no like $1`,
+      ),
+    );
     expect(s.refunds).toBeGreaterThan(0);
-    expect(s.payoutsSucceeded).toBe(await count(`select count(*) from orders where status = 'succeeded' and merchant_order_no like $1`));
+    expect(s.payoutsSucceeded).toBe(
+      await count(`select count(*) from orders where status = 'succeeded' and merchant_order_no like $1`),
+    );
     expect(s.forgeriesCaught).toBe(2);
     expect(await count(`select count(*) from reviews where status = 'open' and merchant_order_no like $1`)).toBe(2);
     const receipts = await count(`select count(*) from callback_receipts where merchant_order_no like $1`);
@@ -96,34 +123,38 @@ describe('pnpm demo --once', () => {
     expect(s.checks.every((c) => c.ok)).toBe(true);
   });
 
-  it('without --once keeps the services up with the dashboard URL; Ctrl-C stops every one of them and exits with the run\'s status', { timeout: 90_000 }, async () => {
-    let interrupted = false;
-    const { code, out } = await runDemo(
-      ['--orders', '10', '--free-ports'],
-      {
-        DEMO_DATABASE_URL: env.databaseUrl,
-        DEMO_QUEUE_PREFIX: env.prefix,
-        REDIS_URL: env.redisUrl,
-        KEYS_DIR: join(dir, 'keys'),
-        DEMO_LOG_DIR: join(dir, 'logs-up'),
-        LOG_LEVEL: 'warn',
-      },
-      (text, child) => {
-        if (!interrupted && text.includes('The services stay up until Ctrl-C')) {
-          interrupted = true;
-          child.kill('SIGINT');
-        }
-      },
-    );
-    expect(interrupted, out).toBe(true);
-    // Ctrl-C is how a finished demo is stopped, not a failure (pnpm would print ELIFECYCLE for 130): the checks held.
-    expect(code, out).toBe(0);
-    expect(out).toMatch(/dashboard {3}http:\/\/127\.0\.0\.1:\d+\/queues/);
-    // Every listener the demo printed is gone: the apps were stopped, not orphaned.
-    const ports = [...out.matchAll(/http:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
-    expect(ports.length).toBeGreaterThanOrEqual(3);
-    for (const port of new Set(ports)) expect(await listening(port), `port ${port}`).toBe(false);
-  });
+  it(
+    "without --once keeps the services up with the dashboard URL; Ctrl-C stops every one of them and exits with the run's status",
+    { timeout: 90_000 },
+    async () => {
+      let interrupted = false;
+      const { code, out } = await runDemo(
+        ['--orders', '10', '--free-ports'],
+        {
+          DEMO_DATABASE_URL: env.databaseUrl,
+          DEMO_QUEUE_PREFIX: env.prefix,
+          REDIS_URL: env.redisUrl,
+          KEYS_DIR: join(dir, 'keys'),
+          DEMO_LOG_DIR: join(dir, 'logs-up'),
+          LOG_LEVEL: 'warn',
+        },
+        (text, child) => {
+          if (!interrupted && text.includes('The services stay up until Ctrl-C')) {
+            interrupted = true;
+            child.kill('SIGINT');
+          }
+        },
+      );
+      expect(interrupted, out).toBe(true);
+      // Ctrl-C is how a finished demo is stopped, not a failure (pnpm would print ELIFECYCLE for 130): the checks held.
+      expect(code, out).toBe(0);
+      expect(out).toMatch(/dashboard {3}http:\/\/127\.0\.0\.1:\d+\/queues/);
+      // Every listener the demo printed is gone: the apps were stopped, not orphaned.
+      const ports = [...out.matchAll(/http:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
+      expect(ports.length).toBeGreaterThanOrEqual(3);
+      for (const port of new Set(ports)) expect(await listening(port), `port ${port}`).toBe(false);
+    },
+  );
 
   it('says exactly how to start Redis when it is unreachable, and exits 1', async () => {
     const port = await new Promise<number>((resolvePromise) => {

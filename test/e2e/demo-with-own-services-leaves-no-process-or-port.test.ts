@@ -25,7 +25,13 @@ function runDemo(
 ): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(CONSOLE_TOKEN|MERCHANT_PRIVATE_KEY_FILE|DATABASE_URL|REDIS_.*|QUEUE_PREFIX|.*_PORT|SANDBOX_.*|DEMO_.*|MCB_.*)$/.test(k)) env[k] = v;
+    if (
+      v !== undefined &&
+      !/^(CONSOLE_TOKEN|MERCHANT_PRIVATE_KEY_FILE|DATABASE_URL|REDIS_.*|QUEUE_PREFIX|.*_PORT|SANDBOX_.*|DEMO_.*|MCB_.*)$/.test(
+        k,
+      )
+    )
+      env[k] = v;
   }
   Object.assign(env, {
     MCB_OWN_SERVICES: '1',
@@ -64,70 +70,95 @@ const marked = (): MarkedProcess[] => [
   ...(redisPort ? processesMatching(new RegExp(`redis-server 127\\.0\\.0\\.1:${redisPort}$`)) : []),
 ];
 const ownPorts = (out: string) => {
-  const m = /own services \(MCB_OWN_SERVICES=1\): Postgres \d+ \(.+\) on 127\.0\.0\.1:(\d+), Redis [\d.]+ \(AOF, fsync always, noeviction\) on 127\.0\.0\.1:(\d+); data in (\S+);/.exec(out);
+  const m =
+    /own services \(MCB_OWN_SERVICES=1\): Postgres \d+ \(.+\) on 127\.0\.0\.1:(\d+), Redis [\d.]+ \(AOF, fsync always, noeviction\) on 127\.0\.0\.1:(\d+); data in (\S+);/.exec(
+      out,
+    );
   return m ? { postgres: Number(m[1]), redis: Number(m[2]), folder: m[3] } : undefined;
 };
 /** What runs: the servers and the four apps. */
 const kinds = (procs: MarkedProcess[]) => ({
   postgres: procs.some((p) => /\/postgres -D /.test(p.command)),
   redis: procs.some((p) => p.command.endsWith(`redis-server 127.0.0.1:${redisPort}`)),
-  apps: ['sandbox', 'ingest', 'worker', 'console'].filter((a) => procs.some((p) => p.command.includes(`apps/${a}/src/main.ts`))),
+  apps: ['sandbox', 'ingest', 'worker', 'console'].filter((a) =>
+    procs.some((p) => p.command.includes(`apps/${a}/src/main.ts`)),
+  ),
 });
 
 describe('pnpm demo with its own Postgres and Redis (MCB_OWN_SERVICES=1)', () => {
-  it('killed with SIGKILL while its services are up, takes its servers and apps with it (parent-death signal)', { timeout: 150_000 }, async () => {
-    expect(marked()).toEqual([]);
-    let seen: MarkedProcess[] = [];
-    let ports: number[] = [];
-    const run = await runDemo(['--orders', '10', '--free-ports'], (out) => {
-      if (seen.length > 0 || !out.includes('The services stay up until Ctrl-C')) return;
-      seen = marked();
-      ports = listeningPortsOf(seen.map((p) => p.pid));
-      const demo = seen.find((p) => p.command.includes('scripts/demo.ts'));
-      if (demo) process.kill(demo.pid, 'SIGKILL');
-    });
-    expect(kinds(seen), run.out + run.err).toEqual({ postgres: true, redis: true, apps: ['sandbox', 'ingest', 'worker', 'console'] });
-    const own = ownPorts(run.out);
-    expect(own, run.out).toBeDefined();
-    expect(ports).toEqual(expect.arrayContaining([own!.postgres, own!.redis]));
-    // Nobody stopped them: the kernel's signal on our death did.
-    await waitFor(() => marked().length === 0, { timeoutMs: 30_000, intervalMs: 100, message: 'processes outlived the killed demo' }).catch(() => {
-      throw new Error(`still running after the demo died:\n${marked().map((p) => `${p.pid} ${p.command}`).join('\n')}`);
-    });
-    for (const port of ports) expect(listeningAddresses(port), `port ${port}`).toEqual([]);
-  });
+  it(
+    'killed with SIGKILL while its services are up, takes its servers and apps with it (parent-death signal)',
+    { timeout: 150_000 },
+    async () => {
+      expect(marked()).toEqual([]);
+      let seen: MarkedProcess[] = [];
+      let ports: number[] = [];
+      const run = await runDemo(['--orders', '10', '--free-ports'], (out) => {
+        if (seen.length > 0 || !out.includes('The services stay up until Ctrl-C')) return;
+        seen = marked();
+        ports = listeningPortsOf(seen.map((p) => p.pid));
+        const demo = seen.find((p) => p.command.includes('scripts/demo.ts'));
+        if (demo) process.kill(demo.pid, 'SIGKILL');
+      });
+      expect(kinds(seen), run.out + run.err).toEqual({
+        postgres: true,
+        redis: true,
+        apps: ['sandbox', 'ingest', 'worker', 'console'],
+      });
+      const own = ownPorts(run.out);
+      expect(own, run.out).toBeDefined();
+      expect(ports).toEqual(expect.arrayContaining([own!.postgres, own!.redis]));
+      // Nobody stopped them: the kernel's signal on our death did.
+      await waitFor(() => marked().length === 0, {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+        message: 'processes outlived the killed demo',
+      }).catch(() => {
+        throw new Error(
+          `still running after the demo died:\n${marked()
+            .map((p) => `${p.pid} ${p.command}`)
+            .join('\n')}`,
+        );
+      });
+      for (const port of ports) expect(listeningAddresses(port), `port ${port}`).toEqual([]);
+    },
+  );
 
-  it('--once exits 0 after its checked summary, from the same folder, and leaves no process and no listening port behind', { timeout: 150_000 }, async () => {
-    const before = marked();
-    expect(before).toEqual([]);
-    let during: MarkedProcess[] = [];
-    let ports: number[] = [];
-    const { code, out, err } = await runDemo(['--once', '--orders', '40', '--free-ports'], (text) => {
-      if (during.length > 0 || !text.includes('services up')) return;
-      during = marked();
-      ports = listeningPortsOf(during.map((p) => p.pid));
-    });
-    expect(code, out + err).toBe(0);
-    expect(out).toContain('All checks held.');
-    const own = ownPorts(out);
-    expect(own, out).toBeDefined();
-    expect(own!.folder).toBe(join(folder, 'demo'));
-    expect(out).toContain(`database merchant_callbacks_demo on 127.0.0.1:${own!.postgres}: `);
-    expect(out).toContain('stopping own Postgres and Redis');
-    // Redis was durable (AOF always): ingest needed no loosening.
-    expect(out).not.toContain('INGEST_ALLOW_VOLATILE_REDIS');
+  it(
+    '--once exits 0 after its checked summary, from the same folder, and leaves no process and no listening port behind',
+    { timeout: 150_000 },
+    async () => {
+      const before = marked();
+      expect(before).toEqual([]);
+      let during: MarkedProcess[] = [];
+      let ports: number[] = [];
+      const { code, out, err } = await runDemo(['--once', '--orders', '40', '--free-ports'], (text) => {
+        if (during.length > 0 || !text.includes('services up')) return;
+        during = marked();
+        ports = listeningPortsOf(during.map((p) => p.pid));
+      });
+      expect(code, out + err).toBe(0);
+      expect(out).toContain('All checks held.');
+      const own = ownPorts(out);
+      expect(own, out).toBeDefined();
+      expect(own!.folder).toBe(join(folder, 'demo'));
+      expect(out).toContain(`database merchant_callbacks_demo on 127.0.0.1:${own!.postgres}: `);
+      expect(out).toContain('stopping own Postgres and Redis');
+      // Redis was durable (AOF always): ingest needed no loosening.
+      expect(out).not.toContain('INGEST_ALLOW_VOLATILE_REDIS');
 
-    // While it ran: both servers and the four apps, listening on the ports it printed (and more: the apps').
-    expect(kinds(during)).toEqual({ postgres: true, redis: true, apps: ['sandbox', 'ingest', 'worker', 'console'] });
-    expect(ports).toEqual(expect.arrayContaining([own!.postgres, own!.redis]));
-    expect(ports.length).toBeGreaterThanOrEqual(2 + 6);
+      // While it ran: both servers and the four apps, listening on the ports it printed (and more: the apps').
+      expect(kinds(during)).toEqual({ postgres: true, redis: true, apps: ['sandbox', 'ingest', 'worker', 'console'] });
+      expect(ports).toEqual(expect.arrayContaining([own!.postgres, own!.redis]));
+      expect(ports.length).toBeGreaterThanOrEqual(2 + 6);
 
-    // After: not one process of the run, not one of its ports listening; the data stays, the folder is free again.
-    expect(marked()).toEqual([]);
-    for (const port of ports) expect(listeningAddresses(port), `port ${port}`).toEqual([]);
-    expect(existsSync(join(folder, 'demo', 'postgres', 'data', 'PG_VERSION'))).toBe(true);
-    expect(existsSync(join(folder, 'demo', 'redis', 'appendonlydir'))).toBe(true);
-    expect(existsSync(join(folder, 'demo', 'owner.pid'))).toBe(false);
-    expect(existsSync(join(folder, 'demo', 'redis', 'redis.pid'))).toBe(false);
-  });
+      // After: not one process of the run, not one of its ports listening; the data stays, the folder is free again.
+      expect(marked()).toEqual([]);
+      for (const port of ports) expect(listeningAddresses(port), `port ${port}`).toEqual([]);
+      expect(existsSync(join(folder, 'demo', 'postgres', 'data', 'PG_VERSION'))).toBe(true);
+      expect(existsSync(join(folder, 'demo', 'redis', 'appendonlydir'))).toBe(true);
+      expect(existsSync(join(folder, 'demo', 'owner.pid'))).toBe(false);
+      expect(existsSync(join(folder, 'demo', 'redis', 'redis.pid'))).toBe(false);
+    },
+  );
 });

@@ -31,7 +31,11 @@ const pnpmScript = (script: string, args: string[]) =>
     timeout: 60_000,
   }).then(
     (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
+    (e: { code?: number; stdout?: string; stderr?: string }) => ({
+      code: e.code ?? -1,
+      stdout: e.stdout ?? '',
+      stderr: e.stderr ?? '',
+    }),
   );
 
 beforeAll(async () => {
@@ -61,11 +65,12 @@ beforeAll(async () => {
   });
   dev.stdout!.on('data', (c) => (devOut += String(c)));
   dev.stderr!.on('data', (c) => (devOut += String(c)));
-  await waitFor(() => devOut.includes('all four apps are up') || dev.exitCode !== null, { timeoutMs: 60_000, message: 'pnpm dev did not come up' }).catch(
-    (e: unknown) => {
-      throw new Error(`${(e as Error).message}; its output:\n${devOut}`);
-    },
-  );
+  await waitFor(() => devOut.includes('all four apps are up') || dev.exitCode !== null, {
+    timeoutMs: 60_000,
+    message: 'pnpm dev did not come up',
+  }).catch((e: unknown) => {
+    throw new Error(`${(e as Error).message}; its output:\n${devOut}`);
+  });
   if (dev.exitCode !== null) throw new Error(`pnpm dev exited ${dev.exitCode}:\n${devOut}`);
 }, 90_000);
 
@@ -90,12 +95,14 @@ describe('the first hour: pnpm dev, then commands in another shell', () => {
     expect(Object.keys(written)).not.toContain('PLATFORM_ALLOW_HTTP');
   });
 
-  it('runs on its own settings, not the demo\'s: time scale 60, free ports; the banner asks to export nothing', () => {
-    expect(devOut).toMatch(/sandbox +http:\/\/127\.0\.0\.1:\d+ +time scale 60 +try: pnpm sandbox trigger payin --currency INR --amount 1000$/m);
+  it("runs on its own settings, not the demo's: time scale 60, free ports; the banner asks to export nothing", () => {
+    expect(devOut).toMatch(
+      /sandbox +http:\/\/127\.0\.0\.1:\d+ +time scale 60 +try: pnpm sandbox trigger payin --currency INR --amount 1000$/m,
+    );
     expect(devOut).not.toMatch(/SANDBOX_URL=/);
   });
 
-  it('pnpm dev prints the apps\' logs through pino-pretty, prefixed by app, not as raw JSON', () => {
+  it("pnpm dev prints the apps' logs through pino-pretty, prefixed by app, not as raw JSON", () => {
     expect(devOut).toMatch(/^\[ingest\] +\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO \(ingest\): /m);
     expect(devOut).not.toMatch(/^\[\w+\] +\{"level"/m);
   });
@@ -108,18 +115,36 @@ describe('the first hour: pnpm dev, then commands in another shell', () => {
   });
 
   it('pnpm sandbox trigger payin registers, delivers and ends credited (exit 0)', async () => {
-    const r = await pnpmScript('apps/sandbox/src/cli/main.ts', ['trigger', 'payin', '--currency', 'INR', '--amount', '1000']);
+    const r = await pnpmScript('apps/sandbox/src/cli/main.ts', [
+      'trigger',
+      'payin',
+      '--currency',
+      'INR',
+      '--amount',
+      '1000',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/registered payin (\S+) \(1000 INR\) with our console/);
     expect(r.stdout).toMatch(/callback delivered: 200 "success"/);
     expect(r.stdout).toMatch(/credited \(ledger: payin_credit 1000 INR\)/);
     const merchantOrderNo = /registered payin (\S+)/.exec(r.stdout)![1]!;
-    const { rows } = await env.db.pool.query('select status from orders where merchant_order_no = $1', [merchantOrderNo]);
+    const { rows } = await env.db.pool.query('select status from orders where merchant_order_no = $1', [
+      merchantOrderNo,
+    ]);
     expect(rows[0]?.status).toBe('credited');
   });
 
   it('pnpm sandbox trigger payout --state 5 registers a catalog-valid payout and ends refused with the refund (exit 0)', async () => {
-    const r = await pnpmScript('apps/sandbox/src/cli/main.ts', ['trigger', 'payout', '--currency', 'INR', '--amount', '500', '--state', '5']);
+    const r = await pnpmScript('apps/sandbox/src/cli/main.ts', [
+      'trigger',
+      'payout',
+      '--currency',
+      'INR',
+      '--amount',
+      '500',
+      '--state',
+      '5',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/refused \(ledger: payout_refund 500 INR\)/);
   });
@@ -132,7 +157,16 @@ describe('the first hour: pnpm dev, then commands in another shell', () => {
   });
 
   it('exits 1, saying why, when the order does not end as expected', async () => {
-    const r = await pnpmScript('apps/sandbox/src/cli/main.ts', ['trigger', 'payin', '--amount', '100', '--state', '3', '--timeout', '3s']);
+    const r = await pnpmScript('apps/sandbox/src/cli/main.ts', [
+      'trigger',
+      'payin',
+      '--amount',
+      '100',
+      '--state',
+      '3',
+      '--timeout',
+      '3s',
+    ]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/still pending after 3s|expected credited/);
   });

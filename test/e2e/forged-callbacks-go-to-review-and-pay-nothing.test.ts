@@ -39,7 +39,9 @@ describe('forged callbacks go to review and pay nothing', () => {
     const order = p.sim.createPayout({ merchantOrderNo: 'E2E-FORGE-REFUND', currency: 'INR', amount: '900.00' });
     const [genuine] = p.sim.finalize(order.orderNo, 4).deliveries;
     await p.sim.settled(genuine!);
-    await waitFor(async () => (await p.orderState('E2E-FORGE-REFUND')).status === 'succeeded', { message: 'payout not succeeded' });
+    await waitFor(async () => (await p.orderState('E2E-FORGE-REFUND')).status === 'succeeded', {
+      message: 'payout not succeeded',
+    });
 
     // A "refused" record would refund the 900.00 if it were believed.
     await p.sim.settled(p.sim.forge({ what: 'state', ref: order.orderNo }));
@@ -54,15 +56,20 @@ describe('forged callbacks go to review and pay nothing', () => {
   it('a forged pay-in for an order we never registered is reviewed once its grace period is over', async () => {
     const forged = p.sim.forge({ what: 'unknown-order', type: 'payin' });
     await p.sim.settled(forged);
-    const rows = await waitFor(async () => {
-      const r = await env.db.pool.query<{ reason_code: string; status: string }>(
-        'select reason_code, status from reviews where merchant_order_no = $1',
-        [forged.merchantOrderNo],
-      );
-      return r.rows.length > 0 ? r.rows : undefined;
-    }, { message: 'no review for the unknown order' });
+    const rows = await waitFor(
+      async () => {
+        const r = await env.db.pool.query<{ reason_code: string; status: string }>(
+          'select reason_code, status from reviews where merchant_order_no = $1',
+          [forged.merchantOrderNo],
+        );
+        return r.rows.length > 0 ? r.rows : undefined;
+      },
+      { message: 'no review for the unknown order' },
+    );
     expect(rows).toEqual([{ reason_code: 'VERIFY_ORDER_UNKNOWN', status: 'open' }]);
-    const { rows: touched } = await env.db.pool.query('select 1 from orders where merchant_order_no = $1', [forged.merchantOrderNo]);
+    const { rows: touched } = await env.db.pool.query('select 1 from orders where merchant_order_no = $1', [
+      forged.merchantOrderNo,
+    ]);
     expect(touched).toEqual([]);
   });
 });

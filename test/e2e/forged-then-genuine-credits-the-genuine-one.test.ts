@@ -15,7 +15,12 @@ let worker: Harness | undefined;
 
 beforeAll(async () => {
   platform = await startFakePlatform();
-  ingest = await startIngest({ redisUrl: env.redisUrl, prefix: env.prefix, keyRing: loadKeyRing([keys.privateKeyPem]), env: { INGEST_ALLOW_VOLATILE_REDIS: 'true' } });
+  ingest = await startIngest({
+    redisUrl: env.redisUrl,
+    prefix: env.prefix,
+    keyRing: loadKeyRing([keys.privateKeyPem]),
+    env: { INGEST_ALLOW_VOLATILE_REDIS: 'true' },
+  });
 });
 afterAll(async () => {
   await worker?.close();
@@ -31,7 +36,12 @@ const callback = (orderNo: string, merchantOrderNo: string, amount: string) =>
     ),
   });
 const post = async (payload: string) => {
-  const res = await ingest.app.inject({ method: 'POST', url: '/callbacks/payin', headers: { 'content-type': 'application/json' }, payload });
+  const res = await ingest.app.inject({
+    method: 'POST',
+    url: '/callbacks/payin',
+    headers: { 'content-type': 'application/json' },
+    payload,
+  });
   return `${res.statusCode} ${res.body}`;
 };
 
@@ -40,7 +50,15 @@ describe('a forged callback sent before the genuine one', () => {
     const no = uid();
     const [orderNo, merchantOrderNo] = [`P-FG-${no}`, `M-FG-${no}`];
     await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10' });
-    platform.setOrder({ orderNo, merchantNo: MERCHANT_NO, merchantOrderNo, type: 'payin', state: PayinState.Released, amountJson: '10', currency: 'PHP' });
+    platform.setOrder({
+      orderNo,
+      merchantNo: MERCHANT_NO,
+      merchantOrderNo,
+      type: 'payin',
+      state: PayinState.Released,
+      amountJson: '10',
+      currency: 'PHP',
+    });
 
     expect(await post(callback(orderNo, merchantOrderNo, '1000'))).toBe('200 success'); // forged: a hundred times the amount
     expect(await post(callback(orderNo, merchantOrderNo, '10'))).toBe('200 success'); // genuine
@@ -53,10 +71,15 @@ describe('a forged callback sent before the genuine one', () => {
     expect(mine.find((j) => j.data.fiatAmount === '10')?.id).toMatch(new RegExp(`^payin-${orderNo}-6-[0-9a-f]{16}$`));
 
     worker = await startHarness(env, platform.url);
-    await waitFor(async () => (await env.db.pool.query(`select status from orders where merchant_order_no = $1`, [merchantOrderNo])).rows[0]?.status === 'credited', {
-      timeoutMs: 15_000,
-      message: 'the genuine callback was not credited',
-    });
+    await waitFor(
+      async () =>
+        (await env.db.pool.query(`select status from orders where merchant_order_no = $1`, [merchantOrderNo])).rows[0]
+          ?.status === 'credited',
+      {
+        timeoutMs: 15_000,
+        message: 'the genuine callback was not credited',
+      },
+    );
     const { rows: ledger } = await env.db.pool.query(
       `select l.amount from ledger_entries l join orders o on o.id = l.order_id where o.merchant_order_no = $1`,
       [merchantOrderNo],
@@ -64,6 +87,9 @@ describe('a forged callback sent before the genuine one', () => {
     expect(ledger).toEqual([{ amount: '10' }]);
     const forged = await worker.settled(`payin-${orderNo}-6`);
     // Never a silent duplicate: Get order contradicts it (VERIFY_AMOUNT_MISMATCH) or it differs from the credit (VERIFY_DIFFERS_FROM_APPLIED).
-    expect(forged.returnvalue).toMatchObject({ status: 'review', code: expect.stringMatching(/^VERIFY_(AMOUNT_MISMATCH|DIFFERS_FROM_APPLIED)$/) });
+    expect(forged.returnvalue).toMatchObject({
+      status: 'review',
+      code: expect.stringMatching(/^VERIFY_(AMOUNT_MISMATCH|DIFFERS_FROM_APPLIED)$/),
+    });
   });
 });

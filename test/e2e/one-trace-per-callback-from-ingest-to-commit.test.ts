@@ -1,5 +1,12 @@
 import { decimalEquals } from '@mcb/core/money';
-import { InMemorySpanExporter, queueTelemetry, startTracing, tracingEnabled, type ReadableSpan, type TracingHandle } from '@mcb/core/tracing';
+import {
+  InMemorySpanExporter,
+  queueTelemetry,
+  startTracing,
+  tracingEnabled,
+  type ReadableSpan,
+  type TracingHandle,
+} from '@mcb/core/tracing';
 import { useTestEnv, waitFor } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPipeline, type Pipeline } from './helpers/pipeline.ts';
@@ -28,10 +35,15 @@ describe('one trace per callback, from ingest to the commit', () => {
     let spans: ReadableSpan[] = [];
     await waitFor(
       () => {
-        const receive = exporter.getFinishedSpans().find((s) => s.name === 'callback receive' && attr(s, 'mcb.order_no') === orderNo);
+        const receive = exporter
+          .getFinishedSpans()
+          .find((s) => s.name === 'callback receive' && attr(s, 'mcb.order_no') === orderNo);
         if (!receive) return false;
         spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === receive.spanContext().traceId);
-        return spans.some((s) => s.name === last) && spans.some((s) => s.name.startsWith('process ') && attr(s, 'mcb.outcome') !== undefined);
+        return (
+          spans.some((s) => s.name === last) &&
+          spans.some((s) => s.name.startsWith('process ') && attr(s, 'mcb.outcome') !== undefined)
+        );
       },
       { message: `no complete trace for ${orderNo}` },
     );
@@ -45,11 +57,17 @@ describe('one trace per callback, from ingest to the commit', () => {
    */
   function expectNothingSecret(spans: ReadableSpan[], amounts: string[], secrets: string[] = []): void {
     for (const s of spans) {
-      const text = JSON.stringify({ name: s.name, attributes: s.attributes, events: s.events.map((e) => [e.name, e.attributes]), status: s.status });
+      const text = JSON.stringify({
+        name: s.name,
+        attributes: s.attributes,
+        events: s.events.map((e) => [e.name, e.attributes]),
+        status: s.status,
+      });
       // Every number written in the span, grouping commas dropped, compared by value with each amount.
       for (const [written] of text.matchAll(/\d+(?:[.,]\d+)*/g)) {
         const value = written.replace(/,/g, '');
-        for (const amount of amounts) expect(decimalEquals(value, amount), `${s.name} carries ${written} (the amount ${amount})`).toBe(false);
+        for (const amount of amounts)
+          expect(decimalEquals(value, amount), `${s.name} carries ${written} (the amount ${amount})`).toBe(false);
       }
       for (const secret of secrets) expect(text, `${s.name} carries ${secret}`).not.toContain(secret);
       expect(text).not.toMatch(/encryptedData|BEGIN (RSA )?PRIVATE KEY/);
@@ -66,17 +84,37 @@ describe('one trace per callback, from ingest to the commit', () => {
 
     const spans = await traceOf(order.orderNo, 'settlement commit');
     const names = spans.map((s) => s.name);
-    for (const name of ['callback receive', 'callback decrypt', 'callback enqueue', 'add callbacks.payin', 'process callbacks', 'platform get order', 'settlement commit']) {
+    for (const name of [
+      'callback receive',
+      'callback decrypt',
+      'callback enqueue',
+      'add callbacks.payin',
+      'process callbacks',
+      'platform get order',
+      'settlement commit',
+    ]) {
       expect(names, `span ${name} in ${JSON.stringify(names)}`).toContain(name);
     }
     const receive = spans.find((s) => s.name === 'callback receive')!;
     expect(receive.parentSpanContext).toBeUndefined(); // the root: one trace per callback
-    expect(receive.attributes).toMatchObject({ 'mcb.kind': 'payin', 'mcb.order_no': order.orderNo, 'mcb.merchant_order_no': 'TRACE-1', 'mcb.state': 6, 'mcb.outcome': 'success' });
+    expect(receive.attributes).toMatchObject({
+      'mcb.kind': 'payin',
+      'mcb.order_no': order.orderNo,
+      'mcb.merchant_order_no': 'TRACE-1',
+      'mcb.state': 6,
+      'mcb.outcome': 'success',
+    });
     // The micro-batched add runs in the context of the request it came from, whichever request started the batch.
     const enqueue = spans.find((s) => s.name === 'callback enqueue')!;
-    expect(spans.find((s) => s.name === 'add callbacks.payin')!.parentSpanContext?.spanId).toBe(enqueue.spanContext().spanId);
+    expect(spans.find((s) => s.name === 'add callbacks.payin')!.parentSpanContext?.spanId).toBe(
+      enqueue.spanContext().spanId,
+    );
     const job = spans.find((s) => s.name === 'process callbacks')!;
-    expect(job.attributes).toMatchObject({ 'mcb.order_no': order.orderNo, 'mcb.outcome': 'credited', 'mcb.attempt': 1 });
+    expect(job.attributes).toMatchObject({
+      'mcb.order_no': order.orderNo,
+      'mcb.outcome': 'credited',
+      'mcb.attempt': 1,
+    });
     const commit = spans.find((s) => s.name === 'settlement commit')!;
     expect(commit.attributes).toMatchObject({ 'mcb.commit_result': 'applied', 'mcb.outcome': 'credited' });
     expect(commit.parentSpanContext?.spanId).toBe(job.spanContext().spanId);
@@ -84,14 +122,17 @@ describe('one trace per callback, from ingest to the commit', () => {
     expectNothingSecret(spans, ['4321.09', order.quantity!], [p.publicKeyPem.slice(30, 60)]);
   });
 
-  it('shows the review that stopped a forged callback, in that callback\'s own trace, without either amount', async () => {
+  it("shows the review that stopped a forged callback, in that callback's own trace, without either amount", async () => {
     await p.registerPayin('TRACE-2', '777.55');
     const order = p.sim.createPayin({ merchantOrderNo: 'TRACE-2', currency: 'INR', amount: '777.55' });
     p.sim.finalize(order.orderNo, 3);
     const forged = p.sim.forge({ what: 'amount', ref: order.orderNo }); // claims ten times the amount
     expect((await p.sim.settled(forged)).status).toBe('delivered');
     const spans = await traceOf(order.orderNo, 'settlement review');
-    expect(spans.find((s) => s.name === 'settlement review')!.attributes).toMatchObject({ 'mcb.review_code': 'VERIFY_AMOUNT_MISMATCH', 'mcb.review_opened': true });
+    expect(spans.find((s) => s.name === 'settlement review')!.attributes).toMatchObject({
+      'mcb.review_code': 'VERIFY_AMOUNT_MISMATCH',
+      'mcb.review_opened': true,
+    });
     const job = spans.find((s) => s.name === 'process callbacks')!;
     expect(job.attributes['mcb.outcome']).toBe('review');
     expect(spans.map((s) => s.name)).not.toContain('settlement commit');
@@ -99,13 +140,21 @@ describe('one trace per callback, from ingest to the commit', () => {
     expectNothingSecret(spans, ['777.55', '7775.5']);
     // BullMQ's "job completed" event still tells the outcome: the job's return value with its numbers masked.
     const completed = job.events.find((e) => e.name === 'job completed');
-    expect(JSON.parse(String(completed?.attributes?.['bullmq.job.result']))).toMatchObject({ status: 'review', code: 'VERIFY_AMOUNT_MISMATCH', reason: 'Get order reports #, the callback #' });
+    expect(JSON.parse(String(completed?.attributes?.['bullmq.job.result']))).toMatchObject({
+      status: 'review',
+      code: 'VERIFY_AMOUNT_MISMATCH',
+      reason: 'Get order reports #, the callback #',
+    });
   });
 
   it('is off unless asked for: no endpoint and no console exporter start nothing', () => {
     expect(startTracing('x', {})).toBeUndefined();
-    expect(startTracing('x', { OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toBeUndefined();
-    expect(startTracing('x', { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toBeUndefined();
+    expect(
+      startTracing('x', { OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }),
+    ).toBeUndefined();
+    expect(
+      startTracing('x', { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }),
+    ).toBeUndefined();
     expect(Object.keys(queueTelemetry())).toEqual(['telemetry']); // this file's tracing, still on
     // A second start in one process is a programming error, said at once rather than silently replacing the first.
     expect(() => startTracing('x', {}, { exporter: new InMemorySpanExporter() })).toThrow(/already started/);

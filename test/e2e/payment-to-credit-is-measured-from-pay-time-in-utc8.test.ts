@@ -1,7 +1,15 @@
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { createMetricsRegistry } from '@mcb/core/metrics';
 import { createReconcileMetrics } from '@mcb/settlement';
-import { createOrder, platformOrder, startFakePlatform, uid, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
+import {
+  createOrder,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+  waitFor,
+  type FakePlatform,
+} from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MERCHANT_NO, startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
 import { startHarness, type Harness } from '../../apps/worker/test/helpers/harness.ts';
@@ -16,7 +24,12 @@ let worker: Harness;
 
 beforeAll(async () => {
   platform = await startFakePlatform();
-  ingest = await startIngest({ redisUrl: env.redisUrl, prefix: env.prefix, keyRing: loadKeyRing([keys.privateKeyPem]), env: { INGEST_ALLOW_VOLATILE_REDIS: 'true' } });
+  ingest = await startIngest({
+    redisUrl: env.redisUrl,
+    prefix: env.prefix,
+    keyRing: loadKeyRing([keys.privateKeyPem]),
+    env: { INGEST_ALLOW_VOLATILE_REDIS: 'true' },
+  });
   worker = await startHarness(env, platform.url);
 });
 afterAll(async () => {
@@ -33,7 +46,9 @@ describe('mcb_payment_to_credit_seconds', () => {
     const no = uid();
     const [orderNo, merchantOrderNo] = [`P-PT-${no}`, `M-PT-${no}`];
     await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10' });
-    platform.setOrder(platformOrder({ orderNo, merchantNo: MERCHANT_NO, merchantOrderNo, type: 'payin', state: 6, amountJson: '10' }));
+    platform.setOrder(
+      platformOrder({ orderNo, merchantNo: MERCHANT_NO, merchantOrderNo, type: 'payin', state: 6, amountJson: '10' }),
+    );
     const paidAt = Date.now() - 90_000;
     const record = `{"OrderNo":"${orderNo}","MerchantNo":"${MERCHANT_NO}","MerchantOrderNo":"${merchantOrderNo}","PayTime":"${utc8(paidAt)}","OrderState":6,"Quantity":1.5,"FiatCurrency":10}`;
     const res = await ingest.app.inject({
@@ -43,12 +58,22 @@ describe('mcb_payment_to_credit_seconds', () => {
       payload: JSON.stringify({ encryptedData: encryptRecord(record, keys.publicKeyPem) }),
     });
     expect(`${res.statusCode} ${res.body}`).toBe('200 success');
-    await waitFor(async () => (await env.db.pool.query(`select status from orders where merchant_order_no = $1`, [merchantOrderNo])).rows[0]?.status === 'credited', {
-      message: 'not credited',
-    });
+    await waitFor(
+      async () =>
+        (await env.db.pool.query(`select status from orders where merchant_order_no = $1`, [merchantOrderNo])).rows[0]
+          ?.status === 'credited',
+      {
+        message: 'not credited',
+      },
+    );
     const { values } = await worker.metrics.paymentToCredit.get();
     const of = (name: string, le?: number) =>
-      values.find((v) => v.metricName === name && v.labels.kind === 'payin' && (le === undefined || (v.labels as Record<string, unknown>).le === le))?.value;
+      values.find(
+        (v) =>
+          v.metricName === name &&
+          v.labels.kind === 'payin' &&
+          (le === undefined || (v.labels as Record<string, unknown>).le === le),
+      )?.value;
     expect(of('mcb_payment_to_credit_seconds_count')).toBe(1);
     const seconds = of('mcb_payment_to_credit_seconds_sum')!;
     expect(seconds).toBeGreaterThanOrEqual(89);
@@ -57,7 +82,7 @@ describe('mcb_payment_to_credit_seconds', () => {
     expect(of('mcb_payment_to_credit_seconds_bucket', 120)).toBe(1);
   });
 
-  it('the sweep\'s recovered counter exists at 0 from the start, so CallbacksLost sees the first lost callback', async () => {
+  it("the sweep's recovered counter exists at 0 from the start, so CallbacksLost sees the first lost callback", async () => {
     const registry = createMetricsRegistry('reconcile-test');
     createReconcileMetrics(registry);
     const text = await registry.getSingleMetricAsString('mcb_reconcile_recovered_total');

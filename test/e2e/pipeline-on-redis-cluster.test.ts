@@ -2,7 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFleet, readFleetState } from '@mcb/core/platform';
-import { callbackJobId, callbackJobOptions, MAINTENANCE_QUEUE, MaintenanceJobs, type CallbackJobInput } from '@mcb/core/queue';
+import {
+  callbackJobId,
+  callbackJobOptions,
+  MAINTENANCE_QUEUE,
+  MaintenanceJobs,
+  type CallbackJobInput,
+} from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
 import { acquireSweepLock, sweepLockKey } from '@mcb/settlement';
 import { freePort, startOwnCluster, uniquePrefix, useTestEnv, waitFor, type OwnCluster } from '@mcb/testkit';
@@ -32,24 +38,45 @@ describe('the pipeline on a 3-master Redis Cluster', () => {
   });
 
   async function drained(): Promise<void> {
-    await waitFor(async () => Object.values(await p.queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0), {
-      message: 'queue not drained',
-    });
+    await waitFor(
+      async () =>
+        Object.values(await p.queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0),
+      {
+        message: 'queue not drained',
+      },
+    );
   }
 
   it('acknowledges callbacks, credits a pay-in once although every attempt arrives four times, and refunds a refused payout once', async () => {
     await p.registerPayin('CL-PAYIN-1', '250.40');
     await p.registerPayout('CL-PAYOUT-1', '90.00');
-    const payin = p.sim.createPayin({ merchantOrderNo: 'CL-PAYIN-1', currency: 'INR', amount: '250.40', faults: { duplicate: 4 } });
-    const payout = p.sim.createPayout({ merchantOrderNo: 'CL-PAYOUT-1', currency: 'INR', amount: '90.00', faults: { duplicate: 2 } });
-    const deliveries = [p.sim.finalize(payin.orderNo, 6).deliveries[0]!, p.sim.finalize(payout.orderNo, 5).deliveries[0]!];
+    const payin = p.sim.createPayin({
+      merchantOrderNo: 'CL-PAYIN-1',
+      currency: 'INR',
+      amount: '250.40',
+      faults: { duplicate: 4 },
+    });
+    const payout = p.sim.createPayout({
+      merchantOrderNo: 'CL-PAYOUT-1',
+      currency: 'INR',
+      amount: '90.00',
+      faults: { duplicate: 2 },
+    });
+    const deliveries = [
+      p.sim.finalize(payin.orderNo, 6).deliveries[0]!,
+      p.sim.finalize(payout.orderNo, 5).deliveries[0]!,
+    ];
     for (const d of deliveries) {
       const settled = await p.sim.settled(d);
       expect(settled.status).toBe('delivered');
       expect(settled.attempts.every((a) => a.status === 200 && a.bodySnippet === 'success')).toBe(true);
     }
-    await waitFor(async () => (await p.orderState('CL-PAYIN-1')).status === 'credited', { message: 'pay-in not credited' });
-    await waitFor(async () => (await p.orderState('CL-PAYOUT-1')).status === 'refused', { message: 'payout not refused' });
+    await waitFor(async () => (await p.orderState('CL-PAYIN-1')).status === 'credited', {
+      message: 'pay-in not credited',
+    });
+    await waitFor(async () => (await p.orderState('CL-PAYOUT-1')).status === 'refused', {
+      message: 'payout not refused',
+    });
     await drained();
     expect((await p.orderState('CL-PAYIN-1')).ledger).toEqual([{ entryType: 'payin_credit', amount: '250.4' }]);
     expect((await p.orderState('CL-PAYOUT-1')).ledger).toEqual([{ entryType: 'payout_refund', amount: '90' }]);
@@ -107,7 +134,9 @@ describe('the pipeline on a 3-master Redis Cluster', () => {
     p.sim.setFaults({ apiDown: 'off' });
     const retried = await p.operator('PUT', `/queues/api/queues/callbacks/${jobId}/retry`);
     expect(retried.statusCode).toBe(204);
-    await waitFor(async () => (await p.orderState('CL-RETRY-1')).status === 'credited', { message: 'not credited after the retry' });
+    await waitFor(async () => (await p.orderState('CL-RETRY-1')).status === 'credited', {
+      message: 'not credited after the retry',
+    });
 
     // 3. The held callback arrives after all: acknowledged, and its job id makes it a no-op.
     p.sim.setFaults({ outOfOrder: false });
@@ -139,27 +168,61 @@ describe('the pipeline on a 3-master Redis Cluster', () => {
     const common = { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: prefix, MERCHANT_NO, LOG_LEVEL: 'info' };
     const keys = createTestKeys();
     const procs: NodeProcess[] = [];
-    const admin = createRedis({ kind: 'cluster', nodes: cluster.ports.map((port) => ({ host: '127.0.0.1', port })) }, 'worker');
+    const admin = createRedis(
+      { kind: 'cluster', nodes: cluster.ports.map((port) => ({ host: '127.0.0.1', port })) },
+      'worker',
+    );
     const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: admin, prefix });
     try {
       const ingestPort = await freePort();
       procs.push(
-        startNodeProcess('ingest', 'apps/ingest/src/main.ts', { ...common, MERCHANT_PRIVATE_KEY_FILE: keys.privateKeyFile, INGEST_HOST: '127.0.0.1', INGEST_PORT: String(ingestPort), INGEST_METRICS_PORT: '0', INGEST_WORKERS: '1' }, join(logDir, 'ingest.log')),
+        startNodeProcess(
+          'ingest',
+          'apps/ingest/src/main.ts',
+          {
+            ...common,
+            MERCHANT_PRIVATE_KEY_FILE: keys.privateKeyFile,
+            INGEST_HOST: '127.0.0.1',
+            INGEST_PORT: String(ingestPort),
+            INGEST_METRICS_PORT: '0',
+            INGEST_WORKERS: '1',
+          },
+          join(logDir, 'ingest.log'),
+        ),
       );
       for (const n of [1, 2]) {
         procs.push(
-          startNodeProcess(`worker-${n}`, 'apps/worker/src/main.ts', { ...common, DATABASE_URL: env.databaseUrl, PLATFORM_BASE_URL: p.sandboxUrl, PLATFORM_ALLOW_HTTP: 'true', WORKER_METRICS_PORT: '0' }, join(logDir, `worker-${n}.log`)),
+          startNodeProcess(
+            `worker-${n}`,
+            'apps/worker/src/main.ts',
+            {
+              ...common,
+              DATABASE_URL: env.databaseUrl,
+              PLATFORM_BASE_URL: p.sandboxUrl,
+              PLATFORM_ALLOW_HTTP: 'true',
+              WORKER_METRICS_PORT: '0',
+            },
+            join(logDir, `worker-${n}.log`),
+          ),
         );
       }
-      await waitFor(async () => (await fetch(`http://127.0.0.1:${ingestPort}/readyz`).catch(() => undefined))?.status === 200, {
-        timeoutMs: 30_000,
-        message: `ingest not ready on the cluster (log: ${logDir}/ingest.log)`,
-      });
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${ingestPort}/readyz`).catch(() => undefined))?.status === 200,
+        {
+          timeoutMs: 30_000,
+          message: `ingest not ready on the cluster (log: ${logDir}/ingest.log)`,
+        },
+      );
       await Promise.all(procs.slice(1).map((w) => w.waitForOutput(/worker started/, 30_000)));
       const schedulers = await maintenance.getJobSchedulers();
-      expect(schedulers.map((j) => j.name).sort()).toEqual([MaintenanceJobs.catalogRefresh, MaintenanceJobs.reconcile].sort());
+      expect(schedulers.map((j) => j.name).sort()).toEqual(
+        [MaintenanceJobs.catalogRefresh, MaintenanceJobs.reconcile].sort(),
+      );
       // Both workers share one Get order budget through the cluster: the fleet's script runs in the prefix's slot.
-      await waitFor(async () => (await readFleetState(admin, prefix)).processes === 2, { timeoutMs: 10_000, message: 'the workers did not join the fleet budget' });
+      await waitFor(async () => (await readFleetState(admin, prefix)).processes === 2, {
+        timeoutMs: 10_000,
+        message: 'the workers did not join the fleet budget',
+      });
       const fleet = createFleet({ redis: admin, prefix, maxRps: 50 });
       await Promise.all(Array.from({ length: 10 }, () => fleet.take()));
       expect(fleet.status()).toMatchObject({ fallback: false, alive: 3 });

@@ -72,7 +72,9 @@ async function raceAtTheOrderRow(
   };
   try {
     await holder.query('BEGIN');
-    const { rowCount } = await holder.query('SELECT 1 FROM orders WHERE merchant_order_no = $1 FOR NO KEY UPDATE', [merchantOrderNo]);
+    const { rowCount } = await holder.query('SELECT 1 FROM orders WHERE merchant_order_no = $1 FOR NO KEY UPDATE', [
+      merchantOrderNo,
+    ]);
     expect(rowCount).toBe(1);
     let read = false;
     const watched: PlatformClient = {
@@ -96,7 +98,10 @@ async function raceAtTheOrderRow(
         );
         return rows[0]!.n >= 2;
       },
-      { timeoutMs: 10_000, message: `the sweep's and the callback's commits for ${merchantOrderNo} both waiting on the order` },
+      {
+        timeoutMs: 10_000,
+        message: `the sweep's and the callback's commits for ${merchantOrderNo} both waiting on the order`,
+      },
     );
     await release();
     const report = await sweeping;
@@ -124,7 +129,12 @@ describe('reconciliation recovers what the callbacks never delivered, exactly on
   it('credits once a pay-in whose callbacks all failed (ingest unreachable for the whole retry schedule)', async () => {
     // 1. Registered, paid and released; every attempt goes to a port nobody listens on.
     await p.registerPayin('E2E-RC-LOST', '1000.10');
-    p.sim.createPayin({ merchantOrderNo: 'E2E-RC-LOST', currency: 'INR', amount: '1000.10', callbackUrl: `http://127.0.0.1:${closedPort}/callbacks/payin` });
+    p.sim.createPayin({
+      merchantOrderNo: 'E2E-RC-LOST',
+      currency: 'INR',
+      amount: '1000.10',
+      callbackUrl: `http://127.0.0.1:${closedPort}/callbacks/payin`,
+    });
     const delivery = await p.sim.settled(p.sim.finalize('E2E-RC-LOST', 6).deliveries[0]!);
     expect(delivery.status).toBe('gave-up');
     expect(delivery.attempts).toHaveLength(5);
@@ -275,7 +285,12 @@ describe('reconciliation recovers what the callbacks never delivered, exactly on
 
   it('stops when the platform is down, then the next sweep recovers the order', async () => {
     await p.registerPayin('E2E-RC-DOWN', '42.00');
-    p.sim.createPayin({ merchantOrderNo: 'E2E-RC-DOWN', currency: 'INR', amount: '42.00', callbackUrl: `http://127.0.0.1:${closedPort}/callbacks/payin` });
+    p.sim.createPayin({
+      merchantOrderNo: 'E2E-RC-DOWN',
+      currency: 'INR',
+      amount: '42.00',
+      callbackUrl: `http://127.0.0.1:${closedPort}/callbacks/payin`,
+    });
     await p.sim.settled(p.sim.finalize('E2E-RC-DOWN', 6).deliveries[0]!);
     p.sim.setFaults({ apiDown: 'error' });
     try {
@@ -293,7 +308,12 @@ describe('reconciliation recovers what the callbacks never delivered, exactly on
 
   it("recovers on the worker's own schedule (maintenance queue), and refreshes the catalog there too", async () => {
     await p.registerPayout('E2E-RC-SCHED', '120.00');
-    p.sim.createPayout({ merchantOrderNo: 'E2E-RC-SCHED', currency: 'INR', amount: '120.00', callbackUrl: `http://127.0.0.1:${closedPort}/callbacks/payout` });
+    p.sim.createPayout({
+      merchantOrderNo: 'E2E-RC-SCHED',
+      currency: 'INR',
+      amount: '120.00',
+      callbackUrl: `http://127.0.0.1:${closedPort}/callbacks/payout`,
+    });
     expect((await p.sim.settled(p.sim.finalize('E2E-RC-SCHED', 5).deliveries[0]!)).status).toBe('gave-up');
 
     const connection = createRedis(env.redisUrl, 'worker');
@@ -306,8 +326,13 @@ describe('reconciliation recovers what the callbacks never delivered, exactly on
       catalogRefreshEveryMs: 200,
     });
     try {
-      await waitFor(async () => (await p.orderState('E2E-RC-SCHED')).status === 'refused', { timeoutMs: 10_000, message: 'refused by a scheduled sweep' });
-      await waitFor(async () => (await env.db.db.select().from(catalogSnapshots)).length > 0, { message: 'a stored catalog' });
+      await waitFor(async () => (await p.orderState('E2E-RC-SCHED')).status === 'refused', {
+        timeoutMs: 10_000,
+        message: 'refused by a scheduled sweep',
+      });
+      await waitFor(async () => (await env.db.db.select().from(catalogSnapshots)).length > 0, {
+        message: 'a stored catalog',
+      });
     } finally {
       await maintenance.close();
       await connection.quit();

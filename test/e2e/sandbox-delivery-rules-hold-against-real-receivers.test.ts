@@ -10,7 +10,9 @@ import { MERCHANT_NO, startPipeline, type Pipeline } from './helpers/pipeline.ts
 const TIME_SCALE = 6000; // 3, 9, 27, 81 minutes → 30, 90, 270, 810 ms
 
 /** A receiver that answers each request with the next reply of `replies` (the last one repeats). */
-async function receiver(replies: { status: number; body: string }[]): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
+async function receiver(
+  replies: { status: number; body: string }[],
+): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
   let hits = 0;
   const server: Server = createServer((req, res) => {
     req.resume();
@@ -64,7 +66,9 @@ describe('sandbox delivery rules hold against real receivers', () => {
       const order = p.sim.createPayin({ currency: 'INR', amount: '5.00', callbackUrl: r.url });
       const d = await p.sim.settled(p.sim.finalize(order.orderNo, 6).deliveries[0]!);
       expect(d.status).toBe('gave-up');
-      expect(d.attempts.map((a) => [a.number, a.outcome, a.error])).toEqual([1, 2, 3, 4, 5].map((n) => [n, 'failure', 'body not accepted']));
+      expect(d.attempts.map((a) => [a.number, a.outcome, a.error])).toEqual(
+        [1, 2, 3, 4, 5].map((n) => [n, 'failure', 'body not accepted']),
+      );
       expect(r.hits()).toBe(5);
       // Each gap is at least the spec's gap divided by the time scale (timers never fire early).
       gaps(d).forEach((gap, i) => expect(gap).toBeGreaterThanOrEqual(RETRY_GAPS_MS[i]! / TIME_SCALE - 2));
@@ -102,7 +106,10 @@ describe('sandbox delivery rules hold against real receivers', () => {
       ['{"code":"200"}', false],
       [' ok', false],
     ] as const) {
-      const r = await receiver([{ status: 200, body }, { status: 200, body: 'ok' }]);
+      const r = await receiver([
+        { status: 200, body },
+        { status: 200, body: 'ok' },
+      ]);
       try {
         const order = p.sim.createPayin({ currency: 'INR', amount: '5.00', callbackUrl: r.url });
         const d = await p.sim.settled(p.sim.finalize(order.orderNo, 6).deliveries[0]!);
@@ -128,7 +135,9 @@ describe('sandbox delivery rules hold against real receivers', () => {
       const order = other.sandbox.createPayin({ currency: 'INR', amount: '5.00' });
       const d = await other.sandbox.settled(other.sandbox.finalize(order.orderNo, 6).deliveries[0]!);
       expect(d.status).toBe('gave-up');
-      expect(d.attempts.map((a) => [a.status, a.bodySnippet, a.error])).toEqual([1, 2, 3, 4, 5].map(() => [400, 'fail', 'status 400']));
+      expect(d.attempts.map((a) => [a.status, a.bodySnippet, a.error])).toEqual(
+        [1, 2, 3, 4, 5].map(() => [400, 'fail', 'status 400']),
+      );
       expect(await p.queue.getJob(`payin-${order.orderNo}-6`)).toBeUndefined();
     } finally {
       await other.close();

@@ -6,7 +6,18 @@
  * must be that version (checked).
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { dirname, join, posix, relative } from 'node:path';
 
 /** One stage as built: its root folder (absolute image paths live under it), WORKDIR, ENV, USER and CMD. */
@@ -62,7 +73,9 @@ export function dockerIgnores(rules: string, path: string): boolean {
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith('#'))
-    .map((l) => (l.startsWith('!') ? { keep: true, re: patternToRegExp(l.slice(1)) } : { keep: false, re: patternToRegExp(l) }));
+    .map((l) =>
+      l.startsWith('!') ? { keep: true, re: patternToRegExp(l.slice(1)) } : { keep: false, re: patternToRegExp(l) },
+    );
   // A path is out when it, or a folder above it, matches; the last matching pattern decides (Docker's rule).
   const parts = path.split('/');
   let ignored = false;
@@ -152,7 +165,15 @@ export function buildDockerfileTree(options: BuildTreeOptions): BuiltStage {
         mkdirSync(root, { recursive: true });
         const base = stages.get(m[1]!);
         if (base) cpSync(base.root, root, { recursive: true, verbatimSymlinks: true });
-        stage = { name, root, workdir: base?.workdir ?? '/', env: { ...base?.env }, user: base?.user, cmd: base?.cmd, hostWorkdir: root };
+        stage = {
+          name,
+          root,
+          workdir: base?.workdir ?? '/',
+          env: { ...base?.env },
+          user: base?.user,
+          cmd: base?.cmd,
+          hostWorkdir: root,
+        };
         stages.set(name, stage);
         break;
       }
@@ -185,19 +206,20 @@ export function buildDockerfileTree(options: BuildTreeOptions): BuiltStage {
           if (m) {
             from = stages.get(m[1]!);
             if (!from) throw new Error(`Dockerfile: COPY ${flag}: no such stage`);
-          } else if (!flag.startsWith('--chown=') && !flag.startsWith('--chmod=')) throw new Error(`Dockerfile: COPY ${flag} not supported here`);
+          } else if (!flag.startsWith('--chown=') && !flag.startsWith('--chmod='))
+            throw new Error(`Dockerfile: COPY ${flag} not supported here`);
         }
         const dest = words.pop()!;
         for (const src of words) {
           if (/[*?[]/.test(src)) throw new Error(`Dockerfile: COPY ${src}: wildcards not supported here`);
           const source = from ? join(from.root, posix.resolve('/', src)) : join(contextDir, posix.normalize(src));
-          if (!existsSync(source)) throw new Error(`Dockerfile: COPY ${src}: not in the ${from ? `stage ${from.name}` : 'build context'}`);
+          if (!existsSync(source))
+            throw new Error(`Dockerfile: COPY ${src}: not in the ${from ? `stage ${from.name}` : 'build context'}`);
           const target = host(s, dest);
           if (statSync(source).isDirectory()) {
             if (from) linkTree(source, target);
             else cpSync(source, target, { recursive: true, verbatimSymlinks: true });
-          }
-          else {
+          } else {
             const into = dest.endsWith('/') || words.length > 1 ? join(target, posix.basename(src)) : target;
             mkdirSync(dirname(into), { recursive: true });
             cpSync(source, into);
@@ -229,7 +251,9 @@ export function buildDockerfileTree(options: BuildTreeOptions): BuiltStage {
       case 'EXPOSE':
         break;
       default:
-        throw new Error(`Dockerfile: ${op} is not followed by this test's builder; teach test/helpers/dockerfile-tree.ts`);
+        throw new Error(
+          `Dockerfile: ${op} is not followed by this test's builder; teach test/helpers/dockerfile-tree.ts`,
+        );
     }
   }
   return current();

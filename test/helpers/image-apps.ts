@@ -28,7 +28,13 @@ export async function dockerEngineAvailable(): Promise<boolean> {
 }
 
 /** `node <script>` from the tree at `cwd`. */
-export function startInTree(name: string, script: string, env: Record<string, string>, logFile: string, cwd: string): RunningApp {
+export function startInTree(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  logFile: string,
+  cwd: string,
+): RunningApp {
   const proc = startNodeProcess(name, script, env, logFile, cwd);
   return {
     exitCode: () => proc.exited.then(({ code, signal }) => code ?? (signal ? 128 : -1)),
@@ -44,7 +50,13 @@ export function startInTree(name: string, script: string, env: Record<string, st
 }
 
 /** `docker run` of `image` with `node <script>`; `files` are mounted read-only at the same paths. */
-export function startInImage(image: string, name: string, script: string, env: Record<string, string>, files: string[]): RunningApp {
+export function startInImage(
+  image: string,
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  files: string[],
+): RunningApp {
   const args = ['run', '-d', '--network', 'host', '--name', `${name}-${process.pid}-${Date.now()}`];
   for (const [k, v] of Object.entries(env)) args.push('-e', `${k}=${v}`);
   for (const f of files) args.push('-v', `${f}:${f}:ro`);
@@ -53,7 +65,10 @@ export function startInImage(image: string, name: string, script: string, env: R
   return {
     exitCode: async () => Number((await docker('wait', id)).stdout.trim()),
     log: async () => {
-      const { stdout, stderr } = await docker('logs', '--tail', '60', id).catch(() => ({ stdout: '', stderr: '(no log)' }));
+      const { stdout, stderr } = await docker('logs', '--tail', '60', id).catch(() => ({
+        stdout: '',
+        stderr: '(no log)',
+      }));
       return `${stdout}${stderr}`;
     },
     stop: async () => {

@@ -13,7 +13,10 @@ const MERCHANT_NO = 'M100001';
 const N = 200;
 const CONCURRENCY = 20;
 
-async function acknowledgeAndCrash(redisArgs: string[], env: Record<string, string>): Promise<{ acked: number; survived: number }> {
+async function acknowledgeAndCrash(
+  redisArgs: string[],
+  env: Record<string, string>,
+): Promise<{ acked: number; survived: number }> {
   const keys: TestKeys = createTestKeys();
   let redis: OwnRedis | undefined;
   let ingest: TestIngest | undefined;
@@ -25,7 +28,16 @@ async function acknowledgeAndCrash(redisArgs: string[], env: Record<string, stri
     // 1. N callbacks, CONCURRENCY at a time; every one must be acknowledged.
     for (let i = 0; i < N; i += CONCURRENCY) {
       const replies = await Promise.all(
-        bodies.slice(i, i + CONCURRENCY).map((payload) => ingest!.app.inject({ method: 'POST', url: '/callbacks', headers: { 'content-type': 'application/json' }, payload })),
+        bodies
+          .slice(i, i + CONCURRENCY)
+          .map((payload) =>
+            ingest!.app.inject({
+              method: 'POST',
+              url: '/callbacks',
+              headers: { 'content-type': 'application/json' },
+              payload,
+            }),
+          ),
       );
       for (const r of replies) expect([r.statusCode, r.body]).toEqual([200, 'success']);
     }
@@ -56,13 +68,19 @@ async function acknowledgeAndCrash(redisArgs: string[], env: Record<string, stri
 describe('durability: acknowledged callbacks survive a Redis SIGKILL', () => {
   it(`all ${N} acknowledged jobs are in Redis after SIGKILL right after the last reply and a restart from the AOF`, async () => {
     const { acked, survived } = await acknowledgeAndCrash(DURABLE_REDIS_ARGS, {});
-    console.log(`durability: ${acked} acknowledged, SIGKILL, restart from AOF (appendfsync always): ${survived} jobs found`);
+    console.log(
+      `durability: ${acked} acknowledged, SIGKILL, restart from AOF (appendfsync always): ${survived} jobs found`,
+    );
     expect(survived).toBe(acked);
   });
 
   it('control: without AOF (volatile Redis explicitly allowed) the same steps lose the acknowledged jobs', async () => {
-    const { acked, survived } = await acknowledgeAndCrash(['--appendonly', 'no', '--maxmemory-policy', 'noeviction'], { INGEST_ALLOW_VOLATILE_REDIS: 'true' });
-    console.log(`durability control: ${acked} acknowledged on a Redis without AOF, SIGKILL, restart: ${survived} jobs found`);
+    const { acked, survived } = await acknowledgeAndCrash(['--appendonly', 'no', '--maxmemory-policy', 'noeviction'], {
+      INGEST_ALLOW_VOLATILE_REDIS: 'true',
+    });
+    console.log(
+      `durability control: ${acked} acknowledged on a Redis without AOF, SIGKILL, restart: ${survived} jobs found`,
+    );
     expect(survived).toBeLessThan(acked);
   });
 });

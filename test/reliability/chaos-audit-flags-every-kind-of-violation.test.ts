@@ -12,15 +12,32 @@ describe('chaos audit', () => {
   it('flags a missing finalisation, a wrong-amount credit, an applied stale event, a failed job and a lost job', async () => {
     const q = (sql: string, params: unknown[] = []) => env.db.pool.query(sql, params);
     const order = async (no: string, kind: string, amount: string, status: string) =>
-      (await q(`insert into orders (merchant_order_no, kind, currency, amount, status, request_hash) values ($1, $2, 'INR', $3, $4, 'x') returning id`, [no, kind, amount, status])).rows[0].id as number;
-    const receipt = async (orderId: number, orderNo: string, state: number, kind: string, no: string, outcome: string) =>
-      (await q(
-        `insert into callback_receipts (order_no, state, kind, merchant_no, merchant_order_no, order_id, confirmed_amount, source, outcome)
+      (
+        await q(
+          `insert into orders (merchant_order_no, kind, currency, amount, status, request_hash) values ($1, $2, 'INR', $3, $4, 'x') returning id`,
+          [no, kind, amount, status],
+        )
+      ).rows[0].id as number;
+    const receipt = async (
+      orderId: number,
+      orderNo: string,
+      state: number,
+      kind: string,
+      no: string,
+      outcome: string,
+    ) =>
+      (
+        await q(
+          `insert into callback_receipts (order_no, state, kind, merchant_no, merchant_order_no, order_id, confirmed_amount, source, outcome)
          values ($1, $2, $3, 'M1', $4, $5, '1', 'callback', $6) returning id`,
-        [orderNo, state, kind, no, orderId, outcome],
-      )).rows[0].id as number;
+          [orderNo, state, kind, no, orderId, outcome],
+        )
+      ).rows[0].id as number;
     const entry = (orderId: number, type: string, amount: string, receiptId: number) =>
-      q(`insert into ledger_entries (order_id, entry_type, amount, currency, receipt_id) values ($1, $2, $3, 'INR', $4)`, [orderId, type, amount, receiptId]);
+      q(
+        `insert into ledger_entries (order_id, entry_type, amount, currency, receipt_id) values ($1, $2, $3, 'INR', $4)`,
+        [orderId, type, amount, receiptId],
+      );
 
     // A: correct. B: payout never finalised. C: credited at 10x. D: succeeded payout that also got a refund entry
     // from its applied stale (state 5) event.
@@ -36,7 +53,15 @@ describe('chaos audit', () => {
     const redis = new Redis(env.redisUrl);
     try {
       await redis.zadd(`${env.prefix}:callbacks:failed`, 1, 'payin-PB-4');
-      await redis.hset(`${env.prefix}:callbacks:payin-PA-6`, 'atm', '1', 'finishedOn', '1', 'returnvalue', '{"status":"applied","outcome":"credited"}');
+      await redis.hset(
+        `${env.prefix}:callbacks:payin-PA-6`,
+        'atm',
+        '1',
+        'finishedOn',
+        '1',
+        'returnvalue',
+        '{"status":"applied","outcome":"credited"}',
+      );
     } finally {
       redis.disconnect();
     }
@@ -65,7 +90,11 @@ describe('chaos audit', () => {
     expect(v).toContain('acknowledged job payin-PC-6 is missing');
     expect(result.violations).toHaveLength(8); // the eight above, nothing else
     // The counters the sentinel fault run reports: B never applied, PC's acknowledged job lost, nothing applied twice.
-    expect({ notApplied: result.notApplied, missingAcknowledged: result.missingAcknowledged, doubleApplied: result.doubleApplied }).toEqual({
+    expect({
+      notApplied: result.notApplied,
+      missingAcknowledged: result.missingAcknowledged,
+      doubleApplied: result.doubleApplied,
+    }).toEqual({
       notApplied: 1,
       missingAcknowledged: 1,
       doubleApplied: 0,

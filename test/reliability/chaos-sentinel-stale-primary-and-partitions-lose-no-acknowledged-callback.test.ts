@@ -31,30 +31,29 @@ const run = (minReplicas: number): ChaosOptions => ({
 });
 
 describe('chaos, sentinel topology: stale primary, replication link cut, PgBouncer restart, worker SIGKILL', () => {
-  it(
-    'INGEST_MIN_REPLICAS=1 with min-replicas-to-write 1 and the sentinel fence: every acknowledged callback is credited once, nothing twice, no job failed',
-    async () => {
-      const lines: string[] = [];
-      const report = await runChaos({
-        ...run(1),
-        log: (line) => lines.push(line),
-      }).finally(() => console.log(lines.join('\n')));
-      expect(report.violations).toEqual([]);
-      expect(report.audit.missingAcknowledged).toBe(0);
-      expect(report.audit.doubleApplied).toBe(0);
-      expect(report.audit.credited).toBe(240);
-      expect(report.audit.succeeded + report.audit.refused).toBe(60);
-      // Every fault happened, and the stale primary was felt by ingest: callbacks refused or unanswered while it was away.
-      expect(report.faultWindows?.map((f) => f.name)).toEqual([
-        'primary SIGSTOP (stale primary)',
-        'replica SIGSTOP (replication link cut)',
-        'PgBouncer restart',
-        'worker SIGKILL',
-      ]);
-      expect(report.faultWindows?.[0]?.refused).toBeGreaterThan(0);
-      // The last two hit work in flight (the span of the load covers the whole fault sequence).
-      expect(report.faultWindows?.slice(2).map((f) => f.detail)).toEqual([expect.stringMatching(/with \d+ jobs active/), expect.stringMatching(/with \d+ jobs active/)]);
-    },
-    170_000,
-  );
+  it('INGEST_MIN_REPLICAS=1 with min-replicas-to-write 1 and the sentinel fence: every acknowledged callback is credited once, nothing twice, no job failed', async () => {
+    const lines: string[] = [];
+    const report = await runChaos({
+      ...run(1),
+      log: (line) => lines.push(line),
+    }).finally(() => console.log(lines.join('\n')));
+    expect(report.violations).toEqual([]);
+    expect(report.audit.missingAcknowledged).toBe(0);
+    expect(report.audit.doubleApplied).toBe(0);
+    expect(report.audit.credited).toBe(240);
+    expect(report.audit.succeeded + report.audit.refused).toBe(60);
+    // Every fault happened, and the stale primary was felt by ingest: callbacks refused or unanswered while it was away.
+    expect(report.faultWindows?.map((f) => f.name)).toEqual([
+      'primary SIGSTOP (stale primary)',
+      'replica SIGSTOP (replication link cut)',
+      'PgBouncer restart',
+      'worker SIGKILL',
+    ]);
+    expect(report.faultWindows?.[0]?.refused).toBeGreaterThan(0);
+    // The last two hit work in flight (the span of the load covers the whole fault sequence).
+    expect(report.faultWindows?.slice(2).map((f) => f.detail)).toEqual([
+      expect.stringMatching(/with \d+ jobs active/),
+      expect.stringMatching(/with \d+ jobs active/),
+    ]);
+  }, 170_000);
 });

@@ -25,19 +25,28 @@ interface Reply {
 function post(port: number, body: string): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const req = http.request({ host: '127.0.0.1', port, path: '/callbacks', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const ms = Number(process.hrtime.bigint() - started) / 1e6;
-        // Raw header pairs in order, Date excluded (it changes every second).
-        const pairs: string[] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) {
-          if (res.rawHeaders[i]!.toLowerCase() !== 'date') pairs.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
-        }
-        resolve({ status: res.statusCode ?? 0, headers: pairs.join('\n'), body: Buffer.concat(chunks).toString('utf8'), ms });
-      });
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path: '/callbacks', method: 'POST', headers: { 'content-type': 'application/json' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const ms = Number(process.hrtime.bigint() - started) / 1e6;
+          // Raw header pairs in order, Date excluded (it changes every second).
+          const pairs: string[] = [];
+          for (let i = 0; i < res.rawHeaders.length; i += 2) {
+            if (res.rawHeaders[i]!.toLowerCase() !== 'date')
+              pairs.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
+          }
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: pairs.join('\n'),
+            body: Buffer.concat(chunks).toString('utf8'),
+            ms,
+          });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -77,7 +86,8 @@ describe('no padding oracle', () => {
         ct[k - 1] = ct[k - 1]! ^ 0x01;
         return JSON.stringify({ encryptedData: ct.toString('base64') });
       },
-      json: () => JSON.stringify({ encryptedData: encryptBytes(Buffer.from('this is not json {', 'utf8'), keys.publicKeyPem) }),
+      json: () =>
+        JSON.stringify({ encryptedData: encryptBytes(Buffer.from('this is not json {', 'utf8'), keys.publicKeyPem) }),
       schema: () => callbackBody({ OrderNo: 'X1', MerchantNo: MERCHANT_NO, OrderState: 'six' }, keys.publicKeyPem),
       merchant: () => callbackBody(payinRecord('M999999'), keys.publicKeyPem),
     };
@@ -99,7 +109,13 @@ describe('no padding oracle', () => {
     expect(reference.status).toBe(400);
     expect(reference.body).toBe('fail');
     for (const [kind, list] of Object.entries(replies)) {
-      for (const r of list) expect({ kind, status: r.status, headers: r.headers, body: r.body }).toEqual({ kind, status: reference.status, headers: reference.headers, body: reference.body });
+      for (const r of list)
+        expect({ kind, status: r.status, headers: r.headers, body: r.body }).toEqual({
+          kind,
+          status: reference.status,
+          headers: reference.headers,
+          body: reference.body,
+        });
     }
     const lines = (Object.keys(replies) as Kind[]).map((kind) => {
       const s = stats(replies[kind].map((r) => r.ms));
@@ -107,7 +123,11 @@ describe('no padding oracle', () => {
     });
     const means = (Object.keys(replies) as Kind[]).map((kind) => stats(replies[kind].map((r) => r.ms)).mean);
     console.log(
-      [`oracle timings over ${PER_KIND} requests per kind (reported, not asserted):`, ...lines, `  largest difference of means ${(Math.max(...means) - Math.min(...means)).toFixed(3)} ms`].join('\n'),
+      [
+        `oracle timings over ${PER_KIND} requests per kind (reported, not asserted):`,
+        ...lines,
+        `  largest difference of means ${(Math.max(...means) - Math.min(...means)).toFixed(3)} ms`,
+      ].join('\n'),
     );
   });
 });

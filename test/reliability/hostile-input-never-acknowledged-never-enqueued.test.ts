@@ -20,7 +20,14 @@ const PROTO_BEFORE = protoNames();
 const pristine = () => protoNames() === PROTO_BEFORE && ({} as Record<string, unknown>).polluted === undefined;
 
 /** Keys an attacker would try, at the top level of a record. */
-const dangerousKey = fc.constantFrom('__proto__', 'constructor', 'prototype', '__defineGetter__', 'hasOwnProperty', 'toString');
+const dangerousKey = fc.constantFrom(
+  '__proto__',
+  'constructor',
+  'prototype',
+  '__defineGetter__',
+  'hasOwnProperty',
+  'toString',
+);
 const hugeNumberText = fc.constantFrom(
   '1e400',
   '-1e400',
@@ -39,19 +46,36 @@ function withRawField(record: Record<string, unknown>, field: string, rawValue: 
 
 /** Mutations that make a valid pay-in record invalid, whatever else is in it. */
 const breakingMutation: fc.Arbitrary<(r: Record<string, unknown>) => string> = fc.oneof(
-  fc.constantFrom('OrderNo', 'MerchantNo', 'MerchantOrderNo', 'OrderState', 'Quantity', 'FiatCurrency', 'PayTime').map(
-    (field) => (r: Record<string, unknown>) => JSON.stringify(Object.fromEntries(Object.entries(r).filter(([k]) => k !== field))),
-  ),
+  fc
+    .constantFrom('OrderNo', 'MerchantNo', 'MerchantOrderNo', 'OrderState', 'Quantity', 'FiatCurrency', 'PayTime')
+    .map(
+      (field) => (r: Record<string, unknown>) =>
+        JSON.stringify(Object.fromEntries(Object.entries(r).filter(([k]) => k !== field))),
+    ),
   fc
     .record({
       field: fc.constantFrom('OrderNo', 'MerchantNo', 'OrderState', 'Quantity', 'FiatCurrency'),
-      value: fc.oneof(fc.constant(null), fc.boolean(), fc.array(fc.integer(), { maxLength: 3 }), fc.object({ maxDepth: 2 })),
+      value: fc.oneof(
+        fc.constant(null),
+        fc.boolean(),
+        fc.array(fc.integer(), { maxLength: 3 }),
+        fc.object({ maxDepth: 2 }),
+      ),
     })
-    .map(({ field, value }) => (r: Record<string, unknown>) => JSON.stringify({ ...r, [field]: value })),
-  fc.integer().filter((s) => s !== 3 && s !== 6).map((s) => (r: Record<string, unknown>) => JSON.stringify({ ...r, OrderState: s })),
+    .map(
+      ({ field, value }) =>
+        (r: Record<string, unknown>) =>
+          JSON.stringify({ ...r, [field]: value }),
+    ),
+  fc
+    .integer()
+    .filter((s) => s !== 3 && s !== 6)
+    .map((s) => (r: Record<string, unknown>) => JSON.stringify({ ...r, OrderState: s })),
   fc.constant((r: Record<string, unknown>) => JSON.stringify({ ...r, MerchantNo: OTHER_MERCHANT })),
   fc.constant((r: Record<string, unknown>) => JSON.stringify({ ...r, orderno: 'X1' })), // names differing only in case
-  fc.stringMatching(/[^A-Za-z0-9_.-]/).map((bad) => (r: Record<string, unknown>) => JSON.stringify({ ...r, OrderNo: `A${bad}` })),
+  fc
+    .stringMatching(/[^A-Za-z0-9_.-]/)
+    .map((bad) => (r: Record<string, unknown>) => JSON.stringify({ ...r, OrderNo: `A${bad}` })),
   fc.constant((r: Record<string, unknown>) => withRawField(r, 'Quantity', '-1.5')),
   fc.string({ maxLength: 20 }).map((t) => (r: Record<string, unknown>) => JSON.stringify({ ...r, PayTime: `x${t}` })),
 );
@@ -76,16 +100,23 @@ const invalidEncryptedRecord = (publicKeyPem: string): fc.Arbitrary<string> =>
     // any JSON value at all as the "record"
     fc.jsonValue({ maxDepth: 4 }).map((v) => callbackBody(JSON.stringify(v) ?? 'null', publicKeyPem)),
     // random plaintext bytes
-    fc.uint8Array({ minLength: 1, maxLength: 600 }).map((b) => JSON.stringify({ encryptedData: encryptBytes(Buffer.from(b), publicKeyPem) })),
+    fc
+      .uint8Array({ minLength: 1, maxLength: 600 })
+      .map((b) => JSON.stringify({ encryptedData: encryptBytes(Buffer.from(b), publicKeyPem) })),
     // wrong encodings of an otherwise valid record: UTF-16, Latin-1 with a non-ASCII character (not UTF-8)
     fc.constantFrom('utf16le' as const, 'latin1' as const).map((enc) => {
       const text = JSON.stringify(payinRecord(MERCHANT_NO, { MerchantOrderNo: 'Mé1' }));
       return JSON.stringify({ encryptedData: encryptBytes(Buffer.from(text, enc), publicKeyPem) });
     }),
     // deeply nested values inside the record
-    fc.integer({ min: 50, max: 900 }).map((depth) =>
-      callbackBody(`{"OrderNo":${'['.repeat(depth)}${']'.repeat(depth)},"MerchantNo":"${MERCHANT_NO}"}`, publicKeyPem),
-    ),
+    fc
+      .integer({ min: 50, max: 900 })
+      .map((depth) =>
+        callbackBody(
+          `{"OrderNo":${'['.repeat(depth)}${']'.repeat(depth)},"MerchantNo":"${MERCHANT_NO}"}`,
+          publicKeyPem,
+        ),
+      ),
   );
 
 /** Bodies that are wrong before any decryption: not JSON, not the envelope, bad Base64, wrong lengths. */
@@ -93,11 +124,24 @@ const invalidEnvelope: fc.Arbitrary<string> = fc.oneof(
   fc.string({ maxLength: 300 }),
   fc.uint8Array({ maxLength: 400 }).map((b) => Buffer.from(b).toString('latin1')),
   fc.jsonValue({ maxDepth: 5 }).map((v) => JSON.stringify(v) ?? 'null'),
-  fc.record({ encryptedData: fc.oneof(fc.string(), fc.base64String({ maxLength: 400 }), fc.integer(), fc.constant(null)) }).map((o) => JSON.stringify(o)),
-  fc.uint8Array({ minLength: 256, maxLength: 256 }).map((b) => JSON.stringify({ encryptedData: Buffer.from(b).toString('base64') })),
-  fc.uint8Array({ minLength: 1, maxLength: 700 }).filter((b) => b.length % 256 !== 0).map((b) => JSON.stringify({ encryptedData: Buffer.from(b).toString('base64') })),
+  fc
+    .record({
+      encryptedData: fc.oneof(fc.string(), fc.base64String({ maxLength: 400 }), fc.integer(), fc.constant(null)),
+    })
+    .map((o) => JSON.stringify(o)),
+  fc
+    .uint8Array({ minLength: 256, maxLength: 256 })
+    .map((b) => JSON.stringify({ encryptedData: Buffer.from(b).toString('base64') })),
+  fc
+    .uint8Array({ minLength: 1, maxLength: 700 })
+    .filter((b) => b.length % 256 !== 0)
+    .map((b) => JSON.stringify({ encryptedData: Buffer.from(b).toString('base64') })),
   fc.integer({ min: 100, max: 3000 }).map((d) => `{"encryptedData":${'['.repeat(d)}${']'.repeat(d)}}`),
-  fc.constantFrom('{"__proto__":{"polluted":true},"encryptedData":"AAAA"}', '{"constructor":{"prototype":{"polluted":true}}}', '{"encryptedData":"QUJD\\n"}'),
+  fc.constantFrom(
+    '{"__proto__":{"polluted":true},"encryptedData":"AAAA"}',
+    '{"constructor":{"prototype":{"polluted":true}}}',
+    '{"encryptedData":"QUJD\\n"}',
+  ),
 );
 
 describe('hostile input', () => {
@@ -120,7 +164,8 @@ describe('hostile input', () => {
     keys?.remove();
   });
 
-  const jobKeys = async () => (await probe.keys(`${prefix}:callbacks:*`)).filter((k) => /:(payin|payout)-/.test(k) || k.endsWith(':wait'));
+  const jobKeys = async () =>
+    (await probe.keys(`${prefix}:callbacks:*`)).filter((k) => /:(payin|payout)-/.test(k) || k.endsWith(':wait'));
 
   it('codec: any body decodes to a valid job for our merchant or throws a CALLBACK_* AppError, and Object.prototype is untouched', () => {
     const anyBody = fc.oneof(
@@ -134,7 +179,10 @@ describe('hostile input', () => {
       invalidEncryptedRecord(keys.publicKeyPem).map((t) => JSON.parse(t) as unknown),
       // possibly valid: huge numbers and dangerous keys on an otherwise valid record
       fc.record({ key: dangerousKey, huge: hugeNumberText }).map(({ key, huge }) => {
-        const text = withRawField(payinRecord(MERCHANT_NO), 'FiatCurrency', huge).replace(/^\{/, `{${JSON.stringify(key)}:{"polluted":true},`);
+        const text = withRawField(payinRecord(MERCHANT_NO), 'FiatCurrency', huge).replace(
+          /^\{/,
+          `{${JSON.stringify(key)}:{"polluted":true},`,
+        );
         return JSON.parse(callbackBody(text, keys.publicKeyPem)) as unknown;
       }),
       fc.anything(),
@@ -158,12 +206,22 @@ describe('hostile input', () => {
 
   it('live route: invalid bodies get 400/413/415 `fail`, never a 2xx or a 500, and no job is stored', async () => {
     const route = fc.constantFrom('/callbacks', '/callbacks/payin', '/callbacks/payout');
-    const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=utf-16');
+    const contentType = fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/json; charset=utf-16',
+    );
     const cases = fc.oneof(
       fc.record({ url: route, type: contentType, body: invalidEnvelope }),
       fc.record({ url: route, type: fc.constant('application/json'), body: invalidEncryptedRecord(keys.publicKeyPem) }),
       // over the body limit (8 KiB), with valid-looking content
-      fc.record({ url: route, type: fc.constant('application/json'), body: fc.integer({ min: 8200, max: 200_000 }).map((n) => `{"encryptedData":"${'A'.repeat(n)}"}`) }),
+      fc.record({
+        url: route,
+        type: fc.constant('application/json'),
+        body: fc.integer({ min: 8200, max: 200_000 }).map((n) => `{"encryptedData":"${'A'.repeat(n)}"}`),
+      }),
     );
     const statuses = new Map<number, number>();
     await fc.assert(

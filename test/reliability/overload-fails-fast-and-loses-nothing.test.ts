@@ -103,7 +103,14 @@ describe('overload', () => {
         const started = performance.now();
         const jobId = `payin-${records[i]!.OrderNo as string}-6`;
         const req = http.request(
-          { host: '127.0.0.1', port, path: '/callbacks', method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/callbacks',
+            method: 'POST',
+            agent,
+            headers: { 'content-type': 'application/json' },
+          },
           (res) => {
             let body = '';
             res.setEncoding('utf8');

@@ -39,30 +39,58 @@ async function standbyOutage(pair: ReplicatedPostgres, load: PayinLoad, figures:
     async () => {
       figures.syncRepWaitersSeen = Math.max(
         figures.syncRepWaitersSeen,
-        Number((await pair.primary.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'SyncRep'"))[0]!.n),
+        Number(
+          (
+            await pair.primary.query<{ n: string }>(
+              "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'SyncRep'",
+            )
+          )[0]!.n,
+        ),
       );
-      figures.stalledCommitsSeen = Math.max(figures.stalledCommitsSeen, await load.metric('mcb_worker_commits_stalled'));
-      figures.longestCommitWaitS = Math.max(figures.longestCommitWaitS, await load.metric('mcb_worker_commit_wait_seconds'));
+      figures.stalledCommitsSeen = Math.max(
+        figures.stalledCommitsSeen,
+        await load.metric('mcb_worker_commits_stalled'),
+      );
+      figures.longestCommitWaitS = Math.max(
+        figures.longestCommitWaitS,
+        await load.metric('mcb_worker_commit_wait_seconds'),
+      );
       return figures.stalledCommitsSeen > 0;
     },
-    { timeoutMs: 30_000, intervalMs: 200, message: `no stalled COMMIT on the gauge while the standby was down (log: ${load.logDir})` },
+    {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      message: `no stalled COMMIT on the gauge while the standby was down (log: ${load.logDir})`,
+    },
   );
   await pair.standby.start();
   await pair.waitForSyncStandby();
   figures.standbyDownMs = Date.now() - stoppedAt;
   // The waiting COMMITs return once the standby has their WAL: the gauge goes back to 0.
-  await waitFor(async () => (await load.metric('mcb_worker_commits_stalled')) === 0, { timeoutMs: 30_000, intervalMs: 200, message: 'COMMITs still stalled' });
+  await waitFor(async () => (await load.metric('mcb_worker_commits_stalled')) === 0, {
+    timeoutMs: 30_000,
+    intervalMs: 200,
+    message: 'COMMITs still stalled',
+  });
 }
 
 /** B: fence the old primary (read-only, sessions ended), promote the caught-up standby, move PgBouncer. */
-async function switchover(pair: ReplicatedPostgres, bouncer: OwnPgBouncer, figures: Figures): Promise<{ at: number; lastOldLedgerId: number }> {
+async function switchover(
+  pair: ReplicatedPostgres,
+  bouncer: OwnPgBouncer,
+  figures: Figures,
+): Promise<{ at: number; lastOldLedgerId: number }> {
   const at = Date.now();
   await pair.primary.query('ALTER SYSTEM SET default_transaction_read_only = on');
   await pair.primary.query('SELECT pg_reload_conf()');
   // Transactions that began before the reload are still read-write: end them, as a demotion does.
-  await pair.primary.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
+  await pair.primary.query(
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+  );
   await pair.waitForCatchUp();
-  const lastOldLedgerId = Number((await pair.primary.query<{ id: string | null }>('SELECT max(id) AS id FROM ledger_entries', DATABASE))[0]!.id ?? 0);
+  const lastOldLedgerId = Number(
+    (await pair.primary.query<{ id: string | null }>('SELECT max(id) AS id FROM ledger_entries', DATABASE))[0]!.id ?? 0,
+  );
   await pair.promote();
   await bouncer.retarget(pair.standby.url(DATABASE));
   figures.switchoverMs = Date.now() - at;
@@ -107,7 +135,8 @@ describe.skipIf(!available && !process.env.CI)('a Postgres switchover under load
         readOnlyRetries: 0,
       };
       let acked = 0;
-      const reached = (n: number) => waitFor(() => acked >= n, { timeoutMs: 120_000, intervalMs: 20, message: `${n} acknowledgements` });
+      const reached = (n: number) =>
+        waitFor(() => acked >= n, { timeoutMs: 120_000, intervalMs: 20, message: `${n} acknowledgements` });
       const faults = (async () => {
         await reached(STANDBY_STOP_AFTER_ACKS);
         await standbyOutage(pair, load, figures);
@@ -117,7 +146,9 @@ describe.skipIf(!available && !process.env.CI)('a Postgres switchover under load
         const newPrimary: Db = createDb(pair.standby.url(DATABASE), { max: 2, applicationName: 'mcb-test' });
         closers.push(() => newPrimary.close());
         await waitFor(
-          async () => (await newPrimary.pool.query('SELECT 1 FROM ledger_entries WHERE id > $1 LIMIT 1', [done.lastOldLedgerId])).rowCount! > 0,
+          async () =>
+            (await newPrimary.pool.query('SELECT 1 FROM ledger_entries WHERE id > $1 LIMIT 1', [done.lastOldLedgerId]))
+              .rowCount! > 0,
           { timeoutMs: 60_000, intervalMs: 50, message: `nothing credited on the new primary (log: ${load.logDir})` },
         );
         figures.firstCreditAfterSwitchoverMs = Date.now() - done.at;
@@ -139,7 +170,10 @@ describe.skipIf(!available && !process.env.CI)('a Postgres switchover under load
       // 4. Exactly once, nothing failed for good, no review, nothing written on the old primary after the fence.
       expect(await ledgerFigures(newPrimary.pool)).toEqual({ credited: N, doubleCredits: 0, reviews: 0, pending: 0 });
       expect((await load.jobCounts()).failed).toBe(0);
-      const oldMax = Number((await oldPrimary.pool.query<{ id: string | null }>('SELECT max(id) AS id FROM ledger_entries')).rows[0]!.id ?? 0);
+      const oldMax = Number(
+        (await oldPrimary.pool.query<{ id: string | null }>('SELECT max(id) AS id FROM ledger_entries')).rows[0]!.id ??
+          0,
+      );
       expect(oldMax).toBe(lastOldLedgerId);
       expect(figures.stalledCommitsSeen).toBeGreaterThan(0);
       expect(figures.syncRepWaitersSeen).toBeGreaterThan(0);
@@ -159,4 +193,3 @@ describe.skipIf(!available && !process.env.CI)('a Postgres switchover under load
     }
   }, 180_000);
 });
-

@@ -19,12 +19,17 @@ const LOG_INTERVAL_MS = 10_000;
 const OUTAGE_MS = LOG_INTERVAL_MS + 2000;
 
 async function readyz(port: number): Promise<number> {
-  return (await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined))?.status ?? 0;
+  return (
+    (await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined))
+      ?.status ?? 0
+  );
 }
 
 /** Lines that carry a Redis connection error. */
 const isRedisErrorLine = (l: Record<string, unknown>) =>
-  /ECONNREFUSED|ECONNRESET|Connection is closed/.test(String((l.err as { message?: unknown } | undefined)?.message ?? ''));
+  /ECONNREFUSED|ECONNRESET|Connection is closed/.test(
+    String((l.err as { message?: unknown } | undefined)?.message ?? ''),
+  );
 
 /** Redis error lines, grouped by what throttles them: the connection or source. */
 function errorLinesByKey(lines: Record<string, unknown>[]): Map<string, number[]> {
@@ -61,7 +66,13 @@ describe('with Redis gone, worker, ingest and console stop within their bound an
       closers.push(() => platform.close());
       const keys = createTestKeys();
       closers.push(async () => keys.remove());
-      const [workerOps, ingestPort, ingestOps, consolePort, consoleOps] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+      const [workerOps, ingestPort, ingestOps, consolePort, consoleOps] = await Promise.all([
+        freePort(),
+        freePort(),
+        freePort(),
+        freePort(),
+        freePort(),
+      ]);
       const common = {
         MERCHANT_NO,
         REDIS_URL: redis.url,
@@ -81,13 +92,38 @@ describe('with Redis gone, worker, ingest and console stop within their bound an
           name: 'ingest',
           readyPort: ingestPort,
           processes: 2,
-          env: { MERCHANT_PRIVATE_KEY_FILE: keys.privateKeyFile, INGEST_WORKERS: '2', INGEST_PORT: String(ingestPort), INGEST_METRICS_PORT: String(ingestOps) },
+          env: {
+            MERCHANT_PRIVATE_KEY_FILE: keys.privateKeyFile,
+            INGEST_WORKERS: '2',
+            INGEST_PORT: String(ingestPort),
+            INGEST_METRICS_PORT: String(ingestOps),
+          },
         },
-        { name: 'console', readyPort: consoleOps, processes: 1, env: { CONSOLE_TOKEN: 'redis-gone-test-token-0123', CONSOLE_PORT: String(consolePort), CONSOLE_METRICS_PORT: String(consoleOps) } },
+        {
+          name: 'console',
+          readyPort: consoleOps,
+          processes: 1,
+          env: {
+            CONSOLE_TOKEN: 'redis-gone-test-token-0123',
+            CONSOLE_PORT: String(consolePort),
+            CONSOLE_METRICS_PORT: String(consoleOps),
+          },
+        },
       ];
-      const procs: { name: string; readyPort: number; processes: number; proc: NodeProcess; output: { lines(): OutputLine[] } }[] = [];
+      const procs: {
+        name: string;
+        readyPort: number;
+        processes: number;
+        proc: NodeProcess;
+        output: { lines(): OutputLine[] };
+      }[] = [];
       for (const s of specs) {
-        const proc = startNodeProcess(s.name, `apps/${s.name}/src/main.ts`, { ...common, ...s.env }, join(logDir, `${s.name}.log`));
+        const proc = startNodeProcess(
+          s.name,
+          `apps/${s.name}/src/main.ts`,
+          { ...common, ...s.env },
+          join(logDir, `${s.name}.log`),
+        );
         procs.push({ name: s.name, readyPort: s.readyPort, processes: s.processes, proc, output: captureLines(proc) });
         closers.push(() => proc.kill());
       }
@@ -101,7 +137,10 @@ describe('with Redis gone, worker, ingest and console stop within their bound an
       // Redis dies (a worker that cannot reach Redis at start exits and is forked again: another test's subject).
       const ingest = procs.find((p) => p.name === 'ingest')!;
       const listening = () => ingest.output.lines().filter((l) => l.text.includes('"ingest listening"')).length;
-      await waitFor(() => listening() >= ingest.processes, { timeoutMs: 60_000, message: `ingest workers listening: ${listening()} (logs: ${logDir})` });
+      await waitFor(() => listening() >= ingest.processes, {
+        timeoutMs: 60_000,
+        message: `ingest workers listening: ${listening()} (logs: ${logDir})`,
+      });
 
       // 2. Redis dies. Readiness fails everywhere, and the gauge says since when.
       await redis.kill();
@@ -110,8 +149,12 @@ describe('with Redis gone, worker, ingest and console stop within their bound an
         timeoutMs: 10_000,
         message: 'readiness did not fail on every process while Redis is gone',
       });
-      const workerMetrics = await (await fetch(`http://127.0.0.1:${workerOps}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
-      const since = Number(/mcb_redis_down_since_seconds\{connection="mcb-worker",app="worker"\} (\d+)/.exec(workerMetrics)?.[1]);
+      const workerMetrics = await (
+        await fetch(`http://127.0.0.1:${workerOps}/metrics`, { signal: AbortSignal.timeout(10_000) })
+      ).text();
+      const since = Number(
+        /mcb_redis_down_since_seconds\{connection="mcb-worker",app="worker"\} (\d+)/.exec(workerMetrics)?.[1],
+      );
       expect(since).toBeGreaterThanOrEqual(Math.floor(downAt / 1000) - 1);
       expect(since).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
       expect(workerMetrics).toMatch(/mcb_redis_up\{connection="mcb-worker",app="worker"\} 0/);
@@ -122,8 +165,11 @@ describe('with Redis gone, worker, ingest and console stop within their bound an
       // 4. SIGTERM to all three at once; each must exit within its bound.
       const signalled = performance.now();
       for (const p of procs) process.kill(p.proc.pid, 'SIGTERM');
-      const exits = await Promise.all(procs.map(async (p) => ({ name: p.name, ...(await p.proc.exited), ms: performance.now() - signalled })));
-      for (const e of exits) expect(e.ms, `${e.name} took ${e.ms.toFixed(0)} ms to exit`).toBeLessThan(BOUND_MS + EXIT_SLACK_MS);
+      const exits = await Promise.all(
+        procs.map(async (p) => ({ name: p.name, ...(await p.proc.exited), ms: performance.now() - signalled })),
+      );
+      for (const e of exits)
+        expect(e.ms, `${e.name} took ${e.ms.toFixed(0)} ms to exit`).toBeLessThan(BOUND_MS + EXIT_SLACK_MS);
       // Nothing can be recorded in a Redis that is gone: the worker's stop is forced (exit 1); the others finish.
       expect(exits.map((e) => [e.name, e.code, e.signal])).toEqual([
         ['worker', 1, null],
@@ -141,16 +187,27 @@ describe('with Redis gone, worker, ingest and console stop within their bound an
         expect(byKey.size, `${p.name} logged no Redis error at all`).toBeGreaterThan(0);
         for (const [key, times] of byKey) {
           // One line at the start of the outage, then one per interval: never two within an interval (per process).
-          expect(mostLinesPerInterval(times, LOG_INTERVAL_MS), `${p.name}: ${key} at ${times.join(', ')}`).toBeLessThanOrEqual(p.processes);
+          expect(
+            mostLinesPerInterval(times, LOG_INTERVAL_MS),
+            `${p.name}: ${key} at ${times.join(', ')}`,
+          ).toBeLessThanOrEqual(p.processes);
         }
         // A line after the first of its key stands for the errors held back since (errorsSinceLastLine > 1).
         const counted = values.filter(isRedisErrorLine).map((l) => Number(l.errorsSinceLastLine));
-        expect(counted.every((n) => n >= 1), `${p.name}: every error line carries its count`).toBe(true);
+        expect(
+          counted.every((n) => n >= 1),
+          `${p.name}: every error line carries its count`,
+        ).toBe(true);
         expect(Math.max(...counted), `${p.name}: lines were held back and counted`).toBeGreaterThan(1);
       }
-      const workerLines = procs[0]!.output.lines().map(parseLine).flatMap((r) => (r.ok ? [r.value] : []));
+      const workerLines = procs[0]!.output
+        .lines()
+        .map(parseLine)
+        .flatMap((r) => (r.ok ? [r.value] : []));
       expect(workerLines.map((l) => l.msg)).toContain('stopped (forced): exiting 1');
-      expect(workerLines.some((l) => String(l.msg).startsWith('stop forced: 0 callbacks job(s) left in progress'))).toBe(true);
+      expect(
+        workerLines.some((l) => String(l.msg).startsWith('stop forced: 0 callbacks job(s) left in progress')),
+      ).toBe(true);
       rmSync(logDir, { recursive: true, force: true });
     } finally {
       for (const c of closers.reverse()) await c().catch(() => undefined);

@@ -21,7 +21,14 @@ describe('the database turns read-only under load, then writable again', () => {
 
   it(`credits every one of ${N} acknowledged callbacks once, within a minute of it becoming writable; no job fails for good`, async () => {
     const name = new URL(env.databaseUrl).pathname.slice(1);
-    const load = await startPayinLoad({ label: 'ro', count: N, db: env.db, workerDatabaseUrl: env.databaseUrl, redisUrl: env.redisUrl, prefix: env.prefix });
+    const load = await startPayinLoad({
+      label: 'ro',
+      count: N,
+      db: env.db,
+      workerDatabaseUrl: env.databaseUrl,
+      redisUrl: env.redisUrl,
+      prefix: env.prefix,
+    });
     let passed = false;
     try {
       // 1. Send steadily; once READ_ONLY_AFTER_ACKS are acknowledged, the database turns read-only for READ_ONLY_MS.
@@ -29,12 +36,19 @@ describe('the database turns read-only under load, then writable again', () => {
       let fault: Promise<void> | undefined;
       const readOnlyPeriod = async () => {
         await env.db.pool.query(`ALTER DATABASE "${name}" SET default_transaction_read_only = on`);
-        await env.db.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'mcb-worker'`, [name]);
+        await env.db.pool.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'mcb-worker'`,
+          [name],
+        );
         await delay(READ_ONLY_MS); // the fault's duration, not a wait for something
         // The worker felt it: writes refused (25006), retried (DB_UNAVAILABLE) or, before the fix, failed for good.
         const felt = async () =>
-          (await load.metric('mcb_worker_retries_total', 'code="DB_UNAVAILABLE"')) + (await load.metric('mcb_worker_jobs_total', 'outcome="failed"'));
-        await waitFor(async () => (await felt()) > 0, { timeoutMs: 30_000, message: `the worker never met a refused write (log: ${load.logDir})` });
+          (await load.metric('mcb_worker_retries_total', 'code="DB_UNAVAILABLE"')) +
+          (await load.metric('mcb_worker_jobs_total', 'outcome="failed"'));
+        await waitFor(async () => (await felt()) > 0, {
+          timeoutMs: 30_000,
+          message: `the worker never met a refused write (log: ${load.logDir})`,
+        });
         await env.db.pool.query(`ALTER DATABASE "${name}" RESET default_transaction_read_only`);
         writableAt = Date.now();
       };

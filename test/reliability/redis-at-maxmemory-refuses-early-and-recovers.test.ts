@@ -1,7 +1,17 @@
 import { generateKeyPair, encryptRecord, loadKeyRing } from '@mcb/core/callback';
 import { PayinState } from '@mcb/core/spec';
 import { createLogger } from '@mcb/core/logger';
-import { DURABLE_REDIS_ARGS, lineSink, startFakePlatform, startOwnRedis, uniquePrefix, useTestEnv, waitFor, type FakePlatform, type OwnRedis } from '@mcb/testkit';
+import {
+  DURABLE_REDIS_ARGS,
+  lineSink,
+  startFakePlatform,
+  startOwnRedis,
+  uniquePrefix,
+  useTestEnv,
+  waitFor,
+  type FakePlatform,
+  type OwnRedis,
+} from '@mcb/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MERCHANT_NO, startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
@@ -31,7 +41,15 @@ beforeAll(async () => {
     [ORDERS],
   );
   for (let i = 1; i <= ORDERS; i++) {
-    platform.setOrder({ orderNo: `P-OOM-${i}`, merchantNo: MERCHANT_NO, merchantOrderNo: `M-OOM-${i}`, type: 'payin', state: PayinState.Released, amountJson: '10', currency: 'PHP' });
+    platform.setOrder({
+      orderNo: `P-OOM-${i}`,
+      merchantNo: MERCHANT_NO,
+      merchantOrderNo: `M-OOM-${i}`,
+      type: 'payin',
+      state: PayinState.Released,
+      amountJson: '10',
+      currency: 'PHP',
+    });
   }
   ingest = await startIngest({
     redisUrl: redis.url,
@@ -57,7 +75,14 @@ const body = (i: number) =>
     ),
   });
 const post = async (i: number) =>
-  (await ingest.app.inject({ method: 'POST', url: '/callbacks/payin', headers: { 'content-type': 'application/json' }, payload: body(i) })).statusCode;
+  (
+    await ingest.app.inject({
+      method: 'POST',
+      url: '/callbacks/payin',
+      headers: { 'content-type': 'application/json' },
+      payload: body(i),
+    })
+  ).statusCode;
 const oomErrors = async () => Number(/errorstat_OOM:count=(\d+)/.exec(await admin.info('errorstats'))?.[1] ?? 0);
 
 describe('Redis at its memory limit', () => {
@@ -67,7 +92,9 @@ describe('Redis at its memory limit', () => {
     let refused = 0;
     for (let i = 1; i <= ORDERS && refused < 20; i += 20) {
       const statuses = await Promise.all(Array.from({ length: 20 }, (_, k) => post(i + k)));
-      statuses.forEach((s, k) => (s === 200 ? accepted.push(i + k) : s === 503 ? refused++ : expect.fail(`status ${s}`)));
+      statuses.forEach((s, k) =>
+        s === 200 ? accepted.push(i + k) : s === 503 ? refused++ : expect.fail(`status ${s}`),
+      );
     }
     expect(accepted.length).toBeGreaterThan(100);
     expect(refused).toBeGreaterThanOrEqual(20);
@@ -90,7 +117,10 @@ describe('Redis at its memory limit', () => {
     // would meet thousands of OOM refusals in that time; with it, each pause costs one round of refusals.
     const backoff = async () => (await worker!.metrics.redisOomBackoff.get()).values[0]?.value ?? 0;
     const refusals = async () => (await worker!.metrics.redisOom.get()).values[0]?.value ?? 0;
-    await waitFor(async () => (await backoff()) >= 2, { timeoutMs: 20_000, message: 'the worker never reached its third pause' });
+    await waitFor(async () => (await backoff()) >= 2, {
+      timeoutMs: 20_000,
+      message: 'the worker never reached its third pause',
+    });
     expect(Date.now() - started).toBeGreaterThan(1400);
     expect(await refusals()).toBeGreaterThanOrEqual(3);
     expect(await refusals()).toBeLessThan(200);
@@ -101,13 +131,16 @@ describe('Redis at its memory limit', () => {
   it('credits the whole backlog once memory is raised, and ingest accepts again, with nobody restarting anything', async () => {
     await admin.config('SET', 'maxmemory', '0');
     await waitFor(
-      async () => Number((await env.db.pool.query('select count(*) as n from callback_receipts')).rows[0].n) === accepted.length,
+      async () =>
+        Number((await env.db.pool.query('select count(*) as n from callback_receipts')).rows[0].n) === accepted.length,
       { timeoutMs: 90_000, intervalMs: 200, message: 'backlog not credited' },
     );
     const { rows } = await env.db.pool.query(`select count(*) as n from orders where status = 'credited'`);
     expect(Number(rows[0].n)).toBe(accepted.length);
     expect((await worker!.metrics.redisOomBackoff.get()).values[0]?.value).toBe(0);
-    await waitFor(async () => (await ingest.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200, { timeoutMs: 5000 });
+    await waitFor(async () => (await ingest.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200, {
+      timeoutMs: 5000,
+    });
     expect(await post(ORDERS)).toBe(200);
   }, 120_000);
 });

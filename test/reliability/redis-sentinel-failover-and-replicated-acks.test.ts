@@ -7,7 +7,15 @@ import { createLogger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
 import { createRedis, redisTargetOf, type RedisClient } from '@mcb/core/redis';
-import { DURABLE_REDIS_ARGS, startOwnRedis, startOwnSentinel, uniquePrefix, waitFor, type OwnRedis, type OwnSentinelSetup } from '@mcb/testkit';
+import {
+  DURABLE_REDIS_ARGS,
+  startOwnRedis,
+  startOwnSentinel,
+  uniquePrefix,
+  waitFor,
+  type OwnRedis,
+  type OwnSentinelSetup,
+} from '@mcb/testkit';
 import { buildApp, type IngestApp } from '../../apps/ingest/src/app.ts';
 
 // Outgrowing one Redis host: ingest reaches its Redis through Sentinel and follows a failover without a restart,
@@ -26,10 +34,27 @@ interface Running {
 }
 
 async function ingestOn(env: Record<string, string>): Promise<Running> {
-  const config = loadConfig({ MERCHANT_NO, MERCHANT_PRIVATE_KEY_FILE: '/unused.pem', LOG_LEVEL: 'silent', QUEUE_PREFIX: uniquePrefix('topo'), ...env }, 'ingest');
+  const config = loadConfig(
+    {
+      MERCHANT_NO,
+      MERCHANT_PRIVATE_KEY_FILE: '/unused.pem',
+      LOG_LEVEL: 'silent',
+      QUEUE_PREFIX: uniquePrefix('topo'),
+      ...env,
+    },
+    'ingest',
+  );
   const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'ingest-test' });
   const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
-  const app = await buildApp({ config, queue, redis, logger, keyRing: loadKeyRing([keys.privateKeyPem]), metricsRegistry: new Registry(), durabilityCheckIntervalMs: 200 });
+  const app = await buildApp({
+    config,
+    queue,
+    redis,
+    logger,
+    keyRing: loadKeyRing([keys.privateKeyPem]),
+    metricsRegistry: new Registry(),
+    durabilityCheckIntervalMs: 200,
+  });
   return {
     prefix: config.QUEUE_PREFIX,
     app,
@@ -45,9 +70,17 @@ async function ingestOn(env: Record<string, string>): Promise<Running> {
 
 const post = async (r: Running, orderNo: string) => {
   const payload = JSON.stringify({
-    encryptedData: encryptRecord({ OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 }, keys.publicKeyPem),
+    encryptedData: encryptRecord(
+      { OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 },
+      keys.publicKeyPem,
+    ),
   });
-  const res = await r.app.inject({ method: 'POST', url: '/callbacks', headers: { 'content-type': 'application/json' }, payload });
+  const res = await r.app.inject({
+    method: 'POST',
+    url: '/callbacks',
+    headers: { 'content-type': 'application/json' },
+    payload,
+  });
   return `${res.statusCode} ${res.body}`;
 };
 
@@ -73,7 +106,10 @@ describe('Redis through Sentinel', () => {
     const onReplica = new Redis(setup.replica.port, '127.0.0.1');
     try {
       const q = new Queue(CALLBACKS_QUEUE, { connection: onReplica, prefix: ingest.prefix });
-      await waitFor(async () => (await q.getJob(`payout-${acked.at(-1)}-4`)) !== undefined, { timeoutMs: 10_000, message: 'not replicated' });
+      await waitFor(async () => (await q.getJob(`payout-${acked.at(-1)}-4`)) !== undefined, {
+        timeoutMs: 10_000,
+        message: 'not replicated',
+      });
       await q.close();
     } finally {
       onReplica.disconnect();
@@ -84,11 +120,19 @@ describe('Redis through Sentinel', () => {
     // The old primary is demoted once the sentinel reconfigures it; until then it may still take a write.
     const old = new Redis(setup.primary.port, '127.0.0.1');
     try {
-      await waitFor(async () => /role:slave/.test(await old.info('replication')), { timeoutMs: 30_000, intervalMs: 100, message: 'old primary never demoted' });
+      await waitFor(async () => /role:slave/.test(await old.info('replication')), {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+        message: 'old primary never demoted',
+      });
     } finally {
       old.disconnect();
     }
-    await waitFor(async () => (await post(ingest, 'SEN-PROBE')) === '200 success', { timeoutMs: 30_000, intervalMs: 200, message: 'ingest never reached the new primary' });
+    await waitFor(async () => (await post(ingest, 'SEN-PROBE')) === '200 success', {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      message: 'ingest never reached the new primary',
+    });
     const after: string[] = [];
     for (let i = 0; i < 20; i++) {
       const reply = await post(ingest, `SEN-B-${i}`);
@@ -119,7 +163,10 @@ describe('INGEST_MIN_REPLICAS', () => {
     primary = await startOwnRedis(DURABLE_REDIS_ARGS);
     replica = await startOwnRedis([...DURABLE_REDIS_ARGS, '--replicaof', '127.0.0.1', String(primary.port)]);
     const admin = new Redis(primary.url);
-    await waitFor(async () => /slave0:.*state=online/.test(await admin.info('replication')), { timeoutMs: 15_000, message: 'replica never online' });
+    await waitFor(async () => /slave0:.*state=online/.test(await admin.info('replication')), {
+      timeoutMs: 15_000,
+      message: 'replica never online',
+    });
     admin.disconnect();
     ingest = await ingestOn({ REDIS_URL: primary.url, INGEST_MIN_REPLICAS: '1' });
   }, 60_000);
@@ -142,10 +189,17 @@ describe('INGEST_MIN_REPLICAS', () => {
 
     await replica.kill();
     expect(await post(ingest, 'REP-2')).toBe('503 fail');
-    await waitFor(async () => (await ingest.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 503, { timeoutMs: 5000, message: '/readyz still ready without a replica' });
+    await waitFor(async () => (await ingest.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 503, {
+      timeoutMs: 5000,
+      message: '/readyz still ready without a replica',
+    });
 
     await replica.start();
-    await waitFor(async () => (await post(ingest, 'REP-2')) === '200 success', { timeoutMs: 30_000, intervalMs: 200, message: 'not acknowledged after the replica came back' });
+    await waitFor(async () => (await post(ingest, 'REP-2')) === '200 success', {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      message: 'not acknowledged after the replica came back',
+    });
   }, 90_000);
 
   it('starts while the replica is offline, not ready and refusing callbacks, and becomes ready when it is back', async () => {
@@ -153,7 +207,10 @@ describe('INGEST_MIN_REPLICAS', () => {
     const admin = new Redis(primary.url);
     let late: Running | undefined;
     try {
-      await waitFor(async () => !/slave0:.*state=online/.test(await admin.info('replication')), { timeoutMs: 15_000, message: 'the primary still reports the replica online' });
+      await waitFor(async () => !/slave0:.*state=online/.test(await admin.info('replication')), {
+        timeoutMs: 15_000,
+        message: 'the primary still reports the replica online',
+      });
       // A replica down for maintenance must not turn an ingest restart into a crash loop: it starts, and says why it is not ready.
       late = await ingestOn({ REDIS_URL: primary.url, INGEST_MIN_REPLICAS: '1' });
       const ready = await late.app.inject({ method: 'GET', url: '/readyz' });
@@ -162,7 +219,11 @@ describe('INGEST_MIN_REPLICAS', () => {
       expect(await post(late, 'REP-3')).toBe('503 fail');
 
       await replica.start();
-      await waitFor(async () => (await late!.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200, { timeoutMs: 30_000, intervalMs: 200, message: 'not ready after the replica came back' });
+      await waitFor(async () => (await late!.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200, {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        message: 'not ready after the replica came back',
+      });
       expect(await post(late, 'REP-3')).toBe('200 success');
     } finally {
       admin.disconnect();

@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createDb, orders } from '@mcb/core/db';
 import { callbackJobId, CALLBACKS_QUEUE } from '@mcb/core/queue';
-import { createTestDatabase, freePort, platformOrder, startFakePlatform, startOwnSentinel, uniquePrefix, waitFor } from '@mcb/testkit';
+import {
+  createTestDatabase,
+  freePort,
+  platformOrder,
+  startFakePlatform,
+  startOwnSentinel,
+  uniquePrefix,
+  waitFor,
+} from '@mcb/testkit';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { callbackBody, payinRecord } from './helpers/callbacks.ts';
@@ -54,7 +62,9 @@ async function failoverUnderLoad(minReplicas: number): Promise<RunReport> {
     closers.push(async () => keys.remove());
 
     // 1. N registered pay-ins the platform confirms, and their encrypted callbacks.
-    const records = Array.from({ length: N }, (_, i) => payinRecord(MERCHANT_NO, { MerchantOrderNo: `FO-${minReplicas}-${i}`, FiatCurrency: 100.5 }));
+    const records = Array.from({ length: N }, (_, i) =>
+      payinRecord(MERCHANT_NO, { MerchantOrderNo: `FO-${minReplicas}-${i}`, FiatCurrency: 100.5 }),
+    );
     for (let i = 0; i < N; i += 500) {
       await db.db.insert(orders).values(
         records.slice(i, i + 500).map((r) => ({
@@ -67,13 +77,29 @@ async function failoverUnderLoad(minReplicas: number): Promise<RunReport> {
       );
     }
     for (const r of records) {
-      platform.setOrder(platformOrder({ orderNo: String(r.OrderNo), merchantOrderNo: String(r.MerchantOrderNo), merchantNo: MERCHANT_NO, type: 'payin', state: 6, amountJson: '100.5', currency: 'INR' }));
+      platform.setOrder(
+        platformOrder({
+          orderNo: String(r.OrderNo),
+          merchantOrderNo: String(r.MerchantOrderNo),
+          merchantNo: MERCHANT_NO,
+          type: 'payin',
+          state: 6,
+          amountJson: '100.5',
+          currency: 'INR',
+        }),
+      );
     }
     const bodies = records.map((r) => callbackBody(r, keys.publicKeyPem));
 
     // 2. Ingest and a worker as production runs them, through the sentinels.
     const prefix = uniquePrefix('failover');
-    const redisEnv = { REDIS_SENTINELS: setup.sentinels, REDIS_SENTINEL_NAME: setup.name, QUEUE_PREFIX: prefix, MERCHANT_NO, LOG_LEVEL: 'info' };
+    const redisEnv = {
+      REDIS_SENTINELS: setup.sentinels,
+      REDIS_SENTINEL_NAME: setup.name,
+      QUEUE_PREFIX: prefix,
+      MERCHANT_NO,
+      LOG_LEVEL: 'info',
+    };
     const ingestPort = await freePort();
     const watch = (p: NodeProcess) => {
       void p.exited.then(({ code, signal }) => {
@@ -136,7 +162,11 @@ async function failoverUnderLoad(minReplicas: number): Promise<RunReport> {
     const sendOne = async (i: number) => {
       const deadline = Date.now() + 120_000;
       for (;;) {
-        const res = await fetch(`${ingestUrl}/callbacks/payin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bodies[i] })
+        const res = await fetch(`${ingestUrl}/callbacks/payin`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: bodies[i],
+        })
           .then(async (r) => `${r.status} ${await r.text()}`)
           .catch(() => 'no reply');
         if (res === '200 success') break;
@@ -172,9 +202,16 @@ async function failoverUnderLoad(minReplicas: number): Promise<RunReport> {
     // 4. Which acknowledged callbacks the new primary holds (completed jobs are kept a day), then drain and audit.
     const onPrimary = new Redis(newPrimaryPort, '127.0.0.1');
     closers.push(async () => onPrimary.disconnect());
-    const jobKey = (r: Record<string, unknown>) => `${prefix}:${CALLBACKS_QUEUE}:${callbackJobId('payin', String(r.OrderNo), 6)}`;
+    const jobKey = (r: Record<string, unknown>) =>
+      `${prefix}:${CALLBACKS_QUEUE}:${callbackJobId('payin', String(r.OrderNo), 6)}`;
     const creditedCount = async () =>
-      Number((await db.pool.query<{ n: string }>("select count(*) as n from ledger_entries where entry_type = 'payin_credit'")).rows[0]!.n);
+      Number(
+        (
+          await db.pool.query<{ n: string }>(
+            "select count(*) as n from ledger_entries where entry_type = 'payin_credit'",
+          )
+        ).rows[0]!.n,
+      );
     let lastCount = -1;
     let stableSince = Date.now();
     await waitFor(

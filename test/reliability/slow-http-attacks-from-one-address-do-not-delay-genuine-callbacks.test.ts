@@ -11,7 +11,16 @@ import { connectionCapacity } from '../../apps/ingest/src/capacity.ts';
 import { startPipeline, type Pipeline } from '../e2e/helpers/pipeline.ts';
 import { createTestKeys, type TestKeys } from './helpers/keys.ts';
 import { startNodeProcess, type NodeProcess } from './helpers/node-process.ts';
-import { hasSlowHttpTest, metricValue, openFileLimitOf, percentile, postFrom, runSlowHttpTest, type Sent, type SlowMode } from './helpers/slow-http.ts';
+import {
+  hasSlowHttpTest,
+  metricValue,
+  openFileLimitOf,
+  percentile,
+  postFrom,
+  runSlowHttpTest,
+  type Sent,
+  type SlowMode,
+} from './helpers/slow-http.ts';
 
 // The issue this answers: slowhttptest's slow bodies from one address filled ingest's 1,024 slots, and genuine
 // callbacks got ECONNRESET. Here an ingest process at its default bounds is attacked in each of slowhttptest's three
@@ -35,14 +44,19 @@ const sentOrders: string[] = [];
 const figures: string[] = [];
 
 const scrape = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-const refusalLines = () => readFileSync(logFile, 'utf8').split('\n').filter((l) => l.includes('connections refused or cut')).length;
+const refusalLines = () =>
+  readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('connections refused or cut')).length;
 
 beforeAll(async () => {
-  if (!hasSlowHttpTest()) throw new Error('slowhttptest is not installed: apt-get install slowhttptest (.ci/run installs it)');
+  if (!hasSlowHttpTest())
+    throw new Error('slowhttptest is not installed: apt-get install slowhttptest (.ci/run installs it)');
   // Node raises its soft open-file limit to the hard one; slowhttptest inherits it. Both sides need a descriptor per
   // connection: the attack's 2,500 plus the genuine sender's and ingest's own.
   const needed = ATTACK.connections + 500;
-  if (openFileLimitOf('self') < needed) throw new Error(`open-file limit ${openFileLimitOf('self')} < ${needed}: run the tests with a higher ulimit -n`);
+  if (openFileLimitOf('self') < needed)
+    throw new Error(`open-file limit ${openFileLimitOf('self')} < ${needed}: run the tests with a higher ulimit -n`);
   keys = createTestKeys();
   p = await startPipeline(env, { keys, timeScale: 6000 });
   // Held: the sandbox records each delivery but does not send it; this test is the platform's sender.
@@ -78,7 +92,10 @@ afterAll(async () => {
   await ingest?.stop(5000);
   await p?.close();
   keys?.remove();
-  if (figures.length) console.log(`\nslowhttptest against ingest (defaults), ${ATTACK.connections} connections from 127.0.0.1 per mode:\n${figures.join('\n')}\n`);
+  if (figures.length)
+    console.log(
+      `\nslowhttptest against ingest (defaults), ${ATTACK.connections} connections from 127.0.0.1 per mode:\n${figures.join('\n')}\n`,
+    );
   // The ingest log is kept for a failed run (its refusal summaries say what the listener saw).
   if (failed) console.log(`ingest log kept: ${logFile}`);
   else if (logFile) rmSync(dirname(logFile), { recursive: true, force: true });
@@ -106,10 +123,16 @@ describe('ingest under slowhttptest from one address', () => {
       const before = await scrape();
       const attack = runSlowHttpTest(mode, { url: `http://127.0.0.1:${port}/callbacks`, ...ATTACK });
       // The attack is on once ingest has refused or admitted a good part of it.
-      await waitFor(async () => metricValue(await scrape(), 'ingest_connections_cut_total') - metricValue(before, 'ingest_connections_cut_total') >= 200, {
-        timeoutMs: 10_000,
-        message: `slowhttptest (${mode}) never reached ingest`,
-      });
+      await waitFor(
+        async () =>
+          metricValue(await scrape(), 'ingest_connections_cut_total') -
+            metricValue(before, 'ingest_connections_cut_total') >=
+          200,
+        {
+          timeoutMs: 10_000,
+          message: `slowhttptest (${mode}) never reached ingest`,
+        },
+      );
 
       let peakOpen = 0;
       let sampling = true;
@@ -131,11 +154,16 @@ describe('ingest under slowhttptest from one address', () => {
       const report = await attack;
       const after = await scrape();
 
-      const delta = (name: string, labels: Record<string, string> = {}) => metricValue(after, name, labels) - metricValue(before, name, labels);
-      const refusedAtOpen = delta('ingest_connections_cut_total', { reason: 'address_limit' }) + delta('ingest_connections_cut_total', { reason: 'max_connections' });
+      const delta = (name: string, labels: Record<string, string> = {}) =>
+        metricValue(after, name, labels) - metricValue(before, name, labels);
+      const refusedAtOpen =
+        delta('ingest_connections_cut_total', { reason: 'address_limit' }) +
+        delta('ingest_connections_cut_total', { reason: 'max_connections' });
       const attackConnections = delta('ingest_connections_admitted_total') - bodies.length + refusedAtOpen;
       const ms = sent.map((s) => s.ms);
-      const cuts = ['address_limit', 'request_timeout', 'body_timeout', 'idle', 'client_error'].map((r) => `${r} ${delta('ingest_connections_cut_total', { reason: r })}`).join(', ');
+      const cuts = ['address_limit', 'request_timeout', 'body_timeout', 'idle', 'client_error']
+        .map((r) => `${r} ${delta('ingest_connections_cut_total', { reason: r })}`)
+        .join(', ');
       figures.push(
         `  ${mode.padEnd(9)}  attack: ${attackConnections} connections reached ingest (slowhttptest: connected ${report.connected}, closed ${report.closed}, error ${report.error}), ` +
           `at most ${peakOpen} open at once; cut: ${cuts}\n` +
@@ -144,7 +172,9 @@ describe('ingest under slowhttptest from one address', () => {
       );
 
       expect(attackConnections).toBeGreaterThanOrEqual(2000);
-      expect(sent.filter((s) => s.status !== 200 || s.text !== 'success').map((s) => `${s.status} ${s.text}`)).toEqual([]);
+      expect(sent.filter((s) => s.status !== 200 || s.text !== 'success').map((s) => `${s.status} ${s.text}`)).toEqual(
+        [],
+      );
       expect(percentile(ms, 99)).toBeLessThan(1000);
       // One address never held more than its share, INGEST_MAX_CONNECTIONS_PER_ADDRESS (the genuine sender's few
       // connections are on top).
@@ -157,7 +187,10 @@ describe('ingest under slowhttptest from one address', () => {
     onTestFailed(() => void (failed = true));
     await waitFor(
       async () => {
-        const r = await env.db.pool.query<{ n: string }>(`select count(*) as n from orders where merchant_order_no = any($1) and status = 'credited'`, [sentOrders]);
+        const r = await env.db.pool.query<{ n: string }>(
+          `select count(*) as n from orders where merchant_order_no = any($1) and status = 'credited'`,
+          [sentOrders],
+        );
         return Number(r.rows[0]!.n) === sentOrders.length;
       },
       { timeoutMs: 30_000, message: 'not every genuine callback was credited' },

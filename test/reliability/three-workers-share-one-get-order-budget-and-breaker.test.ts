@@ -14,15 +14,29 @@ describe('three worker processes and one Get order budget', () => {
 
   it(`drain a backlog at no more than ${BUDGET} Get orders a second in all (+${TOLERANCE}), use at least 60 % of it, and credit each pay-in once`, async () => {
     const PAYINS = 450;
-    const fleet = await startWorkerFleet({ db: env.db, databaseUrl: env.databaseUrl, redisUrl: env.redisUrl, prefix: `${env.prefix}-budget`, payins: PAYINS, count: 3, workerEnv: { PLATFORM_MAX_RPS: String(BUDGET) } });
+    const fleet = await startWorkerFleet({
+      db: env.db,
+      databaseUrl: env.databaseUrl,
+      redisUrl: env.redisUrl,
+      prefix: `${env.prefix}-budget`,
+      payins: PAYINS,
+      count: 3,
+      workerEnv: { PLATFORM_MAX_RPS: String(BUDGET) },
+    });
     try {
       await fleet.enqueue();
-      await waitFor(async () => (await fleet.credited()) === PAYINS, { timeoutMs: 50_000, intervalMs: 250, message: `not every pay-in was credited (logs: ${fleet.logDir})` });
+      await waitFor(async () => (await fleet.credited()) === PAYINS, {
+        timeoutMs: 50_000,
+        intervalMs: 250,
+        message: `not every pay-in was credited (logs: ${fleet.logDir})`,
+      });
       const arrivals = [...fleet.platform.arrivals];
       const seconds = perSecond(arrivals);
       const spanS = (Math.max(...arrivals) - Math.min(...arrivals)) / 1000;
       // The platform counts per second; the busiest sliding second is told too (timers' and the network's jitter).
-      console.log(`3 workers, budget ${BUDGET}: ${arrivals.length} Get orders in ${spanS.toFixed(1)} s; per second ${seconds.join(' ')}; busiest sliding second ${busiestSecond(arrivals)}`);
+      console.log(
+        `3 workers, budget ${BUDGET}: ${arrivals.length} Get orders in ${spanS.toFixed(1)} s; per second ${seconds.join(' ')}; busiest sliding second ${busiestSecond(arrivals)}`,
+      );
       expect(Math.max(...seconds)).toBeLessThanOrEqual(BUDGET + TOLERANCE);
       // Used while the backlog lasted: on average at least 60 % of the budget from the first request to the last.
       expect(arrivals.length / Math.max(spanS, 1)).toBeGreaterThanOrEqual(0.6 * BUDGET);
@@ -38,7 +52,15 @@ describe('three worker processes and one Get order budget', () => {
   it('open the breaker together while the platform fails, probe a few times a second in all, and credit once it is back', async () => {
     const PAYINS = 120;
     const prefix = `${env.prefix}-breaker`;
-    const fleet = await startWorkerFleet({ db: env.db, databaseUrl: env.databaseUrl, redisUrl: env.redisUrl, prefix, payins: PAYINS, count: 3, workerEnv: { PLATFORM_MAX_RPS: String(BUDGET) } });
+    const fleet = await startWorkerFleet({
+      db: env.db,
+      databaseUrl: env.databaseUrl,
+      redisUrl: env.redisUrl,
+      prefix,
+      payins: PAYINS,
+      count: 3,
+      workerEnv: { PLATFORM_MAX_RPS: String(BUDGET) },
+    });
     try {
       fleet.platform.setOutage(503);
       await fleet.enqueue();
@@ -56,8 +78,14 @@ describe('three worker processes and one Get order budget', () => {
 
       fleet.platform.setOutage(undefined);
       const back = performance.now();
-      await waitFor(async () => (await fleet.credited()) === PAYINS, { timeoutMs: 40_000, intervalMs: 250, message: `credits did not resume (logs: ${fleet.logDir})` });
-      console.log(`3 workers: ${PAYINS} pay-ins credited ${((performance.now() - back) / 1000).toFixed(1)} s after the platform came back`);
+      await waitFor(async () => (await fleet.credited()) === PAYINS, {
+        timeoutMs: 40_000,
+        intervalMs: 250,
+        message: `credits did not resume (logs: ${fleet.logDir})`,
+      });
+      console.log(
+        `3 workers: ${PAYINS} pay-ins credited ${((performance.now() - back) / 1000).toFixed(1)} s after the platform came back`,
+      );
       expect(await fleet.creditsOnce()).toEqual({ credits: PAYINS, twice: 0 });
       expect((await readFleetState(fleet.redis, prefix)).breakerOpen).toBe(false);
       expect(fleet.exits).toEqual([]);

@@ -3,7 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { orders } from '@mcb/core/db';
 import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
-import { MERCHANT_NO, payinEvent, platformOrder, startFakePlatform, startOwnRedis, uid, useTestEnv, waitFor } from '@mcb/testkit';
+import {
+  MERCHANT_NO,
+  payinEvent,
+  platformOrder,
+  startFakePlatform,
+  startOwnRedis,
+  uid,
+  useTestEnv,
+  waitFor,
+} from '@mcb/testkit';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -38,7 +47,15 @@ describe('a worker stopped with jobs in flight while Redis is gone', () => {
       for (let i = 0; i < COMMITTED + WAITING; i++) {
         const merchantOrderNo = `FS-${run}-${i < COMMITTED ? 'c' : 'w'}-${i}`;
         const orderNo = `P${merchantOrderNo}`;
-        await env.db.db.insert(orders).values({ merchantOrderNo, kind: 'payin', amount: '12.50', currency: 'PHP', requestHash: `t-${merchantOrderNo}` });
+        await env.db.db
+          .insert(orders)
+          .values({
+            merchantOrderNo,
+            kind: 'payin',
+            amount: '12.50',
+            currency: 'PHP',
+            requestHash: `t-${merchantOrderNo}`,
+          });
         platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '"12.50"' }));
         events.push(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '12.50' }));
       }
@@ -51,7 +68,9 @@ describe('a worker stopped with jobs in flight while Redis is gone', () => {
         await queue.close().catch(() => undefined);
         producer.disconnect();
       });
-      await queue.addBulk(events.map((e, i) => ({ name: e.kind, data: e, opts: { ...callbackJobOptions, jobId: jobIds[i] } })));
+      await queue.addBulk(
+        events.map((e, i) => ({ name: e.kind, data: e, opts: { ...callbackJobOptions, jobId: jobIds[i] } })),
+      );
 
       // 2. A slow platform: every Get order waits, so every job is in flight in the first worker.
       const releaseCommitted = platform.hold((no) => no.includes('-c-'));
@@ -70,16 +89,28 @@ describe('a worker stopped with jobs in flight while Redis is gone', () => {
         WORKER_LOCK_DURATION: '4s',
         WORKER_STALLED_INTERVAL: '1s',
       };
-      const first: NodeProcess = startNodeProcess('worker-1', 'apps/worker/src/main.ts', workerEnv, join(logDir, 'worker-1.log'));
+      const first: NodeProcess = startNodeProcess(
+        'worker-1',
+        'apps/worker/src/main.ts',
+        workerEnv,
+        join(logDir, 'worker-1.log'),
+      );
       closers.push(() => first.kill());
       const firstOutput = captureLines(first);
-      await waitFor(() => platform.held() === COMMITTED + WAITING, { timeoutMs: 60_000, message: `jobs did not all reach Get order (logs: ${logDir})` });
+      await waitFor(() => platform.held() === COMMITTED + WAITING, {
+        timeoutMs: 60_000,
+        message: `jobs did not all reach Get order (logs: ${logDir})`,
+      });
 
       // 3. Redis dies. Half the Get orders answer: those jobs commit their credit, but cannot record their completion.
       await redis.kill();
       releaseCommitted();
-      const receipts = async () => (await env.db.pool.query<{ n: number }>('select count(*)::int as n from callback_receipts')).rows[0]!.n;
-      await waitFor(async () => (await receipts()) === COMMITTED, { timeoutMs: 30_000, message: 'the answered jobs did not commit' });
+      const receipts = async () =>
+        (await env.db.pool.query<{ n: number }>('select count(*)::int as n from callback_receipts')).rows[0]!.n;
+      await waitFor(async () => (await receipts()) === COMMITTED, {
+        timeoutMs: 30_000,
+        message: 'the answered jobs did not commit',
+      });
 
       // 4. SIGTERM: the worker exits within its bound, forced (exit 1), naming every job it left in progress.
       const signalled = performance.now();
@@ -90,7 +121,9 @@ describe('a worker stopped with jobs in flight while Redis is gone', () => {
       expect([exit.code, exit.signal]).toEqual([1, null]);
       const lines = firstOutput.lines().map(parseLine);
       expect(lines.filter((l) => !l.ok)).toEqual([]);
-      const forced = lines.flatMap((l) => (l.ok && String(l.value.msg).startsWith('stop forced:') && l.value.queue === 'callbacks' ? [l.value] : []));
+      const forced = lines.flatMap((l) =>
+        l.ok && String(l.value.msg).startsWith('stop forced:') && l.value.queue === 'callbacks' ? [l.value] : [],
+      );
       expect(forced).toHaveLength(1);
       expect([...(forced[0]!.jobIds as string[])].sort()).toEqual([...jobIds].sort());
       expect(forced[0]!.jobsLeft).toBe(COMMITTED + WAITING);
@@ -109,16 +142,31 @@ describe('a worker stopped with jobs in flight while Redis is gone', () => {
       });
       const q = async (sql: string) => (await env.db.pool.query<{ n: number }>(sql)).rows[0]!.n;
       expect(await receipts()).toBe(COMMITTED + WAITING);
-      expect(await q("select count(*)::int as n from ledger_entries where entry_type = 'payin_credit'")).toBe(COMMITTED + WAITING);
-      expect(await q('select count(*)::int as n from (select order_id from ledger_entries group by order_id having count(*) > 1) d')).toBe(0);
+      expect(await q("select count(*)::int as n from ledger_entries where entry_type = 'payin_credit'")).toBe(
+        COMMITTED + WAITING,
+      );
+      expect(
+        await q(
+          'select count(*)::int as n from (select order_id from ledger_entries group by order_id having count(*) > 1) d',
+        ),
+      ).toBe(0);
       expect(await q("select count(*)::int as n from orders where status = 'pending'")).toBe(0);
       // The committed ones ran again and met their receipt; the others were credited by the second worker.
-      const outcomes = await Promise.all(jobIds.map(async (id) => ((await queue.getJob(id))?.returnvalue as { status?: string; outcome?: string } | undefined)));
+      const outcomes = await Promise.all(
+        jobIds.map(
+          async (id) => (await queue.getJob(id))?.returnvalue as { status?: string; outcome?: string } | undefined,
+        ),
+      );
       const byKind = (from: number, to: number) => outcomes.slice(from, to).map((o) => o?.status ?? 'missing');
       expect(new Set(byKind(0, COMMITTED))).toEqual(new Set(['duplicate']));
       expect(new Set(byKind(COMMITTED, COMMITTED + WAITING))).toEqual(new Set(['applied']));
       await second.stop(10_000);
-      expect(secondOutput.lines().map(parseLine).filter((l) => !l.ok)).toEqual([]);
+      expect(
+        secondOutput
+          .lines()
+          .map(parseLine)
+          .filter((l) => !l.ok),
+      ).toEqual([]);
       rmSync(logDir, { recursive: true, force: true });
     } finally {
       for (const c of closers.reverse()) await c().catch(() => undefined);

@@ -10,7 +10,12 @@ import { readFleetState, type PlatformClient } from '@mcb/core/platform';
 import type { RedisClient } from '@mcb/core/redis';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
 import { auditRows } from './audit/api.ts';
 import { auditPages } from './audit/pages.ts';
 import { installAuth } from './auth.ts';
@@ -88,12 +93,20 @@ export interface ConsoleDeps {
  */
 export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const { config } = deps;
-  const operators = deps.operators ?? (config.CONSOLE_OPERATORS_FILE ? loadOperatorsFile(config.CONSOLE_OPERATORS_FILE) : []);
+  const operators =
+    deps.operators ?? (config.CONSOLE_OPERATORS_FILE ? loadOperatorsFile(config.CONSOLE_OPERATORS_FILE) : []);
   const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators });
-  if (directory.size === 0) throw new AppError(ErrorCodes.CONFIG_INVALID, 'CONSOLE_TOKEN: required for console, or CONSOLE_OPERATORS_FILE with at least one operator (unset)');
+  if (directory.size === 0)
+    throw new AppError(
+      ErrorCodes.CONFIG_INVALID,
+      'CONSOLE_TOKEN: required for console, or CONSOLE_OPERATORS_FILE with at least one operator (unset)',
+    );
   // A session key that is someone's bearer token would let that person sign a session naming any operator.
   if (config.CONSOLE_SESSION_SECRET !== undefined && directory.byToken(config.CONSOLE_SESSION_SECRET)) {
-    throw new AppError(ErrorCodes.CONFIG_INVALID, 'CONSOLE_SESSION_SECRET: must not be a bearer token (CONSOLE_TOKEN or an operator\'s): generate its own random value (value hidden)');
+    throw new AppError(
+      ErrorCodes.CONFIG_INVALID,
+      "CONSOLE_SESSION_SECRET: must not be a bearer token (CONSOLE_TOKEN or an operator's): generate its own random value (value hidden)",
+    );
   }
 
   // Errors fastify raises before routing (a path parameter over maxParamLength, a malformed URL) would answer
@@ -108,7 +121,9 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
       if (reply.sent) return;
       const r = reply as unknown as FastifyReply;
       const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
-      return r.code(status).send({ code: ErrorCodes.REQUEST_INVALID, message: 'malformed request URL', requestId: req.id });
+      return r
+        .code(status)
+        .send({ code: ErrorCodes.REQUEST_INVALID, message: 'malformed request URL', requestId: req.id });
     },
     bodyLimit: deps.bodyLimit ?? 65_536,
     // Routes are matched exactly; no trailing-slash or case variants that could slip past a reviewer's eye.
@@ -131,7 +146,10 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     windowMs: deps.config.CONSOLE_AUTH_FAILURE_WINDOW,
   });
   const trusted = config.CONSOLE_TRUSTED_PROXIES ? trustedProxies(config.CONSOLE_TRUSTED_PROXIES) : undefined;
-  const proxy = config.CONSOLE_AUTH_PROXY_HEADER && trusted ? { header: config.CONSOLE_AUTH_PROXY_HEADER.toLowerCase(), trusted } : undefined;
+  const proxy =
+    config.CONSOLE_AUTH_PROXY_HEADER && trusted
+      ? { header: config.CONSOLE_AUTH_PROXY_HEADER.toLowerCase(), trusted }
+      : undefined;
   auth.check = installAuth(base, { directory, sessions, revocations, limiter, proxy });
   installServiceGate(base);
   installRoleCheck(base, { db: deps.db.db, logger: deps.logger });
@@ -155,7 +173,14 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   };
   // The areas' route tables, registered in one loop; the role check is one hook over them (web/route-table.ts).
   registerRoutes(app, apiRows(deps, routeDeps));
-  await app.register(loginRoutes, { directory, sessions, revocations, cookieSecure: deps.cookieSecure ?? config.CONSOLE_COOKIE_SECURE, trustedProxies: trusted, limiter });
+  await app.register(loginRoutes, {
+    directory,
+    sessions,
+    revocations,
+    cookieSecure: deps.cookieSecure ?? config.CONSOLE_COOKIE_SECURE,
+    trustedProxies: trusted,
+    limiter,
+  });
   await app.register(assetsPlugin);
   // Replays (API and wizard) need the queue: its failed jobs are what they send back.
   const replayDeps = deps.queue && replayDepsOf(deps, deps.queue);
@@ -166,16 +191,26 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   // Server-rendered pages (STYLE 16-21): one scope that accepts HTML form posts; each area registers its pages here.
   await app.register(async (pages) => {
     acceptForms(pages);
-    pages.get('/', { schema: { hide: true } }, async (_req, reply) => reply.code(302).header('location', '/search').send());
+    pages.get('/', { schema: { hide: true } }, async (_req, reply) =>
+      reply.code(302).header('location', '/search').send(),
+    );
     const redis = deps.redis;
-    await pages.register(searchPages, { db: deps.db, queue: deps.queue, platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)) });
+    await pages.register(searchPages, {
+      db: deps.db,
+      queue: deps.queue,
+      platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
+    });
     await pages.register(callbacksPages, { db: deps.db.db, logger: deps.logger, queue: deps.queue });
     await pages.register(ordersPages, { db: deps.db, queue: deps.queue, logger: deps.logger });
     await pages.register(reviewsPages, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
     await pages.register(auditPages, { db: deps.db.db });
     if (replayDeps) await pages.register(replaysPages, replayDeps);
   });
-  if (deps.queue) await app.register(dashboardPlugin, { queues: [deps.queue, ...(deps.extraQueues ?? [])], actions: { db: deps.db.db, logger: deps.logger } });
+  if (deps.queue)
+    await app.register(dashboardPlugin, {
+      queues: [deps.queue, ...(deps.extraQueues ?? [])],
+      actions: { db: deps.db.db, logger: deps.logger },
+    });
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   app.setNotFoundHandler(async (req) => {
@@ -200,8 +235,12 @@ function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): 
 }
 
 /** The replays' dependencies, and their driver (closed with the app) unless the caller drives replays itself. */
-function replayDepsOf(deps: ConsoleDeps & { config: Config }, queue: Queue): ReplayDeps & { close?: () => Promise<void> } {
-  const driver = deps.replayDriver === false ? undefined : startReplayDriver({ db: deps.db.db, queue, logger: deps.logger });
+function replayDepsOf(
+  deps: ConsoleDeps & { config: Config },
+  queue: Queue,
+): ReplayDeps & { close?: () => Promise<void> } {
+  const driver =
+    deps.replayDriver === false ? undefined : startReplayDriver({ db: deps.db.db, queue, logger: deps.logger });
   return {
     db: deps.db.db,
     logger: deps.logger,

@@ -42,7 +42,8 @@ export interface AuthOptions {
  * Routes served without authentication: the login form and its post, logout, static assets. Decided by the route
  * fastify matched (`routeOptions.url`), not by the URL as sent: no spelling of a path reaches another route as "open".
  */
-const isOpenRoute = (route: string | undefined) => route === '/login' || route === '/logout' || (route !== undefined && route.startsWith('/assets/'));
+const isOpenRoute = (route: string | undefined) =>
+  route === '/login' || route === '/logout' || (route !== undefined && route.startsWith('/assets/'));
 
 /**
  * Authentication for every route of the app, including routes and plugins registered later and the 404
@@ -63,12 +64,24 @@ const isOpenRoute = (route: string | undefined) => route === '/login' || route =
  * token, and a wrong one is counted (see session/auth-failures.ts). Session cookies are neither counted nor locked:
  * they are HMACs, proof of an earlier successful login, and an expired one is not a guess.
  */
-export function installAuth(app: FastifyInstance, opts: AuthOptions): (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
+export function installAuth(
+  app: FastifyInstance,
+  opts: AuthOptions,
+): (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
   const { directory, sessions, revocations, limiter, proxy } = opts;
   const admit = (req: FastifyRequest, reply: FastifyReply, operator: Operator, method: AuthMethod, path: string) => {
     if (method !== 'bearer' && !isSafeMethod(req.method) && !isSameOrigin(req)) {
-      req.log.warn({ method: req.method, path, origin: req.headers.origin, site: req.headers['sec-fetch-site'] }, 'cross-origin request refused');
-      return refuse(req, reply, 403, ErrorCodes.FORBIDDEN, 'cross-origin request refused (browser requests that change state must come from the console itself)');
+      req.log.warn(
+        { method: req.method, path, origin: req.headers.origin, site: req.headers['sec-fetch-site'] },
+        'cross-origin request refused',
+      );
+      return refuse(
+        req,
+        reply,
+        403,
+        ErrorCodes.FORBIDDEN,
+        'cross-origin request refused (browser requests that change state must come from the console itself)',
+      );
     }
     req.operator = operator;
     req.authMethod = method;
@@ -92,11 +105,20 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): (req: Fast
           const operator = directory.byFileName(named.trim());
           if (!operator) {
             req.log.warn({ operator: named.slice(0, 128) }, 'proxy identity is not an operator of this console');
-            return refuse(req, reply, 403, ErrorCodes.FORBIDDEN, `${named.slice(0, 128)} is not an operator of this console (CONSOLE_OPERATORS_FILE)`);
+            return refuse(
+              req,
+              reply,
+              403,
+              ErrorCodes.FORBIDDEN,
+              `${named.slice(0, 128)} is not an operator of this console (CONSOLE_OPERATORS_FILE)`,
+            );
           }
           return admit(req, reply, operator, 'proxy', path);
         }
-        req.log.warn({ peer: req.socket.remoteAddress, header: proxy.header }, 'identity header from an untrusted address ignored');
+        req.log.warn(
+          { peer: req.socket.remoteAddress, header: proxy.header },
+          'identity header from an untrusted address ignored',
+        );
       }
     }
 
@@ -105,14 +127,25 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): (req: Fast
       const bySession = directory.byName(claims.name);
       const credential = directory.credentialOf(claims.name);
       // A session lasts while its operator keeps the token it was opened with, and until logout.
-      if (bySession && credential !== undefined && sessions.binds(claims, credential) && !(await revocations?.isRevoked(claims.id))) {
+      if (
+        bySession &&
+        credential !== undefined &&
+        sessions.binds(claims, credential) &&
+        !(await revocations?.isRevoked(claims.id))
+      ) {
         return admit(req, reply, bySession, 'session', path);
       }
     }
 
     reply.header('www-authenticate', 'Bearer realm="console"');
     // A browser opening a page gets a 401 page that links to the login form; everything else gets the JSON 401.
-    if (sessions && req.method === 'GET' && !path.startsWith('/api/') && !path.includes('/api/') && /\btext\/html\b/.test(req.headers.accept ?? '')) {
+    if (
+      sessions &&
+      req.method === 'GET' &&
+      !path.startsWith('/api/') &&
+      !path.includes('/api/') &&
+      /\btext\/html\b/.test(req.headers.accept ?? '')
+    ) {
       return reply.code(401).headers(PAGE_HEADERS).send(loginRequiredPage(req.url));
     }
     if (header && limiter) {
@@ -136,7 +169,11 @@ export function countFailure(req: FastifyRequest, limiter: AuthFailureLimiter): 
   const failure = limiter.fail(req.ip);
   if (failure.lockedNow) {
     req.log.warn(
-      { ip: req.ip, failures: limiter.limits.perAddress, retryAfterSeconds: Number(retryAfterSeconds(failure.retryAfterMs)) },
+      {
+        ip: req.ip,
+        failures: limiter.limits.perAddress,
+        retryAfterSeconds: Number(retryAfterSeconds(failure.retryAfterMs)),
+      },
       'authentication locked for this address: too many failures',
     );
   }

@@ -46,13 +46,26 @@ const PLATFORM_MESSAGES: Partial<Record<ErrorCode, string>> = {
 };
 
 /** Postgres SQLSTATEs and socket errors that mean "the database is not there right now". */
-const DB_DOWN = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
+const DB_DOWN = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
 
 function isDatabaseDown(e: unknown): boolean {
   for (let cur: unknown = e, depth = 0; cur && depth < 5; cur = (cur as { cause?: unknown }).cause, depth++) {
     const code = (cur as { code?: unknown }).code;
     if (typeof code === 'string' && DB_DOWN.has(code)) return true;
-    if (cur instanceof Error && /timeout exceeded when trying to connect|Connection terminated/i.test(cur.message)) return true;
+    if (cur instanceof Error && /timeout exceeded when trying to connect|Connection terminated/i.test(cur.message))
+      return true;
   }
   return false;
 }
@@ -62,7 +75,10 @@ function validationProblems(err: FastifyError & { validation: { instancePath: st
   const context = err.validationContext ?? 'body';
   return err.validation.map((v) => {
     const path = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
-    return { field: context === 'body' ? path || 'body' : path ? `${context}.${path}` : context, message: v.message ?? 'invalid' };
+    return {
+      field: context === 'body' ? path || 'body' : path ? `${context}.${path}` : context,
+      message: v.message ?? 'invalid',
+    };
   });
 }
 
@@ -72,14 +88,24 @@ export function installErrorHandler(app: FastifyInstance): void {
     if (hasZodFastifySchemaValidationErrors(error)) {
       const errors = validationProblems(error);
       req.log.info({ code: ErrorCodes.REQUEST_INVALID, fields: errors.map((e) => e.field) }, 'request invalid');
-      return respond(req, reply, 400, { code: ErrorCodes.REQUEST_INVALID, message: 'the request does not match the schema', errors, requestId });
+      return respond(req, reply, 400, {
+        code: ErrorCodes.REQUEST_INVALID,
+        message: 'the request does not match the schema',
+        errors,
+        requestId,
+      });
     }
     if (isAppError(error)) return sendAppError(error, req, reply);
     // A page's own parse of its query or form (the API's routes validate through their schemas, above).
     if (error instanceof z.ZodError) {
       const errors = error.issues.map((i) => ({ field: i.path.join('.') || 'request', message: i.message }));
       req.log.info({ code: ErrorCodes.REQUEST_INVALID, fields: errors.map((e) => e.field) }, 'request invalid');
-      return respond(req, reply, 400, { code: ErrorCodes.REQUEST_INVALID, message: `invalid ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`.slice(0, 500), errors, requestId });
+      return respond(req, reply, 400, {
+        code: ErrorCodes.REQUEST_INVALID,
+        message: `invalid ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`.slice(0, 500),
+        errors,
+        requestId,
+      });
     }
 
     const fastifyStatus = (error as FastifyError).statusCode;
@@ -92,10 +118,18 @@ export function installErrorHandler(app: FastifyInstance): void {
     if (isDatabaseDown(error)) {
       req.log.error({ err: coerceError(error) }, 'database unavailable');
       reply.header('retry-after', '5');
-      return respond(req, reply, 503, { code: ErrorCodes.DB_UNAVAILABLE, message: 'the database is unavailable; retry later', requestId });
+      return respond(req, reply, 503, {
+        code: ErrorCodes.DB_UNAVAILABLE,
+        message: 'the database is unavailable; retry later',
+        requestId,
+      });
     }
     req.log.error({ err: coerceError(error) }, 'unhandled error');
-    return respond(req, reply, 500, { code: ErrorCodes.INTERNAL_ERROR, message: `internal error (request ${requestId})`, requestId });
+    return respond(req, reply, 500, {
+      code: ErrorCodes.INTERNAL_ERROR,
+      message: `internal error (request ${requestId})`,
+      requestId,
+    });
   });
 }
 
@@ -106,12 +140,23 @@ function wantsPage(req: FastifyRequest): boolean {
 }
 
 /** The one way out of this boundary: the JSON error body, or for a page the same status, code and message as HTML. */
-function respond(req: FastifyRequest, reply: FastifyReply, status: number, body: { code: string; message: string; requestId: string } & Record<string, unknown>) {
+function respond(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  body: { code: string; message: string; requestId: string } & Record<string, unknown>,
+) {
   reply.code(status);
   if (!wantsPage(req)) return reply.send(body);
   // A page names the role, not the internal action (`replays.plan`) the API's message names for scripts.
-  const message = status === 403 && typeof body.requiredRole === 'string' ? `This needs the role ${body.requiredRole}; you are signed in as ${req.operator?.role ?? 'nobody'}.` : body.message;
-  return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(errorPage(status, body.code, message, body.requestId, req.operator).value);
+  const message =
+    status === 403 && typeof body.requiredRole === 'string'
+      ? `This needs the role ${body.requiredRole}; you are signed in as ${req.operator?.role ?? 'nobody'}.`
+      : body.message;
+  return reply
+    .type('text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .send(errorPage(status, body.code, message, body.requestId, req.operator).value);
 }
 
 function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply) {
@@ -120,11 +165,19 @@ function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply)
   if (status >= 500) req.log.error({ err: error, code: error.code }, 'request failed');
   else req.log.info({ code: error.code, status }, 'request refused');
   if (status === 500) {
-    return respond(req, reply, 500, { code: ErrorCodes.INTERNAL_ERROR, message: `internal error (request ${requestId})`, requestId });
+    return respond(req, reply, 500, {
+      code: ErrorCodes.INTERNAL_ERROR,
+      message: `internal error (request ${requestId})`,
+      requestId,
+    });
   }
   if (status === 503) reply.header('retry-after', '30');
   const message = PLATFORM_MESSAGES[error.code] ?? error.message;
-  const body: { code: string; message: string; requestId: string } & Record<string, unknown> = { code: error.code, message, requestId };
+  const body: { code: string; message: string; requestId: string } & Record<string, unknown> = {
+    code: error.code,
+    message,
+    requestId,
+  };
   const errors = error.details?.errors;
   if (Array.isArray(errors)) body.errors = errors;
   // A role refusal names the role that may (the UI and the CLI say it).
@@ -133,7 +186,8 @@ function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply)
   const platformCode = error instanceof PlatformCodeError ? error.platformCode : error.details?.platformCode;
   if (typeof platformCode === 'number') {
     body.platformCode = platformCode;
-    body.platformMessage = error instanceof PlatformCodeError ? error.platformMessage : String(error.details?.platformMessage ?? '');
+    body.platformMessage =
+      error instanceof PlatformCodeError ? error.platformMessage : String(error.details?.platformMessage ?? '');
   }
   return respond(req, reply, status, body);
 }

@@ -32,9 +32,16 @@ try {
   // errors, and the queues' copies of them, are logged at most once per interval (watched before the queues exist).
   const registry = createMetricsRegistry('console');
   const redisHealth = createRedisHealth({ logger, registry });
-  const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'mcb-console', commandTimeoutMs: 5000 });
+  const redis = createRedis(redisTargetOf(config), 'producer', {
+    connectionName: 'mcb-console',
+    commandTimeoutMs: 5000,
+  });
   redisHealth.watch(redis, 'mcb-console');
-  releasers.add('redis', () => redis.quit().catch(() => redis.disconnect()), () => redis.disconnect());
+  releasers.add(
+    'redis',
+    () => redis.quit().catch(() => redis.disconnect()),
+    () => redis.disconnect(),
+  );
   const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
   const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
   for (const q of [queue, maintenance]) redisHealth.listen(q, `${q.name} queue`);
@@ -73,7 +80,10 @@ try {
   releasers.add('metrics server', () => metricsServer.close());
 
   releasers.onSignals();
-  logger.info({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT, metricsPort: metricsServer.port }, 'console started');
+  logger.info(
+    { host: config.CONSOLE_HOST, port: config.CONSOLE_PORT, metricsPort: metricsServer.port },
+    'console started',
+  );
 } catch (e) {
   logger.fatal({ err: coerceError(e) }, `console failed to start: ${coerceError(e).message}`);
   await releasers.shutdown('startup-failure', 1);

@@ -24,7 +24,9 @@ describe('pnpm cli keys generate', () => {
     expect(ring.keys[0]?.bits).toBe(2048);
     const uploaded = readFileSync(join(dir, 'merchant-public.b64.txt'), 'utf8').trim();
     const record = { OrderNo: 'W1', MerchantNo: 'M1', MerchantOrderNo: 'm', PayTime: null, state: 4 };
-    expect(decodeCallback({ encryptedData: encryptRecord(record, uploaded) }, { keyRing: ring, merchantNo: 'M1' })).toMatchObject({ orderNo: 'W1' });
+    expect(
+      decodeCallback({ encryptedData: encryptRecord(record, uploaded) }, { keyRing: ring, merchantNo: 'M1' }),
+    ).toMatchObject({ orderNo: 'W1' });
   });
 
   it('refuses to overwrite an existing key, and refuses weak sizes and unknown subcommands', async () => {

@@ -16,13 +16,26 @@ let reviewId: number;
 
 beforeAll(async () => {
   platform = await startFakePlatform();
-  c = await startConsole({ db: env.db, databaseUrl: env.databaseUrl, baseUrl: platform.baseUrl, operators: [...OPERATORS, SERVICE] });
+  c = await startConsole({
+    db: env.db,
+    databaseUrl: env.databaseUrl,
+    baseUrl: platform.baseUrl,
+    operators: [...OPERATORS, SERVICE],
+  });
   await c.app.listen({ host: '127.0.0.1', port: 0 });
   url = `http://127.0.0.1:${(c.app.server.address() as AddressInfo).port}`;
   await createOrder(env.db.db, { merchantOrderNo: 'CLI-1', kind: 'payin', amount: '420.00' });
   const [row] = await env.db.db
     .insert(reviews)
-    .values({ kind: 'payin', orderNo: 'P-CLI-1', state: 6, merchantOrderNo: 'CLI-1', reasonCode: 'VERIFY_ORDER_UNKNOWN', reason: 'Get order does not know it', event: {} })
+    .values({
+      kind: 'payin',
+      orderNo: 'P-CLI-1',
+      state: 6,
+      merchantOrderNo: 'CLI-1',
+      reasonCode: 'VERIFY_ORDER_UNKNOWN',
+      reason: 'Get order does not know it',
+      event: {},
+    })
     .returning();
   reviewId = row!.id;
 });
@@ -37,7 +50,10 @@ function cli(token: string | undefined, ...args: string[]): Promise<{ code: numb
     execFile(
       process.execPath,
       [CLI, ...args],
-      { env: { PATH: process.env.PATH, CONSOLE_URL: url, ...(token ? { CONSOLE_OPERATOR_TOKEN: token } : {}) }, timeout: 20_000 },
+      {
+        env: { PATH: process.env.PATH, CONSOLE_URL: url, ...(token ? { CONSOLE_OPERATOR_TOKEN: token } : {}) },
+        timeout: 20_000,
+      },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -57,32 +73,48 @@ describe('pnpm cli orders / reviews / audit', () => {
   it('reviews list, then dismiss: refused without a reason and for a viewer, done for an operator', async () => {
     const list = await cli(TOKENS.viewer, 'reviews', 'list', '--status', 'open');
     expect(list.code).toBe(0);
-    expect(list.stdout).toContain(`review ${reviewId}  OPEN  VERIFY_ORDER_UNKNOWN  order CLI-1 (platform P-CLI-1, payin state 6)`);
+    expect(list.stdout).toContain(
+      `review ${reviewId}  OPEN  VERIFY_ORDER_UNKNOWN  order CLI-1 (platform P-CLI-1, payin state 6)`,
+    );
 
     const noReason = await cli(TOKENS.operator, 'reviews', 'dismiss', String(reviewId));
     expect(noReason.code).toBe(1);
     expect(noReason.stderr).toMatch(/^400 REASON_REQUIRED a reason is required.*\[reason: required\]/);
     const viewer = await cli(TOKENS.viewer, 'reviews', 'dismiss', String(reviewId), '--reason', 'looks forged');
     expect(viewer.code).toBe(1);
-    expect(viewer.stderr).toMatch(/^403 FORBIDDEN reviews\.dismiss needs the role operator; vera\.viewer@example\.com is viewer \(needs the role operator\)/);
+    expect(viewer.stderr).toMatch(
+      /^403 FORBIDDEN reviews\.dismiss needs the role operator; vera\.viewer@example\.com is viewer \(needs the role operator\)/,
+    );
 
-    const done = await cli(TOKENS.operator, 'reviews', 'dismiss', String(reviewId), '--reason', 'platform says it never existed');
+    const done = await cli(
+      TOKENS.operator,
+      'reviews',
+      'dismiss',
+      String(reviewId),
+      '--reason',
+      'platform says it never existed',
+    );
     expect(done.code).toBe(0);
     expect(done.stdout).toContain('dismissed: nothing credited');
     expect(done.stdout).toContain('note: platform says it never existed');
   });
 
-  it('audit shows the operator their own actions, and an admin everyone\'s, filtered', async () => {
+  it("audit shows the operator their own actions, and an admin everyone's, filtered", async () => {
     const mine = await cli(TOKENS.operator, 'audit');
     expect(mine.code).toBe(0);
-    expect(mine.stdout).toMatch(/otto\.operator@example\.com\s+operator\s+reviews\.dismiss\s+review:\d+\s+dismissed\s+platform says it never existed/);
+    expect(mine.stdout).toMatch(
+      /otto\.operator@example\.com\s+operator\s+reviews\.dismiss\s+review:\d+\s+dismissed\s+platform says it never existed/,
+    );
     expect(mine.stdout).not.toContain('vera.viewer');
     const admin = await cli(TOKENS.admin, 'audit', '--operator', 'vera.viewer@example.com', '--json');
     expect(admin.code).toBe(0);
-    expect(JSON.parse(admin.stdout)).toMatchObject({ scope: 'all', entries: [{ operator: 'vera.viewer@example.com', outcome: 'denied', reason: 'looks forged' }] });
+    expect(JSON.parse(admin.stdout)).toMatchObject({
+      scope: 'all',
+      entries: [{ operator: 'vera.viewer@example.com', outcome: 'denied', reason: 'looks forged' }],
+    });
   });
 
-  it('audit leaves the shop\'s registrations (a service client) out unless --services show or only', async () => {
+  it("audit leaves the shop's registrations (a service client) out unless --services show or only", async () => {
     const shop = await fetch(`${url}/api/payins`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKENS.service}`, 'content-type': 'application/json' },
@@ -96,7 +128,9 @@ describe('pnpm cli orders / reviews / audit', () => {
     expect(shown.stdout).toMatch(/shop-orders\s+service\s+orders\.register\s+order:CLI-SHOP-1\s+created\s+\(none\)/);
     expect(shown.stdout).toContain('otto.operator@example.com');
     const only = await cli(TOKENS.admin, 'audit', '--services', 'only', '--json');
-    expect((JSON.parse(only.stdout) as { entries: { role: string }[] }).entries.map((e) => e.role)).toEqual(['service']);
+    expect((JSON.parse(only.stdout) as { entries: { role: string }[] }).entries.map((e) => e.role)).toEqual([
+      'service',
+    ]);
     expect((await cli(TOKENS.admin, 'audit', '--services', 'sometimes')).code).toBe(1);
   });
 

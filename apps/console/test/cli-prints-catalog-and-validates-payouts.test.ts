@@ -22,7 +22,13 @@ function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr:
       process.execPath,
       [CLI, ...args],
       {
-        env: { PATH: process.env.PATH, MERCHANT_NO: 'M100', PLATFORM_BASE_URL: platform.baseUrl, PLATFORM_ALLOW_HTTP: 'true', DATABASE_URL: env.databaseUrl },
+        env: {
+          PATH: process.env.PATH,
+          MERCHANT_NO: 'M100',
+          PLATFORM_BASE_URL: platform.baseUrl,
+          PLATFORM_ALLOW_HTTP: 'true',
+          DATABASE_URL: env.databaseUrl,
+        },
         timeout: 20_000,
       },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
@@ -70,7 +76,9 @@ describe('pnpm cli methods / payout validate', () => {
     try {
       const refused = await cli('methods', '--currency', 'KRW');
       expect(refused.code).toBe(1);
-      expect(refused.stderr).toContain('CURRENCY_NOT_ENABLED: currency KRW is not enabled for this merchant (platform code 40017: illegal currency)');
+      expect(refused.stderr).toContain(
+        'CURRENCY_NOT_ENABLED: currency KRW is not enabled for this merchant (platform code 40017: illegal currency)',
+      );
     } finally {
       platform.state.mode = { kind: 'ok' };
     }
@@ -88,13 +96,38 @@ describe('pnpm cli methods / payout validate', () => {
   });
 
   it('validates a payout: apiParams and exit 0 when valid, every problem and exit 1 when not', async () => {
-    const ok = await cli('payout', 'validate', '--currency', 'PHP', '--amount', '100.00', '--method', '1',
-      '--param', 'accountName=Juan Cruz', '--param', 'accountNo=1234567890', '--param', 'bank=BDO Unibank');
+    const ok = await cli(
+      'payout',
+      'validate',
+      '--currency',
+      'PHP',
+      '--amount',
+      '100.00',
+      '--method',
+      '1',
+      '--param',
+      'accountName=Juan Cruz',
+      '--param',
+      'accountNo=1234567890',
+      '--param',
+      'bank=BDO Unibank',
+    );
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain('bankAccount=1234567890');
     expect(ok.stdout).toContain('bankName=BDO Unibank');
 
-    const bad = await cli('payout', 'validate', '--currency', 'PHP', '--amount', '1.001', '--method', '1', '--param', 'bank=Chase');
+    const bad = await cli(
+      'payout',
+      'validate',
+      '--currency',
+      'PHP',
+      '--amount',
+      '1.001',
+      '--method',
+      '1',
+      '--param',
+      'bank=Chase',
+    );
     expect(bad.code).toBe(1);
     expect(bad.stdout).toContain('params.accountName: Account name (accountName) is required');
     expect(bad.stdout).toContain('amount: PHP allows at most 2 decimal places');
@@ -103,7 +136,18 @@ describe('pnpm cli methods / payout validate', () => {
 
   it('exits 2 with usage for missing options or a malformed --param', async () => {
     expect((await cli('payout', 'validate', '--currency', 'PHP')).code).toBe(2);
-    const r = await cli('payout', 'validate', '--currency', 'PHP', '--amount', '1', '--method', '1', '--param', 'novalue');
+    const r = await cli(
+      'payout',
+      'validate',
+      '--currency',
+      'PHP',
+      '--amount',
+      '1',
+      '--method',
+      '1',
+      '--param',
+      'novalue',
+    );
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--param expects key=value');
   });

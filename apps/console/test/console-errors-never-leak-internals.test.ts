@@ -12,7 +12,10 @@ import { AUTH, TOKEN } from './helpers/fake-platform.ts';
 
 const env = useTestEnv();
 const logger = createLogger({ name: 'console-test', level: 'silent' });
-const config = loadConfig({ MERCHANT_NO: 'M100', PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN }, 'console');
+const config = loadConfig(
+  { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN },
+  'console',
+);
 const platform = createPlatformClient({ baseUrl: 'http://127.0.0.1:9', merchantNo: 'M100', timeoutMs: 1000 });
 // Port 1 refuses connections: a Postgres that is down.
 const deadDb = createDb('postgres://postgres@127.0.0.1:1/none', { connectionTimeoutMs: 1000 });
@@ -48,7 +51,11 @@ describe('console error boundary', () => {
     const res = await app.inject({ method: 'GET', url: '/api/payment-methods', headers: AUTH });
     expect(res.statusCode).toBe(500);
     const body = res.json();
-    expect(body).toEqual({ code: 'INTERNAL_ERROR', message: `internal error (request ${body.requestId})`, requestId: expect.any(String) });
+    expect(body).toEqual({
+      code: 'INTERNAL_ERROR',
+      message: `internal error (request ${body.requestId})`,
+      requestId: expect.any(String),
+    });
     expect(res.body).not.toMatch(/secret|hunter2|stack/);
   });
 
@@ -69,13 +76,20 @@ describe('console error boundary', () => {
     });
     expect(big.statusCode).toBe(413);
     expect(big.json()).toMatchObject({ code: 'REQUEST_INVALID' });
-    const text = await app.inject({ method: 'POST', url: '/api/payins', payload: 'a=1', headers: { ...AUTH, 'content-type': 'text/plain' } });
+    const text = await app.inject({
+      method: 'POST',
+      url: '/api/payins',
+      payload: 'a=1',
+      headers: { ...AUTH, 'content-type': 'text/plain' },
+    });
     expect(text.statusCode).toBe(415);
   });
 
   it('counts requests by route and status', async () => {
     await app.inject({ method: 'GET', url: '/api/orders/NONE', headers: AUTH });
     const text = await registry.metrics();
-    expect(text).toMatch(/console_http_requests_total\{method="GET",route="\/api\/orders\/:merchantOrderNo",status="404",app="console-test"\} 1/);
+    expect(text).toMatch(
+      /console_http_requests_total\{method="GET",route="\/api\/orders\/:merchantOrderNo",status="404",app="console-test"\} 1/,
+    );
   });
 });

@@ -41,9 +41,19 @@ afterAll(async () => {
   await app?.close();
 });
 
-const form = { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://console.test', host: 'console.test' };
+const form = {
+  'content-type': 'application/x-www-form-urlencoded',
+  origin: 'http://console.test',
+  host: 'console.test',
+};
 const loginFrom = (remoteAddress: string, token: string) =>
-  app.inject({ method: 'POST', url: '/login', remoteAddress, headers: form, payload: new URLSearchParams({ token, next: '/queues' }).toString() });
+  app.inject({
+    method: 'POST',
+    url: '/login',
+    remoteAddress,
+    headers: form,
+    payload: new URLSearchParams({ token, next: '/queues' }).toString(),
+  });
 const apiFrom = (remoteAddress: string, authorization: string) =>
   app.inject({ method: 'GET', url: '/api/reviews', remoteAddress, headers: { authorization } });
 
@@ -65,7 +75,11 @@ describe('failed authentication is rate limited', () => {
     expect(lockouts[0]).toContain('10.0.0.1');
     expect(lines.join('')).not.toMatch(/wrong-\d|test-console-token/);
 
-    await waitFor(async () => (await loginFrom('10.0.0.1', TOKEN)).statusCode === 303, { timeoutMs: 15_000, intervalMs: 100, message: 'the lock never ended' });
+    await waitFor(async () => (await loginFrom('10.0.0.1', TOKEN)).statusCode === 303, {
+      timeoutMs: 15_000,
+      intervalMs: 100,
+      message: 'the lock never ended',
+    });
   });
 
   it('counts wrong bearer tokens the same way: 10 are 401, the 11th is 429', async () => {
@@ -79,7 +93,10 @@ describe('failed authentication is rate limited', () => {
 
   it('answers failures 429 beyond the global limit across addresses, while a valid token from a fresh address still passes', async () => {
     // Start in a fresh window: the previous test's lock (begun with the global window's failures) must be over.
-    await waitFor(async () => (await apiFrom('10.0.1.1', AUTH.authorization)).statusCode === 200, { timeoutMs: 15_000, intervalMs: 100 });
+    await waitFor(async () => (await apiFrom('10.0.1.1', AUTH.authorization)).statusCode === 200, {
+      timeoutMs: 15_000,
+      intervalMs: 100,
+    });
     const statuses: number[] = [];
     for (let i = 1; i <= 30; i++) statuses.push((await apiFrom(`10.0.3.${i}`, `Bearer wrong-${i}`)).statusCode);
     expect(statuses.slice(0, 25).every((s) => s === 401)).toBe(true);

@@ -18,7 +18,11 @@ const ROUTES: { method: 'GET' | 'POST' | 'PUT'; url: string; payload?: unknown }
     url: '/api/payouts',
     payload: { merchantOrderNo: 'B1', currency: 'PHP', amount: '10', paymentMethod: 1, params: {} },
   },
-  { method: 'POST', url: '/api/payouts/validate', payload: { currency: 'PHP', amount: '10', paymentMethod: 1, params: {} } },
+  {
+    method: 'POST',
+    url: '/api/payouts/validate',
+    payload: { currency: 'PHP', amount: '10', paymentMethod: 1, params: {} },
+  },
   { method: 'GET', url: '/api/orders/A1' },
   { method: 'GET', url: '/api/payment-methods' },
   { method: 'POST', url: '/api/payment-methods/refresh' },
@@ -123,10 +127,21 @@ describe('console bearer authentication', () => {
 
   it('covers routes registered after buildApp returned', async () => {
     const config = loadConfig(
-      { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: platform.baseUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, LOG_LEVEL: 'silent' },
+      {
+        MERCHANT_NO: 'M100',
+        PLATFORM_BASE_URL: platform.baseUrl,
+        PLATFORM_ALLOW_HTTP: 'true',
+        CONSOLE_TOKEN: TOKEN,
+        LOG_LEVEL: 'silent',
+      },
       'console',
     );
-    const app = await buildApp({ config, db: env.db, platform: console_.platform, logger: createLogger({ name: 't', level: 'silent' }) });
+    const app = await buildApp({
+      config,
+      db: env.db,
+      platform: console_.platform,
+      logger: createLogger({ name: 't', level: 'silent' }),
+    });
     try {
       await app.register(async (child) => {
         child.get('/queues', async () => 'dashboard');
@@ -141,7 +156,12 @@ describe('console bearer authentication', () => {
   it('refuses to build without CONSOLE_TOKEN', async () => {
     const config = loadConfig({ LOG_LEVEL: 'silent' }, 'cli');
     await expect(
-      buildApp({ config, db: env.db, platform: console_.platform, logger: createLogger({ name: 't', level: 'silent' }) }),
+      buildApp({
+        config,
+        db: env.db,
+        platform: console_.platform,
+        logger: createLogger({ name: 't', level: 'silent' }),
+      }),
     ).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
   });
 });

@@ -20,7 +20,12 @@ afterAll(async () => {
 
 // Registrations are operator actions: each carries a reason (not part of what makes two registrations the same).
 const post = (url: string, payload: unknown) =>
-  c.app.inject({ method: 'POST', url, payload: { reason: `test ${Math.random()}`, ...(payload as object) }, headers: AUTH });
+  c.app.inject({
+    method: 'POST',
+    url,
+    payload: { reason: `test ${Math.random()}`, ...(payload as object) },
+    headers: AUTH,
+  });
 const get = (url: string) => c.app.inject({ method: 'GET', url, headers: AUTH });
 
 describe('POST /api/payins', () => {
@@ -39,7 +44,12 @@ describe('POST /api/payins', () => {
       review: null,
     });
     // The same body, with the amount written differently and the keys in another order, is the same request.
-    const again = await post('/api/payins', { customerId: 'cust-9', amount: '100.500', currency: 'PHP', merchantOrderNo: 'PI-1' });
+    const again = await post('/api/payins', {
+      customerId: 'cust-9',
+      amount: '100.500',
+      currency: 'PHP',
+      merchantOrderNo: 'PI-1',
+    });
     expect(again.statusCode).toBe(200);
     expect(again.json()).toEqual(first.json());
 
@@ -144,12 +154,37 @@ describe('GET /api/orders/{merchantOrderNo}', () => {
     const creditedAt = new Date('2026-01-02T03:04:05.000Z');
     await env.db.db
       .insert(ledgerEntries)
-      .values({ orderId: order!.id, entryType: 'payin_credit', amount: '250.00', currency: 'PHP', receiptId: receipt!.id, createdAt: creditedAt });
+      .values({
+        orderId: order!.id,
+        entryType: 'payin_credit',
+        amount: '250.00',
+        currency: 'PHP',
+        receiptId: receipt!.id,
+        createdAt: creditedAt,
+      });
     const reviewedAt = new Date('2026-01-02T04:00:00.000Z');
     const event = { orderNo: 'P-777', state: 6 };
     await env.db.db.insert(reviews).values([
-      { kind: 'payin', orderNo: 'P-777', state: 3, merchantOrderNo: 'PI-VIEW', reasonCode: 'VERIFY_NOT_FINAL', reason: 'old', event, status: 'resolved' },
-      { kind: 'payin', orderNo: 'P-777', state: 6, merchantOrderNo: 'PI-VIEW', reasonCode: 'VERIFY_AMOUNT_MISMATCH', reason: 'amount 250 ≠ 251', event, createdAt: reviewedAt },
+      {
+        kind: 'payin',
+        orderNo: 'P-777',
+        state: 3,
+        merchantOrderNo: 'PI-VIEW',
+        reasonCode: 'VERIFY_NOT_FINAL',
+        reason: 'old',
+        event,
+        status: 'resolved',
+      },
+      {
+        kind: 'payin',
+        orderNo: 'P-777',
+        state: 6,
+        merchantOrderNo: 'PI-VIEW',
+        reasonCode: 'VERIFY_AMOUNT_MISMATCH',
+        reason: 'amount 250 ≠ 251',
+        event,
+        createdAt: reviewedAt,
+      },
     ]);
 
     const res = await get('/api/orders/PI-VIEW');

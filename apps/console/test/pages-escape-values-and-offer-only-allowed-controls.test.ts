@@ -33,7 +33,16 @@ beforeAll(async () => {
     })
     .returning();
   reviewId = row!.id;
-  await env.db.db.insert(operatorActions).values({ operator: 'ada.admin@example.com', role: 'admin', action: 'reviews.dismiss', target: `review:${reviewId}`, reason: EVIL_TEXT, outcome: 'failed:REVIEW_NOT_OPEN' });
+  await env.db.db
+    .insert(operatorActions)
+    .values({
+      operator: 'ada.admin@example.com',
+      role: 'admin',
+      action: 'reviews.dismiss',
+      target: `review:${reviewId}`,
+      reason: EVIL_TEXT,
+      outcome: 'failed:REVIEW_NOT_OPEN',
+    });
 });
 afterAll(async () => {
   await c?.close();
@@ -92,15 +101,29 @@ describe('pages', () => {
   });
 
   it('search: a merchant order number or a platform number that a callback (here its review) names opens the order page; nothing found says so', async () => {
-    const found = await c.app.inject({ method: 'GET', url: `/search?q=${encodeURIComponent(EVIL_NO)}`, headers: { ...bearer('viewer'), accept: 'text/html' } });
+    const found = await c.app.inject({
+      method: 'GET',
+      url: `/search?q=${encodeURIComponent(EVIL_NO)}`,
+      headers: { ...bearer('viewer'), accept: 'text/html' },
+    });
     expect(found.statusCode).toBe(303);
     expect(found.headers.location).toBe(`/orders/${encodeURIComponent(EVIL_NO)}`);
-    const byPlatform = await c.app.inject({ method: 'GET', url: '/search?q=P-EVIL', headers: { ...bearer('viewer'), accept: 'text/html' } });
+    const byPlatform = await c.app.inject({
+      method: 'GET',
+      url: '/search?q=P-EVIL',
+      headers: { ...bearer('viewer'), accept: 'text/html' },
+    });
     expect(byPlatform.headers.location).toBe(`/orders/${encodeURIComponent(EVIL_NO)}`);
     // The empty search page says what waits for a person.
-    expect((await page('/search', 'viewer')).body).toMatch(/<a href="\/reviews"><strong data-count="open review">1<\/strong> open review<\/a>/);
+    expect((await page('/search', 'viewer')).body).toMatch(
+      /<a href="\/reviews"><strong data-count="open review">1<\/strong> open review<\/a>/,
+    );
     // Numbers are found whatever their case (each spelling is one exact look-up).
-    const lower = await c.app.inject({ method: 'GET', url: '/search?q=p-evil', headers: { ...bearer('viewer'), accept: 'text/html' } });
+    const lower = await c.app.inject({
+      method: 'GET',
+      url: '/search?q=p-evil',
+      headers: { ...bearer('viewer'), accept: 'text/html' },
+    });
     expect(lower.headers.location).toBe(`/orders/${encodeURIComponent(EVIL_NO)}`);
     const none = await page('/search?q=NO-SUCH-ORDER', 'viewer');
     expect(none.body).toContain('No order and no callback found for <code>NO-SUCH-ORDER</code>');

@@ -9,7 +9,13 @@ let clock = Date.parse('2026-03-01T10:00:00Z');
 
 beforeAll(async () => {
   platform = await startFakePlatform();
-  c = await startConsole({ db: env.db, databaseUrl: env.databaseUrl, baseUrl: platform.baseUrl, now: () => clock, freshForMs: 60_000 });
+  c = await startConsole({
+    db: env.db,
+    databaseUrl: env.databaseUrl,
+    baseUrl: platform.baseUrl,
+    now: () => clock,
+    freshForMs: 60_000,
+  });
 });
 
 afterAll(async () => {
@@ -34,7 +40,11 @@ describe('GET /api/payment-methods', () => {
     try {
       const res = await get('/api/payment-methods?currency=PHP');
       expect(res.statusCode).toBe(502);
-      expect(res.json()).toMatchObject({ code: 'MERCHANT_UNKNOWN', platformCode: 40010, platformMessage: 'merchant does not exist' });
+      expect(res.json()).toMatchObject({
+        code: 'MERCHANT_UNKNOWN',
+        platformCode: 40010,
+        platformMessage: 'merchant does not exist',
+      });
       expect(res.json().message).toMatch(/MERCHANT_NO/);
     } finally {
       platform.state.mode = { kind: 'ok' };
@@ -46,7 +56,11 @@ describe('GET /api/payment-methods', () => {
     try {
       const res = await get('/api/payment-methods?currency=PHP');
       expect(res.statusCode).toBe(422);
-      expect(res.json()).toMatchObject({ code: 'CURRENCY_NOT_ENABLED', platformCode: 40017, platformMessage: 'illegal currency' });
+      expect(res.json()).toMatchObject({
+        code: 'CURRENCY_NOT_ENABLED',
+        platformCode: 40017,
+        platformMessage: 'illegal currency',
+      });
       expect(res.json().message).toMatch(/currency PHP is not enabled for this merchant/);
     } finally {
       platform.state.mode = { kind: 'ok' };
@@ -62,7 +76,12 @@ describe('GET /api/payment-methods', () => {
   it('3. serves the catalog as the platform returned it, with its age', async () => {
     const res = await get('/api/payment-methods');
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ ...WIRE_CATALOG, fetchedAt: new Date(clock).toISOString(), ageSeconds: 0, stale: false });
+    expect(res.json()).toEqual({
+      ...WIRE_CATALOG,
+      fetchedAt: new Date(clock).toISOString(),
+      ageSeconds: 0,
+      stale: false,
+    });
     expect(res.headers.age).toBe('0');
   });
 
@@ -86,7 +105,12 @@ describe('GET /api/payment-methods', () => {
     const res = await get('/api/payment-methods?currency=PHP');
     expect(res.json()).toMatchObject({ currencies: [{ currency: 'PHP' }], ageSeconds: 0, stale: false });
     expect(platform.state.requests).toEqual([{ merchantNo: 'M100', currencyType: 'PHP' }]);
-    const refreshed = await c.app.inject({ method: 'POST', url: '/api/payment-methods/refresh', headers: AUTH, payload: { reason: 'catalog changed upstream' } });
+    const refreshed = await c.app.inject({
+      method: 'POST',
+      url: '/api/payment-methods/refresh',
+      headers: AUTH,
+      payload: { reason: 'catalog changed upstream' },
+    });
     expect(refreshed.statusCode).toBe(200);
     expect(refreshed.json().currencies).toHaveLength(2);
   });
@@ -100,9 +124,17 @@ describe('GET /api/payment-methods', () => {
     expect(res.headers.age).toBe('7200');
     expect(res.headers['x-catalog-stale']).toBe('true');
     // An on-demand refresh has no fallback: the operator sees the platform is down.
-    const refresh = await c.app.inject({ method: 'POST', url: '/api/payment-methods/refresh', headers: AUTH, payload: { reason: 'catalog changed upstream' } });
+    const refresh = await c.app.inject({
+      method: 'POST',
+      url: '/api/payment-methods/refresh',
+      headers: AUTH,
+      payload: { reason: 'catalog changed upstream' },
+    });
     expect(refresh.statusCode).toBe(503);
-    expect(refresh.json()).toMatchObject({ code: 'PLATFORM_UNREACHABLE', message: 'the platform is unreachable; retry later' });
+    expect(refresh.json()).toMatchObject({
+      code: 'PLATFORM_UNREACHABLE',
+      message: 'the platform is unreachable; retry later',
+    });
     expect(refresh.body).not.toContain('127.0.0.1');
   });
 });
@@ -119,7 +151,10 @@ describe('GET /api/openapi.json', () => {
     expect(payouts.requestBody.content['application/json'].schema.required).toEqual(
       expect.arrayContaining(['merchantOrderNo', 'currency', 'amount', 'paymentMethod', 'params']),
     );
-    expect(doc.paths['/api/orders/{merchantOrderNo}'].get.parameters[0]).toMatchObject({ in: 'path', name: 'merchantOrderNo' });
+    expect(doc.paths['/api/orders/{merchantOrderNo}'].get.parameters[0]).toMatchObject({
+      in: 'path',
+      name: 'merchantOrderNo',
+    });
     expect(doc.paths['/api/openapi.json']).toBeUndefined();
   });
 });

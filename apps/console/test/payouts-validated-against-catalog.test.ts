@@ -25,7 +25,8 @@ beforeEach(async () => {
   await env.db.db.delete(catalogSnapshots);
 });
 
-const post = (url: string, payload: unknown) => c.app.inject({ method: 'POST', url, payload: { reason: 'test', ...(payload as object) }, headers: AUTH });
+const post = (url: string, payload: unknown) =>
+  c.app.inject({ method: 'POST', url, payload: { reason: 'test', ...(payload as object) }, headers: AUTH });
 const bankParams = { accountName: 'Juan Cruz', accountNo: '1234567890', bank: 'BDO Unibank' };
 const payout = (no: string, extra: object = {}) => ({
   merchantOrderNo: no,
@@ -65,7 +66,13 @@ describe('POST /api/payouts', () => {
     expect(res.statusCode).toBe(422);
     const json = res.json() as { code: string; errors: { field: string; message: string }[] };
     expect(json.code).toBe('PAYOUT_INVALID');
-    expect(json.errors.map((e) => e.field)).toEqual(['amount', 'params.accountName', 'params.accountNo', 'params.bank', 'params.extra']);
+    expect(json.errors.map((e) => e.field)).toEqual([
+      'amount',
+      'params.accountName',
+      'params.accountNo',
+      'params.bank',
+      'params.extra',
+    ]);
     expect(json.errors[0]!.message).toBe('PHP allows at most 2 decimal places; got 3');
     expect(await env.db.db.select().from(orders).where(eq(orders.merchantOrderNo, 'PO-BAD'))).toEqual([]);
   });
@@ -75,18 +82,29 @@ describe('POST /api/payouts', () => {
     expect(usd.statusCode).toBe(422);
     expect(usd.json().errors).toEqual([{ field: 'currency', message: expect.stringContaining('USD is not enabled') }]);
     const m9 = await post('/api/payouts', payout('PO-M9', { paymentMethod: 9 }));
-    expect(m9.json().errors).toEqual([{ field: 'paymentMethod', message: expect.stringContaining('method 9 is not offered for PHP') }]);
+    expect(m9.json().errors).toEqual([
+      { field: 'paymentMethod', message: expect.stringContaining('method 9 is not offered for PHP') },
+    ]);
     const qr = await post('/api/payouts', payout('PO-QR', { paymentMethod: 3, params: {} }));
-    expect(qr.json().errors).toEqual([{ field: 'params.idPhoto', message: expect.stringContaining('cannot be sent through the API') }]);
+    expect(qr.json().errors).toEqual([
+      { field: 'params.idPhoto', message: expect.stringContaining('cannot be sent through the API') },
+    ]);
   });
 
   it('answers 200 to a repeat without asking the catalog, even with the platform failing, and 409 to a different body', async () => {
     expect((await post('/api/payouts', payout('PO-2'))).statusCode).toBe(201);
     platform.state.mode = { kind: 'code', code: 40010, message: 'merchant disabled' };
     platform.state.requests = [];
-    const again = await post('/api/payouts', payout('PO-2', { params: { bank: 'BDO Unibank', accountNo: '1234567890', accountName: 'Juan Cruz' } }));
+    const again = await post(
+      '/api/payouts',
+      payout('PO-2', { params: { bank: 'BDO Unibank', accountNo: '1234567890', accountName: 'Juan Cruz' } }),
+    );
     expect(again.statusCode).toBe(200);
-    expect(again.json().apiParams).toEqual({ accountName: 'Juan Cruz', bankAccount: '1234567890', bankName: 'BDO Unibank' });
+    expect(again.json().apiParams).toEqual({
+      accountName: 'Juan Cruz',
+      bankAccount: '1234567890',
+      bankName: 'BDO Unibank',
+    });
     expect(platform.state.requests).toEqual([]);
     const other = await post('/api/payouts', payout('PO-2', { params: { ...bankParams, bank: 'Metrobank' } }));
     expect(other.statusCode).toBe(409);
@@ -97,14 +115,22 @@ describe('POST /api/payouts', () => {
     platform.state.mode = { kind: 'code', code: 40010, message: 'merchant does not exist' };
     const res = await post('/api/payouts', payout('PO-E40010'));
     expect(res.statusCode).toBe(502);
-    expect(res.json()).toMatchObject({ code: 'MERCHANT_UNKNOWN', platformCode: 40010, platformMessage: 'merchant does not exist' });
+    expect(res.json()).toMatchObject({
+      code: 'MERCHANT_UNKNOWN',
+      platformCode: 40010,
+      platformMessage: 'merchant does not exist',
+    });
   });
 
   it('refuses a payout in a currency the platform does not enable (40017) as 422 PAYOUT_INVALID on the currency field', async () => {
     platform.state.mode = { kind: 'code', code: 40017, message: 'currency type not supported' };
     const res = await post('/api/payouts', payout('PO-E40017'));
     expect(res.statusCode).toBe(422);
-    expect(res.json()).toMatchObject({ code: 'PAYOUT_INVALID', platformCode: 40017, errors: [{ field: 'currency', message: expect.stringContaining('is not enabled for this merchant') }] });
+    expect(res.json()).toMatchObject({
+      code: 'PAYOUT_INVALID',
+      platformCode: 40017,
+      errors: [{ field: 'currency', message: expect.stringContaining('is not enabled for this merchant') }],
+    });
   });
 
   it('answers 503 CATALOG_UNAVAILABLE with Retry-After when the platform is down and nothing is cached', async () => {
@@ -127,7 +153,12 @@ describe('POST /api/payouts', () => {
 
 describe('POST /api/payouts/validate', () => {
   it('returns the apiParams of a valid payout without registering it', async () => {
-    const res = await post('/api/payouts/validate', { currency: 'PHP', amount: '1', paymentMethod: 1, params: bankParams });
+    const res = await post('/api/payouts/validate', {
+      currency: 'PHP',
+      amount: '1',
+      paymentMethod: 1,
+      params: bankParams,
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       ok: true,
@@ -147,12 +178,24 @@ describe('POST /api/payouts/validate', () => {
       params: { mobile: `${'a'.repeat(30)}!` },
     });
     expect(res.statusCode).toBe(422);
-    expect(res.json().errors).toEqual([{ field: 'params.mobile', message: expect.stringContaining('does not match the required pattern (a+)+$') }]);
+    expect(res.json().errors).toEqual([
+      { field: 'params.mobile', message: expect.stringContaining('does not match the required pattern (a+)+$') },
+    ]);
   });
 
   it('answers 400 with the field for a body of the wrong shape', async () => {
-    const res = await post('/api/payouts/validate', { currency: 'PHP', amount: '1', paymentMethod: '1', params: { a: 5 } });
+    const res = await post('/api/payouts/validate', {
+      currency: 'PHP',
+      amount: '1',
+      paymentMethod: '1',
+      params: { a: 5 },
+    });
     expect(res.statusCode).toBe(400);
-    expect(res.json().errors.map((e: { field: string }) => e.field).sort()).toEqual(['params.a', 'paymentMethod']);
+    expect(
+      res
+        .json()
+        .errors.map((e: { field: string }) => e.field)
+        .sort(),
+    ).toEqual(['params.a', 'paymentMethod']);
   });
 });

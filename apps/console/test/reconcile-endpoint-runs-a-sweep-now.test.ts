@@ -47,7 +47,11 @@ function config(extra: Record<string, string> = {}) {
 
 beforeAll(async () => {
   closedPort = await freePort();
-  sandbox = await buildSandbox({ merchantNo: MERCHANT_NO, merchantPublicKeyPem: generateKeyPair().publicKeyPem, timeScale: 100_000 });
+  sandbox = await buildSandbox({
+    merchantNo: MERCHANT_NO,
+    merchantPublicKeyPem: generateKeyPair().publicKeyPem,
+    timeScale: 100_000,
+  });
   await sandbox.listen({ port: 0, host: '127.0.0.1' });
   const { port } = sandbox.server.address() as net.AddressInfo;
   platform = createPlatformClient({ baseUrl: `http://127.0.0.1:${port}`, merchantNo: MERCHANT_NO, timeoutMs: 2000 });
@@ -62,19 +66,44 @@ afterAll(async () => {
 });
 
 const reconcile = (target = app, headers: Record<string, string> = AUTH) =>
-  target.inject({ method: 'POST', url: '/api/reconcile', headers, payload: { reason: 'customer says paid, no credit' } });
+  target.inject({
+    method: 'POST',
+    url: '/api/reconcile',
+    headers,
+    payload: { reason: 'customer says paid, no credit' },
+  });
 
 describe('POST /api/reconcile', () => {
   it('runs a sweep now: a pay-in whose callbacks never arrived is credited, and the report says so', async () => {
     // 1. Our order, and the platform's: released, its callback sent to a port nobody listens on.
-    const reg = await app.inject({ method: 'POST', url: '/api/payins', headers: AUTH, payload: { merchantOrderNo: 'RC-1', currency: 'INR', amount: '1000.10', reason: 'test' } });
+    const reg = await app.inject({
+      method: 'POST',
+      url: '/api/payins',
+      headers: AUTH,
+      payload: { merchantOrderNo: 'RC-1', currency: 'INR', amount: '1000.10', reason: 'test' },
+    });
     expect(reg.statusCode).toBe(201);
-    sandbox.sandbox.createPayin({ merchantOrderNo: 'RC-1', currency: 'INR', amount: '1000.10', callbackUrl: `http://127.0.0.1:${closedPort}/callbacks/payin` });
+    sandbox.sandbox.createPayin({
+      merchantOrderNo: 'RC-1',
+      currency: 'INR',
+      amount: '1000.10',
+      callbackUrl: `http://127.0.0.1:${closedPort}/callbacks/payin`,
+    });
     sandbox.sandbox.finalize('RC-1', 6);
     // A pending one the platform never finalises, and one it never heard of.
-    await app.inject({ method: 'POST', url: '/api/payins', headers: AUTH, payload: { merchantOrderNo: 'RC-2', currency: 'INR', amount: '5', reason: 'test' } });
+    await app.inject({
+      method: 'POST',
+      url: '/api/payins',
+      headers: AUTH,
+      payload: { merchantOrderNo: 'RC-2', currency: 'INR', amount: '5', reason: 'test' },
+    });
     sandbox.sandbox.createPayin({ merchantOrderNo: 'RC-2', currency: 'INR', amount: '5' });
-    await app.inject({ method: 'POST', url: '/api/payins', headers: AUTH, payload: { merchantOrderNo: 'RC-3', currency: 'INR', amount: '7', reason: 'test' } });
+    await app.inject({
+      method: 'POST',
+      url: '/api/payins',
+      headers: AUTH,
+      payload: { merchantOrderNo: 'RC-3', currency: 'INR', amount: '7', reason: 'test' },
+    });
 
     // 2. The sweep.
     const res = await reconcile();
@@ -95,16 +124,37 @@ describe('POST /api/reconcile', () => {
 
     // 3. The order view shows the credit; the metric counts it.
     const view = (await app.inject({ method: 'GET', url: '/api/orders/RC-1', headers: AUTH })).json();
-    expect(view).toMatchObject({ status: 'credited', platformOrderNo: sandbox.sandbox.get('RC-1').orderNo, ledger: [{ entryType: 'payin_credit', amount: '1000.1' }] });
-    expect((await app.inject({ method: 'GET', url: '/api/orders/RC-2', headers: AUTH })).json()).toMatchObject({ status: 'pending', ledger: [], review: null });
-    expect(await registry.getSingleMetricAsString('mcb_reconcile_recovered_total')).toMatch(/kind="payin",outcome="credited"[^}]*} 1/);
+    expect(view).toMatchObject({
+      status: 'credited',
+      platformOrderNo: sandbox.sandbox.get('RC-1').orderNo,
+      ledger: [{ entryType: 'payin_credit', amount: '1000.1' }],
+    });
+    expect((await app.inject({ method: 'GET', url: '/api/orders/RC-2', headers: AUTH })).json()).toMatchObject({
+      status: 'pending',
+      ledger: [],
+      review: null,
+    });
+    expect(await registry.getSingleMetricAsString('mcb_reconcile_recovered_total')).toMatch(
+      /kind="payin",outcome="credited"[^}]*} 1/,
+    );
 
     // 4. Again: nothing more to recover.
     expect((await reconcile()).json()).toMatchObject({ scanned: 2, recovered: { credited: 0 } });
 
     // 5. Each sweep is in the audit trail: who, why, and what it found.
-    const [last] = (await env.db.db.select().from(operatorActions).where(eq(operatorActions.action, 'reconcile.run')).orderBy(desc(operatorActions.id)).limit(1));
-    expect(last).toMatchObject({ operator: 'admin', role: 'admin', target: 'sweep', reason: 'customer says paid, no credit', outcome: 'completed' });
+    const [last] = await env.db.db
+      .select()
+      .from(operatorActions)
+      .where(eq(operatorActions.action, 'reconcile.run'))
+      .orderBy(desc(operatorActions.id))
+      .limit(1);
+    expect(last).toMatchObject({
+      operator: 'admin',
+      role: 'admin',
+      target: 'sweep',
+      reason: 'customer says paid, no credit',
+      outcome: 'completed',
+    });
     expect(last!.details).toMatchObject({ scanned: 2, stillPending: 1, unknown: 1 });
   });
 

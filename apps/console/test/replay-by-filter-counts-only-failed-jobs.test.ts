@@ -33,7 +33,11 @@ beforeAll(async () => {
 
 describe('replay by filter', () => {
   it('counts and lists only the failed jobs of a filter that names no status', async () => {
-    for (const filter of [{ merchantOrderNo: `${tag}-M` }, { amountMin: '10', amountMax: '10', merchantOrderNo: `${tag}-M` }, { code: 'PLATFORM_HTTP_ERROR', merchantOrderNo: `${tag}-M` }]) {
+    for (const filter of [
+      { merchantOrderNo: `${tag}-M` },
+      { amountMin: '10', amountMax: '10', merchantOrderNo: `${tag}-M` },
+      { code: 'PLATFORM_HTTP_ERROR', merchantOrderNo: `${tag}-M` },
+    ]) {
       expect(await countCandidates(env.db.db, filter)).toBe(3);
       const rows = await replayCandidates(env.db.db, filter, null, 100);
       expect(rows.map((r) => r.jobId)).toEqual(['06', '13', '20'].map((i) => `payin-${tag}-${i}-6`));
@@ -41,7 +45,9 @@ describe('replay by filter', () => {
   });
 
   it('refuses a filter that asks for another status, and takes "failed" as it is', async () => {
-    await expect(countCandidates(env.db.db, { merchantOrderNo: `${tag}-M`, status: 'applied' })).rejects.toMatchObject({ code: 'REQUEST_INVALID' });
+    await expect(countCandidates(env.db.db, { merchantOrderNo: `${tag}-M`, status: 'applied' })).rejects.toMatchObject({
+      code: 'REQUEST_INVALID',
+    });
     expect(await countCandidates(env.db.db, { merchantOrderNo: `${tag}-M`, status: 'failed' })).toBe(3);
   });
 });

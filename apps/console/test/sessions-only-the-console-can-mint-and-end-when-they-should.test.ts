@@ -15,7 +15,13 @@ const consoles: TestConsole[] = [];
 const SAME_ORIGIN = { origin: 'http://console.test', host: 'console.test' };
 
 const start = async (operators = OPERATORS, extra: Record<string, string> = {}) => {
-  const c = await startConsole({ db: env.db, databaseUrl: env.databaseUrl, baseUrl: platform.baseUrl, operators, env: extra });
+  const c = await startConsole({
+    db: env.db,
+    databaseUrl: env.databaseUrl,
+    baseUrl: platform.baseUrl,
+    operators,
+    env: extra,
+  });
   consoles.push(c);
   return c;
 };
@@ -51,21 +57,37 @@ describe('a session only the console can mint', () => {
     // No CONSOLE_SESSION_SECRET (the operators passed in, not by file): before issue 43 the key was then CONSOLE_TOKEN's.
     const c = await start(OPERATORS, { CONSOLE_SESSION_SECRET: '' });
     for (const name of ['otto.operator@example.com', 'ada.admin@example.com', 'admin']) {
-      const forged = createSessionCodec({ secret: TOKEN }).issue(name, sha256Hex(name === 'admin' ? TOKEN : TOKENS.operator)).value;
+      const forged = createSessionCodec({ secret: TOKEN }).issue(
+        name,
+        sha256Hex(name === 'admin' ? TOKEN : TOKENS.operator),
+      ).value;
       expect((await whoami(c, cookieOf(forged))).status, name).toBe(401);
     }
     // The console's own session works.
-    expect(await whoami(c, await login(c, TOKENS.operator))).toEqual({ status: 200, name: 'otto.operator@example.com' });
+    expect(await whoami(c, await login(c, TOKENS.operator))).toEqual({
+      status: 200,
+      name: 'otto.operator@example.com',
+    });
   });
 
-  it('refuses to start when CONSOLE_SESSION_SECRET is a bearer token (CONSOLE_TOKEN or an operator\'s): its holder could mint any session', async () => {
-    await expect(start(OPERATORS, { CONSOLE_SESSION_SECRET: TOKEN })).rejects.toThrow(/CONSOLE_SESSION_SECRET: .*bearer token/);
+  it("refuses to start when CONSOLE_SESSION_SECRET is a bearer token (CONSOLE_TOKEN or an operator's): its holder could mint any session", async () => {
+    await expect(start(OPERATORS, { CONSOLE_SESSION_SECRET: TOKEN })).rejects.toThrow(
+      /CONSOLE_SESSION_SECRET: .*bearer token/,
+    );
     const longToken = 'olga-operator-token-0123456789abcdef-long';
-    const team = [...OPERATORS, { name: 'olga@example.com', role: 'operator' as const, tokenSha256: sha256Hex(longToken) }];
-    await expect(start(team, { CONSOLE_SESSION_SECRET: longToken })).rejects.toThrow(/CONSOLE_SESSION_SECRET: .*bearer token/);
+    const team = [
+      ...OPERATORS,
+      { name: 'olga@example.com', role: 'operator' as const, tokenSha256: sha256Hex(longToken) },
+    ];
+    await expect(start(team, { CONSOLE_SESSION_SECRET: longToken })).rejects.toThrow(
+      /CONSOLE_SESSION_SECRET: .*bearer token/,
+    );
     // What such a console would have accepted: a session for another operator, signed by the token's holder.
     const c = await start(team);
-    const forged = createSessionCodec({ secret: longToken }).issue('otto.operator@example.com', sha256Hex(TOKENS.operator)).value;
+    const forged = createSessionCodec({ secret: longToken }).issue(
+      'otto.operator@example.com',
+      sha256Hex(TOKENS.operator),
+    ).value;
     expect((await whoami(c, cookieOf(forged))).status).toBe(401);
   });
 
@@ -82,9 +104,15 @@ describe('a session only the console can mint', () => {
   it('refuses a session whose expiry lies beyond the session lifetime, even signed with the right key', async () => {
     const c = await start();
     const credential = sha256Hex(TOKENS.operator);
-    const century = createSessionCodec({ secret: SESSION_SECRET, ttlMs: HUNDRED_YEARS }).issue('otto.operator@example.com', credential).value;
+    const century = createSessionCodec({ secret: SESSION_SECRET, ttlMs: HUNDRED_YEARS }).issue(
+      'otto.operator@example.com',
+      credential,
+    ).value;
     expect((await whoami(c, cookieOf(century))).status).toBe(401);
-    const expired = createSessionCodec({ secret: SESSION_SECRET, now: () => Date.now() - 5 * 3600_000 }).issue('otto.operator@example.com', credential).value;
+    const expired = createSessionCodec({ secret: SESSION_SECRET, now: () => Date.now() - 5 * 3600_000 }).issue(
+      'otto.operator@example.com',
+      credential,
+    ).value;
     expect((await whoami(c, cookieOf(expired))).status).toBe(401);
     // Within the lifetime it is the console's own kind of session.
     const fresh = createSessionCodec({ secret: SESSION_SECRET }).issue('otto.operator@example.com', credential).value;
@@ -93,17 +121,27 @@ describe('a session only the console can mint', () => {
 });
 
 describe('a session that ends when it should', () => {
-  it('ends when the operator\'s token is rotated in the operators file (and the console restarted), or when they are removed', async () => {
+  it("ends when the operator's token is rotated in the operators file (and the console restarted), or when they are removed", async () => {
     const before = await start();
     const cookie = await login(before, TOKENS.operator);
     const viewerCookie = await login(before, TOKENS.viewer);
     expect((await whoami(before, cookie)).status).toBe(200);
 
-    const rotated = OPERATORS.map((o) => (o.name === 'otto.operator@example.com' ? { ...o, tokenSha256: sha256Hex('otto-new-token-0123456789abcdef') } : o));
+    const rotated = OPERATORS.map((o) =>
+      o.name === 'otto.operator@example.com' ? { ...o, tokenSha256: sha256Hex('otto-new-token-0123456789abcdef') } : o,
+    );
     const after = await start(rotated);
     expect((await whoami(after, cookie)).status).toBe(401);
     // The old token is refused too, the new one works, and the others' sessions are untouched.
-    expect((await after.app.inject({ method: 'GET', url: '/api/whoami', headers: { authorization: `Bearer ${TOKENS.operator}` } })).statusCode).toBe(401);
+    expect(
+      (
+        await after.app.inject({
+          method: 'GET',
+          url: '/api/whoami',
+          headers: { authorization: `Bearer ${TOKENS.operator}` },
+        })
+      ).statusCode,
+    ).toBe(401);
     expect((await whoami(after, await login(after, 'otto-new-token-0123456789abcdef'))).status).toBe(200);
     expect(await whoami(after, viewerCookie)).toEqual({ status: 200, name: 'vera.viewer@example.com' });
 
@@ -128,7 +166,11 @@ describe('a session that ends when it should', () => {
   it('refuses a logout posted from another origin: the session goes on and no cookie is cleared', async () => {
     const c = await start();
     const cookie = await login(c, TOKENS.operator);
-    for (const headers of [{ origin: 'http://evil.example', host: 'console.test' }, { host: 'console.test', 'sec-fetch-site': 'cross-site' }, { host: 'console.test' }]) {
+    for (const headers of [
+      { origin: 'http://evil.example', host: 'console.test' },
+      { host: 'console.test', 'sec-fetch-site': 'cross-site' },
+      { host: 'console.test' },
+    ]) {
       const res = await c.app.inject({ method: 'POST', url: '/logout', headers: { cookie, ...headers } });
       expect(res.statusCode, JSON.stringify(headers)).toBe(403);
       expect(res.headers['set-cookie']).toBeUndefined();
@@ -137,7 +179,7 @@ describe('a session that ends when it should', () => {
   });
 });
 
-describe('the session cookie\'s Secure flag (CONSOLE_COOKIE_SECURE=auto)', () => {
+describe("the session cookie's Secure flag (CONSOLE_COOKIE_SECURE=auto)", () => {
   it('is set behind a trusted TLS proxy (X-Forwarded-Proto: https), and not when anyone else says https', async () => {
     const c = await start(OPERATORS, { CONSOLE_TRUSTED_PROXIES: '10.9.0.0/16', CONSOLE_COOKIE_SECURE: 'auto' });
     const post = (remoteAddress: string, proto?: string) =>
@@ -145,7 +187,11 @@ describe('the session cookie\'s Secure flag (CONSOLE_COOKIE_SECURE=auto)', () =>
         method: 'POST',
         url: '/login',
         remoteAddress,
-        headers: { 'content-type': 'application/x-www-form-urlencoded', ...SAME_ORIGIN, ...(proto ? { 'x-forwarded-proto': proto } : {}) },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          ...SAME_ORIGIN,
+          ...(proto ? { 'x-forwarded-proto': proto } : {}),
+        },
         payload: new URLSearchParams({ token: TOKENS.operator, next: '/search' }).toString(),
       });
     const secure = async (remoteAddress: string, proto?: string) => {

@@ -56,7 +56,13 @@ export async function addAndReadBack(
   const traced = adds.map((a, i) =>
     withContext(a.context, () =>
       queue.trace(SpanKind.PRODUCER, 'add', `${queue.name}.${a.job.kind}`, async (span, metadata) => {
-        const opts = { ...queue.jobsOpts, ...callbackJobOptions, ...jobOptions, jobId: a.jobId, ...(metadata ? { telemetry: { metadata } } : {}) };
+        const opts = {
+          ...queue.jobsOpts,
+          ...callbackJobOptions,
+          ...jobOptions,
+          jobId: a.jobId,
+          ...(metadata ? { telemetry: { metadata } } : {}),
+        };
         const before = tx.length;
         // BullMQ's own add script, queued on our transaction (addJob enqueues before its first await).
         void new Job(queue, a.job.kind, a.job, opts, a.jobId).addJob(multi).catch(() => {});
@@ -100,7 +106,8 @@ export async function addAndReadBack(
     const [readError, data] = results[p.readBack] ?? [new Error('no reply to the read-back')];
     if (readError) return { ok: false, error: readError };
     // In one transaction an add that succeeded leaves a job under its id; anything else is not "stored".
-    if (typeof data !== 'string') return { ok: false, error: new Error(`job ${adds[i]!.jobId} holds no data right after its add`) };
+    if (typeof data !== 'string')
+      return { ok: false, error: new Error(`job ${adds[i]!.jobId} holds no data right after its add`) };
     return { ok: true, data };
   });
 }

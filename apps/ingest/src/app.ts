@@ -75,12 +75,19 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     try {
       const next = await checkRedisDurability(redis, { minReplicas: config.INGEST_MIN_REPLICAS });
       if (next.durable !== report.durable || next.mode !== report.mode) {
-        logger[next.durable || allowVolatile ? 'warn' : 'error']({ mode: next.mode, problems: next.problems }, 'Redis durability changed');
+        logger[next.durable || allowVolatile ? 'warn' : 'error'](
+          { mode: next.mode, problems: next.problems },
+          'Redis durability changed',
+        );
       }
       if (next.replication.ok !== report.replication.ok) {
         const fields = { replicasOnline: next.replication.online, minReplicas: next.replication.required };
         if (next.replication.ok) logger.warn(fields, 'Redis replicas back online: accepting callbacks again');
-        else logger.error(fields, `${next.replication.problem}; refusing callbacks (503) until enough replicas are online`);
+        else
+          logger.error(
+            fields,
+            `${next.replication.problem}; refusing callbacks (503) until enough replicas are online`,
+          );
       }
       report = next;
     } catch {
@@ -104,8 +111,17 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     metrics.redisHeadroom.set(memory.headroom);
     const low = minHeadroom > 0 && memory.maxBytes > 0 && memory.headroom < minHeadroom;
     if (low !== memoryLow) {
-      const fields = { usedBytes: memory.usedBytes, maxBytes: memory.maxBytes, headroom: Number(memory.headroom.toFixed(3)), minHeadroom };
-      if (low) logger.error(fields, 'Redis memory headroom below INGEST_REDIS_MIN_HEADROOM: refusing callbacks (503) until the worker frees room or maxmemory is raised');
+      const fields = {
+        usedBytes: memory.usedBytes,
+        maxBytes: memory.maxBytes,
+        headroom: Number(memory.headroom.toFixed(3)),
+        minHeadroom,
+      };
+      if (low)
+        logger.error(
+          fields,
+          'Redis memory headroom below INGEST_REDIS_MIN_HEADROOM: refusing callbacks (503) until the worker frees room or maxmemory is raised',
+        );
       else logger.warn(fields, 'Redis memory headroom restored: accepting callbacks again');
     }
     memoryLow = low;
@@ -117,7 +133,12 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   // it, at most one line per 10 s with the count of errors it stands for.
   const logThrottled = createLogThrottle(logger);
   const onRedisError = (e: unknown) =>
-    void logThrottled('redis', 'warn', { err: coerceError(e) }, 'Redis connection error (callbacks get 503 fail until it recovers)');
+    void logThrottled(
+      'redis',
+      'warn',
+      { err: coerceError(e) },
+      'Redis connection error (callbacks get 503 fail until it recovers)',
+    );
   deps.queue.on('error', onRedisError);
   redis.on('error', onRedisError);
 
@@ -142,9 +163,20 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     },
     clientErrorHandler: (err, socket) => cutConnection(err, socket),
   }) as unknown as FastifyInstance;
-  const capacity = connectionCapacity(config.INGEST_MAX_CONNECTIONS, { processes: config.INGEST_WORKERS === 0 ? availableParallelism() : config.INGEST_WORKERS });
+  const capacity = connectionCapacity(config.INGEST_MAX_CONNECTIONS, {
+    processes: config.INGEST_WORKERS === 0 ? availableParallelism() : config.INGEST_WORKERS,
+  });
   const { warning, ...figures } = capacity;
-  logger.info({ ...figures, bytesPerIdleConnection: BYTES_PER_IDLE_CONNECTION, reservedFiles: RESERVED_FILES, maxConnectionsPerAddress: config.INGEST_MAX_CONNECTIONS_PER_ADDRESS, allowedSources: config.INGEST_ALLOWED_SOURCES?.length ?? 'any' }, 'connection bounds');
+  logger.info(
+    {
+      ...figures,
+      bytesPerIdleConnection: BYTES_PER_IDLE_CONNECTION,
+      reservedFiles: RESERVED_FILES,
+      maxConnectionsPerAddress: config.INGEST_MAX_CONNECTIONS_PER_ADDRESS,
+      allowedSources: config.INGEST_ALLOWED_SOURCES?.length ?? 'any',
+    },
+    'connection bounds',
+  );
   if (warning) logger.warn(warning);
   app.server.maxConnections = capacity.maxConnections;
   metrics.connectionsMax.set(capacity.maxConnections);
@@ -175,7 +207,14 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
     cut(timeout ? 'request_timeout' : 'client_error', socket);
-    failAndClose(socket, timeout ? '408 Request Timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request');
+    failAndClose(
+      socket,
+      timeout
+        ? '408 Request Timeout'
+        : err.code === 'HPE_HEADER_OVERFLOW'
+          ? '431 Request Header Fields Too Large'
+          : '400 Bad Request',
+    );
   }
 
   // Only application/json is accepted; the raw text reaches the handler so that a malformed body fails the same
@@ -190,7 +229,10 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   app.setErrorHandler((error, request, reply) => {
     const status = (error as { statusCode?: number }).statusCode;
     if (status === 413 || status === 415) {
-      logger.warn({ url: request.url, reqId: request.id, code: (error as { code?: string }).code }, 'callback rejected');
+      logger.warn(
+        { url: request.url, reqId: request.id, code: (error as { code?: string }).code },
+        'callback rejected',
+      );
       return sendText(reply, status, 'fail');
     }
     if (status !== undefined && status >= 400 && status < 500) return sendText(reply, CONTENT_FAILURE_STATUS, 'fail');
@@ -217,7 +259,12 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
       refusal: memoryLow ? 'REDIS_MEMORY_LOW' : !report.replication.ok ? 'REDIS_REPLICAS_OFFLINE' : 'REDIS_NOT_DURABLE',
     }),
     onNotDurable: (problems) => {
-      logThrottled('not-durable', 'error', { problems }, 'a batch found that Redis does not keep it now: not acknowledged (503); re-reading durability');
+      logThrottled(
+        'not-durable',
+        'error',
+        { problems },
+        'a batch found that Redis does not keep it now: not acknowledged (503); re-reading durability',
+      );
       void refreshNow();
     },
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 1000,
@@ -235,8 +282,14 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
       redis: redisOk ? 'ok' : 'unreachable',
       durability: report.durable ? report.mode : allowVolatile ? 'volatile (allowed)' : 'not durable',
       shutdown: shuttingDown() ? 'shutting down' : 'no',
-      replicas: report.replication.required === 0 ? 'not required' : `${report.replication.online} online, ${report.replication.required} required`,
-      memory: memory.maxBytes === 0 ? 'no maxmemory' : `${(memory.headroom * 100).toFixed(0)}% free${memoryLow ? ' (below INGEST_REDIS_MIN_HEADROOM)' : ''}`,
+      replicas:
+        report.replication.required === 0
+          ? 'not required'
+          : `${report.replication.online} online, ${report.replication.required} required`,
+      memory:
+        memory.maxBytes === 0
+          ? 'no maxmemory'
+          : `${(memory.headroom * 100).toFixed(0)}% free${memoryLow ? ' (below INGEST_REDIS_MIN_HEADROOM)' : ''}`,
     };
     return { ready: redisOk && durableOk && report.replication.ok && !memoryLow && !shuttingDown(), checks };
   });

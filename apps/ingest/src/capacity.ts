@@ -20,7 +20,9 @@ export const RESERVED_FILES = 64;
 export const MEMORY_SHARE = 0.25;
 
 /** The soft limit on open files of this process, from /proc/self/limits; undefined where it cannot be read. */
-export function openFileLimit(limits: () => string = () => readFileSync('/proc/self/limits', 'utf8')): number | undefined {
+export function openFileLimit(
+  limits: () => string = () => readFileSync('/proc/self/limits', 'utf8'),
+): number | undefined {
   try {
     const line = limits()
       .split('\n')
@@ -67,7 +69,10 @@ export function connectionCapacity(
   const files = 'openFiles' in opts ? opts.openFiles : openFileLimit();
   const byOpenFiles = files === undefined ? undefined : Math.max(1, files - RESERVED_FILES);
   const memory = opts.memoryBytes ?? availableMemory();
-  const byMemory = Math.max(1, Math.floor((memory * MEMORY_SHARE) / Math.max(1, opts.processes) / BYTES_PER_IDLE_CONNECTION));
+  const byMemory = Math.max(
+    1,
+    Math.floor((memory * MEMORY_SHARE) / Math.max(1, opts.processes) / BYTES_PER_IDLE_CONNECTION),
+  );
   const base = { openFileLimit: files, byOpenFiles, byMemory };
   if (configured !== 'auto') {
     const warning =
@@ -77,5 +82,7 @@ export function connectionCapacity(
     return { ...base, maxConnections: configured, limitedBy: 'configured', ...(warning ? { warning } : {}) };
   }
   const fileRoom = byOpenFiles ?? 1024 - RESERVED_FILES;
-  return fileRoom <= byMemory ? { ...base, maxConnections: fileRoom, limitedBy: 'open files' } : { ...base, maxConnections: byMemory, limitedBy: 'memory' };
+  return fileRoom <= byMemory
+    ? { ...base, maxConnections: fileRoom, limitedBy: 'open files' }
+    : { ...base, maxConnections: byMemory, limitedBy: 'memory' };
 }

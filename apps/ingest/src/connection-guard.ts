@@ -12,7 +12,14 @@ import type { IngestMetrics } from './metrics.ts';
 import type { RefusalLog } from './refusal-log.ts';
 
 /** Why a connection was refused or cut (the `reason` label of `ingest_connections_cut_total`). */
-export type CutReason = 'source_not_allowed' | 'address_limit' | 'max_connections' | 'body_timeout' | 'request_timeout' | 'idle' | 'client_error';
+export type CutReason =
+  | 'source_not_allowed'
+  | 'address_limit'
+  | 'max_connections'
+  | 'body_timeout'
+  | 'request_timeout'
+  | 'idle'
+  | 'client_error';
 
 export interface ConnectionGuardOptions {
   /** Most open connections per source (IPv6: per /64); 0 = no limit. */
@@ -45,7 +52,9 @@ export function sourceKey(address: string | undefined): string {
 /** Write a complete `fail` reply with `status` if the socket can still take one, then destroy it. */
 export function failAndClose(socket: Socket, status: string | undefined): void {
   if (status && socket.writable) {
-    socket.write(`HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 4\r\nConnection: close\r\n\r\nfail`);
+    socket.write(
+      `HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 4\r\nConnection: close\r\n\r\nfail`,
+    );
   }
   socket.destroy();
 }

@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import { Job, type Queue } from 'bullmq';
-import { batchDurabilityProblems, callBesideKey, DURABILITY_CONFIG_GET, type BatchDurabilityCheck, type RedisClient } from '@mcb/core/redis';
+import {
+  batchDurabilityProblems,
+  callBesideKey,
+  DURABILITY_CONFIG_GET,
+  type BatchDurabilityCheck,
+  type RedisClient,
+} from '@mcb/core/redis';
 import { Batcher } from '@mcb/core/batcher';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { callbackJobId, callbackJobOptions, jobNote, type CallbackJobInput } from '@mcb/core/queue';
@@ -63,7 +69,11 @@ function notDurable(problems: string[]): AppError {
 /** The record's fields (not when or how it arrived): two callbacks with the same ones are the same callback. */
 function recordKey(job: Partial<CallbackJobInput>): string {
   const r = job as Record<string, unknown>;
-  return JSON.stringify(['kind', 'orderNo', 'merchantNo', 'merchantOrderNo', 'state', 'payTime', 'quantity', 'fiatAmount'].map((k) => r[k] ?? null));
+  return JSON.stringify(
+    ['kind', 'orderNo', 'merchantNo', 'merchantOrderNo', 'state', 'payTime', 'quantity', 'fiatAmount'].map(
+      (k) => r[k] ?? null,
+    ),
+  );
 }
 
 /**
@@ -160,14 +170,26 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
             ? r
             : held && recordKey(held) === recordKey(adds[i]!.job)
               ? { ok: true }
-              : { ok: false, error: new Error(`job ${variantJobId(adds[i]!.jobId, adds[i]!.job)} holds another record`) };
+              : {
+                  ok: false,
+                  error: new Error(`job ${variantJobId(adds[i]!.jobId, adds[i]!.job)} holds another record`),
+                };
         });
       }
       if (copies.length > 0) {
         // Noted on the job for the console's timeline; best effort: a note never decides an acknowledgement.
         await Promise.allSettled(
           copies.map((i) =>
-            Job.addJobLog(queue, adds[i]!.jobId, jobNote({ event: 'received-again', at: adds[i]!.job.receivedAt, detail: `the same callback reached ingest again (job ${adds[i]!.jobId} already held it)` }), callbackJobOptions.keepLogs),
+            Job.addJobLog(
+              queue,
+              adds[i]!.jobId,
+              jobNote({
+                event: 'received-again',
+                at: adds[i]!.job.receivedAt,
+                detail: `the same callback reached ingest again (job ${adds[i]!.jobId} already held it)`,
+              }),
+              callbackJobOptions.keepLogs,
+            ),
           ),
         );
       }
@@ -177,7 +199,10 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
         // errors when AOF is off (Redis refuses numlocal without appendonly): that batch is not kept, so say so.
         let reply: [number, number];
         try {
-          reply = (await callBesideKey(redis, anchor, 'WAITAOF', '1', '0', String(options.timeoutMs))) as [number, number];
+          reply = (await callBesideKey(redis, anchor, 'WAITAOF', '1', '0', String(options.timeoutMs))) as [
+            number,
+            number,
+          ];
         } catch (e) {
           if (e instanceof Error && e.name === 'ReplyError') {
             const problems = [`WAITAOF refused: ${e.message}`];
@@ -191,8 +216,11 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
       const minReplicas = options.minReplicas ?? 0;
       if (minReplicas > 0 && stored) {
         // Acknowledged means replicated (INGEST_MIN_REPLICAS): WAIT covers every write before it on this connection.
-        const replicas = Number(await callBesideKey(redis, anchor, 'WAIT', String(minReplicas), String(options.timeoutMs)));
-        if (replicas < minReplicas) throw new Error(`WAIT: ${replicas} of ${minReplicas} replica(s) acknowledged the writes in time`);
+        const replicas = Number(
+          await callBesideKey(redis, anchor, 'WAIT', String(minReplicas), String(options.timeoutMs)),
+        );
+        if (replicas < minReplicas)
+          throw new Error(`WAIT: ${replicas} of ${minReplicas} replica(s) acknowledged the writes in time`);
       }
       // Last: the node that holds the batch (and its replicas' WAIT) is still the one the sentinels call primary.
       if (stillPrimary && stored) await stillPrimary();
@@ -223,6 +251,11 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
 }
 
 /** Enqueue one callback on its own (scripts and tools; ingest uses {@link createEnqueuer}). */
-export async function enqueueCallback(queue: Queue, redis: RedisClient, job: CallbackJobInput, opts: { check: BatchDurabilityCheck; timeoutMs: number }): Promise<string> {
+export async function enqueueCallback(
+  queue: Queue,
+  redis: RedisClient,
+  job: CallbackJobInput,
+  opts: { check: BatchDurabilityCheck; timeoutMs: number },
+): Promise<string> {
   return createEnqueuer(queue, redis, { timeoutMs: opts.timeoutMs }).enqueue(job, opts);
 }

@@ -26,7 +26,10 @@ async function runServer(config: Config, logger: Logger, clustered: boolean, rel
   const keyRing = loadKeyRingFromConfig(config);
   // Each key's decryption call is chosen (and checked) now, not on its first callback; the line says which.
   const rsaCalls = prepareDecryption(keyRing.keys);
-  logger.info({ keys: keyRing.keys.map((k, i) => ({ id: k.id, bits: k.bits, rsaCall: rsaCalls[i] })) }, 'key ring loaded');
+  logger.info(
+    { keys: keyRing.keys.map((k, i) => ({ id: k.id, bits: k.bits, rsaCall: rsaCalls[i] })) },
+    'key ring loaded',
+  );
   const registry = createMetricsRegistry('ingest');
   const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'ingest' });
   // The gauges (mcb_redis_up, mcb_redis_down_since_seconds). The app logs the connection's errors once it is built;
@@ -34,7 +37,11 @@ async function runServer(config: Config, logger: Logger, clustered: boolean, rel
   // write its errors raw to stderr), its copies of connection errors only counted while the connection is down.
   const redisHealth = createRedisHealth({ logger, registry });
   redisHealth.watch(redis, 'ingest', { logErrors: false });
-  releasers.add('redis', () => redis.quit().catch(() => redis.disconnect()), () => redis.disconnect());
+  releasers.add(
+    'redis',
+    () => redis.quit().catch(() => redis.disconnect()),
+    () => redis.disconnect(),
+  );
   const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX, ...queueTelemetry() });
   redisHealth.listen(queue, 'callbacks queue');
   releasers.add('queue', () => queue.close());
@@ -46,11 +53,24 @@ async function runServer(config: Config, logger: Logger, clustered: boolean, rel
     new AggregatorRegistry();
     AggregatorRegistry.setRegistries([registry]);
   } else {
-    const metricsServer = await startMetricsServer({ host: config.INGEST_METRICS_HOST, port: config.INGEST_METRICS_PORT, logger, source: registry });
+    const metricsServer = await startMetricsServer({
+      host: config.INGEST_METRICS_HOST,
+      port: config.INGEST_METRICS_PORT,
+      logger,
+      source: registry,
+    });
     releasers.add('metrics server', () => metricsServer.close());
   }
   let shuttingDown = false;
-  const app = await buildApp({ config, queue, redis, logger, keyRing, metricsRegistry: registry, isShuttingDown: () => shuttingDown });
+  const app = await buildApp({
+    config,
+    queue,
+    redis,
+    logger,
+    keyRing,
+    metricsRegistry: registry,
+    isShuttingDown: () => shuttingDown,
+  });
   // Released first: readiness fails and new callbacks get 503 fail while the in-flight ones finish.
   releasers.add('http server', async () => {
     shuttingDown = true;

@@ -44,7 +44,11 @@ function fieldsOf(reply: unknown): Record<string, string> {
  * per connection (`INFO server`, again after each reconnect); each check asks every sentinel `SENTINEL MASTER` in
  * parallel and waits for all of their answers (a sentinel whose connection is down is not waited for).
  */
-export function createSentinelFence(redis: Redis, target: Extract<RedisTarget, { kind: 'sentinel' }>, options: SentinelFenceOptions = {}): PrimaryFence {
+export function createSentinelFence(
+  redis: Redis,
+  target: Extract<RedisTarget, { kind: 'sentinel' }>,
+  options: SentinelFenceOptions = {},
+): PrimaryFence {
   const timeoutMs = options.timeoutMs ?? 1000;
   // Each (re)connection is a new generation: a batch whose connection changed between its writes and its check may
   // have written to a node other than the one the check would ask about.
@@ -122,7 +126,9 @@ export function createSentinelFence(redis: Redis, target: Extract<RedisTarget, {
               agree++;
               settle();
             } else {
-              named.push(`a sentinel names ${m.ip ?? '?'}:${m.port ?? '?'} ${(m.runid ?? '').slice(0, 8) || 'no run id'} ${m.flags ?? ''}`.trim());
+              named.push(
+                `a sentinel names ${m.ip ?? '?'}:${m.port ?? '?'} ${(m.runid ?? '').slice(0, 8) || 'no run id'} ${m.flags ?? ''}`.trim(),
+              );
               refuse('a sentinel does not name the node written to as the healthy primary');
             }
           },

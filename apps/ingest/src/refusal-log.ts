@@ -25,7 +25,10 @@ export function createRefusalLog(logger: Logger, intervalMs = 10_000): RefusalLo
   const flush = (): boolean => {
     if (byReason.size === 0) return false;
     const total = [...byReason.values()].reduce((a, b) => a + b, 0);
-    const top = [...byAddress].sort((a, b) => b[1] - a[1]).slice(0, TOP).map(([address, count]) => ({ address, count }));
+    const top = [...byAddress]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, TOP)
+      .map(([address, count]) => ({ address, count }));
     logger.warn(
       { refused: total, byReason: Object.fromEntries(byReason), topAddresses: top, intervalSeconds: intervalMs / 1000 },
       'connections refused or cut by the listener bounds (ingest_connections_cut_total)',
@@ -42,7 +45,8 @@ export function createRefusalLog(logger: Logger, intervalMs = 10_000): RefusalLo
   return {
     note(reason, address) {
       byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
-      if (address !== undefined && (byAddress.has(address) || byAddress.size < MAX_ADDRESSES)) byAddress.set(address, (byAddress.get(address) ?? 0) + 1);
+      if (address !== undefined && (byAddress.has(address) || byAddress.size < MAX_ADDRESSES))
+        byAddress.set(address, (byAddress.get(address) ?? 0) + 1);
       if (timer === undefined) {
         flush();
         timer = setTimeout(tick, intervalMs).unref();

@@ -5,7 +5,11 @@ import type { FastifyReply } from 'fastify';
  * same body) and the platform's reply rule (2xx and plain `success`) is met exactly.
  */
 export function sendText(reply: FastifyReply, status: number, body: 'success' | 'fail'): FastifyReply {
-  return reply.code(status).header('content-type', 'text/plain; charset=utf-8').header('cache-control', 'no-store').send(body);
+  return reply
+    .code(status)
+    .header('content-type', 'text/plain; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .send(body);
 }
 
 /** Status of a content failure (Base64, decryption, JSON, schema, merchant, kind): one for all of them. */

@@ -2,7 +2,14 @@ import { assertImplicitRejection, loadKeyRingFromFiles, type KeyRing } from '@mc
 import type { Config } from '@mcb/core/config';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
-import { checkRedisDurability, createRedis, describeRedisTarget, redisTargetOf, type DurabilityReport, type RedisClient } from '@mcb/core/redis';
+import {
+  checkRedisDurability,
+  createRedis,
+  describeRedisTarget,
+  redisTargetOf,
+  type DurabilityReport,
+  type RedisClient,
+} from '@mcb/core/redis';
 
 /**
  * Refuse a Redis that may lose acknowledged callbacks, unless volatile Redis is explicitly allowed (then warn).
@@ -14,7 +21,10 @@ export function enforceDurability(report: DurabilityReport, allowVolatile: boole
     return;
   }
   if (allowVolatile) {
-    logger.warn({ problems: report.problems }, 'INGEST_ALLOW_VOLATILE_REDIS=true: acknowledged callbacks may be lost (not for production)');
+    logger.warn(
+      { problems: report.problems },
+      'INGEST_ALLOW_VOLATILE_REDIS=true: acknowledged callbacks may be lost (not for production)',
+    );
     return;
   }
   throw new AppError(
@@ -30,7 +40,11 @@ async function waitForRedis(redis: RedisClient, where: string, timeoutMs: number
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       redis.off('ready', onReady);
-      reject(new AppError(ErrorCodes.ENQUEUE_FAILED, `Redis (${where}) not reachable within ${timeoutMs} ms`, { transient: true }));
+      reject(
+        new AppError(ErrorCodes.ENQUEUE_FAILED, `Redis (${where}) not reachable within ${timeoutMs} ms`, {
+          transient: true,
+        }),
+      );
     }, timeoutMs);
     const onReady = () => {
       clearTimeout(timer);
@@ -48,14 +62,23 @@ async function waitForRedis(redis: RedisClient, where: string, timeoutMs: number
  * @throws AppError CONFIG_INVALID | ENQUEUE_FAILED (Redis unreachable) | REDIS_NOT_DURABLE; Error when the runtime
  *   lacks implicit rejection
  */
-export async function checkStartup(config: Config, redis: RedisClient, logger: Logger, redisTimeoutMs = 5000): Promise<DurabilityReport> {
+export async function checkStartup(
+  config: Config,
+  redis: RedisClient,
+  logger: Logger,
+  redisTimeoutMs = 5000,
+): Promise<DurabilityReport> {
   assertImplicitRejection();
   if (!config.MERCHANT_NO) throw new AppError(ErrorCodes.CONFIG_INVALID, 'MERCHANT_NO: required for ingest (unset)');
   await waitForRedis(redis, describeRedisTarget(redisTargetOf(config)), redisTimeoutMs);
   const report = await checkRedisDurability(redis, { minReplicas: config.INGEST_MIN_REPLICAS });
   enforceDurability(report, config.INGEST_ALLOW_VOLATILE_REDIS, logger);
   // Too few replicas online is a state, not a setting: start, refuse callbacks (503) and fail readiness until they are.
-  if (!report.replication.ok) logger.error({ replicasOnline: report.replication.online, minReplicas: report.replication.required }, `${report.replication.problem}; not ready until enough replicas are online`);
+  if (!report.replication.ok)
+    logger.error(
+      { replicasOnline: report.replication.online, minReplicas: report.replication.required },
+      `${report.replication.problem}; not ready until enough replicas are online`,
+    );
   return report;
 }
 

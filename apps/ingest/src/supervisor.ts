@@ -27,7 +27,12 @@ function stopWorker(w: Worker, graceMs: number): Promise<void> {
 const liveWorkers = (): Worker[] => Object.values(cluster.workers ?? {}).flatMap((w) => (w && !w.isDead() ? [w] : []));
 
 /** Run the supervisor in the primary; its resources are released through `releasers`. */
-export async function runSupervisor(config: Config, logger: Logger, workers: number, releasers: Releasers): Promise<void> {
+export async function runSupervisor(
+  config: Config,
+  logger: Logger,
+  workers: number,
+  releasers: Releasers,
+): Promise<void> {
   await preflight(config, logger);
   const aggregator = new AggregatorRegistry();
   const metricsServer = await startMetricsServer({

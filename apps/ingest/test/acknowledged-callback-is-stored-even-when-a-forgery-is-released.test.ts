@@ -3,7 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { CALLBACKS_QUEUE, callbackJobId, type CallbackJobInput } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
-import { startRespProxy, uniquePrefix, deletePrefix, testServices, type CommandHook, type RespProxy } from '@mcb/testkit';
+import {
+  startRespProxy,
+  uniquePrefix,
+  deletePrefix,
+  testServices,
+  type CommandHook,
+  type RespProxy,
+} from '@mcb/testkit';
 import { createEnqueuer, variantJobId } from '../src/enqueue.ts';
 
 // The worker frees a reviewed forgery's job id (releaseReviewedJobIds) so that the genuine callback of the same pair
@@ -113,7 +120,9 @@ describe('an acknowledged callback is stored even when a forgery of its pair is 
     const { genuine, forged, jobId } = pair();
     await adminQueue.add('payin', forged, { jobId });
     const enqueuer = await enqueuerThrough((args) =>
-      args[0] === 'HGET' && args[1]?.endsWith(`:${jobId}`) ? { reply: new Error('ERR injected read-back failure') } : { forward: true },
+      args[0] === 'HGET' && args[1]?.endsWith(`:${jobId}`)
+        ? { reply: new Error('ERR injected read-back failure') }
+        : { forward: true },
     );
     await expect(enqueuer.enqueue(genuine, { check: 'none' })).rejects.toMatchObject({ code: 'ENQUEUE_FAILED' });
     expect(await genuineStored(genuine, jobId)).toBe(false);

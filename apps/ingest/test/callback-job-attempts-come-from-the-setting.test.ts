@@ -24,7 +24,12 @@ describe('CALLBACK_JOB_ATTEMPTS sets the retry budget of the jobs ingest enqueue
     const record = (amount: string) =>
       `{"orderno":"ATT1","merchantno":"${MERCHANT_NO}","merchantorderno":"m-ATT1","paytime":"2024-05-01T08:30:00","orderstate":6,"quantity":1.5,"fiatcurrency":${amount}}`;
     for (const amount of ['10.00', '99.00']) {
-      const res = await ingest.app.inject({ method: 'POST', url: '/callbacks', headers: { 'content-type': 'application/json' }, payload: { encryptedData: encryptRecord(record(amount), key.publicKeyPem) } });
+      const res = await ingest.app.inject({
+        method: 'POST',
+        url: '/callbacks',
+        headers: { 'content-type': 'application/json' },
+        payload: { encryptedData: encryptRecord(record(amount), key.publicKeyPem) },
+      });
       expect(res.body).toBe('success');
     }
     const jobs = await ingest.queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed']);

@@ -29,17 +29,50 @@ const payout = (orderNo: string, state = 4) =>
   `{"orderno":"${orderNo}","merchantno":"${MERCHANT_NO}","merchantorderno":"m-${orderNo}","paytime":null,"state":${state}}`;
 
 async function post(url: string, encryptedData: string) {
-  const res = await ingest.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: { encryptedData } });
+  const res = await ingest.app.inject({
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/json' },
+    payload: { encryptedData },
+  });
   return { status: res.statusCode, body: res.body, contentType: res.headers['content-type'] };
 }
 
 describe('ingest accepts valid callbacks and enqueues exactly one job each', () => {
   const cases = [
     { name: 'one-block pay-in', url: '/callbacks', text: payin('PI1'), key: current, blocks: 1, jobId: 'payin-PI1-6' },
-    { name: 'three-block pay-in', url: '/callbacks/payin', text: payin('PI3'), key: current, blocks: 3, jobId: 'payin-PI3-6' },
-    { name: 'one-block payout', url: '/callbacks/payout', text: payout('PO1'), key: current, blocks: 1, jobId: 'payout-PO1-4' },
-    { name: 'three-block payout', url: '/callbacks', text: payout('PO3', 5), key: current, blocks: 3, jobId: 'payout-PO3-5' },
-    { name: 'pay-in under the previous key', url: '/callbacks/payin', text: payin('PIOLD'), key: previous, blocks: 1, jobId: 'payin-PIOLD-6' },
+    {
+      name: 'three-block pay-in',
+      url: '/callbacks/payin',
+      text: payin('PI3'),
+      key: current,
+      blocks: 3,
+      jobId: 'payin-PI3-6',
+    },
+    {
+      name: 'one-block payout',
+      url: '/callbacks/payout',
+      text: payout('PO1'),
+      key: current,
+      blocks: 1,
+      jobId: 'payout-PO1-4',
+    },
+    {
+      name: 'three-block payout',
+      url: '/callbacks',
+      text: payout('PO3', 5),
+      key: current,
+      blocks: 3,
+      jobId: 'payout-PO3-5',
+    },
+    {
+      name: 'pay-in under the previous key',
+      url: '/callbacks/payin',
+      text: payin('PIOLD'),
+      key: previous,
+      blocks: 1,
+      jobId: 'payin-PIOLD-6',
+    },
   ];
   for (const c of cases) {
     it(`${c.name}: 200 success and one job with exact amounts`, async () => {
@@ -59,7 +92,11 @@ describe('ingest accepts valid callbacks and enqueues exactly one job each', () 
     const body = JSON.stringify({ encryptedData: encryptRecord(payin('DUP10'), current.publicKeyPem) });
     const replies = await Promise.all(
       Array.from({ length: 10 }, async () => {
-        const res = await fetch(`${address}/callbacks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        const res = await fetch(`${address}/callbacks`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
         return `${res.status} ${await res.text()}`;
       }),
     );
@@ -72,7 +109,9 @@ describe('ingest accepts valid callbacks and enqueues exactly one job each', () 
     const enc = encryptRecord(payout('PODUP'), current.publicKeyPem);
     expect((await post('/callbacks', enc)).body).toBe('success');
     const before = await ingest.queue.count();
-    expect((await post('/callbacks/payout', encryptRecord(payout('PODUP'), current.publicKeyPem))).body).toBe('success');
+    expect((await post('/callbacks/payout', encryptRecord(payout('PODUP'), current.publicKeyPem))).body).toBe(
+      'success',
+    );
     expect(await ingest.queue.count()).toBe(before);
   });
 

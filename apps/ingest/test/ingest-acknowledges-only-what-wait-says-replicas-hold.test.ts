@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { startRespProxy, uniquePrefix, waitFor, type RespProxy } from '@mcb/testkit';
-import { DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis, type TestIngest } from './helpers/harness.ts';
+import {
+  DURABLE_REDIS_ARGS,
+  MERCHANT_NO,
+  startIngest,
+  startOwnRedis,
+  type OwnRedis,
+  type TestIngest,
+} from './helpers/harness.ts';
 
 // INGEST_MIN_REPLICAS=1: a callback is acknowledged only once `WAIT` says a replica holds its batch. The replica poll
 // (readiness, early 503s) is not enough: a replica can be listed online while it holds nothing new (paused, its link
@@ -22,13 +29,27 @@ let waitReply: 'forward' | number = 'forward';
 
 const callback = (orderNo: string) =>
   JSON.stringify({
-    encryptedData: encryptRecord({ OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 }, keys.publicKeyPem),
+    encryptedData: encryptRecord(
+      { OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 },
+      keys.publicKeyPem,
+    ),
   });
 const post = (ingest: TestIngest, orderNo: string) =>
-  ingest.app.inject({ method: 'POST', url: '/callbacks', headers: { 'content-type': 'application/json' }, payload: callback(orderNo) }).then((r) => `${r.statusCode} ${r.body}`);
+  ingest.app
+    .inject({
+      method: 'POST',
+      url: '/callbacks',
+      headers: { 'content-type': 'application/json' },
+      payload: callback(orderNo),
+    })
+    .then((r) => `${r.statusCode} ${r.body}`);
 /** The platform's way: send until `success` (the first send can miss the 1 s budget on a loaded machine). */
 const acknowledged = (ingest: TestIngest, orderNo: string) =>
-  waitFor(async () => (await post(ingest, orderNo)) === '200 success', { timeoutMs: 15_000, intervalMs: 100, message: `${orderNo} never acknowledged` });
+  waitFor(async () => (await post(ingest, orderNo)) === '200 success', {
+    timeoutMs: 15_000,
+    intervalMs: 100,
+    message: `${orderNo} never acknowledged`,
+  });
 const replicaListedOnline = async () => /slave0:.*state=online/.test(await admin.info('replication'));
 
 beforeAll(async () => {
@@ -36,7 +57,9 @@ beforeAll(async () => {
   replica = await startOwnRedis([...DURABLE_REDIS_ARGS, '--replicaof', '127.0.0.1', String(primary.port)]);
   admin = new Redis(primary.url);
   await waitFor(replicaListedOnline, { timeoutMs: 15_000, message: 'replica never online' });
-  proxy = await startRespProxy(primary.url, (args) => (args[0] === 'WAIT' && waitReply !== 'forward' ? { reply: waitReply } : { forward: true }));
+  proxy = await startRespProxy(primary.url, (args) =>
+    args[0] === 'WAIT' && waitReply !== 'forward' ? { reply: waitReply } : { forward: true },
+  );
 }, 60_000);
 afterAll(async () => {
   const pid = replica?.pid();
@@ -48,7 +71,14 @@ afterAll(async () => {
 });
 
 async function ingestVia(url: string): Promise<TestIngest> {
-  return startIngest({ redisUrl: url, prefix: uniquePrefix('wait'), keyRing, env: { INGEST_MIN_REPLICAS: '1' }, durabilityCheckIntervalMs: AN_HOUR, memoryCheckIntervalMs: AN_HOUR });
+  return startIngest({
+    redisUrl: url,
+    prefix: uniquePrefix('wait'),
+    keyRing,
+    env: { INGEST_MIN_REPLICAS: '1' },
+    durabilityCheckIntervalMs: AN_HOUR,
+    memoryCheckIntervalMs: AN_HOUR,
+  });
 }
 
 describe('INGEST_MIN_REPLICAS: each batch waits for WAIT', () => {
@@ -63,7 +93,9 @@ describe('INGEST_MIN_REPLICAS: each batch waits for WAIT', () => {
         expect((proxy.counts.get('WAIT') ?? 0) - waits).toBe(1);
         // The poll's view is unchanged: the refusal came from the batch.
         expect(await replicaListedOnline()).toBe(true);
-        expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ checks: { replicas: '1 online, 1 required' } });
+        expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
+          checks: { replicas: '1 online, 1 required' },
+        });
       } finally {
         waitReply = 'forward';
       }

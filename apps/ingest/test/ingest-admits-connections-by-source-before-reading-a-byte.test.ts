@@ -17,7 +17,10 @@ afterAll(async () => {
   for (const i of opened) await i.close();
 });
 
-async function listen(extra: Record<string, string>, opts: { host?: string; logger?: ReturnType<typeof captureLogger>['logger'] } = {}) {
+async function listen(
+  extra: Record<string, string>,
+  opts: { host?: string; logger?: ReturnType<typeof captureLogger>['logger'] } = {},
+) {
   const ingest = await startIngest({
     redisUrl: env.redisUrl,
     prefix: uniquePrefix('admit'),
@@ -32,7 +35,12 @@ async function listen(extra: Record<string, string>, opts: { host?: string; logg
 }
 
 const body = (orderNo: string) =>
-  JSON.stringify({ encryptedData: encryptRecord({ OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 }, keys.publicKeyPem) });
+  JSON.stringify({
+    encryptedData: encryptRecord(
+      { OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 },
+      keys.publicKeyPem,
+    ),
+  });
 const request = (orderNo: string) => {
   const b = body(orderNo);
   return `POST /callbacks HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(b)}\r\nConnection: close\r\n\r\n${b}`;
@@ -44,7 +52,10 @@ interface RawClient {
   reply: () => string;
   closed: Promise<number>;
 }
-function rawClient(port: number, opts: { host?: string; localAddress?: string; send?: string; trickle?: string }): RawClient {
+function rawClient(
+  port: number,
+  opts: { host?: string; localAddress?: string; send?: string; trickle?: string },
+): RawClient {
   const socket = connect({ port, host: opts.host ?? '127.0.0.1', localAddress: opts.localAddress });
   let received = '';
   let timer: NodeJS.Timeout | undefined;
@@ -71,9 +82,16 @@ async function send(port: number, orderNo: string, localAddress: string, host?: 
   return reply === '' ? '' : `${reply.split('\r\n')[0]} ${reply.slice(reply.indexOf('\r\n\r\n') + 4)}`;
 }
 const cuts = async (i: TestIngest) =>
-  Object.fromEntries((await i.registry.getSingleMetric('ingest_connections_cut_total')!.get()).values.map((v) => [v.labels.reason, v.value]));
-const callbacksSeen = async (i: TestIngest) => (await i.registry.getSingleMetric('ingest_callbacks_total')!.get()).values.reduce((n, v) => n + v.value, 0);
-const openGauge = async (i: TestIngest) => (await i.registry.getSingleMetric('ingest_connections_open')!.get()).values[0]?.value;
+  Object.fromEntries(
+    (await i.registry.getSingleMetric('ingest_connections_cut_total')!.get()).values.map((v) => [
+      v.labels.reason,
+      v.value,
+    ]),
+  );
+const callbacksSeen = async (i: TestIngest) =>
+  (await i.registry.getSingleMetric('ingest_callbacks_total')!.get()).values.reduce((n, v) => n + v.value, 0);
+const openGauge = async (i: TestIngest) =>
+  (await i.registry.getSingleMetric('ingest_connections_open')!.get()).values[0]?.value;
 
 describe('INGEST_ALLOWED_SOURCES', () => {
   it('closes a connection from outside the list before reading its request, counts it, and serves the listed source', async () => {
@@ -88,11 +106,17 @@ describe('INGEST_ALLOWED_SOURCES', () => {
     expect(await ingest.queue.count()).toBe(1);
 
     // Logged once at the first refusal, then summed: the next line comes at the interval (here: at close).
-    const refusalLines = () => lines.filter((l) => l.includes('connections refused or cut')).map((l) => JSON.parse(l) as { refused: number; byReason: Record<string, number>; topAddresses: unknown[] });
+    const refusalLines = () =>
+      lines
+        .filter((l) => l.includes('connections refused or cut'))
+        .map((l) => JSON.parse(l) as { refused: number; byReason: Record<string, number>; topAddresses: unknown[] });
     expect(refusalLines()).toHaveLength(1);
     await ingest.app.close();
     expect(refusalLines().map((l) => l.refused)).toEqual([1, 19]);
-    expect(refusalLines()[1]).toMatchObject({ byReason: { source_not_allowed: 19 }, topAddresses: [{ address: '127.0.0.1', count: 19 }] });
+    expect(refusalLines()[1]).toMatchObject({
+      byReason: { source_not_allowed: 19 },
+      topAddresses: [{ address: '127.0.0.1', count: 19 }],
+    });
   });
 
   it('checks IPv4 sources arriving IPv4-mapped on a dual-stack listener, and IPv6 sources', async () => {
@@ -120,7 +144,10 @@ describe('INGEST_MAX_CONNECTIONS_PER_ADDRESS', () => {
     expect(await ingest.queue.count()).toBe(1);
 
     holders[0]!.socket.destroy();
-    await waitFor(async () => (await openGauge(ingest)) === 2, { timeoutMs: 5000, message: 'closed holder never released' });
+    await waitFor(async () => (await openGauge(ingest)) === 2, {
+      timeoutMs: 5000,
+      message: 'closed holder never released',
+    });
     expect(await send(port, 'AFTER-RELEASE', '127.0.0.1')).toBe('HTTP/1.1 200 OK success');
     for (const h of holders) h.socket.destroy();
   });
@@ -133,7 +160,8 @@ describe('INGEST_BODY_TIMEOUT', () => {
 
   it('cuts a body trickled after complete headers with 408 fail within the deadline, also one already answered 415', async () => {
     const { ingest, port } = await listen({ INGEST_BODY_TIMEOUT: `${BODY_TIMEOUT_MS}ms` });
-    const headers = (type: string) => `POST /callbacks HTTP/1.1\r\nHost: ingest\r\nContent-Type: ${type}\r\nContent-Length: 4000\r\n\r\n`;
+    const headers = (type: string) =>
+      `POST /callbacks HTTP/1.1\r\nHost: ingest\r\nContent-Type: ${type}\r\nContent-Length: 4000\r\n\r\n`;
     const started = Date.now();
     const json = rawClient(port, { send: `${headers('application/json')}{`, trickle: ' ' });
     // slowhttptest -B sends a form body: fastify answers 415 at once, and Node would go on reading the body.

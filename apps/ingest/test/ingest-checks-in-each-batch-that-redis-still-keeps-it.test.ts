@@ -3,7 +3,15 @@ import { Redis } from 'ioredis';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { startRespProxy, uniquePrefix, waitFor, type CommandHook, type RespProxy, type RespValue } from '@mcb/testkit';
-import { captureLogger, DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis, type TestIngest } from './helpers/harness.ts';
+import {
+  captureLogger,
+  DURABLE_REDIS_ARGS,
+  MERCHANT_NO,
+  startIngest,
+  startOwnRedis,
+  type OwnRedis,
+  type TestIngest,
+} from './helpers/harness.ts';
 
 // Acknowledgements stop the moment Redis stops keeping them: each enqueue batch proves durability itself, instead of
 // trusting a poll that re-reads the settings every few seconds. Every test here runs ingest with that poll an hour
@@ -35,20 +43,41 @@ async function proxy(target: string, hook: CommandHook): Promise<RespProxy> {
 
 async function ingestOn(redisUrl: string, opts: { durabilityCheckIntervalMs?: number } = {}) {
   const { logger, lines } = captureLogger();
-  const ingest = await startIngest({ redisUrl, prefix: uniquePrefix('batchdur'), keyRing, logger, durabilityCheckIntervalMs: opts.durabilityCheckIntervalMs ?? AN_HOUR, memoryCheckIntervalMs: AN_HOUR });
+  const ingest = await startIngest({
+    redisUrl,
+    prefix: uniquePrefix('batchdur'),
+    keyRing,
+    logger,
+    durabilityCheckIntervalMs: opts.durabilityCheckIntervalMs ?? AN_HOUR,
+    memoryCheckIntervalMs: AN_HOUR,
+  });
   open.push(ingest);
   return { ingest, lines };
 }
 
 const callback = (orderNo: string) =>
   JSON.stringify({
-    encryptedData: encryptRecord({ OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 }, keys.publicKeyPem),
+    encryptedData: encryptRecord(
+      { OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 },
+      keys.publicKeyPem,
+    ),
   });
 const post = (ingest: TestIngest, orderNo: string) =>
-  ingest.app.inject({ method: 'POST', url: '/callbacks', headers: { 'content-type': 'application/json' }, payload: callback(orderNo) }).then((r) => `${r.statusCode} ${r.body}`);
+  ingest.app
+    .inject({
+      method: 'POST',
+      url: '/callbacks',
+      headers: { 'content-type': 'application/json' },
+      payload: callback(orderNo),
+    })
+    .then((r) => `${r.statusCode} ${r.body}`);
 /** The platform's way: send until `success` (the first send can miss the 1 s budget on a loaded machine). */
 const acknowledged = (ingest: TestIngest, orderNo: string) =>
-  waitFor(async () => (await post(ingest, orderNo)) === '200 success', { timeoutMs: 15_000, intervalMs: 100, message: `${orderNo} never acknowledged` });
+  waitFor(async () => (await post(ingest, orderNo)) === '200 success', {
+    timeoutMs: 15_000,
+    intervalMs: 100,
+    message: `${orderNo} never acknowledged`,
+  });
 const readiness = async (ingest: TestIngest) => (await ingest.app.inject({ method: 'GET', url: '/readyz' })).statusCode;
 const refusedLine = (lines: string[]) => lines.find((l) => l.includes('a batch found that Redis does not keep it now'));
 
@@ -61,10 +90,16 @@ const WAITAOF_INFO: RespValue = [[Buffer.from('waitaof'), 4, [Buffer.from('noscr
  */
 async function asRedis72(server: OwnRedis, admin: Redis): Promise<RespProxy> {
   return proxy(server.url, async (args) => {
-    if (args[0] === 'COMMAND' && args[1]?.toUpperCase() === 'INFO' && args[2]?.toUpperCase() === 'WAITAOF') return { reply: WAITAOF_INFO };
+    if (args[0] === 'COMMAND' && args[1]?.toUpperCase() === 'INFO' && args[2]?.toUpperCase() === 'WAITAOF')
+      return { reply: WAITAOF_INFO };
     if (args[0] === 'WAITAOF') {
       const [, appendonly] = (await admin.call('CONFIG', 'GET', 'appendonly')) as string[];
-      return { reply: appendonly === 'yes' ? [1, 0] : new Error('ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.') };
+      return {
+        reply:
+          appendonly === 'yes'
+            ? [1, 0]
+            : new Error('ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.'),
+      };
     }
     return { forward: true };
   });
@@ -80,7 +115,9 @@ describe('on Redis 7.0 (no WAITAOF) with appendfsync always: the settings are re
       return { forward: true };
     });
     const { ingest, lines } = await ingestOn(p.url);
-    expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ checks: { durability: 'aof-always' } });
+    expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
+      checks: { durability: 'aof-always' },
+    });
 
     sent.length = 0;
     await acknowledged(ingest, 'BD-ON');
@@ -95,8 +132,13 @@ describe('on Redis 7.0 (no WAITAOF) with appendfsync always: the settings are re
     expect(await post(ingest, 'BD-OFF')).toBe('503 fail');
     expect(refusedLine(lines)).toMatch(/appendonly is \\"no\\"/);
     // The poll is an hour away: the refused batch itself asked for the re-read.
-    await waitFor(async () => (await readiness(ingest)) === 503, { timeoutMs: 5000, message: '/readyz still ready with AOF off' });
-    expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ checks: { durability: 'not durable' } });
+    await waitFor(async () => (await readiness(ingest)) === 503, {
+      timeoutMs: 5000,
+      message: '/readyz still ready with AOF off',
+    });
+    expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
+      checks: { durability: 'not durable' },
+    });
     expect(await post(ingest, 'BD-OFF')).toBe('503 fail');
   });
 
@@ -135,8 +177,13 @@ describe('on Redis 7.2+ (WAITAOF): every batch waits for WAITAOF, whatever appen
 
     await admin.call('CONFIG', 'SET', 'appendonly', 'no');
     expect(await post(ingest, 'BD72-OFF')).toBe('503 fail');
-    expect(refusedLine(lines)).toMatch(/WAITAOF refused: ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled/);
-    await waitFor(async () => (await readiness(ingest)) === 503, { timeoutMs: 5000, message: '/readyz still ready with AOF off' });
+    expect(refusedLine(lines)).toMatch(
+      /WAITAOF refused: ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled/,
+    );
+    await waitFor(async () => (await readiness(ingest)) === 503, {
+      timeoutMs: 5000,
+      message: '/readyz still ready with AOF off',
+    });
     // The re-read is the only CONFIG traffic (three reads of the start-up check's kind), none per batch.
     expect((p.counts.get('CONFIG') ?? 0) - configs).toBe(3);
   });
@@ -162,15 +209,23 @@ describe('where CONFIG is renamed or disabled (some managed Redis services)', ()
     open.push({ close: () => admin.disconnect() });
     // The proxy's WAITAOF reads appendonly through the renamed command.
     const p = await proxy(server.url, async (args) => {
-      if (args[0] === 'COMMAND' && args[1]?.toUpperCase() === 'INFO' && args[2]?.toUpperCase() === 'WAITAOF') return { reply: WAITAOF_INFO };
+      if (args[0] === 'COMMAND' && args[1]?.toUpperCase() === 'INFO' && args[2]?.toUpperCase() === 'WAITAOF')
+        return { reply: WAITAOF_INFO };
       if (args[0] === 'WAITAOF') {
         const [, appendonly] = (await admin.call('hidden-config-i37', 'GET', 'appendonly')) as string[];
-        return { reply: appendonly === 'yes' ? [1, 0] : new Error('ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.') };
+        return {
+          reply:
+            appendonly === 'yes'
+              ? [1, 0]
+              : new Error('ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.'),
+        };
       }
       return { forward: true };
     });
     const { ingest } = await ingestOn(p.url);
-    expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ checks: { durability: 'waitaof' } });
+    expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
+      checks: { durability: 'waitaof' },
+    });
     await acknowledged(ingest, 'BD-NC1');
     expect(p.counts.get('WAITAOF')).toBeGreaterThanOrEqual(1);
     await admin.call('hidden-config-i37', 'SET', 'appendonly', 'no');

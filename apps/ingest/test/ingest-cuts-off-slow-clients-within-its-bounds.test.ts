@@ -35,10 +35,16 @@ interface Listening {
 const opened: Listening[] = [];
 
 async function listen(extra: Record<string, string> = {}): Promise<Listening> {
-  const ingest = await startIngest({ redisUrl: env.redisUrl, prefix: uniquePrefix('bounds'), keyRing: loadKeyRing([keys.privateKeyPem]), env: { ...bounds, ...extra } });
+  const ingest = await startIngest({
+    redisUrl: env.redisUrl,
+    prefix: uniquePrefix('bounds'),
+    keyRing: loadKeyRing([keys.privateKeyPem]),
+    env: { ...bounds, ...extra },
+  });
   await ingest.app.listen({ port: 0, host: '127.0.0.1' });
   const port = (ingest.app.server.address() as AddressInfo).port;
-  const connections = () => new Promise<number>((resolve, reject) => ingest.app.server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+  const connections = () =>
+    new Promise<number>((resolve, reject) => ingest.app.server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
   const l = { ingest, port, connections };
   opened.push(l);
   return l;
@@ -50,10 +56,17 @@ afterAll(async () => {
 
 const callback = (orderNo: string) =>
   JSON.stringify({
-    encryptedData: encryptRecord({ OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 }, keys.publicKeyPem),
+    encryptedData: encryptRecord(
+      { OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 },
+      keys.publicKeyPem,
+    ),
   });
 const send = async (port: number, orderNo: string) => {
-  const res = await fetch(`http://127.0.0.1:${port}/callbacks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: callback(orderNo) });
+  const res = await fetch(`http://127.0.0.1:${port}/callbacks`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: callback(orderNo),
+  });
   return `${res.status} ${await res.text()}`;
 };
 
@@ -82,7 +95,8 @@ function rawClient(port: number, first: string, trickle?: string): RawClient {
   });
   return { socket, reply: () => received, closed };
 }
-const headersOf = (length: number) => `POST /callbacks HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+const headersOf = (length: number) =>
+  `POST /callbacks HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
 describe('the public listener bounds every connection', () => {
   let l: Listening;
@@ -95,7 +109,10 @@ describe('the public listener bounds every connection', () => {
     const started = Date.now();
     const slowBodies = Array.from({ length: 100 }, () => rawClient(l.port, headersOf(4000) + '{', ' '));
     const slowHeaders = Array.from({ length: 10 }, () => rawClient(l.port, 'POST /callbacks HTTP/1.1\r\n', 'X'));
-    await waitFor(async () => (await l.connections()) >= baseline + 110, { timeoutMs: 5000, message: 'slow clients never connected' });
+    await waitFor(async () => (await l.connections()) >= baseline + 110, {
+      timeoutMs: 5000,
+      message: 'slow clients never connected',
+    });
 
     const genuine = await Promise.all(Array.from({ length: 20 }, (_, i) => send(l.port, `SLOW-OK-${i}`)));
     expect(genuine).toEqual(Array(20).fill('200 success'));
@@ -112,7 +129,10 @@ describe('the public listener bounds every connection', () => {
     expect(cut.find((v) => v.labels.reason === 'body_timeout')?.value).toBe(100);
     expect(cut.find((v) => v.labels.reason === 'request_timeout')?.value).toBe(10);
     // Every socket is released: the keep-alive ones of the genuine sender too, after INGEST_KEEPALIVE_TIMEOUT.
-    await waitFor(async () => (await l.connections()) === baseline, { timeoutMs: 5000, message: 'open connections did not return to baseline' });
+    await waitFor(async () => (await l.connections()) === baseline, {
+      timeoutMs: 5000,
+      message: 'open connections did not return to baseline',
+    });
   });
 
   it('answers a malformed request line with 400 fail and closes the connection, counted as a client error', async () => {

@@ -50,9 +50,20 @@ describe('the ingest process (main.ts)', () => {
 
       // 1. wait for readiness on the public port
       const base = `http://127.0.0.1:${port}`;
-      await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, { timeoutMs: 20_000, message: `ingest not ready (${stderr})` });
+      await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, {
+        timeoutMs: 20_000,
+        message: `ingest not ready (${stderr})`,
+      });
       // 2. one callback
-      const record = { OrderNo: `P${workers}`, MerchantNo: MERCHANT_NO, MerchantOrderNo: 'm', PayTime: '2024-01-01T00:00:00', OrderState: 6, Quantity: 1, FiatCurrency: 7 };
+      const record = {
+        OrderNo: `P${workers}`,
+        MerchantNo: MERCHANT_NO,
+        MerchantOrderNo: 'm',
+        PayTime: '2024-01-01T00:00:00',
+        OrderState: 6,
+        Quantity: 1,
+        FiatCurrency: 7,
+      };
       const res = await fetch(`${base}/callbacks/payin`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -62,7 +73,9 @@ describe('the ingest process (main.ts)', () => {
       // 3. metrics: on the metrics port, not on the public one
       expect((await fetch(`${base}/metrics`)).status).toBe(404);
       const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-      expect(metrics).toMatch(/ingest_callbacks_total\{route="\/callbacks\/payin",outcome="success",code="",app="ingest"\} 1/);
+      expect(metrics).toMatch(
+        /ingest_callbacks_total\{route="\/callbacks\/payin",outcome="success",code="",app="ingest"\} 1/,
+      );
       // 3b. the public port is on every interface; the metrics port on loopback only (INGEST_METRICS_HOST default)
       expect(listeningAddresses(port)).toContain('0.0.0.0');
       expect(listeningAddresses(metricsPort)).toEqual(['127.0.0.1']);

@@ -59,7 +59,8 @@ async function inject(opts: { method?: 'GET' | 'POST' | 'PUT'; url?: string; con
   const res = await ingest.app.inject({
     method: opts.method ?? 'POST',
     url: opts.url ?? '/callbacks',
-    headers: opts.contentType === undefined ? { 'content-type': 'application/json' } : { 'content-type': opts.contentType },
+    headers:
+      opts.contentType === undefined ? { 'content-type': 'application/json' } : { 'content-type': opts.contentType },
     payload: opts.payload,
   });
   return { status: res.statusCode, body: res.body };
@@ -98,12 +99,20 @@ describe('ingest refuses bad callbacks with a uniform fail and enqueues nothing'
 
   it('the wrong kind for the path: 400 fail on both typed routes', async () => {
     const payout = { OrderNo: 'W1', MerchantNo: MERCHANT_NO, MerchantOrderNo: 'p', PayTime: null, state: 4 };
-    expect(await inject({ url: '/callbacks/payout', payload: JSON.stringify({ encryptedData: enc(record) }) })).toEqual({ status: 400, body: 'fail' });
-    expect(await inject({ url: '/callbacks/payin', payload: JSON.stringify({ encryptedData: enc(payout) }) })).toEqual({ status: 400, body: 'fail' });
+    expect(await inject({ url: '/callbacks/payout', payload: JSON.stringify({ encryptedData: enc(record) }) })).toEqual(
+      { status: 400, body: 'fail' },
+    );
+    expect(await inject({ url: '/callbacks/payin', payload: JSON.stringify({ encryptedData: enc(payout) }) })).toEqual({
+      status: 400,
+      body: 'fail',
+    });
   });
 
   it('an oversized body: 413 fail', async () => {
-    expect(await inject({ payload: JSON.stringify({ encryptedData: 'A'.repeat(5000) }) })).toEqual({ status: 413, body: 'fail' });
+    expect(await inject({ payload: JSON.stringify({ encryptedData: 'A'.repeat(5000) }) })).toEqual({
+      status: 413,
+      body: 'fail',
+    });
   });
 
   it('GET and PUT on a callback route: 405 fail with Allow: POST', async () => {
@@ -115,12 +124,18 @@ describe('ingest refuses bad callbacks with a uniform fail and enqueues nothing'
   it('text/plain and form bodies: 415 fail, even when the content is a valid callback', async () => {
     const valid = JSON.stringify({ encryptedData: enc(record) });
     expect(await inject({ contentType: 'text/plain', payload: valid })).toEqual({ status: 415, body: 'fail' });
-    expect(await inject({ contentType: 'application/x-www-form-urlencoded', payload: 'encryptedData=x' })).toEqual({ status: 415, body: 'fail' });
+    expect(await inject({ contentType: 'application/x-www-form-urlencoded', payload: 'encryptedData=x' })).toEqual({
+      status: 415,
+      body: 'fail',
+    });
   });
 
   it('a decryption failure and a wrong merchant get byte-identical replies except the Date header', async () => {
     const decryptFailure = await rawPost('/callbacks', JSON.stringify({ encryptedData: tampered }));
-    const wrongMerchant = await rawPost('/callbacks', JSON.stringify({ encryptedData: enc({ ...record, MerchantNo: 'M999' }) }));
+    const wrongMerchant = await rawPost(
+      '/callbacks',
+      JSON.stringify({ encryptedData: enc({ ...record, MerchantNo: 'M999' }) }),
+    );
     const badBase64 = await rawPost('/callbacks', JSON.stringify({ encryptedData: '@@@@' }));
     expect(decryptFailure).toMatch(/^HTTP\/1\.1 400 /);
     expect(withoutDate(decryptFailure)).toBe(withoutDate(wrongMerchant));
@@ -130,18 +145,27 @@ describe('ingest refuses bad callbacks with a uniform fail and enqueues nothing'
 
   // These two send their own refused callbacks, so that each checks something when it runs alone (vitest -t).
   it('no refused callback is enqueued, while a valid one sent right after is (the count can see a job)', async () => {
-    const jobs = () => ingest.queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized');
+    const jobs = () =>
+      ingest.queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized');
     const before = await jobs();
     for (const payload of Object.values(contentFailures)) expect((await inject({ payload })).status).toBe(400);
     expect(await jobs()).toBe(before);
     const valid = { ...record, OrderNo: `P-VALID-${Date.now()}` };
-    expect(await inject({ payload: JSON.stringify({ encryptedData: enc(valid) }) })).toEqual({ status: 200, body: 'success' });
+    expect(await inject({ payload: JSON.stringify({ encryptedData: enc(valid) }) })).toEqual({
+      status: 200,
+      body: 'success',
+    });
     expect(await jobs()).toBe(before + 1);
   });
 
   it('logs name the refusal code but never the body or the ciphertext', async () => {
     const from = lines.length;
-    for (const name of ['tampered ciphertext', "another merchant's number", 'non-JSON plaintext', 'an amount with an exponent over 1000 in FiatCurrency']) {
+    for (const name of [
+      'tampered ciphertext',
+      "another merchant's number",
+      'non-JSON plaintext',
+      'an amount with an exponent over 1000 in FiatCurrency',
+    ]) {
       expect((await inject({ payload: contentFailures[name] })).status).toBe(400);
     }
     const all = lines.slice(from).join('');

@@ -24,9 +24,20 @@ afterAll(async () => {
 });
 
 const record = (orderNo: string) =>
-  JSON.stringify({ OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 });
+  JSON.stringify({
+    OrderNo: orderNo,
+    MerchantNo: MERCHANT_NO,
+    MerchantOrderNo: `m-${orderNo}`,
+    PayTime: null,
+    state: 4,
+  });
 const post = async (encryptedData: string) => {
-  const res = await ingest.app.inject({ method: 'POST', url: '/callbacks', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ encryptedData }) });
+  const res = await ingest.app.inject({
+    method: 'POST',
+    url: '/callbacks',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ encryptedData }),
+  });
   return `${res.statusCode} ${res.body}`;
 };
 

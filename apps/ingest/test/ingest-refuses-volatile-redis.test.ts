@@ -8,7 +8,14 @@ import { generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { startRespProxy, uniquePrefix } from '@mcb/testkit';
 import { checkRedisDurability } from '../src/app.ts';
-import { captureLogger, DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis } from './helpers/harness.ts';
+import {
+  captureLogger,
+  DURABLE_REDIS_ARGS,
+  MERCHANT_NO,
+  startIngest,
+  startOwnRedis,
+  type OwnRedis,
+} from './helpers/harness.ts';
 
 const keys = generateKeyPair();
 const keyRing = loadKeyRing([keys.privateKeyPem]);
@@ -46,7 +53,9 @@ async function durabilityOf(args: string[], options: { hideWaitaof?: boolean } =
 }
 
 /** The ingest process started on the volatile Redis (it must refuse), with its exit code and both outputs. */
-async function runIngestOnVolatileRedis(logLevel: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function runIngestOnVolatileRedis(
+  logLevel: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, ['apps/ingest/src/main.ts'], {
     env: {
       PATH: process.env.PATH,
@@ -98,10 +107,18 @@ describe('ingest refuses a Redis that may lose acknowledged callbacks', () => {
 
   it('with INGEST_ALLOW_VOLATILE_REDIS=true it starts and warns', async () => {
     const { logger, lines } = captureLogger();
-    const ingest = await startIngest({ redisUrl: volatile.url, prefix: uniquePrefix('vol'), keyRing, logger, env: { INGEST_ALLOW_VOLATILE_REDIS: 'true' } });
+    const ingest = await startIngest({
+      redisUrl: volatile.url,
+      prefix: uniquePrefix('vol'),
+      keyRing,
+      logger,
+      env: { INGEST_ALLOW_VOLATILE_REDIS: 'true' },
+    });
     try {
       expect(lines.some((l) => l.includes('"level":40') && l.includes('INGEST_ALLOW_VOLATILE_REDIS=true'))).toBe(true);
-      expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ checks: { durability: 'volatile (allowed)' } });
+      expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
+        checks: { durability: 'volatile (allowed)' },
+      });
     } finally {
       await ingest.close();
     }
@@ -125,7 +142,9 @@ describe('ingest refuses a Redis that may lose acknowledged callbacks', () => {
       }
     });
     expect(parsed.filter((l) => typeof l === 'string')).toEqual([]);
-    const fatal = parsed.filter((l): l is Record<string, unknown> => typeof l === 'object' && l.msg === 'ingest refused to start');
+    const fatal = parsed.filter(
+      (l): l is Record<string, unknown> => typeof l === 'object' && l.msg === 'ingest refused to start',
+    );
     expect(fatal).toHaveLength(1);
     expect(JSON.stringify(fatal[0])).toMatch(/appendonly is \\"no\\"/);
   });

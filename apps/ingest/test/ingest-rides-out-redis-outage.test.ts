@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { uniquePrefix, waitFor } from '@mcb/testkit';
-import { DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis, type TestIngest } from './helpers/harness.ts';
+import {
+  DURABLE_REDIS_ARGS,
+  MERCHANT_NO,
+  startIngest,
+  startOwnRedis,
+  type OwnRedis,
+  type TestIngest,
+} from './helpers/harness.ts';
 
 // A private, durable Redis (AOF, fsync always) that this file kills and restarts; the shared one is never touched.
 const keys = generateKeyPair();
@@ -10,7 +17,11 @@ let ingest: TestIngest;
 
 beforeAll(async () => {
   redis = await startOwnRedis(DURABLE_REDIS_ARGS);
-  ingest = await startIngest({ redisUrl: redis.url, prefix: uniquePrefix('outage'), keyRing: loadKeyRing([keys.privateKeyPem]) });
+  ingest = await startIngest({
+    redisUrl: redis.url,
+    prefix: uniquePrefix('outage'),
+    keyRing: loadKeyRing([keys.privateKeyPem]),
+  });
 });
 afterAll(async () => {
   await ingest?.close();
@@ -25,7 +36,12 @@ const body = (orderNo: string) =>
     ),
   });
 const post = async (orderNo: string) => {
-  const res = await ingest.app.inject({ method: 'POST', url: '/callbacks', headers: { 'content-type': 'application/json' }, payload: body(orderNo) });
+  const res = await ingest.app.inject({
+    method: 'POST',
+    url: '/callbacks',
+    headers: { 'content-type': 'application/json' },
+    payload: body(orderNo),
+  });
   return { status: res.statusCode, body: res.body };
 };
 const ready = async () => (await ingest.app.inject({ method: 'GET', url: '/readyz' })).statusCode;
@@ -53,7 +69,10 @@ describe('ingest rides out a Redis outage', () => {
     // 3. restart Redis on the same port; it replays its AOF
     await redis.start();
     // 4. the producer connection reconnects by itself
-    await waitFor(async () => (await post('W2')).status === 200, { timeoutMs: 10_000, message: 'ingest did not recover' });
+    await waitFor(async () => (await post('W2')).status === 200, {
+      timeoutMs: 10_000,
+      message: 'ingest did not recover',
+    });
     expect(await ready()).toBe(200);
     expect(await ingest.queue.getJob('payout-W1-4')).toBeDefined();
     expect((await ingest.queue.getJob('payout-W2-4'))?.data.orderNo).toBe('W2');

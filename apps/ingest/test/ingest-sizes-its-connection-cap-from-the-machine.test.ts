@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { BYTES_PER_IDLE_CONNECTION, connectionCapacity, MEMORY_SHARE, openFileLimit, RESERVED_FILES } from '../src/capacity.ts';
+import {
+  BYTES_PER_IDLE_CONNECTION,
+  connectionCapacity,
+  MEMORY_SHARE,
+  openFileLimit,
+  RESERVED_FILES,
+} from '../src/capacity.ts';
 import { sourceKey } from '../src/connection-guard.ts';
 
 // INGEST_MAX_CONNECTIONS=auto: the cap follows the open-file limit and the memory this process may use, so a host
@@ -31,22 +37,34 @@ describe('INGEST_MAX_CONNECTIONS=auto', () => {
       maxConnections: 20_000 - RESERVED_FILES,
       limitedBy: 'open files',
     });
-    expect(connectionCapacity('auto', { processes: 1, openFiles: 1024, memoryBytes: 16 * GiB }).maxConnections).toBe(1024 - RESERVED_FILES);
+    expect(connectionCapacity('auto', { processes: 1, openFiles: 1024, memoryBytes: 16 * GiB }).maxConnections).toBe(
+      1024 - RESERVED_FILES,
+    );
   });
 
   it('takes the memory share split over the ingest processes when files allow more', () => {
     const byMemory = Math.floor((2 * GiB * MEMORY_SHARE) / 4 / BYTES_PER_IDLE_CONNECTION);
-    expect(connectionCapacity('auto', { processes: 4, openFiles: 1_048_576, memoryBytes: 2 * GiB })).toMatchObject({ maxConnections: byMemory, limitedBy: 'memory' });
+    expect(connectionCapacity('auto', { processes: 4, openFiles: 1_048_576, memoryBytes: 2 * GiB })).toMatchObject({
+      maxConnections: byMemory,
+      limitedBy: 'memory',
+    });
   });
 
   it('falls back to the common 1,024 files where the limit cannot be read', () => {
-    expect(connectionCapacity('auto', { processes: 1, openFiles: undefined, memoryBytes: 16 * GiB }).maxConnections).toBe(1024 - RESERVED_FILES);
+    expect(
+      connectionCapacity('auto', { processes: 1, openFiles: undefined, memoryBytes: 16 * GiB }).maxConnections,
+    ).toBe(1024 - RESERVED_FILES);
   });
 
   it('keeps a configured number, and warns when the open-file limit cannot hold it', () => {
-    expect(connectionCapacity(500, { processes: 1, openFiles: 1024, memoryBytes: GiB })).toMatchObject({ maxConnections: 500, limitedBy: 'configured' });
+    expect(connectionCapacity(500, { processes: 1, openFiles: 1024, memoryBytes: GiB })).toMatchObject({
+      maxConnections: 500,
+      limitedBy: 'configured',
+    });
     expect(connectionCapacity(500, { processes: 1, openFiles: 1024, memoryBytes: GiB }).warning).toBeUndefined();
-    expect(connectionCapacity(5000, { processes: 1, openFiles: 1024, memoryBytes: GiB }).warning).toMatch(/INGEST_MAX_CONNECTIONS=5000 is above .*open-file limit \(1024\).*EMFILE/);
+    expect(connectionCapacity(5000, { processes: 1, openFiles: 1024, memoryBytes: GiB }).warning).toMatch(
+      /INGEST_MAX_CONNECTIONS=5000 is above .*open-file limit \(1024\).*EMFILE/,
+    );
   });
 });
 

@@ -3,7 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { uniquePrefix } from '@mcb/testkit';
 import { Redis } from 'ioredis';
-import { DURABLE_REDIS_ARGS, MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis, type TestIngest } from './helpers/harness.ts';
+import {
+  DURABLE_REDIS_ARGS,
+  MERCHANT_NO,
+  startIngest,
+  startOwnRedis,
+  type OwnRedis,
+  type TestIngest,
+} from './helpers/harness.ts';
 
 // A private, durable Redis (AOF, fsync always) this file can make refuse writes; the shared one is never touched.
 const keys = generateKeyPair();
@@ -14,7 +21,11 @@ let ingest: TestIngest;
 beforeAll(async () => {
   redis = await startOwnRedis(DURABLE_REDIS_ARGS);
   admin = new Redis(redis.url);
-  ingest = await startIngest({ redisUrl: redis.url, prefix: uniquePrefix('batch'), keyRing: loadKeyRing([keys.privateKeyPem]) });
+  ingest = await startIngest({
+    redisUrl: redis.url,
+    prefix: uniquePrefix('batch'),
+    keyRing: loadKeyRing([keys.privateKeyPem]),
+  });
 });
 afterAll(async () => {
   await ingest?.close();
@@ -33,25 +44,37 @@ const body = (orderNo: string) =>
 const burst = async (orderNos: string[]) => {
   const payloads = orderNos.map(body);
   const replies = await Promise.all(
-    payloads.map((payload) => ingest.app.inject({ method: 'POST', url: '/callbacks', headers: { 'content-type': 'application/json' }, payload })),
+    payloads.map((payload) =>
+      ingest.app.inject({
+        method: 'POST',
+        url: '/callbacks',
+        headers: { 'content-type': 'application/json' },
+        payload,
+      }),
+    ),
   );
   return replies.map((r) => `${r.statusCode} ${r.body}`);
 };
 const batchSizes = async () => {
   const metric = (await ingest.registry.getSingleMetric('ingest_enqueue_batch_size')!.get()).values;
-  const count = metric.find((v) => (v as { metricName?: string }).metricName === 'ingest_enqueue_batch_size_count')?.value ?? 0;
-  const sum = metric.find((v) => (v as { metricName?: string }).metricName === 'ingest_enqueue_batch_size_sum')?.value ?? 0;
+  const count =
+    metric.find((v) => (v as { metricName?: string }).metricName === 'ingest_enqueue_batch_size_count')?.value ?? 0;
+  const sum =
+    metric.find((v) => (v as { metricName?: string }).metricName === 'ingest_enqueue_batch_size_sum')?.value ?? 0;
   return { count, sum };
 };
 
 /** One raw keep-alive connection to ingest's port, and the status line of each reply it gets. */
-async function openConnection(port: number): Promise<{ socket: Socket; replies: string[]; replied: (n: number) => Promise<void> }> {
+async function openConnection(
+  port: number,
+): Promise<{ socket: Socket; replies: string[]; replied: (n: number) => Promise<void> }> {
   const socket = connect({ host: '127.0.0.1', port });
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   const replies: string[] = [];
   let waiting: (() => void) | undefined;
   socket.on('data', (chunk: Buffer) => {
-    for (const m of chunk.toString('latin1').matchAll(/HTTP\/1\.1 (\d{3})[^\r]*\r\n[\s\S]*?\r\n\r\n(success|fail)/g)) replies.push(`${m[1]} ${m[2]}`);
+    for (const m of chunk.toString('latin1').matchAll(/HTTP\/1\.1 (\d{3})[^\r]*\r\n[\s\S]*?\r\n\r\n(success|fail)/g))
+      replies.push(`${m[1]} ${m[2]}`);
     waiting?.();
   });
   const replied = async (n: number) => {
@@ -70,14 +93,18 @@ describe('ingest stores callbacks that arrive together in one batch', () => {
     // Every connection is accepted and idle before the burst (a first request on each, one at a time).
     for (const [i, c] of connections.entries()) {
       const payload = body(`W${i}`);
-      c.socket.write(`POST /callbacks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+      c.socket.write(
+        `POST /callbacks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
+      );
       await c.replied(1);
     }
     const before = await batchSizes();
     // The burst: written in one synchronous run, so ingest finds all eight readable in the same poll.
     connections.forEach((c, i) => {
       const payload = body(`P${i}`);
-      c.socket.write(`POST /callbacks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+      c.socket.write(
+        `POST /callbacks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
+      );
     });
     await Promise.all(connections.map((c) => c.replied(2)));
     for (const c of connections) {

@@ -24,11 +24,14 @@ afterAll(async () => {
   await redis?.destroy();
 });
 
-const commandInfo = (exists: boolean): RespValue => [exists ? [Buffer.from('waitaof'), 4, [Buffer.from('noscript')], 0, 0, 0] : null];
+const commandInfo = (exists: boolean): RespValue => [
+  exists ? [Buffer.from('waitaof'), 4, [Buffer.from('noscript')], 0, 0, 0] : null,
+];
 
 async function proxy(waitaof: boolean): Promise<RespProxy> {
   const p = await startRespProxy(redis.url, (args) => {
-    if (args[0] === 'COMMAND' && args[1]?.toUpperCase() === 'INFO' && args[2]?.toUpperCase() === 'WAITAOF') return { reply: commandInfo(waitaof) };
+    if (args[0] === 'COMMAND' && args[1]?.toUpperCase() === 'INFO' && args[2]?.toUpperCase() === 'WAITAOF')
+      return { reply: commandInfo(waitaof) };
     if (args[0] === 'WAITAOF' && waitaof) return { reply: waitaofReply };
     return { forward: true };
   });
@@ -38,10 +41,20 @@ async function proxy(waitaof: boolean): Promise<RespProxy> {
 
 const callback = (orderNo: string) =>
   JSON.stringify({
-    encryptedData: encryptRecord({ OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 }, keys.publicKeyPem),
+    encryptedData: encryptRecord(
+      { OrderNo: orderNo, MerchantNo: MERCHANT_NO, MerchantOrderNo: `m-${orderNo}`, PayTime: null, state: 4 },
+      keys.publicKeyPem,
+    ),
   });
 const post = (ingest: TestIngest, orderNo: string) =>
-  ingest.app.inject({ method: 'POST', url: '/callbacks', headers: { 'content-type': 'application/json' }, payload: callback(orderNo) }).then((r) => `${r.statusCode} ${r.body}`);
+  ingest.app
+    .inject({
+      method: 'POST',
+      url: '/callbacks',
+      headers: { 'content-type': 'application/json' },
+      payload: callback(orderNo),
+    })
+    .then((r) => `${r.statusCode} ${r.body}`);
 
 describe('on a Redis with WAITAOF and appendfsync everysec', () => {
   let ingest: TestIngest;
@@ -55,13 +68,19 @@ describe('on a Redis with WAITAOF and appendfsync everysec', () => {
   });
 
   it('starts in waitaof mode and says so on /readyz', async () => {
-    expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ checks: { durability: 'waitaof' } });
+    expect((await ingest.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
+      checks: { durability: 'waitaof' },
+    });
   });
 
   it('answers success only after WAITAOF confirmed the fsync, and the job is stored', async () => {
     waitaofReply = [1, 0];
     const before = p.counts.get('WAITAOF') ?? 0;
-    expect(await Promise.all(['WA1', 'WA2', 'WA3'].map((no) => post(ingest, no)))).toEqual(['200 success', '200 success', '200 success']);
+    expect(await Promise.all(['WA1', 'WA2', 'WA3'].map((no) => post(ingest, no)))).toEqual([
+      '200 success',
+      '200 success',
+      '200 success',
+    ]);
     expect((p.counts.get('WAITAOF') ?? 0) - before).toBeGreaterThanOrEqual(1);
     expect(await ingest.queue.getJob('payout-WA1-4')).toBeDefined();
   });

@@ -19,7 +19,13 @@ afterAll(async () => {
 });
 
 const targetOf = (sentinels = setup.sentinels) =>
-  redisTargetOf({ REDIS_URL: 'redis://unused', REDIS_SENTINELS: sentinels, REDIS_SENTINEL_NAME: setup.name, REDIS_CLUSTER_NODES: undefined, REDIS_PASSWORD: undefined }) as Extract<ReturnType<typeof redisTargetOf>, { kind: 'sentinel' }>;
+  redisTargetOf({
+    REDIS_URL: 'redis://unused',
+    REDIS_SENTINELS: sentinels,
+    REDIS_SENTINEL_NAME: setup.name,
+    REDIS_CLUSTER_NODES: undefined,
+    REDIS_PASSWORD: undefined,
+  }) as Extract<ReturnType<typeof redisTargetOf>, { kind: 'sentinel' }>;
 
 function plain(port: number): Redis {
   const r = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
@@ -55,19 +61,36 @@ describe('the sentinel fence', () => {
     const replica = await ready(plain(setup.replicas[1]!.port));
     const fence = createSentinelFence(replica, targetOf());
     try {
-      await expect(fence.begin()()).rejects.toThrow(/a sentinel does not name the node written to as the healthy primary .*a sentinel names 127\.0\.0\.1:\d+ [0-9a-f]{8} master/);
+      await expect(fence.begin()()).rejects.toThrow(
+        /a sentinel does not name the node written to as the healthy primary .*a sentinel names 127\.0\.0\.1:\d+ [0-9a-f]{8} master/,
+      );
     } finally {
       fence.close();
     }
   });
 
-  it('refuses when one sentinel names another primary while two still name this one (only a failover\'s leader knows yet)', async () => {
+  it("refuses when one sentinel names another primary while two still name this one (only a failover's leader knows yet)", async () => {
     const primary = await ready(plain(await setup.primaryPort()));
     const [first, second, third] = setup.sentinels.split(',');
     // The third sentinel led a failover the other two have not heard of: it names the promoted replica.
     const leader = await startRespProxy(`redis://${third}`, (cmd) =>
       cmd[0]?.toUpperCase() === 'SENTINEL' && cmd[1]?.toUpperCase() === 'MASTER'
-        ? { reply: ['name', setup.name, 'ip', '127.0.0.1', 'port', String(setup.replicas[0]!.port), 'runid', 'f'.repeat(40), 'flags', 'master', 'config-epoch', '9'].map((v) => Buffer.from(v)) }
+        ? {
+            reply: [
+              'name',
+              setup.name,
+              'ip',
+              '127.0.0.1',
+              'port',
+              String(setup.replicas[0]!.port),
+              'runid',
+              'f'.repeat(40),
+              'flags',
+              'master',
+              'config-epoch',
+              '9',
+            ].map((v) => Buffer.from(v)),
+          }
         : { forward: true },
     );
     const fence = createSentinelFence(primary, targetOf(`${first},${second},${new URL(leader.url).host}`));
@@ -108,7 +131,12 @@ describe('the sentinel fence', () => {
     try {
       // Each is named either way, by timing: "no answer" when its command failed, "not connected" when ioredis already
       // knew the connection was down and the fence did not wait for it.
-      const message = await fence.begin()().then(() => null, (e: unknown) => (e instanceof Error ? e.message : String(e)));
+      const message = await fence
+        .begin()()
+        .then(
+          () => null,
+          (e: unknown) => (e instanceof Error ? e.message : String(e)),
+        );
       expect(message).toMatch(/0 of 3 sentinel\(s\) answered; a majority \(2\) must/);
       expect(message?.match(/127\.0\.0\.1:\d+ (no answer|not connected)/g)).toHaveLength(3);
     } finally {

@@ -61,13 +61,15 @@ function checkOptions(o: SandboxOptions): void {
     problems.push('merchantPublicKeyPem: not a usable RSA public key');
   }
   const scale = o.timeScale ?? 1;
-  if (!(Number.isFinite(scale) && scale > 0 && scale <= 1_000_000)) problems.push('timeScale: expected a number > 0 and ≤ 1000000');
+  if (!(Number.isFinite(scale) && scale > 0 && scale <= 1_000_000))
+    problems.push('timeScale: expected a number > 0 and ≤ 1000000');
   const first = o.firstAttemptDelayMs ?? 1000;
   if (!(Number.isFinite(first) && first >= 0 && first <= FIRST_ATTEMPT_LIMIT_MS)) {
     problems.push(`firstAttemptDelayMs: expected 0 to ${FIRST_ATTEMPT_LIMIT_MS} (the spec's "within 30 seconds")`);
   }
   const timeout = o.replyTimeoutMs ?? 10_000;
-  if (!(Number.isFinite(timeout) && timeout >= 1 && timeout <= 600_000)) problems.push('replyTimeoutMs: expected 1 to 600000');
+  if (!(Number.isFinite(timeout) && timeout >= 1 && timeout <= 600_000))
+    problems.push('replyTimeoutMs: expected 1 to 600000');
   const allowLocal = o.allowLocalCallbacks ?? true;
   for (const [name, url] of [
     ['payinCallbackUrl', o.payinCallbackUrl],
@@ -77,7 +79,9 @@ function checkOptions(o: SandboxOptions): void {
     if (problem) problems.push(`${name}: ${problem}`);
   }
   if (problems.length > 0) {
-    throw new AppError(ErrorCodes.CONFIG_INVALID, `invalid sandbox options:\n  - ${problems.join('\n  - ')}`, { details: { problems } });
+    throw new AppError(ErrorCodes.CONFIG_INVALID, `invalid sandbox options:\n  - ${problems.join('\n  - ')}`, {
+      details: { problems },
+    });
   }
 }
 
@@ -114,7 +118,13 @@ export async function buildApp(opts: SandboxOptions): Promise<FastifyInstance> {
     if (isAppError(err)) {
       const status = STATUS[err.code] ?? 500;
       if (status >= 500) req.log.error({ err }, 'sandbox error');
-      return reply.code(status).send({ error: err.code, message: status >= 500 ? 'internal error' : err.message, details: status >= 500 ? undefined : err.details });
+      return reply
+        .code(status)
+        .send({
+          error: err.code,
+          message: status >= 500 ? 'internal error' : err.message,
+          details: status >= 500 ? undefined : err.details,
+        });
     }
     const e = coerceError(err);
     const status = (err as { statusCode?: number }).statusCode;

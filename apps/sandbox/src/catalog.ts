@@ -44,7 +44,14 @@ const f = (
   hint: string,
 ): CatalogField => ({ key, apiParam, label, required, pattern, hint });
 
-const accountName = f('accountName', 'accountName', 'Account holder name', true, '^[A-Za-z .\'-]{2,64}$', 'As printed on the account');
+const accountName = f(
+  'accountName',
+  'accountName',
+  'Account holder name',
+  true,
+  "^[A-Za-z .'-]{2,64}$",
+  'As printed on the account',
+);
 
 /** The catalog, in the order the sandbox returns it. */
 export const CATALOG: readonly CatalogCurrency[] = [
@@ -103,7 +110,14 @@ export const CATALOG: readonly CatalogCurrency[] = [
         kind: 'wallet',
         fields: [
           accountName,
-          f('pixKeyType', 'accountType', 'PIX key type', true, '^(CPF|CNPJ|EMAIL|PHONE|EVP)$', 'CPF, CNPJ, EMAIL, PHONE or EVP'),
+          f(
+            'pixKeyType',
+            'accountType',
+            'PIX key type',
+            true,
+            '^(CPF|CNPJ|EMAIL|PHONE|EVP)$',
+            'CPF, CNPJ, EMAIL, PHONE or EVP',
+          ),
           f('pixKey', 'accountNo', 'PIX key', true, '^.{1,77}$', 'The key of the chosen type'),
           f('taxId', 'documentNo', 'CPF/CNPJ', true, '^(\\d{11}|\\d{14})$', '11 or 14 digits, no punctuation'),
         ],
@@ -172,7 +186,14 @@ export const CATALOG: readonly CatalogCurrency[] = [
         fields: [
           accountName,
           f('iban', 'accountNo', 'IBAN', true, '^KW\\d{2}[A-Z]{4}\\d{22}$', 'KW followed by 28 characters'),
-          f('swift', 'swiftCode', 'SWIFT/BIC', false, '^[A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?$', 'Optional for local banks'),
+          f(
+            'swift',
+            'swiftCode',
+            'SWIFT/BIC',
+            false,
+            '^[A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?$',
+            'Optional for local banks',
+          ),
         ],
       },
     ],

@@ -23,7 +23,9 @@ export function sandboxSettings(config: Config): SandboxEnvConfig {
   const privateFile = config.MERCHANT_PRIVATE_KEY_FILE?.split(',')[0]?.trim();
   return Object.freeze({
     merchantNo: (config.SANDBOX_MERCHANT_NO ?? config.MERCHANT_NO)!,
-    publicKey: publicFile ? { file: publicFile, derive: false as const } : { file: privateFile!, derive: true as const },
+    publicKey: publicFile
+      ? { file: publicFile, derive: false as const }
+      : { file: privateFile!, derive: true as const },
     payinCallbackUrl: config.SANDBOX_PAYIN_CALLBACK_URL,
     payoutCallbackUrl: config.SANDBOX_PAYOUT_CALLBACK_URL,
     timeScale: config.SANDBOX_TIME_SCALE,

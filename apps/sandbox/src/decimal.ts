@@ -11,7 +11,8 @@ export function multiplyDecimal(a: string, b: string): string {
   const scale = as + bs;
   const negative = product < 0n;
   const digits = (negative ? -product : product).toString().padStart(scale + 1, '0');
-  const text = scale === 0 ? digits : `${digits.slice(0, digits.length - scale)}.${digits.slice(digits.length - scale)}`;
+  const text =
+    scale === 0 ? digits : `${digits.slice(0, digits.length - scale)}.${digits.slice(digits.length - scale)}`;
   return normalizeDecimal(negative ? `-${text}` : text);
 }
 

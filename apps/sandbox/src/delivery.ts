@@ -65,7 +65,10 @@ export function createDeliveryScheduler(opts: DeliverySchedulerOptions): Deliver
     d.status = status;
     d.nextAttemptAt = null;
     live.delete(d.id);
-    logger.info({ delivery: d.id, orderNo: d.orderNo, event: d.event, attempts: d.attempts.length, status }, 'callback delivery settled');
+    logger.info(
+      { delivery: d.id, orderNo: d.orderNo, event: d.event, attempts: d.attempts.length, status },
+      'callback delivery settled',
+    );
     events.emit(status, d);
     events.emit('settled', d);
   }
@@ -87,9 +90,18 @@ export function createDeliveryScheduler(opts: DeliverySchedulerOptions): Deliver
     const base = { number, copy, at };
     let body: string;
     try {
-      body = JSON.stringify({ encryptedData: opts.encrypt(d.record, opts.merchantPublicKeyPem, { minBlocks: d.minBlocks }) });
+      body = JSON.stringify({
+        encryptedData: opts.encrypt(d.record, opts.merchantPublicKeyPem, { minBlocks: d.minBlocks }),
+      });
     } catch (e) {
-      return { ...base, status: null, bodySnippet: '', outcome: 'failure', error: `encrypt: ${coerceError(e).message}`, durationMs: 0 };
+      return {
+        ...base,
+        status: null,
+        bodySnippet: '',
+        outcome: 'failure',
+        error: `encrypt: ${coerceError(e).message}`,
+        durationMs: 0,
+      };
     }
     const signal = AbortSignal.any([closing.signal, AbortSignal.timeout(opts.replyTimeoutMs)]);
     try {
@@ -107,7 +119,11 @@ export function createDeliveryScheduler(opts: DeliverySchedulerOptions): Deliver
         status: res.statusCode,
         bodySnippet: text.slice(0, SNIPPET),
         outcome: ok ? 'success' : 'failure',
-        error: ok ? null : res.statusCode < 200 || res.statusCode > 299 ? `status ${res.statusCode}` : 'body not accepted',
+        error: ok
+          ? null
+          : res.statusCode < 200 || res.statusCode > 299
+            ? `status ${res.statusCode}`
+            : 'body not accepted',
         durationMs: Date.now() - started,
       };
     } catch (e) {
@@ -145,7 +161,13 @@ export function createDeliveryScheduler(opts: DeliverySchedulerOptions): Deliver
     }
     const ok = copies.some((a) => a.outcome === 'success');
     logger.info(
-      { delivery: d.id, orderNo: d.orderNo, attempt: number, status: copies[0]?.status, outcome: ok ? 'success' : 'failure' },
+      {
+        delivery: d.id,
+        orderNo: d.orderNo,
+        attempt: number,
+        status: copies[0]?.status,
+        outcome: ok ? 'success' : 'failure',
+      },
       'callback attempt',
     );
     if (ok) return settle(d, 'delivered');

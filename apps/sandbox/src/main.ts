@@ -12,9 +12,14 @@ function readPublicKey(source: { file: string; derive: boolean }): string {
   try {
     const text = readFileSync(source.file, 'utf8');
     // Deriving from the merchant's private key saves a second file in local setups; the key never leaves memory.
-    return source.derive ? createPublicKey(createPrivateKey(text)).export({ type: 'spki', format: 'pem' }).toString() : text;
+    return source.derive
+      ? createPublicKey(createPrivateKey(text)).export({ type: 'spki', format: 'pem' }).toString()
+      : text;
   } catch (e) {
-    throw new AppError(ErrorCodes.KEY_FILE_INVALID, `cannot read the merchant's public key from ${source.file}: ${coerceError(e).message}`);
+    throw new AppError(
+      ErrorCodes.KEY_FILE_INVALID,
+      `cannot read the merchant's public key from ${source.file}: ${coerceError(e).message}`,
+    );
   }
 }
 

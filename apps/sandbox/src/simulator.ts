@@ -128,11 +128,13 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
   function checkFaults(f: OrderFaults | undefined): OrderFaults {
     const out: OrderFaults = {};
     if (f?.duplicate !== undefined) {
-      if (!Number.isInteger(f.duplicate) || f.duplicate < 1 || f.duplicate > 10) throw invalid('duplicate must be 1 to 10');
+      if (!Number.isInteger(f.duplicate) || f.duplicate < 1 || f.duplicate > 10)
+        throw invalid('duplicate must be 1 to 10');
       out.duplicate = f.duplicate;
     }
     if (f?.minBlocks !== undefined) {
-      if (!Number.isInteger(f.minBlocks) || f.minBlocks < 1 || f.minBlocks > 16) throw invalid('minBlocks must be 1 to 16');
+      if (!Number.isInteger(f.minBlocks) || f.minBlocks < 1 || f.minBlocks > 16)
+        throw invalid('minBlocks must be 1 to 16');
       out.minBlocks = f.minBlocks;
     }
     if (f?.stale !== undefined) out.stale = f.stale;
@@ -141,22 +143,28 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
 
   function create(type: OrderType, input: CreateOrderInput): SandboxOrder {
     const currency = findCurrency(input.currency);
-    if (!currency) throw invalid(`currency ${JSON.stringify(input.currency)} is not enabled in the sandbox`, { field: 'currency' });
+    if (!currency)
+      throw invalid(`currency ${JSON.stringify(input.currency)} is not enabled in the sandbox`, { field: 'currency' });
     if (!fitsDecimals(input.amount, currency.decimals)) {
-      throw invalid(`amount must be a positive decimal with at most ${currency.decimals} decimals for ${currency.currency}`, {
-        field: 'amount',
-      });
+      throw invalid(
+        `amount must be a positive decimal with at most ${currency.decimals} decimals for ${currency.currency}`,
+        {
+          field: 'amount',
+        },
+      );
     }
     if (input.quantity !== undefined && (type !== 'payin' || !fitsDecimals(input.quantity, 18))) {
       throw invalid('quantity is a positive decimal, for pay-ins only', { field: 'quantity' });
     }
     if (input.callbackUrl !== undefined) checkUrl(input.callbackUrl);
     const createdVia = input.createdVia ?? 'api';
-    if (type === 'payin' && createdVia !== 'api') throw invalid('pay-ins are created through the API only', { field: 'createdVia' });
+    if (type === 'payin' && createdVia !== 'api')
+      throw invalid('pay-ins are created through the API only', { field: 'createdVia' });
     const orderFaults = checkFaults(input.faults);
     const n = next();
     const merchantOrderNo = input.merchantOrderNo ?? `M${Date.now()}${tag}${n}`;
-    if (merchantOrderNo.length < 1 || merchantOrderNo.length > 64) throw invalid('merchantOrderNo must be 1 to 64 characters');
+    if (merchantOrderNo.length < 1 || merchantOrderNo.length > 64)
+      throw invalid('merchantOrderNo must be 1 to 64 characters');
     if (byMerchantOrderNo.has(merchantOrderNo)) {
       throw new AppError(ErrorCodes.ORDER_CONFLICT, `merchantOrderNo ${merchantOrderNo} already exists`, {
         details: { merchantOrderNo },
@@ -170,7 +178,10 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
       type,
       amount: input.amount,
       currency: currency.currency,
-      quantity: type === 'payin' ? (input.quantity ?? multiplyDecimal(input.amount, USDT_RATES[currency.currency] ?? '1')) : null,
+      quantity:
+        type === 'payin'
+          ? (input.quantity ?? multiplyDecimal(input.amount, USDT_RATES[currency.currency] ?? '1'))
+          : null,
       state: PENDING_STATE,
       createdVia,
       callbackUrl: input.callbackUrl ?? null,
@@ -205,7 +216,13 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
     return url;
   }
 
-  function recordFor(order: SandboxOrder, state: number, payTime: Date | null, amount = order.amount, quantity = order.quantity): string {
+  function recordFor(
+    order: SandboxOrder,
+    state: number,
+    payTime: Date | null,
+    amount = order.amount,
+    quantity = order.quantity,
+  ): string {
     return order.type === 'payin'
       ? payinRecordJson({
           orderNo: order.orderNo,
@@ -225,7 +242,13 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
         });
   }
 
-  function makeDelivery(order: SandboxOrder, event: DeliveryEvent, state: number, record: string, url: string): Delivery {
+  function makeDelivery(
+    order: SandboxOrder,
+    event: DeliveryEvent,
+    state: number,
+    record: string,
+    url: string,
+  ): Delivery {
     const d: Delivery = {
       id: `D${tag}${next()}`,
       orderNo: order.orderNo,
@@ -263,11 +286,17 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
       throw invalid(`a ${order.type} can be moved to ${finals.join(' or ')}, not ${state}`, { field: 'state' });
     }
     // Pay-ins may go 1→3, 1→6 and 3→6; payouts 1→4 or 1→5. Final is final otherwise.
-    const allowed = order.state === PENDING_STATE || (order.type === 'payin' && order.state === PayinState.Success && state === PayinState.Released);
+    const allowed =
+      order.state === PENDING_STATE ||
+      (order.type === 'payin' && order.state === PayinState.Success && state === PayinState.Released);
     if (!allowed) {
-      throw new AppError(ErrorCodes.ORDER_CONFLICT, `order ${order.orderNo} is in state ${order.state}; cannot move to ${state}`, {
-        details: { orderNo: order.orderNo, state: order.state, requested: state },
-      });
+      throw new AppError(
+        ErrorCodes.ORDER_CONFLICT,
+        `order ${order.orderNo} is in state ${order.state}; cannot move to ${state}`,
+        {
+          details: { orderNo: order.orderNo, state: order.state, requested: state },
+        },
+      );
     }
     const sendsCallback = CALLBACK_SENT_STATES[order.type].includes(state) && order.createdVia === 'api';
     // Resolve the URL before changing anything, so a missing URL refuses the whole step.
@@ -286,7 +315,13 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
       dispatch(d);
       if (order.type === 'payout' && order.faults.stale) {
         const other = state === PayoutState.Succeeded ? PayoutState.Refused : PayoutState.Succeeded;
-        const stale = makeDelivery(order, 'stale', other, recordFor(order, other, new Date(at.getTime() - 60_000)), url);
+        const stale = makeDelivery(
+          order,
+          'stale',
+          other,
+          recordFor(order, other, new Date(at.getTime() - 60_000)),
+          url,
+        );
         stale.status = 'held';
         created.push(stale);
         void scheduler.settled(d).then((s) => {
@@ -329,15 +364,23 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
     const url = input.callbackUrl ?? urlFor(order);
     let d: Delivery;
     if (input.what === 'amount') {
-      if (order.type !== 'payin') throw invalid('a payout record carries no amount; forge its state instead', { field: 'what' });
+      if (order.type !== 'payin')
+        throw invalid('a payout record carries no amount; forge its state instead', { field: 'what' });
       const amount = multiplyDecimal(order.amount, '10');
       const quantity = multiplyDecimal(order.quantity ?? '0', '10');
-      d = makeDelivery(order, 'forged', PayinState.Released, recordFor(order, PayinState.Released, new Date(), amount, quantity), url);
+      d = makeDelivery(
+        order,
+        'forged',
+        PayinState.Released,
+        recordFor(order, PayinState.Released, new Date(), amount, quantity),
+        url,
+      );
     } else {
       // A state the order never reached: 6 for a pay-in that has not been released, the other final state for a payout.
       let state: number;
       if (order.type === 'payin') {
-        if (order.state === PayinState.Released) throw invalid('this pay-in did reach 6; forge its amount instead', { field: 'what' });
+        if (order.state === PayinState.Released)
+          throw invalid('this pay-in did reach 6; forge its amount instead', { field: 'what' });
         state = PayinState.Released;
       } else {
         state = order.state === PayoutState.Succeeded ? PayoutState.Refused : PayoutState.Succeeded;
@@ -390,7 +433,11 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
       return order;
     },
     release,
-    settings: () => ({ payinCallbackUrl: urls.payin, payoutCallbackUrl: urls.payout, allowLocalCallbacks: opts.allowLocalCallbacks }),
+    settings: () => ({
+      payinCallbackUrl: urls.payin,
+      payoutCallbackUrl: urls.payout,
+      allowLocalCallbacks: opts.allowLocalCallbacks,
+    }),
     setCallbackUrls(patch) {
       if (patch.payinCallbackUrl) checkUrl(patch.payinCallbackUrl, 'payinCallbackUrl');
       if (patch.payoutCallbackUrl) checkUrl(patch.payoutCallbackUrl, 'payoutCallbackUrl');

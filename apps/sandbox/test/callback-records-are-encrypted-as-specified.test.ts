@@ -23,7 +23,12 @@ const PAY_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/;
 describe('callback records', () => {
   it('sends a pay-in record with the spec field names, exact decimals and a UTC+8 PayTime', async () => {
     const sim = app.sandbox;
-    const order = sim.createPayin({ merchantOrderNo: 'R-1', currency: 'INR', amount: '1000.10', callbackUrl: receiver.url });
+    const order = sim.createPayin({
+      merchantOrderNo: 'R-1',
+      currency: 'INR',
+      amount: '1000.10',
+      callbackUrl: receiver.url,
+    });
     const { deliveries } = sim.finalize('R-1', 6);
     await sim.settled(deliveries[0]!);
 
@@ -55,7 +60,13 @@ describe('callback records', () => {
 
   it('splits a record into several RSA blocks when forced, and each block decrypts on its own', async () => {
     const sim = app.sandbox;
-    sim.createPayin({ merchantOrderNo: 'R-4', currency: 'KWD', amount: '12.345', callbackUrl: receiver.url, faults: { minBlocks: 3 } });
+    sim.createPayin({
+      merchantOrderNo: 'R-4',
+      currency: 'KWD',
+      amount: '12.345',
+      callbackUrl: receiver.url,
+      faults: { minBlocks: 3 },
+    });
     await sim.settled(sim.finalize('R-4', 6).deliveries[0]!);
     const got = receiver.received[0]!;
     expect(got.blocks).toBe(3);
@@ -68,7 +79,10 @@ describe('callback records', () => {
     await sim.settled(sim.finalize('R-5', 4).deliveries[0]!);
     const second = receiver.received[1]!;
     expect(second.blocks).toBe(2);
-    const decoded = decodeCallback(JSON.parse(second.body), { keyRing: loadKeyRing([testKeys().privateKeyPem]), merchantNo: MERCHANT_NO });
+    const decoded = decodeCallback(JSON.parse(second.body), {
+      keyRing: loadKeyRing([testKeys().privateKeyPem]),
+      merchantNo: MERCHANT_NO,
+    });
     expect(decoded).toMatchObject({ kind: 'payout', merchantOrderNo: 'R-5', state: 4 });
   });
 

@@ -61,12 +61,21 @@ describe('delivery against a real receiver', () => {
     return sim.settled(deliveries[0]!);
   }
 
-  it.each(['success', 'SUCCESS', 'ok', '{"code":200}'])('stops after one attempt when the receiver replies %j', async (body) => {
-    const d = await deliverWith(() => ({ status: 200, body }));
-    expect(d.status).toBe('delivered');
-    expect(d.attempts).toHaveLength(1);
-    expect(d.attempts[0]).toMatchObject({ number: 1, status: 200, bodySnippet: body, outcome: 'success', error: null });
-  });
+  it.each(['success', 'SUCCESS', 'ok', '{"code":200}'])(
+    'stops after one attempt when the receiver replies %j',
+    async (body) => {
+      const d = await deliverWith(() => ({ status: 200, body }));
+      expect(d.status).toBe('delivered');
+      expect(d.attempts).toHaveLength(1);
+      expect(d.attempts[0]).toMatchObject({
+        number: 1,
+        status: 200,
+        bodySnippet: body,
+        outcome: 'success',
+        error: null,
+      });
+    },
+  );
 
   it.each<[string, ScriptedReply, string]>([
     ['success with a newline', { status: 200, body: 'success\n' }, 'body not accepted'],

@@ -49,31 +49,60 @@ describe('callback URL selection', () => {
   it('refuses at creation a plain-http public URL and other non-https schemes, naming the rule', async () => {
     const cases = ['http://merchant.example.com/cb', 'ftp://merchant.example.com/cb', 'not a url'];
     for (const callbackUrl of cases) {
-      const res = await app.inject({ method: 'POST', url: '/control/payins', payload: { currency: 'INR', amount: '1', callbackUrl } });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/control/payins',
+        payload: { currency: 'INR', amount: '1', callbackUrl },
+      });
       expect(res.statusCode).toBe(400);
       expect(res.json()).toMatchObject({ error: 'REQUEST_INVALID', details: { field: 'callbackUrl' } });
       expect(res.json().message).toMatch(/https|not a URL/);
     }
-    const ok = await app.inject({ method: 'POST', url: '/control/payins', payload: { currency: 'INR', amount: '1', callbackUrl: 'https://merchant.example.com/cb' } });
+    const ok = await app.inject({
+      method: 'POST',
+      url: '/control/payins',
+      payload: { currency: 'INR', amount: '1', callbackUrl: 'https://merchant.example.com/cb' },
+    });
     expect(ok.statusCode).toBe(201);
     expect(app.sandbox.list()).toHaveLength(1);
   });
 
   it('refuses local URLs when local callbacks are not allowed, and accepts them otherwise', async () => {
-    const strict = await buildApp({ merchantNo: MERCHANT_NO, merchantPublicKeyPem: testKeys().publicKeyPem, allowLocalCallbacks: false });
+    const strict = await buildApp({
+      merchantNo: MERCHANT_NO,
+      merchantPublicKeyPem: testKeys().publicKeyPem,
+      allowLocalCallbacks: false,
+    });
     try {
-      for (const callbackUrl of ['http://127.0.0.1:8080/cb', 'https://localhost/cb', 'http://[::1]:80/cb', 'http://127.9.9.9/cb']) {
-        const res = await strict.inject({ method: 'POST', url: '/control/payouts', payload: { currency: 'INR', amount: '1', callbackUrl } });
+      for (const callbackUrl of [
+        'http://127.0.0.1:8080/cb',
+        'https://localhost/cb',
+        'http://[::1]:80/cb',
+        'http://127.9.9.9/cb',
+      ]) {
+        const res = await strict.inject({
+          method: 'POST',
+          url: '/control/payouts',
+          payload: { currency: 'INR', amount: '1', callbackUrl },
+        });
         expect(res.statusCode).toBe(400);
         expect(res.json().message).toMatch(/SANDBOX_ALLOW_LOCAL_CALLBACKS/);
       }
     } finally {
       await strict.close();
     }
-    const res = await app.inject({ method: 'POST', url: '/control/payouts', payload: { currency: 'INR', amount: '1', callbackUrl: 'http://[::1]:80/cb' } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/control/payouts',
+      payload: { currency: 'INR', amount: '1', callbackUrl: 'http://[::1]:80/cb' },
+    });
     expect(res.statusCode).toBe(201);
     await expect(
-      buildApp({ merchantNo: MERCHANT_NO, merchantPublicKeyPem: testKeys().publicKeyPem, payinCallbackUrl: 'http://example.com/' }),
+      buildApp({
+        merchantNo: MERCHANT_NO,
+        merchantPublicKeyPem: testKeys().publicKeyPem,
+        payinCallbackUrl: 'http://example.com/',
+      }),
     ).rejects.toThrow(/payinCallbackUrl/);
   });
 

@@ -16,7 +16,10 @@ async function methods(payload: Record<string, string>, form = false) {
     method: 'POST',
     url: GET_PAYMENT_METHODS_PATH,
     ...(form
-      ? { payload: new URLSearchParams(payload).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } }
+      ? {
+          payload: new URLSearchParams(payload).toString(),
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        }
       : { payload }),
   });
   expect(res.statusCode).toBe(200);
@@ -35,7 +38,11 @@ describe('getPaymentMethods', () => {
     for (const c of currencies) {
       expect(Object.keys(c).sort()).toEqual(['currency', 'decimals', 'methods', 'symbol']);
       for (const m of c.methods) {
-        expect(Object.keys(m).filter((k) => k !== 'banks').sort()).toEqual(['fields', 'kind', 'name', 'paymentMethod']);
+        expect(
+          Object.keys(m)
+            .filter((k) => k !== 'banks')
+            .sort(),
+        ).toEqual(['fields', 'kind', 'name', 'paymentMethod']);
         expect(['bank', 'wallet', 'qrcode']).toContain(m.kind);
         for (const f of m.fields) {
           expect(Object.keys(f).sort()).toEqual(['apiParam', 'hint', 'key', 'label', 'pattern', 'required']);
@@ -84,12 +91,25 @@ describe('Get order', () => {
   }
 
   it('reports the DESIGN.md shape and follows the order through its states', async () => {
-    const order = app.sandbox.createPayin({ merchantOrderNo: 'GO-1', currency: 'INR', amount: '1000.10', callbackUrl: 'http://127.0.0.1:9/x' });
+    const order = app.sandbox.createPayin({
+      merchantOrderNo: 'GO-1',
+      currency: 'INR',
+      amount: '1000.10',
+      callbackUrl: 'http://127.0.0.1:9/x',
+    });
     let { body } = await getOrder({ merchantNo: MERCHANT_NO, merchantOrderNo: 'GO-1' });
     expect(body).toEqual({
       code: 0,
       message: 'success',
-      data: { orderNo: order.orderNo, merchantNo: MERCHANT_NO, merchantOrderNo: 'GO-1', type: 'payin', state: 1, amount: '1000.10', currency: 'INR' },
+      data: {
+        orderNo: order.orderNo,
+        merchantNo: MERCHANT_NO,
+        merchantOrderNo: 'GO-1',
+        type: 'payin',
+        state: 1,
+        amount: '1000.10',
+        currency: 'INR',
+      },
     });
     app.sandbox.finalize('GO-1', 3);
     ({ body } = await getOrder({ merchantNo: MERCHANT_NO, merchantOrderNo: 'GO-1' }));
@@ -104,7 +124,12 @@ describe('Get order', () => {
   });
 
   it('can write amount as a JSON number that keeps its exact decimal text', async () => {
-    app.sandbox.createPayin({ merchantOrderNo: 'GO-3', currency: 'BRL', amount: '250.50', callbackUrl: 'http://127.0.0.1:9/x' });
+    app.sandbox.createPayin({
+      merchantOrderNo: 'GO-3',
+      currency: 'BRL',
+      amount: '250.50',
+      callbackUrl: 'http://127.0.0.1:9/x',
+    });
     app.sandbox.setFaults({ amountAsNumber: true });
     try {
       const { raw } = await getOrder({ merchantNo: MERCHANT_NO, merchantOrderNo: 'GO-3' });
@@ -116,7 +141,12 @@ describe('Get order', () => {
   });
 
   it('answers 40404 for an unknown order, also when given the platform number, and 40010 for another merchant', async () => {
-    const order = app.sandbox.createPayin({ merchantOrderNo: 'GO-4', currency: 'INR', amount: '1', callbackUrl: 'http://127.0.0.1:9/x' });
+    const order = app.sandbox.createPayin({
+      merchantOrderNo: 'GO-4',
+      currency: 'INR',
+      amount: '1',
+      callbackUrl: 'http://127.0.0.1:9/x',
+    });
     expect((await getOrder({ merchantNo: MERCHANT_NO, merchantOrderNo: 'NOPE' })).body.code).toBe(40404);
     expect((await getOrder({ merchantNo: MERCHANT_NO, merchantOrderNo: order.orderNo })).body.code).toBe(40404);
     expect((await getOrder({ merchantNo: MERCHANT_NO })).body.code).toBe(40404);

@@ -22,7 +22,10 @@ afterAll(async () => {
 
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, SANDBOX_URL: url }, timeout: 20_000 });
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], {
+      env: { ...process.env, SANDBOX_URL: url },
+      timeout: 20_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (e) {
     const err = e as { code: number; stdout: string; stderr: string };
@@ -32,7 +35,17 @@ async function cli(...args: string[]): Promise<{ code: number; stdout: string; s
 
 describe('pnpm sandbox', () => {
   it('trigger payin creates, releases and prints what the receiver replied', async () => {
-    const r = await cli('trigger', 'payin', '--unregistered', '--currency', 'INR', '--amount', '1000', '--merchant-order-no', 'CLI-1');
+    const r = await cli(
+      'trigger',
+      'payin',
+      '--unregistered',
+      '--currency',
+      'INR',
+      '--amount',
+      '1000',
+      '--merchant-order-no',
+      'CLI-1',
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/sandbox order PI\w+ moved to state 6/);
     expect(r.stdout).toMatch(/payin PI\w+ \(merchant order CLI-1\): 1000 INR, state 6/);
@@ -41,14 +54,35 @@ describe('pnpm sandbox', () => {
   });
 
   it('trigger payout --console says no callback is sent', async () => {
-    const r = await cli('trigger', 'payout', '--unregistered', '--currency', 'BRL', '--amount', '10.00', '--state', '5', '--console');
+    const r = await cli(
+      'trigger',
+      'payout',
+      '--unregistered',
+      '--currency',
+      'BRL',
+      '--amount',
+      '10.00',
+      '--state',
+      '5',
+      '--console',
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/state 5, created via console/);
     expect(r.stdout).toMatch(/no callback/);
   });
 
   it('trigger payout --wait exits 1 when the receiver never accepts', async () => {
-    const r = await cli('trigger', 'payout', '--unregistered', '--currency', 'INR', '--amount', '5', '--wait', '--json');
+    const r = await cli(
+      'trigger',
+      'payout',
+      '--unregistered',
+      '--currency',
+      'INR',
+      '--amount',
+      '5',
+      '--wait',
+      '--json',
+    );
     expect(r.code).toBe(1);
     const view = JSON.parse(r.stdout);
     expect(view.deliveries[0].status).toBe('gave-up');
@@ -56,7 +90,20 @@ describe('pnpm sandbox', () => {
   });
 
   it('trigger payout --forge forges the other final state (a payout record has no amount to forge)', async () => {
-    const r = await cli('trigger', 'payout', '--unregistered', '--currency', 'INR', '--amount', '7', '--state', '4', '--forge', '--merchant-order-no', 'CLI-FORGE');
+    const r = await cli(
+      'trigger',
+      'payout',
+      '--unregistered',
+      '--currency',
+      'INR',
+      '--amount',
+      '7',
+      '--state',
+      '4',
+      '--forge',
+      '--merchant-order-no',
+      'CLI-FORGE',
+    );
     expect(r.stderr).not.toMatch(/carries no amount/);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/sent a forged callback \(the other final state\) for the same order/);
@@ -64,7 +111,10 @@ describe('pnpm sandbox', () => {
     const res = await app.inject({ method: 'GET', url: '/control/orders/CLI-FORGE' });
     expect(res.statusCode, res.body).toBe(200);
     const deliveries = (res.json() as { deliveries: { event: string; state: number }[] }).deliveries;
-    expect(deliveries.map((d) => [d.event, d.state]).sort()).toEqual([['forged', 5], ['genuine', 4]]);
+    expect(deliveries.map((d) => [d.event, d.state]).sort()).toEqual([
+      ['forged', 5],
+      ['genuine', 4],
+    ]);
   });
 
   it('reports refusals and usage errors with a non-zero status', async () => {
@@ -75,7 +125,9 @@ describe('pnpm sandbox', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/sandbox answered 400: currency "EUR" is not enabled/);
     expect((await cli('trigger', 'refund')).code).toBe(2);
-    const down = await run(process.execPath, [CLI, 'reset'], { env: { ...process.env, SANDBOX_URL: 'http://127.0.0.1:9' } }).catch((e) => e);
+    const down = await run(process.execPath, [CLI, 'reset'], {
+      env: { ...process.env, SANDBOX_URL: 'http://127.0.0.1:9' },
+    }).catch((e) => e);
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/cannot reach the sandbox/);
   });

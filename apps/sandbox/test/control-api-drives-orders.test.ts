@@ -13,14 +13,22 @@ afterAll(async () => {
   await receiver.close();
 });
 
-const call = (method: 'GET' | 'POST' | 'PUT', url: string, payload?: object) => app.inject({ method, url, ...(payload ? { payload } : {}) });
+const call = (method: 'GET' | 'POST' | 'PUT', url: string, payload?: object) =>
+  app.inject({ method, url, ...(payload ? { payload } : {}) });
 
 describe('control API', () => {
   it('creates a pay-in with a generated merchant order number and a computed USDT quantity', async () => {
     const res = await call('POST', '/control/payins', { currency: 'BRL', amount: '100.00' });
     expect(res.statusCode).toBe(201);
     const { order } = res.json();
-    expect(order).toMatchObject({ type: 'payin', state: 1, amount: '100.00', currency: 'BRL', quantity: '17.85', createdVia: 'api' });
+    expect(order).toMatchObject({
+      type: 'payin',
+      state: 1,
+      amount: '100.00',
+      currency: 'BRL',
+      quantity: '17.85',
+      createdVia: 'api',
+    });
     expect(order.merchantOrderNo).toMatch(/^M\d+/);
     expect(order.orderNo).toMatch(/^PI/);
   });
@@ -38,12 +46,19 @@ describe('control API', () => {
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
       expect(res.json().error).toBe('REQUEST_INVALID');
     }
-    const notJson = await app.inject({ method: 'POST', url: '/control/payins', headers: { 'content-type': 'application/json' }, payload: '{' });
+    const notJson = await app.inject({
+      method: 'POST',
+      url: '/control/payins',
+      headers: { 'content-type': 'application/json' },
+      payload: '{',
+    });
     expect(notJson.statusCode).toBe(400);
   });
 
   it('refuses a second order with the same merchant order number (409)', async () => {
-    expect((await call('POST', '/control/payouts', { merchantOrderNo: 'DUP', currency: 'INR', amount: '1' })).statusCode).toBe(201);
+    expect(
+      (await call('POST', '/control/payouts', { merchantOrderNo: 'DUP', currency: 'INR', amount: '1' })).statusCode,
+    ).toBe(201);
     const again = await call('POST', '/control/payouts', { merchantOrderNo: 'DUP', currency: 'INR', amount: '1' });
     expect(again.statusCode).toBe(409);
     expect(again.json().error).toBe('ORDER_CONFLICT');
@@ -64,7 +79,13 @@ describe('control API', () => {
     const { order, deliveries } = view.json();
     expect(order.history.map((h: { state: number }) => h.state)).toEqual([1, 3, 6]);
     expect(deliveries[0]).toMatchObject({ status: 'delivered', event: 'genuine', state: 6 });
-    expect(deliveries[0].attempts[0]).toMatchObject({ number: 1, copy: 1, status: 200, bodySnippet: 'success', outcome: 'success' });
+    expect(deliveries[0].attempts[0]).toMatchObject({
+      number: 1,
+      copy: 1,
+      status: 200,
+      bodySnippet: 'success',
+      outcome: 'success',
+    });
   });
 
   it('moves a payout to 4 or 5 only once', async () => {
@@ -83,6 +104,9 @@ describe('control API', () => {
     expect((await call('POST', '/control/reset')).statusCode).toBe(200);
     expect((await call('GET', '/control/orders')).json().orders).toEqual([]);
     expect((await call('GET', '/control/faults')).json().duplicate).toBe(1);
-    expect((await call('GET', '/control/settings')).json()).toMatchObject({ payinCallbackUrl: receiver.url, allowLocalCallbacks: true });
+    expect((await call('GET', '/control/settings')).json()).toMatchObject({
+      payinCallbackUrl: receiver.url,
+      allowLocalCallbacks: true,
+    });
   });
 });

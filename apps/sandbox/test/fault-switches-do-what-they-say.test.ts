@@ -112,7 +112,11 @@ describe('forge', () => {
   });
 
   it('sends a record for an order Get order has never heard of, through the control API', async () => {
-    const res = await app.inject({ method: 'POST', url: '/control/forge', payload: { what: 'unknown-order', type: 'payout' } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/control/forge',
+      payload: { what: 'unknown-order', type: 'payout' },
+    });
     expect(res.statusCode).toBe(201);
     await waitFor(() => receiver.received.length === 1);
     const ghost = String(receiver.received[0]!.parsed.MerchantOrderNo);

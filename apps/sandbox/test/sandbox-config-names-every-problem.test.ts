@@ -42,11 +42,21 @@ describe('loadSandboxConfig', () => {
   it('names every bad or missing variable in one error', () => {
     let message = '';
     try {
-      loadSandboxConfig({ SANDBOX_TIME_SCALE: '0', SANDBOX_ALLOW_LOCAL_CALLBACKS: 'maybe', SANDBOX_FIRST_ATTEMPT_DELAY: '31s' });
+      loadSandboxConfig({
+        SANDBOX_TIME_SCALE: '0',
+        SANDBOX_ALLOW_LOCAL_CALLBACKS: 'maybe',
+        SANDBOX_FIRST_ATTEMPT_DELAY: '31s',
+      });
     } catch (e) {
       message = (e as Error).message;
     }
-    for (const name of ['SANDBOX_MERCHANT_NO', 'SANDBOX_MERCHANT_PUBLIC_KEY_FILE', 'SANDBOX_TIME_SCALE', 'SANDBOX_ALLOW_LOCAL_CALLBACKS', 'SANDBOX_FIRST_ATTEMPT_DELAY']) {
+    for (const name of [
+      'SANDBOX_MERCHANT_NO',
+      'SANDBOX_MERCHANT_PUBLIC_KEY_FILE',
+      'SANDBOX_TIME_SCALE',
+      'SANDBOX_ALLOW_LOCAL_CALLBACKS',
+      'SANDBOX_FIRST_ATTEMPT_DELAY',
+    ]) {
       expect(message).toContain(name);
     }
   });

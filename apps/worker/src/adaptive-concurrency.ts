@@ -118,7 +118,8 @@ export function createAdaptiveLimit(options: AdaptiveLimitOptions = {}): Adaptiv
       if (w.ok === 0) return Math.round(limit);
       const shortRtt = Math.max(0, w.sumMs / w.ok - (options.loopDelayMs?.() ?? 0));
       if (longRtt === undefined) longRtt = shortRtt;
-      else if (shortRtt < longRtt) longRtt = 0.5 * longRtt + 0.5 * shortRtt; // faster: follow improvements at once
+      else if (shortRtt < longRtt)
+        longRtt = 0.5 * longRtt + 0.5 * shortRtt; // faster: follow improvements at once
       else longRtt = 0.95 * longRtt + 0.05 * shortRtt;
       const gradient = Math.min(1, Math.max(0.5, (tolerance * (longRtt + noise)) / (shortRtt + noise)));
       const inUse = w.peakInFlight >= limit * 0.5;

@@ -87,23 +87,29 @@ export function createAlerter(options: AlerterOptions): Alerter {
         signal: AbortSignal.timeout(timeoutMs),
       });
       await res.body.dump();
-      if (res.statusCode >= 300) logger.warn({ alert: type, status: res.statusCode }, 'alert webhook refused the message');
+      if (res.statusCode >= 300)
+        logger.warn({ alert: type, status: res.statusCode }, 'alert webhook refused the message');
     } catch (e) {
       logger.warn({ alert: type, err: coerceError(e) }, 'alert webhook unreachable; message dropped');
     }
   };
 
   const send = (message: AlertMessage) => {
-      const summary = summarize(message);
-      logger.warn({ alert: message.type, ...ids(message) }, `ALERT ${summary}`);
-      if (!url) return;
-      if (inFlight.size >= maxInFlight) {
-        logger.error({ alert: message.type, inFlight: inFlight.size }, 'alert webhook backlog full; message dropped');
-        return;
-      }
-      const body = JSON.stringify({ ...message, source: options.source ?? 'worker', at: new Date().toISOString(), summary });
-      const p = deliver(body, message.type).finally(() => inFlight.delete(p));
-      inFlight.add(p);
+    const summary = summarize(message);
+    logger.warn({ alert: message.type, ...ids(message) }, `ALERT ${summary}`);
+    if (!url) return;
+    if (inFlight.size >= maxInFlight) {
+      logger.error({ alert: message.type, inFlight: inFlight.size }, 'alert webhook backlog full; message dropped');
+      return;
+    }
+    const body = JSON.stringify({
+      ...message,
+      source: options.source ?? 'worker',
+      at: new Date().toISOString(),
+      summary,
+    });
+    const p = deliver(body, message.type).finally(() => inFlight.delete(p));
+    inFlight.add(p);
   };
 
   const closeWindow = () => {
@@ -112,7 +118,13 @@ export function createAlerter(options: AlerterOptions): Alerter {
     if (!w) return;
     clearTimeout(w.timer);
     if (w.count > 0) {
-      send({ type: 'reviews.opened', count: w.count, byCode: w.byCode, reviewIds: w.reviewIds, windowSeconds: reviewWindowMs / 1000 });
+      send({
+        type: 'reviews.opened',
+        count: w.count,
+        byCode: w.byCode,
+        reviewIds: w.reviewIds,
+        windowSeconds: reviewWindowMs / 1000,
+      });
     }
   };
 
@@ -137,17 +149,28 @@ export function createAlerter(options: AlerterOptions): Alerter {
 }
 
 function ids(m: AlertMessage) {
-  if (m.type === 'job.exhausted') return { jobId: m.jobId, orderNo: m.orderNo, state: m.state, merchantOrderNo: m.merchantOrderNo };
-  if (m.type === 'review.opened') return { reviewId: m.reviewId, orderNo: m.orderNo, state: m.state, merchantOrderNo: m.merchantOrderNo, code: m.code };
+  if (m.type === 'job.exhausted')
+    return { jobId: m.jobId, orderNo: m.orderNo, state: m.state, merchantOrderNo: m.merchantOrderNo };
+  if (m.type === 'review.opened')
+    return {
+      reviewId: m.reviewId,
+      orderNo: m.orderNo,
+      state: m.state,
+      merchantOrderNo: m.merchantOrderNo,
+      code: m.code,
+    };
   return { count: m.count, byCode: m.byCode };
 }
 
 function summarize(m: AlertMessage): string {
-  if (m.type === 'job.exhausted') return `job ${m.jobId} failed for good after ${m.attemptsMade} attempt(s): ${m.reason}`;
+  if (m.type === 'job.exhausted')
+    return `job ${m.jobId} failed for good after ${m.attemptsMade} attempt(s): ${m.reason}`;
   if (m.type === 'review.opened') {
     return `review ${m.reviewId} opened for ${m.kind} ${m.orderNo} state ${m.state} (order ${m.merchantOrderNo}): ${m.code}`;
   }
-  const codes = Object.entries(m.byCode).map(([code, n]) => `${code} ${n}`).join(', ');
+  const codes = Object.entries(m.byCode)
+    .map(([code, n]) => `${code} ${n}`)
+    .join(', ');
   return `${m.count} more review(s) opened in the last ${m.windowSeconds} s (${codes}); see the console's reviews`;
 }
 

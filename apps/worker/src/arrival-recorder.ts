@@ -117,8 +117,15 @@ export function attemptReport(outcome: ApplyOutcome): AttemptReport {
   }
 }
 
-export function createArrivalRecorder(db: Database, logger: Logger, options: ArrivalRecorderOptions = {}): ArrivalRecorder {
-  const batcher = new Batcher<ArrivalRow, void>((rows) => upsertArrivals(db, rows), { maxBatch: options.maxBatch ?? 256, onBatch: options.onBatch });
+export function createArrivalRecorder(
+  db: Database,
+  logger: Logger,
+  options: ArrivalRecorderOptions = {},
+): ArrivalRecorder {
+  const batcher = new Batcher<ArrivalRow, void>((rows) => upsertArrivals(db, rows), {
+    maxBatch: options.maxBatch ?? 256,
+    onBatch: options.onBatch,
+  });
   const pending = new Set<Promise<void>>();
   let lastLog = 0;
   let lost = 0;
@@ -135,7 +142,10 @@ export function createArrivalRecorder(db: Database, logger: Logger, options: Arr
     if (unwritten.size > maxUnwritten) {
       const oldest = unwritten.keys().next().value!;
       unwritten.delete(oldest);
-      logger.error({ jobId: oldest, maxUnwrittenFinal: maxUnwritten }, 'too many failed-job rows wait for Postgres: one dropped (the job is still in the failed set)');
+      logger.error(
+        { jobId: oldest, maxUnwrittenFinal: maxUnwritten },
+        'too many failed-job rows wait for Postgres: one dropped (the job is still in the failed set)',
+      );
     }
     retryTimer ??= setTimeout(retryFinals, retryFinalMs).unref();
   };
@@ -153,7 +163,10 @@ export function createArrivalRecorder(db: Database, logger: Logger, options: Arr
         lost++;
         // Postgres down: the job's own commit fails too and it is retried, which writes its row again.
         if (Date.now() - lastLog < 10_000) return;
-        logger.warn({ err: coerceError(e), rowsLost: lost }, 'could not record callback arrivals for the console search; the next attempt writes them again');
+        logger.warn(
+          { err: coerceError(e), rowsLost: lost },
+          'could not record callback arrivals for the console search; the next attempt writes them again',
+        );
         lastLog = Date.now();
         lost = 0;
       })

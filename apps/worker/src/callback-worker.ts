@@ -2,7 +2,14 @@ import { AppError, ErrorCodes, coerceError, firstLineOf } from '@mcb/core/errors
 import { createLogThrottle } from '@mcb/core/logger';
 import type { RedisClient, RedisHealth } from '@mcb/core/redis';
 import { activeSpan, markFailed, orderAttributes, queueTelemetry } from '@mcb/core/tracing';
-import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, callbackJobSchema, jobNote, jobNoteSchema, type CallbackJobInput } from '@mcb/core/queue';
+import {
+  CALLBACK_BACKOFF,
+  CALLBACKS_QUEUE,
+  callbackJobSchema,
+  jobNote,
+  jobNoteSchema,
+  type CallbackJobInput,
+} from '@mcb/core/queue';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import {
   applyEvent,
@@ -183,7 +190,11 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   };
 
   const { adaptive } = deps;
-  const processor = async (job: Job<CallbackJobInput, ApplyOutcome>, token?: string, signal?: AbortSignal): Promise<ApplyOutcome> => {
+  const processor = async (
+    job: Job<CallbackJobInput, ApplyOutcome>,
+    token?: string,
+    signal?: AbortSignal,
+  ): Promise<ApplyOutcome> => {
     adaptive?.jobStarted();
     metrics?.inFlight.inc();
     try {
@@ -195,7 +206,11 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   };
   const circuitRedelayMs = deps.circuitRedelayMs ?? 5000;
   const circuitWaitBoundMs = deps.circuitWaitBoundMs ?? 24 * 3600_000;
-  const attempt = async (job: Job<CallbackJobInput, ApplyOutcome>, token?: string, signal?: AbortSignal): Promise<ApplyOutcome> => {
+  const attempt = async (
+    job: Job<CallbackJobInput, ApplyOutcome>,
+    token?: string,
+    signal?: AbortSignal,
+  ): Promise<ApplyOutcome> => {
     const started = performance.now();
     const kind = job.name === 'payin' || job.name === 'payout' ? job.name : 'unknown';
     // BullMQ's process span (tracing on): this attempt, in the callback's trace.
@@ -227,8 +242,15 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
         ...(job.attemptsMade > 0 ? { wasInDoubt: (receiptId: number) => noteSaysInDoubt(job, receiptId) } : {}),
       };
       let outcome = await applyEvent(event, applyDeps, options);
-      if (outcome.status === 'deferred' && outcome.code === ErrorCodes.VERIFY_ORDER_UNKNOWN && (await overUnknownCap(job.id!))) {
-        logger.warn({ jobId: job.id, orderNo: event.orderNo, maxUnknownWaiting: maxUnknown }, 'too many events wait for unknown orders: this one goes to review now');
+      if (
+        outcome.status === 'deferred' &&
+        outcome.code === ErrorCodes.VERIFY_ORDER_UNKNOWN &&
+        (await overUnknownCap(job.id!))
+      ) {
+        logger.warn(
+          { jobId: job.id, orderNo: event.orderNo, maxUnknownWaiting: maxUnknown },
+          'too many events wait for unknown orders: this one goes to review now',
+        );
         outcome = await applyEvent(event, applyDeps, { ...options, noWait: true });
       } else if (outcome.status !== 'deferred' && job.attemptsMade > 0 && maxUnknown > 0) {
         // It may have waited for its order before: no longer.
@@ -246,15 +268,30 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
       // The platform's breaker is open and stayed open for the guard's whole wait: an outage elsewhere, not this job's
       // failure. Put the job back as delayed without consuming an attempt (BullMQ's moveToDelayed skips the count),
       // noted on its timeline and counted as a retry, up to a bound from when it was first seen.
-      if (err instanceof AppError && err.code === ErrorCodes.PLATFORM_CIRCUIT_OPEN && token && Date.now() - firstSeenAt(job, event.receivedAt) < circuitWaitBoundMs) {
+      if (
+        err instanceof AppError &&
+        err.code === ErrorCodes.PLATFORM_CIRCUIT_OPEN &&
+        token &&
+        Date.now() - firstSeenAt(job, event.receivedAt) < circuitWaitBoundMs
+      ) {
         const code = err.code;
         finish('retry');
         metrics?.retries.inc({ kind, code });
         arrivals.settled(job, event, { status: 'waiting', code, detail: firstLineOf(err) });
         await job
-          .log(jobNote({ event: 'attempt-waiting', attempt: job.attemptsMade + 1, code, detail: `${describeJobError(err)}; put back without using an attempt` }))
+          .log(
+            jobNote({
+              event: 'attempt-waiting',
+              attempt: job.attemptsMade + 1,
+              code,
+              detail: `${describeJobError(err)}; put back without using an attempt`,
+            }),
+          )
           .catch(() => 0);
-        logger.warn({ jobId: job.id, orderNo: event.orderNo, code }, 'Get order paused by the circuit breaker: job put back, no attempt used');
+        logger.warn(
+          { jobId: job.id, orderNo: event.orderNo, code },
+          'Get order paused by the circuit breaker: job put back, no attempt used',
+        );
         await job.moveToDelayed(Date.now() + Math.round(circuitRedelayMs * (1 + Math.random() / 2)), token);
         throw new DelayedError();
       }
@@ -262,13 +299,27 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
       const code = jobErrorCode(err);
       finish(transient ? 'retry' : 'failed');
       // A final failure is recorded by the 'failed' listener below, once the job is in the failed set (replayable).
-      if (transient) arrivals.settled(job, event, { status: deferred ? 'waiting' : 'retrying', code, detail: firstLineOf(err) });
+      if (transient)
+        arrivals.settled(job, event, { status: deferred ? 'waiting' : 'retrying', code, detail: firstLineOf(err) });
       markFailed(span, err);
       if (transient) metrics?.retries.inc({ kind, code });
-      const ids = { jobId: job.id, orderNo: event.orderNo, state: event.state, merchantOrderNo: event.merchantOrderNo, attempt: job.attemptsMade + 1 };
+      const ids = {
+        jobId: job.id,
+        orderNo: event.orderNo,
+        state: event.state,
+        merchantOrderNo: event.merchantOrderNo,
+        attempt: job.attemptsMade + 1,
+      };
       // The console's timeline of this callback: each attempt that did not settle it, with its code and why.
       await job
-        .log(jobNote({ event: deferred ? 'attempt-waiting' : 'attempt-failed', attempt: job.attemptsMade + 1, code, detail: describeJobError(err) }))
+        .log(
+          jobNote({
+            event: deferred ? 'attempt-waiting' : 'attempt-failed',
+            attempt: job.attemptsMade + 1,
+            code,
+            detail: describeJobError(err),
+          }),
+        )
         .catch(() => 0); // a note that cannot be written changes nothing about the job
       if (transient) logger.warn({ ...ids, code, err: coerceError(e) }, `attempt failed, will retry: ${err.message}`);
       else logger.error({ ...ids, code, err: coerceError(e) }, `job failed for good (kept for replay): ${err.message}`);
@@ -278,26 +329,30 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
 
   const loops = Math.max(1, Math.floor(deps.fetchLoops ?? (adaptive ? 4 : 1)));
   const allowed = adaptive?.limit ?? deps.concurrency ?? 256;
-  const loop = (i: number) => new Worker<CallbackJobInput, ApplyOutcome>(CALLBACKS_QUEUE, processor, {
-    connection: deps.connection,
-    prefix: deps.prefix ?? 'mcb',
-    name: deps.name,
-    concurrency: shareOf(allowed, loops, i),
-    autorun: deps.autorun ?? true,
-    lockDuration: deps.lockDurationMs ?? 30_000,
-    stalledInterval: deps.stalledIntervalMs ?? 30_000,
-    maxStalledCount: deps.maxStalledCount ?? 10,
-    // Tracing on: each attempt is a span in the trace its callback started at ingest (context carried in the job).
-    ...queueTelemetry(),
-    settings: {
-      // Registered for CALLBACK_BACKOFF; any other custom type gets the same safe delay rather than no retry.
-      backoffStrategy: (attemptsMade: number, type?: string) => {
-        if (type !== CALLBACK_BACKOFF) logger.warn({ type }, 'unknown backoff type; using the callback backoff');
-        return callbackBackoffDelay(attemptsMade, deps.backoff);
+  const loop = (i: number) =>
+    new Worker<CallbackJobInput, ApplyOutcome>(CALLBACKS_QUEUE, processor, {
+      connection: deps.connection,
+      prefix: deps.prefix ?? 'mcb',
+      name: deps.name,
+      concurrency: shareOf(allowed, loops, i),
+      autorun: deps.autorun ?? true,
+      lockDuration: deps.lockDurationMs ?? 30_000,
+      stalledInterval: deps.stalledIntervalMs ?? 30_000,
+      maxStalledCount: deps.maxStalledCount ?? 10,
+      // Tracing on: each attempt is a span in the trace its callback started at ingest (context carried in the job).
+      ...queueTelemetry(),
+      settings: {
+        // Registered for CALLBACK_BACKOFF; any other custom type gets the same safe delay rather than no retry.
+        backoffStrategy: (attemptsMade: number, type?: string) => {
+          if (type !== CALLBACK_BACKOFF) logger.warn({ type }, 'unknown backoff type; using the callback backoff');
+          return callbackBackoffDelay(attemptsMade, deps.backoff);
+        },
       },
-    },
-  });
-  const worker: CallbackWorker = groupFetchLoops([loop(0), ...Array.from({ length: loops - 1 }, (_, i) => loop(i + 1))]);
+    });
+  const worker: CallbackWorker = groupFetchLoops([
+    loop(0),
+    ...Array.from({ length: loops - 1 }, (_, i) => loop(i + 1)),
+  ]);
   // An 'error' without a listener would crash the process; BullMQ reconnects on its own. A Redis at maxmemory
   // (noeviction) refuses every BullMQ script with OOM and BullMQ's loop would retry at once, spinning: pause fetching
   // with a growing backoff instead, and log at most one line per 10 s. Jobs in flight still try to complete.
@@ -313,7 +368,12 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     if (resumeTimer) return;
     oomBackoffMs = Math.min(oomBackoffMs ? oomBackoffMs * 2 : 500, 30_000);
     metrics?.redisOomBackoff.set(oomBackoffMs / 1000);
-    logThrottled('redis oom', 'error', { err: coerceError(e), backoffMs: oomBackoffMs }, 'Redis is out of memory (maxmemory, noeviction): pausing job fetching');
+    logThrottled(
+      'redis oom',
+      'error',
+      { err: coerceError(e), backoffMs: oomBackoffMs },
+      'Redis is out of memory (maxmemory, noeviction): pausing job fetching',
+    );
     void worker.pause(true).catch(() => {});
     resumeTimer = setTimeout(() => {
       resumeTimer = undefined;
@@ -350,15 +410,23 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   if (deps.releaseReviewedJobIds ?? true) {
     worker.on('completed', (job, result) => {
       if (result?.status !== 'review') return;
-      job.remove().catch((e: unknown) =>
-        logger.warn({ jobId: job.id, err: coerceError(e) }, 'could not release the job id of a reviewed job'),
-      );
+      job
+        .remove()
+        .catch((e: unknown) =>
+          logger.warn({ jobId: job.id, err: coerceError(e) }, 'could not release the job id of a reviewed job'),
+        );
     });
   }
   worker.on('failed', (job, err) => {
     if (!job || !isFinalFailure(job, err)) return;
     const parsed = callbackJobSchema.safeParse(job.data);
-    if (parsed.success) arrivals.settled(job, parsed.data, { status: 'failed', code: jobErrorCode(err), detail: firstLineOf(err), attempts: job.attemptsMade });
+    if (parsed.success)
+      arrivals.settled(job, parsed.data, {
+        status: 'failed',
+        code: jobErrorCode(err),
+        detail: firstLineOf(err),
+        attempts: job.attemptsMade,
+      });
   });
   worker.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled (its worker died or hung); it runs again'));
   // 'failed' fires for every failed attempt; only the last one (or a permanent error) is worth a person's time.

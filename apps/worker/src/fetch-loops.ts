@@ -52,15 +52,19 @@ export function groupFetchLoops<W extends Worker>(loops: readonly [W, ...W[]]): 
     disconnect: first.disconnect.bind(first),
   };
   first.run = async () => void (await Promise.all([own.run(), ...others.map((o) => o.run())]));
-  first.waitUntilReady = async () => void (await Promise.all([own.waitUntilReady(), ...others.map((o) => o.waitUntilReady())]));
-  first.pause = async (doNotWaitActive?: boolean) => void (await Promise.all([own.pause(doNotWaitActive), ...others.map((o) => o.pause(doNotWaitActive))]));
+  first.waitUntilReady = async () =>
+    void (await Promise.all([own.waitUntilReady(), ...others.map((o) => o.waitUntilReady())]));
+  first.pause = async (doNotWaitActive?: boolean) =>
+    void (await Promise.all([own.pause(doNotWaitActive), ...others.map((o) => o.pause(doNotWaitActive))]));
   first.resume = async () => void (await Promise.all([own.resume(), ...others.map((o) => o.resume())]));
-  first.cancelJob = (jobId: string, reason?: string) => own.cancelJob(jobId, reason) || others.some((o) => o.cancelJob(jobId, reason));
+  first.cancelJob = (jobId: string, reason?: string) =>
+    own.cancelJob(jobId, reason) || others.some((o) => o.cancelJob(jobId, reason));
   first.cancelAllJobs = (reason?: string) => {
     own.cancelAllJobs(reason);
     for (const o of others) o.cancelAllJobs(reason);
   };
-  first.close = async (force?: boolean) => void (await Promise.all([own.close(force), ...others.map((o) => o.close(force))]));
+  first.close = async (force?: boolean) =>
+    void (await Promise.all([own.close(force), ...others.map((o) => o.close(force))]));
   first.disconnect = async () => void (await Promise.all([own.disconnect(), ...others.map((o) => o.disconnect())]));
   return group;
 }

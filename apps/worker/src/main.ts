@@ -40,7 +40,11 @@ try {
   const redisHealth = createRedisHealth({ logger, registry });
   const redis = createRedis(redisTargetOf(config), 'worker', { connectionName: 'mcb-worker' });
   redisHealth.watch(redis, 'mcb-worker');
-  releasers.add('redis', () => redis.quit(), () => redis.disconnect());
+  releasers.add(
+    'redis',
+    () => redis.quit(),
+    () => redis.disconnect(),
+  );
   // Jobs waiting on Get order hold no connection: the pool serves the batchers (one commit and two look-ups in
   // flight), reviews and the sweep, not the jobs in flight.
   const db = createDb(config.DATABASE_URL, {
@@ -56,7 +60,11 @@ try {
   // Jobs in flight: pinned by WORKER_CONCURRENCY, or adapted to Get order's latency and failures (docs/worker.md).
   const adaptive =
     config.WORKER_CONCURRENCY === undefined
-      ? createAdaptiveLimit({ max: config.WORKER_MAX_IN_FLIGHT, maxRps: config.PLATFORM_MAX_RPS, loopDelayMs: eventLoopDelaySampler() })
+      ? createAdaptiveLimit({
+          max: config.WORKER_MAX_IN_FLIGHT,
+          maxRps: config.PLATFORM_MAX_RPS,
+          loopDelayMs: eventLoopDelaySampler(),
+        })
       : undefined;
   // The fleet's Get order budget (PLATFORM_MAX_RPS, shared by every worker and the console) and breaker state, on
   // the queue's Redis connection under the queue prefix (docs/deployment.md "Sizing").
@@ -64,21 +72,26 @@ try {
   releasers.add('fleet budget', () => fleet.close());
   // One keep-alive connection per Get order in flight at most; the guard takes Get order's start times from the
   // fleet's budget and pauses Get order while the platform keeps failing, so an outage costs jobs time rather than attempts.
-  const platform = guardPlatform(createPlatformClientFromConfig(config, { connections: config.WORKER_CONCURRENCY ?? config.WORKER_MAX_IN_FLIGHT }), {
-    fleet,
-    onSample: adaptive?.sample,
-    onStateChange: (state) => {
-      adaptive?.paused(state === 'open');
-      metrics.platformCircuitOpen.set(state === 'closed' ? 0 : 1);
-      logger[state === 'closed' ? 'info' : 'warn']({ state }, `platform circuit breaker ${state}`);
+  const platform = guardPlatform(
+    createPlatformClientFromConfig(config, { connections: config.WORKER_CONCURRENCY ?? config.WORKER_MAX_IN_FLIGHT }),
+    {
+      fleet,
+      onSample: adaptive?.sample,
+      onStateChange: (state) => {
+        adaptive?.paused(state === 'open');
+        metrics.platformCircuitOpen.set(state === 'closed' ? 0 : 1);
+        logger[state === 'closed' ? 'info' : 'warn']({ state }, `platform circuit breaker ${state}`);
+      },
     },
-  });
+  );
   releasers.add('platform', () => platform.close());
   // Alerts (ALERT_WEBHOOK_URL): closed after the workers, so their last messages still go out.
   const alerts = createAlerter({ url: config.ALERT_WEBHOOK_URL, logger });
   releasers.add('alerts', () => alerts.close());
   // Queue depth by state for Prometheus, read at scrape time.
-  const depthQueues = [CALLBACKS_QUEUE, MAINTENANCE_QUEUE].map((name) => new Queue(name, { connection: redis, prefix: config.QUEUE_PREFIX }));
+  const depthQueues = [CALLBACKS_QUEUE, MAINTENANCE_QUEUE].map(
+    (name) => new Queue(name, { connection: redis, prefix: config.QUEUE_PREFIX }),
+  );
   for (const q of depthQueues) redisHealth.listen(q, `${q.name} depth queue`);
   registerQueueDepthGauge(registry, depthQueues);
   releasers.add('depth queues', () => Promise.all(depthQueues.map((q) => q.close())));
@@ -134,7 +147,14 @@ try {
 
   releasers.onSignals();
   logger.info(
-    { concurrency: config.WORKER_CONCURRENCY ?? `adaptive (max ${config.WORKER_MAX_IN_FLIGHT})`, maxRps: config.PLATFORM_MAX_RPS, commitBatch: config.WORKER_COMMIT_BATCH, dbPool: config.WORKER_DB_POOL, prefix: config.QUEUE_PREFIX, metricsPort: metricsServer.port },
+    {
+      concurrency: config.WORKER_CONCURRENCY ?? `adaptive (max ${config.WORKER_MAX_IN_FLIGHT})`,
+      maxRps: config.PLATFORM_MAX_RPS,
+      commitBatch: config.WORKER_COMMIT_BATCH,
+      dbPool: config.WORKER_DB_POOL,
+      prefix: config.QUEUE_PREFIX,
+      metricsPort: metricsServer.port,
+    },
     'worker started',
   );
 } catch (e) {

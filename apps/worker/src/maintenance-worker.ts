@@ -30,7 +30,8 @@ export interface MaintenanceWorker {
 }
 
 /** What a maintenance job returns: the sweep's report, a skip, or the refreshed catalog's summary. */
-export type MaintenanceResult = SweepReport | { skipped: 'sweep-in-progress' } | { fetchedAt: string; currencies: number };
+export type MaintenanceResult =
+  SweepReport | { skipped: 'sweep-in-progress' } | { fetchedAt: string; currencies: number };
 
 /** Jobs of a scheduler are kept for a look on the dashboard; the next interval is the retry, so one attempt each. */
 const templateOpts = { attempts: 1, removeOnComplete: { count: 200 }, removeOnFail: { count: 500 } };
@@ -71,7 +72,10 @@ export async function createMaintenanceWorker(deps: MaintenanceWorkerDeps): Prom
       } catch (e) {
         // Never fatal: the stored copy stays, the next interval tries again.
         const err = coerceError(e);
-        logger.warn({ err, code: isAppError(err) ? err.code : undefined }, `catalog refresh failed; next try in one interval: ${err.message}`);
+        logger.warn(
+          { err, code: isAppError(err) ? err.code : undefined },
+          `catalog refresh failed; next try in one interval: ${err.message}`,
+        );
         throw err;
       }
     }
@@ -89,21 +93,31 @@ export async function createMaintenanceWorker(deps: MaintenanceWorkerDeps): Prom
   // Without listeners BullMQ writes each error to stderr as a raw trace: while Redis is down, several a second.
   const logThrottled = createLogThrottle(logger);
   const onError = (source: string) => (e: Error) =>
-    deps.redisHealth ? deps.redisHealth.report(source, e) : void logThrottled(source, 'error', { err: coerceError(e) }, `${source} error`);
+    deps.redisHealth
+      ? deps.redisHealth.report(source, e)
+      : void logThrottled(source, 'error', { err: coerceError(e) }, `${source} error`);
   worker.on('error', onError('maintenance worker'));
   queue.on('error', onError('maintenance queue'));
 
   const upsertSchedulers = async () => {
-    await queue.upsertJobScheduler(MaintenanceJobs.reconcile, { every: deps.reconcileEveryMs ?? 300_000 }, {
-      name: MaintenanceJobs.reconcile,
-      data: {},
-      opts: templateOpts,
-    });
-    await queue.upsertJobScheduler(MaintenanceJobs.catalogRefresh, { every: deps.catalogRefreshEveryMs ?? 900_000 }, {
-      name: MaintenanceJobs.catalogRefresh,
-      data: {},
-      opts: templateOpts,
-    });
+    await queue.upsertJobScheduler(
+      MaintenanceJobs.reconcile,
+      { every: deps.reconcileEveryMs ?? 300_000 },
+      {
+        name: MaintenanceJobs.reconcile,
+        data: {},
+        opts: templateOpts,
+      },
+    );
+    await queue.upsertJobScheduler(
+      MaintenanceJobs.catalogRefresh,
+      { every: deps.catalogRefreshEveryMs ?? 900_000 },
+      {
+        name: MaintenanceJobs.catalogRefresh,
+        data: {},
+        opts: templateOpts,
+      },
+    );
   };
   // A Redis that refuses writes for a moment (NOREPLICAS while a replica resyncs, READONLY during a failover, OOM)
   // must not keep the worker from starting: callbacks matter more than the schedules. The first try is awaited;

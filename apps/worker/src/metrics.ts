@@ -62,7 +62,12 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
 function buildWorkerMetrics(registry: Registry): WorkerMetrics {
   const registers = [registry];
   return {
-    jobs: new Counter({ name: 'mcb_worker_jobs_total', help: 'Callback job attempts by outcome', labelNames: ['kind', 'outcome'], registers }),
+    jobs: new Counter({
+      name: 'mcb_worker_jobs_total',
+      help: 'Callback job attempts by outcome',
+      labelNames: ['kind', 'outcome'],
+      registers,
+    }),
     jobDuration: new Histogram({
       name: 'mcb_worker_job_duration_seconds',
       help: 'Duration of one callback job attempt',
@@ -77,14 +82,28 @@ function buildWorkerMetrics(registry: Registry): WorkerMetrics {
       buckets: [1, 2, 4, 8, 16, 32, 64, 128],
       registers,
     }),
-    redisOom: new Counter({ name: 'mcb_worker_redis_oom_total', help: 'Redis commands refused with OOM (maxmemory reached)', registers }),
+    redisOom: new Counter({
+      name: 'mcb_worker_redis_oom_total',
+      help: 'Redis commands refused with OOM (maxmemory reached)',
+      registers,
+    }),
     redisOomBackoff: new Gauge({
       name: 'mcb_worker_redis_oom_backoff_seconds',
       help: 'Current pause of job fetching after Redis refused a command with OOM (0 when fetching normally)',
       registers,
     }),
-    retries: new Counter({ name: 'mcb_worker_retries_total', help: 'Callback job attempts that will be retried', labelNames: ['kind', 'code'], registers }),
-    reviews: new Counter({ name: 'mcb_worker_reviews_total', help: 'Events sent to review', labelNames: ['kind', 'code'], registers }),
+    retries: new Counter({
+      name: 'mcb_worker_retries_total',
+      help: 'Callback job attempts that will be retried',
+      labelNames: ['kind', 'code'],
+      registers,
+    }),
+    reviews: new Counter({
+      name: 'mcb_worker_reviews_total',
+      help: 'Events sent to review',
+      labelNames: ['kind', 'code'],
+      registers,
+    }),
     getOrderDuration: new Histogram({
       name: 'mcb_worker_get_order_duration_seconds',
       help: 'Duration of Get order calls',
@@ -106,7 +125,11 @@ function buildWorkerMetrics(registry: Registry): WorkerMetrics {
       labelNames: ['kind', 'against'],
       registers,
     }),
-    inFlightLimit: new Gauge({ name: 'mcb_worker_in_flight_limit', help: 'Jobs this worker process may run at once (adaptive, or WORKER_CONCURRENCY)', registers }),
+    inFlightLimit: new Gauge({
+      name: 'mcb_worker_in_flight_limit',
+      help: 'Jobs this worker process may run at once (adaptive, or WORKER_CONCURRENCY)',
+      registers,
+    }),
     inFlight: new Gauge({ name: 'mcb_worker_in_flight', help: 'Jobs this worker process is running now', registers }),
     platformCircuitOpen: new Gauge({
       name: 'mcb_worker_platform_circuit_open',

@@ -2,7 +2,16 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@mcb/core/logger';
-import { createOrder, type FakePlatform, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
+import {
+  createOrder,
+  type FakePlatform,
+  payinEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+  waitFor,
+} from '@mcb/testkit';
 import { createAlerter, type Alerter } from '../src/alerts.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
 
@@ -26,7 +35,13 @@ beforeAll(async () => {
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  hook = { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`, received, status: 204, hang: false };
+  hook = {
+    server,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`,
+    received,
+    status: 204,
+    hang: false,
+  };
   alerts = createAlerter({ url: hook.url, logger, timeoutMs: 300 });
   harness = await startHarness(env, platform.url, { alerts });
 });
@@ -47,7 +62,11 @@ describe('alerts', () => {
     await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10.00' });
     platform.failNext(merchantOrderNo, 1_000, 500);
     const event = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '10.00' });
-    const job = await harness.queue.add(event.kind, event, { jobId: `payin-${orderNo}-6`, attempts: 3, backoff: { type: 'callback-backoff' } });
+    const job = await harness.queue.add(event.kind, event, {
+      jobId: `payin-${orderNo}-6`,
+      attempts: 3,
+      backoff: { type: 'callback-backoff' },
+    });
     await harness.settled(job.id!);
     expect(await harness.queue.getJobState(job.id!)).toBe('failed');
     expect((await harness.queue.getFailed()).map((j) => j.id)).toContain(job.id);
@@ -55,7 +74,15 @@ describe('alerts', () => {
     await alerts.close();
     const sent = alertsFor(orderNo);
     expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatchObject({ type: 'job.exhausted', jobId: job.id, orderNo, merchantOrderNo, state: 6, attemptsMade: 3, source: 'worker' });
+    expect(sent[0]).toMatchObject({
+      type: 'job.exhausted',
+      jobId: job.id,
+      orderNo,
+      merchantOrderNo,
+      state: 6,
+      attemptsMade: 3,
+      source: 'worker',
+    });
     expect(String(sent[0]!.reason)).toMatch(/HTTP 500/);
     // Nothing of the record's amounts travels in the alert.
     expect(JSON.stringify(sent[0])).not.toContain('17.3');
@@ -74,7 +101,14 @@ describe('alerts', () => {
     await alerts.close();
     const sent = alertsFor(orderNo);
     expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatchObject({ type: 'review.opened', orderNo, merchantOrderNo, state: 6, code: 'VERIFY_AMOUNT_MISMATCH', kind: 'payin' });
+    expect(sent[0]).toMatchObject({
+      type: 'review.opened',
+      orderNo,
+      merchantOrderNo,
+      state: 6,
+      code: 'VERIFY_AMOUNT_MISMATCH',
+      kind: 'payin',
+    });
   });
 
   it('never holds up or fails the job path when the webhook hangs or refuses', async () => {
@@ -85,7 +119,9 @@ describe('alerts', () => {
       await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10.00' });
       platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '12.00' }));
       const started = Date.now();
-      const job = await harness.settled((await harness.add(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '10.00' }))).id!);
+      const job = await harness.settled(
+        (await harness.add(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '10.00' }))).id!,
+      );
       expect(job.returnvalue).toMatchObject({ status: 'review' });
       expect(Date.now() - started).toBeLessThan(2000);
       await alerts.close(); // bounded by the 300 ms deadline
@@ -94,10 +130,28 @@ describe('alerts', () => {
     }
     hook.status = 500;
     const refused = createAlerter({ url: hook.url, logger, timeoutMs: 300 });
-    refused.notify({ type: 'review.opened', reviewId: 1, kind: 'payin', orderNo: 'X', state: 6, merchantOrderNo: 'Y', code: 'C', reason: 'r' });
+    refused.notify({
+      type: 'review.opened',
+      reviewId: 1,
+      kind: 'payin',
+      orderNo: 'X',
+      state: 6,
+      merchantOrderNo: 'Y',
+      code: 'C',
+      reason: 'r',
+    });
     await expect(refused.close()).resolves.toBeUndefined();
     const unreachable = createAlerter({ url: 'http://127.0.0.1:1/alerts', logger, timeoutMs: 300 });
-    unreachable.notify({ type: 'review.opened', reviewId: 1, kind: 'payin', orderNo: 'X', state: 6, merchantOrderNo: 'Y', code: 'C', reason: 'r' });
+    unreachable.notify({
+      type: 'review.opened',
+      reviewId: 1,
+      kind: 'payin',
+      orderNo: 'X',
+      state: 6,
+      merchantOrderNo: 'Y',
+      code: 'C',
+      reason: 'r',
+    });
     await expect(unreachable.close()).resolves.toBeUndefined();
     hook.status = 204;
   });
@@ -106,9 +160,27 @@ describe('alerts', () => {
     const flood = createAlerter({ url: hook.url, logger, timeoutMs: 1000, reviewWindowMs: 60_000, maxInFlight: 100 });
     const before = hook.received.length;
     for (let i = 0; i < 300; i++) {
-      flood.notify({ type: 'review.opened', reviewId: 10_000 + i, kind: 'payin', orderNo: `FLOOD-${i}`, state: 6, merchantOrderNo: `M-FLOOD-${i}`, code: i % 3 ? 'VERIFY_ORDER_UNKNOWN' : 'VERIFY_AMOUNT_MISMATCH', reason: 'forged' });
+      flood.notify({
+        type: 'review.opened',
+        reviewId: 10_000 + i,
+        kind: 'payin',
+        orderNo: `FLOOD-${i}`,
+        state: 6,
+        merchantOrderNo: `M-FLOOD-${i}`,
+        code: i % 3 ? 'VERIFY_ORDER_UNKNOWN' : 'VERIFY_AMOUNT_MISMATCH',
+        reason: 'forged',
+      });
     }
-    flood.notify({ type: 'job.exhausted', queue: 'callbacks', jobId: 'payin-GENUINE-6', jobName: 'payin', orderNo: 'GENUINE', state: 6, attemptsMade: 60, reason: 'DB_UNAVAILABLE: x' });
+    flood.notify({
+      type: 'job.exhausted',
+      queue: 'callbacks',
+      jobId: 'payin-GENUINE-6',
+      jobName: 'payin',
+      orderNo: 'GENUINE',
+      state: 6,
+      attemptsMade: 60,
+      reason: 'DB_UNAVAILABLE: x',
+    });
     await flood.close(); // ends the window: its summary goes out now
     const sent = hook.received.slice(before);
     expect(sent.map((m) => m.type).sort()).toEqual(['job.exhausted', 'review.opened', 'reviews.opened']);

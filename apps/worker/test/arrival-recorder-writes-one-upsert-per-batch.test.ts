@@ -12,7 +12,8 @@ const silent = createLogger({ name: 'arrivals-test', level: 'silent' });
 
 /** What the recorder reads of a BullMQ job. */
 const fakeJob = (id: string, attemptsMade = 0) => ({ id, attemptsMade, timestamp: Date.now() }) as unknown as Job;
-const event = (i: number) => callbackJobSchema.parse(payinEvent({ orderNo: `P-AR-${i}`, merchantOrderNo: `MO-AR-${i}`, fiatAmount: `${i}.50` }));
+const event = (i: number) =>
+  callbackJobSchema.parse(payinEvent({ orderNo: `P-AR-${i}`, merchantOrderNo: `MO-AR-${i}`, fiatAmount: `${i}.50` }));
 
 describe('the arrival recorder', () => {
   it('writes 500 concurrent reports in a few upserts, not one statement per job; taken then settled in one batch collapse', async () => {
@@ -21,7 +22,13 @@ describe('the arrival recorder', () => {
     for (let i = 0; i < 250; i++) {
       const job = fakeJob(`payin-P-AR-${i}-6`);
       recorder.taken(job, event(i));
-      recorder.settled(job, event(i), i % 2 ? { status: 'applied', outcome: 'credited' } : { status: 'failed', code: 'PLATFORM_HTTP_ERROR', detail: 'x'.repeat(400) });
+      recorder.settled(
+        job,
+        event(i),
+        i % 2
+          ? { status: 'applied', outcome: 'credited' }
+          : { status: 'failed', code: 'PLATFORM_HTTP_ERROR', detail: 'x'.repeat(400) },
+      );
     }
     await recorder.flush();
     expect(batches.reduce((a, b) => a + b, 0)).toBe(500);
@@ -29,9 +36,19 @@ describe('the arrival recorder', () => {
     const rows = await env.db.db.select().from(callbackArrivals).orderBy(asc(callbackArrivals.jobId));
     expect(rows).toHaveLength(250);
     const failed = rows.find((r) => r.jobId === 'payin-P-AR-0-6')!;
-    expect(failed).toMatchObject({ status: 'failed', lastCode: 'PLATFORM_HTTP_ERROR', merchantOrderNo: 'MO-AR-0', amount: '0.50', attempts: 1 });
+    expect(failed).toMatchObject({
+      status: 'failed',
+      lastCode: 'PLATFORM_HTTP_ERROR',
+      merchantOrderNo: 'MO-AR-0',
+      amount: '0.50',
+      attempts: 1,
+    });
     expect(failed.lastDetail).toHaveLength(300);
-    expect(rows.find((r) => r.jobId === 'payin-P-AR-1-6')).toMatchObject({ status: 'applied', outcome: 'credited', lastCode: null });
+    expect(rows.find((r) => r.jobId === 'payin-P-AR-1-6')).toMatchObject({
+      status: 'applied',
+      outcome: 'credited',
+      lastCode: null,
+    });
   });
 
   it('records taken only on a first attempt; a later attempt updates the row; an older report changes nothing', async () => {
@@ -50,7 +67,10 @@ describe('the arrival recorder', () => {
     expect(second!.firstSeenAt).toEqual(first!.firstSeenAt);
 
     // A stalled attempt's late word, stamped before the stored one: ignored.
-    await env.db.db.update(callbackArrivals).set({ updatedAt: new Date(Date.now() + 60_000) }).where(eq(callbackArrivals.jobId, id));
+    await env.db.db
+      .update(callbackArrivals)
+      .set({ updatedAt: new Date(Date.now() + 60_000) })
+      .where(eq(callbackArrivals.jobId, id));
     recorder.settled(fakeJob(id, 0), event(900), { status: 'failed', code: 'OLD' });
     await recorder.flush();
     const [third] = await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, id));
@@ -61,11 +81,23 @@ describe('the arrival recorder', () => {
     const recorder = createArrivalRecorder(env.db.db, silent);
     const detail = 'platform said "no", {x,y} \\ C:\\path NULL';
     recorder.settled(fakeJob('payin-P-AR-950-6'), event(950), { status: 'retrying', code: 'NULL', detail });
-    recorder.settled(fakeJob('payout-P-AR-951-4'), { ...event(951), kind: 'payout' } as never, { status: 'applied', outcome: 'succeeded' });
+    recorder.settled(fakeJob('payout-P-AR-951-4'), { ...event(951), kind: 'payout' } as never, {
+      status: 'applied',
+      outcome: 'succeeded',
+    });
     await recorder.flush();
     const rows = await env.db.db.select().from(callbackArrivals).orderBy(asc(callbackArrivals.jobId));
-    expect(rows.find((r) => r.jobId === 'payin-P-AR-950-6')).toMatchObject({ lastDetail: detail, lastCode: 'NULL', outcome: null, amount: '950.50' });
-    expect(rows.find((r) => r.jobId === 'payout-P-AR-951-4')).toMatchObject({ kind: 'payout', amount: null, lastDetail: null });
+    expect(rows.find((r) => r.jobId === 'payin-P-AR-950-6')).toMatchObject({
+      lastDetail: detail,
+      lastCode: 'NULL',
+      outcome: null,
+      amount: '950.50',
+    });
+    expect(rows.find((r) => r.jobId === 'payout-P-AR-951-4')).toMatchObject({
+      kind: 'payout',
+      amount: null,
+      lastDetail: null,
+    });
   });
 
   it('never throws into the job when Postgres is unreachable: it logs one line and goes on', async () => {

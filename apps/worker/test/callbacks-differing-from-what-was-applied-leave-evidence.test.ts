@@ -1,4 +1,13 @@
-import { createOrder, type FakePlatform, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
+import {
+  createOrder,
+  type FakePlatform,
+  payinEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+  waitFor,
+} from '@mcb/testkit';
 import type { CallbackJobInput } from '@mcb/core/queue';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AlertMessage, Alerter } from '../src/alerts.ts';
@@ -29,13 +38,17 @@ beforeEach(() => {
 });
 
 const forgeries = async (against: 'receipt' | 'order') =>
-  (await h.metrics.suspectedForgeries.get()).values.find((v) => v.labels.kind === 'payin' && v.labels.against === against)?.value ?? 0;
+  (await h.metrics.suspectedForgeries.get()).values.find(
+    (v) => v.labels.kind === 'payin' && v.labels.against === against,
+  )?.value ?? 0;
 
 /** A pay-in of 50.00, credited by its genuine callback. */
 async function credited() {
   const no = `PI-${uid()}`;
   await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '50.00' });
-  platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '50.00' }));
+  platform.setOrder(
+    platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '50.00' }),
+  );
   const genuine = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '50.00' }) as PayinInput;
   const job = await h.settled((await h.add(genuine)).id!);
   expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
@@ -47,7 +60,9 @@ describe('a callback that meets what was already applied', () => {
     const { no, genuine } = await credited();
     const before = await forgeries('receipt');
     const hits = platform.hits.get(no);
-    const job = await h.settled((await h.add({ ...genuine, receivedAt: new Date().toISOString() }, `payin-P${no}-6-retry`)).id!);
+    const job = await h.settled(
+      (await h.add({ ...genuine, receivedAt: new Date().toISOString() }, `payin-P${no}-6-retry`)).id!,
+    );
     expect(job.returnvalue).toEqual({ status: 'duplicate', reason: 'receipt-exists' });
     expect(platform.hits.get(no)).toBe(hits);
     expect((await orderState(env.db.db, no)).reviews).toHaveLength(0);
@@ -70,10 +85,20 @@ describe('a callback that meets what was already applied', () => {
     expect(s.reviews[0]).toMatchObject({
       reasonCode: 'VERIFY_DIFFERS_FROM_APPLIED',
       status: 'open',
-      details: expect.objectContaining({ against: 'receipt', differences: [{ field: 'fiatAmount', callback: '9999.99', applied: '50.00' }] }),
+      details: expect.objectContaining({
+        against: 'receipt',
+        differences: [{ field: 'fiatAmount', callback: '9999.99', applied: '50.00' }],
+      }),
     });
     expect(s.reviews[0]!.reason).toMatch(/9999\.99.*50\.00/);
-    expect(alerts).toEqual([expect.objectContaining({ type: 'review.opened', code: 'VERIFY_DIFFERS_FROM_APPLIED', orderNo: `P${no}`, state: 6 })]);
+    expect(alerts).toEqual([
+      expect.objectContaining({
+        type: 'review.opened',
+        code: 'VERIFY_DIFFERS_FROM_APPLIED',
+        orderNo: `P${no}`,
+        state: 6,
+      }),
+    ]);
     expect(await forgeries('receipt')).toBe(before + 1);
   });
 
@@ -97,9 +122,14 @@ describe('a callback that meets what was already applied', () => {
     expect(s.ledger).toHaveLength(1);
     expect(s.reviews[0]).toMatchObject({
       state: 3,
-      details: expect.objectContaining({ against: 'order', differences: [{ field: 'fiatAmount', callback: '123456.00', applied: '50.00' }] }),
+      details: expect.objectContaining({
+        against: 'order',
+        differences: [{ field: 'fiatAmount', callback: '123456.00', applied: '50.00' }],
+      }),
     });
-    expect(alerts).toEqual([expect.objectContaining({ type: 'review.opened', code: 'VERIFY_DIFFERS_FROM_APPLIED', state: 3 })]);
+    expect(alerts).toEqual([
+      expect.objectContaining({ type: 'review.opened', code: 'VERIFY_DIFFERS_FROM_APPLIED', state: 3 }),
+    ]);
     expect(await forgeries('order')).toBe(before + 1);
   });
 
@@ -114,7 +144,9 @@ describe('a callback that meets what was already applied', () => {
   it('a forgery that waited while Get order said "not final" and meets the genuine credit later is judged the same way', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '50.00' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 1, amountJson: '50.00' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 1, amountJson: '50.00' }),
+    );
     const forged = await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '9999.99' }));
     // 1. The forgery waits (VERIFY_NOT_FINAL); hold its next attempt back.
     await waitFor(
@@ -122,14 +154,26 @@ describe('a callback that meets what was already applied', () => {
         const job = await h.queue.getJob(forged.id!);
         if (!job || job.attemptsMade < 1) return false;
         // changeDelay refuses a job that is not delayed (its next attempt started meanwhile): try again.
-        return job.changeDelay(60_000).then(() => true, () => false);
+        return job.changeDelay(60_000).then(
+          () => true,
+          () => false,
+        );
       },
       { message: 'the forgery did not wait' },
     );
     expect((await orderState(env.db.db, no)).reviews).toHaveLength(0);
     // 2. The payment completes and the genuine callback is credited.
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '50.00' }));
-    const genuine = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '50.00' }), `payin-P${no}-6-genuine`)).id!);
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '50.00' }),
+    );
+    const genuine = await h.settled(
+      (
+        await h.add(
+          payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '50.00' }),
+          `payin-P${no}-6-genuine`,
+        )
+      ).id!,
+    );
     expect(genuine.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
     // 3. The forgery's next attempt meets the applied pair.
     await (await h.queue.getJob(forged.id!))!.promote();
@@ -137,7 +181,9 @@ describe('a callback that meets what was already applied', () => {
     expect(job.returnvalue).toMatchObject({ status: 'review', code: 'VERIFY_DIFFERS_FROM_APPLIED' });
     const s = await orderState(env.db.db, no);
     expect(s.ledger.map((l) => l.amount)).toEqual(['50.00']);
-    expect(s.reviews[0]!.details).toMatchObject({ differences: [{ field: 'fiatAmount', callback: '9999.99', applied: '50.00' }] });
+    expect(s.reviews[0]!.details).toMatchObject({
+      differences: [{ field: 'fiatAmount', callback: '9999.99', applied: '50.00' }],
+    });
     expect(alerts).toEqual([expect.objectContaining({ type: 'review.opened', code: 'VERIFY_DIFFERS_FROM_APPLIED' })]);
   });
 });

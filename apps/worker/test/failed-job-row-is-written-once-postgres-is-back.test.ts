@@ -37,7 +37,8 @@ afterAll(async () => {
   await platform?.close();
 });
 
-const rowOf = async (jobId: string) => (await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, jobId)))[0];
+const rowOf = async (jobId: string) =>
+  (await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, jobId)))[0];
 
 describe('a job that fails for good while Postgres is unreachable', () => {
   it('gets its `failed` row once Postgres is back, so search, the dry run and replay find it', async () => {
@@ -53,10 +54,13 @@ describe('a job that fails for good while Postgres is unreachable', () => {
     expect(await rowOf(jobId)).toBeUndefined(); // nothing could be written meanwhile
 
     await proxy.restore();
-    const row = await waitFor(async () => {
-      const r = await rowOf(jobId);
-      return r?.status === 'failed' ? r : undefined;
-    }, { message: 'the failed row was never written' });
+    const row = await waitFor(
+      async () => {
+        const r = await rowOf(jobId);
+        return r?.status === 'failed' ? r : undefined;
+      },
+      { message: 'the failed row was never written' },
+    );
     expect(row).toMatchObject({ merchantOrderNo: no, attempts: 2, status: 'failed' });
     expect(row.lastCode).not.toBeNull();
   });

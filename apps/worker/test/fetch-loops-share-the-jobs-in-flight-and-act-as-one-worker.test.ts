@@ -49,12 +49,17 @@ describe('a worker process with several fetch loops', () => {
     worker.on('completed', () => seen++);
     await h.queue.addBulk(payinJobs(nos, { attempts: 5 }));
     await waitFor(() => seen === N, { timeoutMs: 60_000, message: 'not every completion reached the worker' });
-    const ledger = await env.db.db.execute(sql`select count(*)::int as n, count(distinct order_id)::int as orders from ledger_entries`);
+    const ledger = await env.db.db.execute(
+      sql`select count(*)::int as n, count(distinct order_id)::int as orders from ledger_entries`,
+    );
     expect(ledger.rows[0]).toEqual({ n: N, orders: N });
     const byOthers = others.reduce((a, b) => a + b);
     for (const n of [N - byOthers, ...others]) expect(n).toBeGreaterThan(0);
     // The limit moved while the orders ran, and the loops' shares followed it.
-    await waitFor(() => worker.fetchLoops.map((l) => l.concurrency).reduce((a, b) => a + b) === adaptive.limit, { timeoutMs: 2000, message: 'the loops do not share the current limit' });
+    await waitFor(() => worker.fetchLoops.map((l) => l.concurrency).reduce((a, b) => a + b) === adaptive.limit, {
+      timeoutMs: 2000,
+      message: 'the loops do not share the current limit',
+    });
   }, 90_000);
 
   it('pauses, resumes and closes every loop through the worker', async () => {

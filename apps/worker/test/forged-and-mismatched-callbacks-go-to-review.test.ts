@@ -1,5 +1,14 @@
 import { callbackJobOptions } from '@mcb/core/queue';
-import { createOrder, type FakePlatform, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
+import {
+  createOrder,
+  type FakePlatform,
+  payinEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+  waitFor,
+} from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderState, reviewsFor } from './helpers/db-checks.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
@@ -22,8 +31,12 @@ describe('nothing is credited unless Get order confirms it', () => {
   it('retries while Get order reports a non-final state, then opens a review VERIFY_NOT_FINAL', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 1, amountJson: '100' }));
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '100' }))).id!);
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 1, amountJson: '100' }),
+    );
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '100' }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'review', code: 'VERIFY_NOT_FINAL' });
     expect(job.attemptsMade).toBeGreaterThan(1);
     expect(platform.hits.get(no)).toBeGreaterThan(1);
@@ -37,8 +50,12 @@ describe('nothing is credited unless Get order confirms it', () => {
   it('sends a callback whose amount Get order contradicts to review at once, without retrying', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100' }));
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '1000' }))).id!);
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100' }),
+    );
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '1000' }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'review', code: 'VERIFY_AMOUNT_MISMATCH' });
     expect(job.attemptsMade).toBe(1);
     expect(platform.hits.get(no)).toBe(1);
@@ -50,8 +67,12 @@ describe('nothing is credited unless Get order confirms it', () => {
   it('sends a confirmed amount that differs from our own order to review VERIFY_OWN_AMOUNT_MISMATCH', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '99.99' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100' }));
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '100' }))).id!);
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100' }),
+    );
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '100' }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'review', code: 'VERIFY_OWN_AMOUNT_MISMATCH' });
     const s = await orderState(env.db.db, no);
     expect(s.order.status).toBe('pending');
@@ -62,17 +83,32 @@ describe('nothing is credited unless Get order confirms it', () => {
   it('sends a callback in another currency than our order to review', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100', currency: 'PHP' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100', currency: 'USD' }));
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '100' }))).id!);
+    platform.setOrder(
+      platformOrder({
+        orderNo: `P${no}`,
+        merchantOrderNo: no,
+        type: 'payin',
+        state: 6,
+        amountJson: '100',
+        currency: 'USD',
+      }),
+    );
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '100' }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'review', code: 'VERIFY_CURRENCY_MISMATCH' });
   });
 
   it('waits for an order registered after its callback, then credits it', async () => {
     const no = `PI-${uid()}`;
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '5' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '5' }),
+    );
     const added = await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '5' }));
     // 1. The first attempt finds no order and is deferred (retried with backoff).
-    await waitFor(async () => ((await h.queue.getJob(added.id!))?.attemptsMade ?? 0) >= 1, { message: 'first attempt deferred' });
+    await waitFor(async () => ((await h.queue.getJob(added.id!))?.attemptsMade ?? 0) >= 1, {
+      message: 'first attempt deferred',
+    });
     // 2. The order is registered within the grace period.
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '5' });
     const job = await h.settled(added.id!);
@@ -82,8 +118,12 @@ describe('nothing is credited unless Get order confirms it', () => {
 
   it('opens a review VERIFY_ORDER_UNKNOWN when the order never appears within the grace period', async () => {
     const no = `PI-${uid()}`;
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '5' }));
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '5' }))).id!);
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '5' }),
+    );
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '5' }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'review', code: 'VERIFY_ORDER_UNKNOWN' });
     expect(job.attemptsMade).toBeGreaterThan(1);
     expect(platform.hits.get(no)).toBeUndefined(); // never confirmed an order we do not have
@@ -94,7 +134,9 @@ describe('nothing is credited unless Get order confirms it', () => {
   it('counts the grace period from receivedAt, so a restarted job does not wait again', async () => {
     const no = `PI-${uid()}`;
     const longAgo = new Date(Date.now() - 60_000).toISOString();
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '5', receivedAt: longAgo }))).id!);
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '5', receivedAt: longAgo }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'review', code: 'VERIFY_ORDER_UNKNOWN' });
     expect(job.attemptsMade).toBe(1);
   });
@@ -103,20 +145,29 @@ describe('nothing is credited unless Get order confirms it', () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });
     platform.refuse(no, 40404, 'order not found');
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))).id!);
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'review', code: 'PLATFORM_ERROR_CODE' });
     expect(job.attemptsMade).toBeGreaterThan(1);
     const s = await orderState(env.db.db, no);
-    expect(s.reviews[0]).toMatchObject({ reasonCode: 'PLATFORM_ERROR_CODE', details: expect.objectContaining({ platformCode: 40404 }) });
+    expect(s.reviews[0]).toMatchObject({
+      reasonCode: 'PLATFORM_ERROR_CODE',
+      details: expect.objectContaining({ platformCode: 40404 }),
+    });
     expect(s.ledger).toHaveLength(0);
   });
 
   it('treats a Get order HTTP 4xx (a proxy, a maintenance page) as unconfirmed: asks again and credits once it answers', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '7' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '7' }),
+    );
     platform.failNext(no, 1, 401);
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))).id!);
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
     expect(job.attemptsMade).toBeGreaterThan(1);
     const s = await orderState(env.db.db, no);
@@ -127,13 +178,20 @@ describe('nothing is credited unless Get order confirms it', () => {
   it('opens a review PLATFORM_HTTP_ERROR, with the status, when Get order keeps answering 4xx beyond CONFIRM_MAX_WAIT', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '7' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '7' }),
+    );
     platform.failNext(no, 1000, 403);
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))).id!);
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'review', code: 'PLATFORM_HTTP_ERROR' });
     expect(job.attemptsMade).toBeGreaterThan(1);
     const s = await orderState(env.db.db, no);
-    expect(s.reviews[0]).toMatchObject({ reasonCode: 'PLATFORM_HTTP_ERROR', details: expect.objectContaining({ status: 403 }) });
+    expect(s.reviews[0]).toMatchObject({
+      reasonCode: 'PLATFORM_HTTP_ERROR',
+      details: expect.objectContaining({ status: 403 }),
+    });
     expect(s.ledger).toHaveLength(0);
   });
 
@@ -149,7 +207,9 @@ describe('nothing is credited unless Get order confirms it', () => {
   it('keeps one open review per event and counts how often it was seen', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100' }),
+    );
     const forged = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '1' });
     await h.settled((await h.add(forged, `a-${no}`)).id!);
     await h.settled((await h.add(forged, `b-${no}`)).id!);

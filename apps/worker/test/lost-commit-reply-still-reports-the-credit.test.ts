@@ -1,6 +1,16 @@
 import { createLogger } from '@mcb/core/logger';
 import type { ApplyOutcome } from '@mcb/settlement';
-import { createOrder, lineSink, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
+import {
+  createOrder,
+  lineSink,
+  payinEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+  waitFor,
+  type FakePlatform,
+} from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderState } from './helpers/db-checks.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
@@ -34,7 +44,10 @@ afterAll(async () => {
 
 /** The worker's count of jobs that ended credited. */
 async function creditedCount(): Promise<number> {
-  return (await h.metrics.jobs.get()).values.find((v) => v.labels.kind === 'payin' && v.labels.outcome === 'credited')?.value ?? 0;
+  return (
+    (await h.metrics.jobs.get()).values.find((v) => v.labels.kind === 'payin' && v.labels.outcome === 'credited')
+      ?.value ?? 0
+  );
 }
 
 /** The order id a settled job's outcome names. */
@@ -44,7 +57,9 @@ describe('a COMMIT whose reply is lost', () => {
   it('is reported by the job that credited: applied, afterCommit, the credited line and the metric', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '64.10' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '64.10' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '64.10' }),
+    );
     // 1. The next COMMIT reaches the server and commits; its reply is swallowed and the connection cut.
     const lost = proxy.armOnce();
     const added = await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '64.10' }));
@@ -66,16 +81,22 @@ describe('a COMMIT whose reply is lost', () => {
   it('is reported by the same job on its next attempt when Postgres could not be asked at once (DB_COMMIT_IN_DOUBT)', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '12.34' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '12.34' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '12.34' }),
+    );
     const before = await creditedCount();
     // 1. The COMMIT's reply is lost and Postgres is unreachable right after (as while it restarts).
     const lost = proxy.armOnce({ thenRefuse: true });
     const added = await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '12.34' }));
     await lost;
     // 2. The attempt fails with the receipt it may have committed (a job note says so); Postgres comes back.
-    await waitFor(async () => ((await h.queue.getJobLogs(added.id!)).logs.some((l) => l.includes('DB_COMMIT_IN_DOUBT')) ? true : undefined), {
-      message: 'the in-doubt attempt noted on the job',
-    });
+    await waitFor(
+      async () =>
+        (await h.queue.getJobLogs(added.id!)).logs.some((l) => l.includes('DB_COMMIT_IN_DOUBT')) ? true : undefined,
+      {
+        message: 'the in-doubt attempt noted on the job',
+      },
+    );
     await proxy.restore();
     // 3. The next attempt finds that receipt: it is this job's credit, reported as such, once.
     const job = await h.settled(added.id!);
@@ -92,7 +113,9 @@ describe('a COMMIT whose reply is lost', () => {
   it('is never taken as committed when the transaction rolled back (its COMMIT never arrived): the job credits on its next attempt', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '31.40' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '31.40' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '31.40' }),
+    );
     const before = await creditedCount();
     // 1. The COMMIT is lost on its way and the connection cut: Postgres rolls back; the client sees a failed COMMIT,
     //    asks for the transaction's receipts and finds none.

@@ -1,4 +1,13 @@
-import { createOrder, type FakePlatform, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
+import {
+  createOrder,
+  type FakePlatform,
+  payinEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+  waitFor,
+} from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderState } from './helpers/db-checks.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
@@ -28,9 +37,13 @@ describe('transient failures are retried until the work is done, once', () => {
   it('credits after Get order fails twice with HTTP 500', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '42' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '42' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '42' }),
+    );
     platform.failNext(no, 2, 500);
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '42' }))).id!);
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '42' }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
     expect(job.attemptsMade).toBe(3);
     expect(platform.hits.get(no)).toBe(3);
@@ -42,9 +55,13 @@ describe('transient failures are retried until the work is done, once', () => {
   it('treats HTTP 3xx/4xx from Get order as "ask again later": credits after two 404s, never fails the job at once', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '9' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '9' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '9' }),
+    );
     platform.failNext(no, 2, 404);
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '9' }))).id!);
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '9' }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
     expect(job.attemptsMade).toBe(3);
     expect((await orderState(env.db.db, no)).ledger).toHaveLength(1);
@@ -56,7 +73,9 @@ describe('transient failures are retried until the work is done, once', () => {
       const no = `PI-${uid()}`;
       await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '9' });
       platform.failNext(no, 1_000, 403);
-      const job = await bounded.settled((await bounded.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '9' }))).id!);
+      const job = await bounded.settled(
+        (await bounded.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '9' }))).id!,
+      );
       expect(await job.getState()).toBe('completed');
       expect(job.returnvalue).toMatchObject({ status: 'review', code: 'PLATFORM_HTTP_ERROR' });
       expect((await orderState(env.db.db, no)).order.status).toBe('pending');
@@ -70,11 +89,15 @@ describe('transient failures are retried until the work is done, once', () => {
     const nos = Array.from({ length: 5 }, () => `PI-${uid()}`);
     for (const no of nos) {
       await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '8.10' });
-      platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '8.1' }));
+      platform.setOrder(
+        platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '8.1' }),
+      );
     }
     // 1. Cut the workers off Postgres, then queue the events.
     await proxy.cut();
-    const jobs = await Promise.all(nos.map((no) => h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '8.10' }))));
+    const jobs = await Promise.all(
+      nos.map((no) => h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '8.10' }))),
+    );
     // 2. Every job has failed at least twice on the outage and is waiting to retry, none has failed for good.
     await waitFor(
       async () => {
@@ -84,7 +107,9 @@ describe('transient failures are retried until the work is done, once', () => {
       { timeoutMs: 15_000, message: 'jobs retrying on the outage' },
     );
     const failedEarly = await Promise.all(jobs.map((j) => h.queue.getJob(j.id!)));
-    expect(failedEarly.every((j) => /DB_UNAVAILABLE|ECONNREFUSED|Connection terminated/.test(j?.failedReason ?? ''))).toBe(true);
+    expect(
+      failedEarly.every((j) => /DB_UNAVAILABLE|ECONNREFUSED|Connection terminated/.test(j?.failedReason ?? '')),
+    ).toBe(true);
     // The stored reason is the driver's message, never drizzle's query text with the record's fields as parameters.
     expect(failedEarly.some((j) => /Failed query|params:/.test(j?.failedReason ?? ''))).toBe(false);
     // 3. Postgres is back: each job completes and credits once.
@@ -105,12 +130,18 @@ describe('transient failures are retried until the work is done, once', () => {
     // Warm the pools, then cut: idle clients die under the workers' feet.
     const warm = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: warm, kind: 'payin', amount: '1' });
-    platform.setOrder(platformOrder({ orderNo: `P${warm}`, merchantOrderNo: warm, type: 'payin', state: 6, amountJson: '1' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${warm}`, merchantOrderNo: warm, type: 'payin', state: 6, amountJson: '1' }),
+    );
     await h.settled((await h.add(payinEvent({ orderNo: `P${warm}`, merchantOrderNo: warm, fiatAmount: '1' }))).id!);
     await proxy.cut();
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '3' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '3' }),
+    );
     const added = await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '3' }));
-    await waitFor(async () => ((await h.queue.getJob(added.id!))?.attemptsMade ?? 0) >= 1, { message: 'a failed attempt' });
+    await waitFor(async () => ((await h.queue.getJob(added.id!))?.attemptsMade ?? 0) >= 1, {
+      message: 'a failed attempt',
+    });
     await proxy.restore();
     const job = await h.settled(added.id!, 20_000);
     expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });

@@ -1,4 +1,13 @@
-import { createOrder, type FakePlatform, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
+import {
+  createOrder,
+  type FakePlatform,
+  payinEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+  waitFor,
+} from '@mcb/testkit';
 import { callbackJobId, callbackJobOptions, REPLAY_RETRY_OPTIONS } from '@mcb/core/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderState } from './helpers/db-checks.ts';
@@ -12,7 +21,9 @@ describe('a Get order reply that is not the envelope (HTTP 200 with an HTML main
   let h: Harness;
   beforeAll(async () => {
     platform = await startFakePlatform();
-    h = await startHarness(env, platform.url, { platformGuard: { failuresToOpen: 3, openMs: { initial: 50, max: 100 }, maxWaitMs: 200 } });
+    h = await startHarness(env, platform.url, {
+      platformGuard: { failuresToOpen: 3, openMs: { initial: 50, max: 100 }, maxWaitMs: 200 },
+    });
   });
   afterAll(async () => {
     await h?.close();
@@ -22,9 +33,13 @@ describe('a Get order reply that is not the envelope (HTTP 200 with an HTML main
   it('is transient: the job retries and credits, nothing fails for good', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '20' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '20' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '20' }),
+    );
     platform.maintenancePageNext(no, 1);
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '20' }))).id!);
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '20' }))).id!,
+    );
     expect(await job.getState()).toBe('completed');
     expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
     expect(job.attemptsMade).toBe(2); // the page, then the answer
@@ -51,15 +66,20 @@ describe('the circuit breaker open on Get order', () => {
   it('costs jobs time, not attempts: a job of 2 attempts outlives many breaker waits, then credits', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '30' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '30' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '30' }),
+    );
     platform.setOutage(503);
     const event = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '30' });
     const jobId = callbackJobId('payin', event.orderNo, event.state);
     await h.queue.add('payin', event, { ...callbackJobOptions, attempts: 2, jobId });
     // Five waits on the open breaker (each about 150 ms), noted on the job: more than its two attempts.
-    await waitFor(async () => (await h.queue.getJobLogs(jobId)).logs.filter((l) => l.includes('PLATFORM_CIRCUIT_OPEN')).length >= 5, {
-      message: 'the job did not wait on the breaker five times',
-    });
+    await waitFor(
+      async () => (await h.queue.getJobLogs(jobId)).logs.filter((l) => l.includes('PLATFORM_CIRCUIT_OPEN')).length >= 5,
+      {
+        message: 'the job did not wait on the breaker five times',
+      },
+    );
     const waiting = (await h.queue.getJob(jobId))!;
     expect(await waiting.getState()).not.toBe('failed');
     expect(waiting.attemptsMade).toBe(0);
@@ -107,7 +127,9 @@ describe('a replayed job (REPLAY_RETRY_OPTIONS, as replay by filter and the dash
   it('starts with a fresh retry budget: one more 503 does not fail it for good again', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '40' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '40' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '40' }),
+    );
     platform.failNext(no, 3, 503);
     const event = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '40' });
     const jobId = callbackJobId('payin', event.orderNo, event.state);

@@ -6,7 +6,15 @@ import { createMetricsRegistry } from '@mcb/core/metrics';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { MAINTENANCE_QUEUE, MaintenanceJobs } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
-import { type FakePlatform, MERCHANT_NO, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
+import {
+  type FakePlatform,
+  MERCHANT_NO,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+  waitFor,
+} from '@mcb/testkit';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createReconcileMetrics, runSweep, sweepLockKey, type SweepDeps } from '@mcb/settlement';
@@ -16,7 +24,10 @@ const env = useTestEnv();
 let fake: FakePlatform;
 let real: PlatformClient;
 let redis: Redis;
-const logger = createLogger({ name: 'reconcile-lock-test', level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent' });
+const logger = createLogger({
+  name: 'reconcile-lock-test',
+  level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent',
+});
 
 /** A platform whose Get order waits for `gate` (or a fixed delay) and records how many calls overlap. */
 function slowPlatform(opts: { gate?: () => Promise<void>; delayMs?: number } = {}) {
@@ -70,7 +81,16 @@ beforeAll(async () => {
   // Three pending orders that Get order reports not final: every sweep looks them up and leaves them.
   for (let i = 0; i < 3; i++) {
     const no = `PO-${uid()}`;
-    await env.db.db.insert(orders).values({ merchantOrderNo: no, kind: 'payout', amount: '5', currency: 'PHP', requestHash: `t-${no}`, createdAt: sql`now() - interval '1 hour'` });
+    await env.db.db
+      .insert(orders)
+      .values({
+        merchantOrderNo: no,
+        kind: 'payout',
+        amount: '5',
+        currency: 'PHP',
+        requestHash: `t-${no}`,
+        createdAt: sql`now() - interval '1 hour'`,
+      });
     fake.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payout', state: 1, amountJson: '5' }));
   }
 });
@@ -147,15 +167,22 @@ describe('one reconciliation sweep at a time', () => {
         );
       }
       const completed = async () =>
-        (await reconcileMetrics.sweeps.get()).values.find((v) => v.labels.trigger === 'schedule' && v.labels.result === 'completed')?.value ?? 0;
+        (await reconcileMetrics.sweeps.get()).values.find(
+          (v) => v.labels.trigger === 'schedule' && v.labels.result === 'completed',
+        )?.value ?? 0;
       await waitFor(async () => (await completed()) >= 3, { timeoutMs: 15_000, message: 'three scheduled sweeps' });
       expect(seen.maxInFlight).toBe(1);
       const schedulers = await workers[0]!.queue.getJobSchedulers();
-      expect(schedulers.map((s) => s.key).sort()).toEqual([MaintenanceJobs.catalogRefresh, MaintenanceJobs.reconcile].sort());
+      expect(schedulers.map((s) => s.key).sort()).toEqual(
+        [MaintenanceJobs.catalogRefresh, MaintenanceJobs.reconcile].sort(),
+      );
       // The refresh failed (and stays scheduled); the sweeps kept running.
-      await waitFor(async () => (await workers[0]!.queue.getFailed()).some((j) => j.name === MaintenanceJobs.catalogRefresh), {
-        message: 'a failed catalog refresh',
-      });
+      await waitFor(
+        async () => (await workers[0]!.queue.getFailed()).some((j) => j.name === MaintenanceJobs.catalogRefresh),
+        {
+          message: 'a failed catalog refresh',
+        },
+      );
       expect(workers.every((w) => w.worker.isRunning())).toBe(true);
       expect(MAINTENANCE_QUEUE).toBe(workers[0]!.queue.name);
     } finally {

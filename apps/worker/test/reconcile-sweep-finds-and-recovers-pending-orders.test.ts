@@ -13,7 +13,10 @@ const env = useTestEnv();
 let fake: FakePlatform;
 let platform: PlatformClient;
 let redis: Redis;
-const logger = createLogger({ name: 'reconcile-test', level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent' });
+const logger = createLogger({
+  name: 'reconcile-test',
+  level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent',
+});
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 const defaults: SweepSettings = { minAgeMs: 10 * 60_000, maxAgeMs: 7 * DAY, ratePerSecond: 1000, batchSize: 100 };
@@ -45,9 +48,17 @@ function deps(overrides: Partial<SweepDeps> = {}, settings: Partial<SweepSetting
 }
 
 /** One of our orders, created `ageMs` ago (or at an exact Postgres timestamp). */
-async function order(o: { kind: 'payin' | 'payout'; amount?: string; ageMs?: number; createdAt?: string; no?: string }): Promise<string> {
+async function order(o: {
+  kind: 'payin' | 'payout';
+  amount?: string;
+  ageMs?: number;
+  createdAt?: string;
+  no?: string;
+}): Promise<string> {
   const no = o.no ?? `${o.kind === 'payin' ? 'PI' : 'PO'}-${uid()}`;
-  const createdAt = o.createdAt ? sql`${o.createdAt}::timestamptz` : sql`now() - make_interval(secs => ${(o.ageMs ?? HOUR) / 1000})`;
+  const createdAt = o.createdAt
+    ? sql`${o.createdAt}::timestamptz`
+    : sql`now() - make_interval(secs => ${(o.ageMs ?? HOUR) / 1000})`;
   await env.db.db.insert(orders).values({
     merchantOrderNo: no,
     kind: o.kind,
@@ -93,7 +104,15 @@ describe('the reconciliation sweep', () => {
     const report = await runSweep(deps());
 
     expect(calls.map((c) => c.no).sort()).toEqual([inWindow, oldButIn].sort());
-    expect(report).toMatchObject({ scanned: 2, stillPending: 2, unknown: 0, errors: 0, reviews: 0, beyondMaxAge: 1, stoppedEarly: false });
+    expect(report).toMatchObject({
+      scanned: 2,
+      stillPending: 2,
+      unknown: 0,
+      errors: 0,
+      reviews: 0,
+      beyondMaxAge: 1,
+      stoppedEarly: false,
+    });
     expect(report.recovered).toEqual({ credited: 0, succeeded: 0, refused: 0 });
     // Not final is simply left pending: no review, no receipt.
     expect(await env.db.db.select().from(reviews)).toHaveLength(0);
@@ -129,7 +148,9 @@ describe('the reconciliation sweep', () => {
     expect((await orderState(env.db.db, success)).receipts[0]!.state).toBe(3);
     expect((await orderState(env.db.db, paid)).order.status).toBe('succeeded');
     expect((await orderState(env.db.db, paid)).ledger).toHaveLength(0);
-    expect((await orderState(env.db.db, refused)).ledger).toMatchObject([{ entryType: 'payout_refund', amount: '100.00' }]);
+    expect((await orderState(env.db.db, refused)).ledger).toMatchObject([
+      { entryType: 'payout_refund', amount: '100.00' },
+    ]);
     expect((await orderState(env.db.db, unknown)).order.status).toBe('pending');
     expect(await env.db.db.select().from(reviews)).toHaveLength(0);
     // One Get order per order: verification reuses the sweep's answer.
@@ -137,7 +158,9 @@ describe('the reconciliation sweep', () => {
 
     const recovered = await reconcileMetrics.recovered.get();
     expect(recovered.values.find((v) => v.labels.kind === 'payin' && v.labels.outcome === 'credited')?.value).toBe(2);
-    expect((await reconcileMetrics.sweeps.get()).values).toMatchObject([{ labels: { trigger: 'manual', result: 'completed' }, value: 1 }]);
+    expect((await reconcileMetrics.sweeps.get()).values).toMatchObject([
+      { labels: { trigger: 'manual', result: 'completed' }, value: 1 },
+    ]);
 
     // 2. The next sweep sees only the unknown order and credits nothing again.
     calls.length = 0;
@@ -160,8 +183,10 @@ describe('the reconciliation sweep', () => {
   it('walks every pending order exactly once across small batches, ties and microsecond timestamps included', async () => {
     const nos: string[] = [];
     // Same created_at for four (ties broken by id), and timestamps a JS Date would round to the same millisecond.
-    for (let i = 0; i < 4; i++) nos.push(await order({ kind: 'payin', createdAt: '2026-01-01 00:00:00.000000+00', no: `PI-tie-${i}-${uid()}` }));
-    for (const us of ['000100', '000400', '000900']) nos.push(await order({ kind: 'payin', createdAt: `2026-01-01 00:00:01.${us}+00` }));
+    for (let i = 0; i < 4; i++)
+      nos.push(await order({ kind: 'payin', createdAt: '2026-01-01 00:00:00.000000+00', no: `PI-tie-${i}-${uid()}` }));
+    for (const us of ['000100', '000400', '000900'])
+      nos.push(await order({ kind: 'payin', createdAt: `2026-01-01 00:00:01.${us}+00` }));
     for (const no of nos) platformHas(no, 'payin', 1);
 
     const now = () => Date.parse('2026-01-01T02:00:00Z');
@@ -192,7 +217,13 @@ describe('the reconciliation sweep', () => {
     await downFake.close();
     try {
       const report = await runSweep(deps({ platform: recording(down) }, { concurrency: 1 }));
-      expect(report).toMatchObject({ scanned: 3, errors: 3, stoppedEarly: true, reviews: 0, recovered: { credited: 0 } });
+      expect(report).toMatchObject({
+        scanned: 3,
+        errors: 3,
+        stoppedEarly: true,
+        reviews: 0,
+        recovered: { credited: 0 },
+      });
       expect(report.stopReason).toMatch(/3 failures in a row, the last PLATFORM_UNREACHABLE/);
       expect(report.stopReason).not.toMatch(/127\.0\.0\.1/);
     } finally {
@@ -206,7 +237,11 @@ describe('the reconciliation sweep', () => {
   });
 
   it('keeps going past a single platform failure', async () => {
-    const [a, b, c] = await Promise.all([order({ kind: 'payin', ageMs: 3 * HOUR }), order({ kind: 'payin', ageMs: 2 * HOUR }), order({ kind: 'payin', ageMs: HOUR })]);
+    const [a, b, c] = await Promise.all([
+      order({ kind: 'payin', ageMs: 3 * HOUR }),
+      order({ kind: 'payin', ageMs: 2 * HOUR }),
+      order({ kind: 'payin', ageMs: HOUR }),
+    ]);
     for (const no of [a!, b!, c!]) platformHas(no, 'payin', 6);
     fake.failNext(b!, 1, 500);
     const report = await runSweep(deps({}, { concurrency: 1 }));

@@ -7,7 +7,14 @@ import { MERCHANT_NO, useTestEnv } from '@mcb/testkit';
 import { Backoffs, UnrecoverableError, type Job } from 'bullmq';
 import { DrizzleQueryError } from 'drizzle-orm';
 import { describe, expect, it, vi } from 'vitest';
-import { callbackBackoffDelay, classifyError, discardsConnection, toJobError, TRANSIENT_SQLSTATE_CLASSES, TRANSIENT_SQLSTATES } from '@mcb/settlement';
+import {
+  callbackBackoffDelay,
+  classifyError,
+  discardsConnection,
+  toJobError,
+  TRANSIENT_SQLSTATE_CLASSES,
+  TRANSIENT_SQLSTATES,
+} from '@mcb/settlement';
 import { TRANSIENT_NETWORK_CODES } from '@mcb/core/spec';
 import { createCallbackWorker } from '../src/callback-worker.ts';
 
@@ -20,12 +27,18 @@ describe('classifyError decides retry or give up', () => {
     ['serialization failure 40001', pgError('40001')],
     ['deadlock 40P01', pgError('40P01')],
     ['admin shutdown 57P01', pgError('57P01')],
-    ['read-only transaction 25006 (a demoted primary, a standby)', pgError('25006', 'cannot execute INSERT in a read-only transaction')],
+    [
+      'read-only transaction 25006 (a demoted primary, a standby)',
+      pgError('25006', 'cannot execute INSERT in a read-only transaction'),
+    ],
     ['crash shutdown 57P02', pgError('57P02')],
     ['in recovery 57P03', pgError('57P03', 'the database system is in recovery mode')],
     ['idle session timeout 57P05', pgError('57P05')],
     ['idle-in-transaction timeout 25P03', pgError('25P03')],
-    ['cancelled by recovery conflict on a standby 40001', pgError('40001', 'canceling statement due to conflict with recovery')],
+    [
+      'cancelled by recovery conflict on a standby 40001',
+      pgError('40001', 'canceling statement due to conflict with recovery'),
+    ],
     ['statement completion unknown 40003', pgError('40003')],
     ['lock not available 55P03', pgError('55P03')],
     ['statement timeout 57014', pgError('57014', 'canceling statement due to statement timeout')],
@@ -42,7 +55,10 @@ describe('classifyError decides retry or give up', () => {
     ['pg connection lost', new Error('Connection terminated unexpectedly')],
     ['pool connect timeout', new Error('timeout exceeded when trying to connect')],
     ['drizzle-wrapped connection loss', new DrizzleQueryError('select 1', [], pgError('ECONNREFUSED'))],
-    ['transient AppError (platform 5xx)', new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, 'HTTP 503', { transient: true })],
+    [
+      'transient AppError (platform 5xx)',
+      new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, 'HTTP 503', { transient: true }),
+    ],
     ['an unknown error', new Error('something odd')],
   ])('%s is transient', (_name, e) => {
     expect(classifyError(e)).toBe('transient');
@@ -81,7 +97,9 @@ describe('every code of the transient sets is classified transient, wrapped or n
   it.each(walk)('%s', (_name, code) => {
     expect(classifyError(pgError(code!))).toBe('transient');
     expect(classifyError(new DrizzleQueryError('insert', ['secret'], pgError(code!)))).toBe('transient');
-    expect(classifyError(new AppError(ErrorCodes.DB_UNAVAILABLE, 'wrapped', { transient: true, cause: pgError(code!) }))).toBe('transient');
+    expect(
+      classifyError(new AppError(ErrorCodes.DB_UNAVAILABLE, 'wrapped', { transient: true, cause: pgError(code!) })),
+    ).toBe('transient');
   });
 });
 
@@ -118,7 +136,11 @@ describe('toJobError', () => {
   });
 
   it('keeps a transient error retryable and drops the SQL parameters drizzle puts in its message', () => {
-    const wrapped = new DrizzleQueryError('insert into callback_receipts values ($1)', ['P123-secret-record'], pgError('ECONNREFUSED', 'connect ECONNREFUSED'));
+    const wrapped = new DrizzleQueryError(
+      'insert into callback_receipts values ($1)',
+      ['P123-secret-record'],
+      pgError('ECONNREFUSED', 'connect ECONNREFUSED'),
+    );
     const err = toJobError(wrapped);
     expect(err).not.toBeInstanceOf(UnrecoverableError);
     expect(err.message).toBe('connect ECONNREFUSED');
@@ -126,7 +148,9 @@ describe('toJobError', () => {
   });
 
   it('names the SQLSTATE of a permanent database error without its parameters', () => {
-    const err = toJobError(new DrizzleQueryError('insert', ['P123-secret-record'], pgError('23514', 'violates check constraint')));
+    const err = toJobError(
+      new DrizzleQueryError('insert', ['P123-secret-record'], pgError('23514', 'violates check constraint')),
+    );
     expect(err).toBeInstanceOf(UnrecoverableError);
     expect(err.message).toBe('DB_QUERY_FAILED: 23514 violates check constraint');
   });
@@ -151,12 +175,19 @@ describe('callbackBackoffDelay: exponential, full jitter, capped', () => {
     expect(top(30)).toBe(600_000);
   });
 
-  it('spreads the jobs\' attempts over more than 8 hours: the worker\'s strategy, as BullMQ calls it with the job options', async () => {
+  it("spreads the jobs' attempts over more than 8 hours: the worker's strategy, as BullMQ calls it with the job options", async () => {
     // The worker as main.ts builds it (no backoff option: the defaults), not started; its registered strategy is
     // what BullMQ runs for a job whose options name CALLBACK_BACKOFF.
     const connection = createRedis(env.redisUrl, 'worker');
     const platform = createPlatformClient({ baseUrl: 'http://127.0.0.1:9', merchantNo: MERCHANT_NO, timeoutMs: 1000 });
-    const worker = createCallbackWorker({ connection, prefix: env.prefix, db: env.db.db, platform, logger: createLogger({ name: 'backoff', level: 'silent' }), autorun: false });
+    const worker = createCallbackWorker({
+      connection,
+      prefix: env.prefix,
+      db: env.db.db,
+      platform,
+      logger: createLogger({ name: 'backoff', level: 'silent' }),
+      autorun: false,
+    });
     try {
       const strategy = worker.opts.settings?.backoffStrategy;
       expect(strategy).toBeTypeOf('function');

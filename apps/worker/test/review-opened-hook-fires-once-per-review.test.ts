@@ -1,7 +1,16 @@
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { callbackJobSchema } from '@mcb/core/queue';
-import { createOrder, type FakePlatform, MERCHANT_NO, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv } from '@mcb/testkit';
+import {
+  createOrder,
+  type FakePlatform,
+  MERCHANT_NO,
+  payinEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+} from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyEvent, recordReview, type OpenedReview } from '@mcb/settlement';
 
@@ -34,7 +43,9 @@ describe('review-opened hook', () => {
   it('applyEvent calls onReviewOpened once for a new review and not for its repeats', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100' });
-    fake.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100' }));
+    fake.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100' }),
+    );
     const opened: OpenedReview[] = [];
     const deps = { db: env.db.db, platform, logger, onReviewOpened: (r: OpenedReview) => void opened.push(r) };
     const forged = callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '1000' }));
@@ -42,7 +53,11 @@ describe('review-opened hook', () => {
     const first = await applyEvent(forged, deps, { noWait: true });
     const second = await applyEvent(forged, deps, { noWait: true });
     expect(first).toMatchObject({ status: 'review', opened: true });
-    expect(second).toMatchObject({ status: 'review', opened: false, reviewId: (first as { reviewId: number }).reviewId });
+    expect(second).toMatchObject({
+      status: 'review',
+      opened: false,
+      reviewId: (first as { reviewId: number }).reviewId,
+    });
     expect(opened).toEqual([
       expect.objectContaining({ orderNo: `P${no}`, merchantOrderNo: no, state: 6, code: 'VERIFY_AMOUNT_MISMATCH' }),
     ]);
@@ -51,11 +66,20 @@ describe('review-opened hook', () => {
   it('a hook that throws does not fail the event: the review is stored', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100' });
-    fake.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100' }));
+    fake.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100' }),
+    );
     const forged = callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }));
     const outcome = await applyEvent(
       forged,
-      { db: env.db.db, platform, logger, onReviewOpened: () => { throw new Error('webhook exploded'); } },
+      {
+        db: env.db.db,
+        platform,
+        logger,
+        onReviewOpened: () => {
+          throw new Error('webhook exploded');
+        },
+      },
       { noWait: true },
     );
     expect(outcome).toMatchObject({ status: 'review', opened: true });

@@ -1,4 +1,13 @@
-import { createOrder, type FakePlatform, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv, waitFor } from '@mcb/testkit';
+import {
+  createOrder,
+  type FakePlatform,
+  payinEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+  waitFor,
+} from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderState } from './helpers/db-checks.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
@@ -59,10 +68,20 @@ describe('a reviewed job releases its id', () => {
       const late = await h.add({ ...first, receivedAt: '2026-01-01T01:00:00.000Z' });
       expect(late.id).toBe(job.id);
       // The add found the id taken by the completed job: nothing new to wait for, the job as it was.
-      expect(await h.queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).toEqual({ waiting: 0, active: 0, delayed: 0, prioritized: 0 });
+      expect(await h.queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).toEqual({
+        waiting: 0,
+        active: 0,
+        delayed: 0,
+        prioritized: 0,
+      });
       const kept = (await h.queue.getJob(job.id!))!;
       expect(await kept.getState()).toBe('completed');
-      expect({ timestamp: kept.timestamp, processedOn: kept.processedOn, finishedOn: kept.finishedOn, attemptsMade: kept.attemptsMade }).toEqual({
+      expect({
+        timestamp: kept.timestamp,
+        processedOn: kept.processedOn,
+        finishedOn: kept.finishedOn,
+        attemptsMade: kept.attemptsMade,
+      }).toEqual({
         timestamp: job.timestamp,
         processedOn: job.processedOn,
         finishedOn: job.finishedOn,

@@ -1,4 +1,13 @@
-import { createOrder, type FakePlatform, payinEvent, payoutEvent, platformOrder, startFakePlatform, uid, useTestEnv } from '@mcb/testkit';
+import {
+  createOrder,
+  type FakePlatform,
+  payinEvent,
+  payoutEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+} from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callbackJobSchema } from '@mcb/core/queue';
 import { commitEvent } from '@mcb/settlement';
@@ -24,12 +33,20 @@ describe('the Postgres constraint, not the queue, is the guard against double cr
   it('credits once when the same pay-in is queued 50 times under distinct job ids and run by 4 workers at once', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '300' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '300' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '300' }),
+    );
     const event = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '300' });
 
     // 1. Distinct job ids, so the queue cannot collapse them: 50 jobs really exist.
     const ids = Array.from({ length: 50 }, (_, i) => `dup-${no}-${i}`);
-    await h.queue.addBulk(ids.map((jobId) => ({ name: 'payin', data: event, opts: { jobId, attempts: 60, backoff: { type: 'callback-backoff' } } })));
+    await h.queue.addBulk(
+      ids.map((jobId) => ({
+        name: 'payin',
+        data: event,
+        opts: { jobId, attempts: 60, backoff: { type: 'callback-backoff' } },
+      })),
+    );
     const jobs = await Promise.all(ids.map((id) => h.settled(id, 30_000)));
 
     // 2. Every job completed; exactly one applied the credit, the others saw a duplicate.
@@ -51,10 +68,18 @@ describe('the Postgres constraint, not the queue, is the guard against double cr
   it('refunds a refused payout once under the same race', async () => {
     const no = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '12.5' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payout', state: 5, amountJson: '12.50' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payout', state: 5, amountJson: '12.50' }),
+    );
     const event = payoutEvent({ orderNo: `P${no}`, merchantOrderNo: no, state: 5 });
     const ids = Array.from({ length: 50 }, (_, i) => `dup-${no}-${i}`);
-    await h.queue.addBulk(ids.map((jobId) => ({ name: 'payout', data: event, opts: { jobId, attempts: 60, backoff: { type: 'callback-backoff' } } })));
+    await h.queue.addBulk(
+      ids.map((jobId) => ({
+        name: 'payout',
+        data: event,
+        opts: { jobId, attempts: 60, backoff: { type: 'callback-backoff' } },
+      })),
+    );
     await Promise.all(ids.map((id) => h.settled(id, 30_000)));
     const s = await orderState(env.db.db, no);
     expect(s.order.status).toBe('refused');
@@ -67,7 +92,15 @@ describe('the Postgres constraint, not the queue, is the guard against double cr
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '9' });
     const order = (await findOrder(env.db.db, no))!;
     const event = callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '9' }));
-    const confirmed = { orderNo: `P${no}`, merchantNo: event.merchantNo, merchantOrderNo: no, type: 'payin' as const, state: 6, amount: '9', currency: 'PHP' };
+    const confirmed = {
+      orderNo: `P${no}`,
+      merchantNo: event.merchantNo,
+      merchantOrderNo: no,
+      type: 'payin' as const,
+      state: 6,
+      amount: '9',
+      currency: 'PHP',
+    };
     const results = await Promise.all(
       Array.from({ length: 20 }, () => commitEvent(env.db.db, { event, order, confirmed, target: 'credited' })),
     );

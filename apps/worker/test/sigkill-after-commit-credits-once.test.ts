@@ -1,6 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createOrder, type FakePlatform, MERCHANT_NO, payinEvent, platformOrder, startFakePlatform, uid, useTestEnv } from '@mcb/testkit';
+import {
+  createOrder,
+  type FakePlatform,
+  MERCHANT_NO,
+  payinEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+} from '@mcb/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { orderState } from './helpers/db-checks.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
@@ -57,7 +66,8 @@ beforeAll(async () => {
 afterEach(async () => {
   await h?.close();
   h = undefined;
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 afterAll(async () => {
   await platform?.close();
@@ -67,7 +77,9 @@ describe('a worker that dies after the commit but before the acknowledgement', (
   it('runs the job again on another worker and the credit stays single', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '500' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '500' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '500' }),
+    );
 
     // 1. A worker process that kills itself with SIGKILL right after the transaction commits.
     const victim = startWorkerProcess({
@@ -103,11 +115,15 @@ describe('a worker that dies after the commit but before the acknowledgement', (
     const nos = Array.from({ length: 12 }, () => `PI-${uid()}`);
     for (const no of nos) {
       await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });
-      platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '7' }));
+      platform.setOrder(
+        platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '7' }),
+      );
     }
     // 1. The jobs wait in the queue before the worker starts, so it takes them all at once and commits them together.
     h = await startHarness(env, platform.url, { instances: 0 });
-    const added = await Promise.all(nos.map((no) => h!.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))));
+    const added = await Promise.all(
+      nos.map((no) => h!.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '7' }))),
+    );
     // The first credit commits alone (the batcher is idle); the others gather meanwhile and commit together. The
     // worker dies right after the second commit, before it acknowledges any job of that batch. Get order answers all
     // twelve together once the last has asked, so the commits gather however slowly this machine runs the worker.
@@ -142,7 +158,8 @@ describe('a worker that dies after the commit but before the acknowledgement', (
     const jobs = await Promise.all(added.map((a) => h!.settled(a.id!, 20_000)));
     for (const job of jobs) {
       const orderNo = (job.data as { orderNo: string }).orderNo;
-      if (unacknowledged.has(orderNo)) expect(job.returnvalue).toEqual({ status: 'duplicate', reason: 'receipt-exists' });
+      if (unacknowledged.has(orderNo))
+        expect(job.returnvalue).toEqual({ status: 'duplicate', reason: 'receipt-exists' });
       else expect(job.returnvalue).toMatchObject({ status: 'applied' });
     }
     for (const no of nos) {
@@ -156,11 +173,15 @@ describe('a worker that dies after the commit but before the acknowledgement', (
   it('a worker process that is not told to die completes the job and exits cleanly on SIGTERM', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '1' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '1' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '1' }),
+    );
     const worker = startWorkerProcess({});
     await worker.ready;
     h = await startHarness(env, platform.url, { instances: 0 });
-    const job = await h.settled((await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '1' }))).id!);
+    const job = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '1' }))).id!,
+    );
     expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toBe(0);

@@ -3,7 +3,16 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '@mcb/core/db';
 import { callbackJobSchema } from '@mcb/core/queue';
-import { createOrder, payinEvent, payoutEvent, platformOrder, startFakePlatform, uid, useTestEnv, type FakePlatform } from '@mcb/testkit';
+import {
+  createOrder,
+  payinEvent,
+  payoutEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+  type FakePlatform,
+} from '@mcb/testkit';
 import { commitEvent, findOrder } from '@mcb/settlement';
 import { orderState } from './helpers/db-checks.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
@@ -70,22 +79,36 @@ describe('the apps role (a member of mcb_app)', () => {
   it('runs the worker: a pay-in credited, its retry a duplicate, a payout refused and refunded, a mismatch reviewed', async () => {
     const pi = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: pi, kind: 'payin', amount: '40.00' });
-    platform.setOrder(platformOrder({ orderNo: `P${pi}`, merchantOrderNo: pi, type: 'payin', state: 6, amountJson: '40' }));
-    const credited = await h.settled((await h.add(payinEvent({ orderNo: `P${pi}`, merchantOrderNo: pi, fiatAmount: '40' }))).id!);
+    platform.setOrder(
+      platformOrder({ orderNo: `P${pi}`, merchantOrderNo: pi, type: 'payin', state: 6, amountJson: '40' }),
+    );
+    const credited = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${pi}`, merchantOrderNo: pi, fiatAmount: '40' }))).id!,
+    );
     expect(credited.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
-    const again = await h.settled((await h.add(payinEvent({ orderNo: `P${pi}`, merchantOrderNo: pi, fiatAmount: '40' }), `again-${pi}`)).id!);
+    const again = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${pi}`, merchantOrderNo: pi, fiatAmount: '40' }), `again-${pi}`)).id!,
+    );
     expect(again.returnvalue).toEqual({ status: 'duplicate', reason: 'receipt-exists' });
 
     const po = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: po, kind: 'payout', amount: '12.50' });
-    platform.setOrder(platformOrder({ orderNo: `P${po}`, merchantOrderNo: po, type: 'payout', state: 5, amountJson: '"12.50"' }));
-    const refused = await h.settled((await h.add(payoutEvent({ orderNo: `P${po}`, merchantOrderNo: po, state: 5 }))).id!);
+    platform.setOrder(
+      platformOrder({ orderNo: `P${po}`, merchantOrderNo: po, type: 'payout', state: 5, amountJson: '"12.50"' }),
+    );
+    const refused = await h.settled(
+      (await h.add(payoutEvent({ orderNo: `P${po}`, merchantOrderNo: po, state: 5 }))).id!,
+    );
     expect(refused.returnvalue).toMatchObject({ status: 'applied', outcome: 'refused' });
 
     const off = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: off, kind: 'payin', amount: '40.00' });
-    platform.setOrder(platformOrder({ orderNo: `P${off}`, merchantOrderNo: off, type: 'payin', state: 6, amountJson: '39' }));
-    const review = await h.settled((await h.add(payinEvent({ orderNo: `P${off}`, merchantOrderNo: off, fiatAmount: '40' }))).id!);
+    platform.setOrder(
+      platformOrder({ orderNo: `P${off}`, merchantOrderNo: off, type: 'payin', state: 6, amountJson: '39' }),
+    );
+    const review = await h.settled(
+      (await h.add(payinEvent({ orderNo: `P${off}`, merchantOrderNo: off, fiatAmount: '40' }))).id!,
+    );
     expect(review.returnvalue).toMatchObject({ status: 'review', code: 'VERIFY_AMOUNT_MISMATCH' });
 
     const [a, b] = [await orderState(env.db.db, pi), await orderState(env.db.db, po)];
@@ -98,12 +121,28 @@ describe('the apps role (a member of mcb_app)', () => {
     const no = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '30' });
     const stale = (await findOrder(appDb.db, no))!; // read while pending, as a job does before Get order answers
-    const event = (state: number) => callbackJobSchema.parse(payoutEvent({ orderNo: `P${no}`, merchantOrderNo: no, state }));
-    const confirmed = (state: number) => ({ orderNo: `P${no}`, merchantNo: event(state).merchantNo, merchantOrderNo: no, type: 'payout' as const, state, amount: '30', currency: 'PHP' });
-    expect(await commitEvent(appDb.db, { event: event(4), order: stale, confirmed: confirmed(4), target: 'succeeded' })).toMatchObject({ status: 'applied' });
+    const event = (state: number) =>
+      callbackJobSchema.parse(payoutEvent({ orderNo: `P${no}`, merchantOrderNo: no, state }));
+    const confirmed = (state: number) => ({
+      orderNo: `P${no}`,
+      merchantNo: event(state).merchantNo,
+      merchantOrderNo: no,
+      type: 'payout' as const,
+      state,
+      amount: '30',
+      currency: 'PHP',
+    });
+    expect(
+      await commitEvent(appDb.db, { event: event(4), order: stale, confirmed: confirmed(4), target: 'succeeded' }),
+    ).toMatchObject({ status: 'applied' });
     // The other final state, decided against the stale order: its receipt is inserted, the order does not move, and
     // the commit deletes that receipt again (allowed: this transaction inserted it).
-    const late = await commitEvent(appDb.db, { event: event(5), order: stale, confirmed: confirmed(5), target: 'refused' });
+    const late = await commitEvent(appDb.db, {
+      event: event(5),
+      order: stale,
+      confirmed: confirmed(5),
+      target: 'refused',
+    });
     expect(late.status).toBe('conflict');
     const s = await orderState(env.db.db, no);
     expect(s.order.status).toBe('succeeded');
@@ -112,16 +151,25 @@ describe('the apps role (a member of mcb_app)', () => {
 
   it('adds to the audit and reads the trail, but cannot update, delete or truncate any of it, nor disable a trigger', async () => {
     expect(
-      await codeOf(app, `insert into operator_actions (operator, role, action, target, reason, outcome) values ('ops', 'admin', 'reviews.dismiss', 'review:1', 'test', 'applied')`),
+      await codeOf(
+        app,
+        `insert into operator_actions (operator, role, action, target, reason, outcome) values ('ops', 'admin', 'reviews.dismiss', 'review:1', 'test', 'applied')`,
+      ),
     ).toBe('ok');
     for (const table of TRAIL) {
       const { rows } = await app.query<{ n: number }>(`select count(*)::int as n from ${table}`);
       expect(rows[0]!.n, table).toBeGreaterThan(0);
       expect({ table, update: await codeOf(app, `update ${table} set id = id`) }).toEqual({ table, update: '42501' });
       // callback_receipts grants DELETE for the commit's take-back; its trigger refuses any receipt another transaction inserted.
-      expect({ table, delete: await codeOf(app, `delete from ${table}`) }).toEqual({ table, delete: table === 'callback_receipts' ? '23001' : '42501' });
+      expect({ table, delete: await codeOf(app, `delete from ${table}`) }).toEqual({
+        table,
+        delete: table === 'callback_receipts' ? '23001' : '42501',
+      });
       expect({ table, truncate: await codeOf(app, `truncate ${table} cascade`) }).toEqual({ table, truncate: '42501' });
-      expect({ table, disable: await codeOf(app, `alter table ${table} disable trigger all`) }).toEqual({ table, disable: '42501' });
+      expect({ table, disable: await codeOf(app, `alter table ${table} disable trigger all`) }).toEqual({
+        table,
+        disable: '42501',
+      });
       expect({ table, drop: await codeOf(app, `drop table ${table} cascade`) }).toEqual({ table, drop: '42501' });
       const { rows: left } = await app.query<{ n: number }>(`select count(*)::int as n from ${table}`);
       expect(left[0]!.n, table).toBe(rows[0]!.n);
@@ -135,13 +183,16 @@ describe('the apps role (a member of mcb_app)', () => {
       `insert into operator_actions (operator, role, action, target, reason, outcome) values ('ops', 'admin', 'reviews.reverify', 'review:2', 'test', 'pending') returning id`,
     );
     expect(await codeOf(app, `update operator_actions set outcome = 'applied' where id = ${intent[0]!.id}`)).toBe('ok');
-    expect(await codeOf(app, `update operator_actions set outcome = 'failed' where id = ${intent[0]!.id}`)).toBe('23001');
+    expect(await codeOf(app, `update operator_actions set outcome = 'failed' where id = ${intent[0]!.id}`)).toBe(
+      '23001',
+    );
     // The replica role skips triggers; only a superuser may take it.
     expect(await codeOf(app, `set session_replication_role = replica`)).toBe('42501');
   });
 
   it('TRUNCATE of the trail is refused for every role, the owner and superuser included (directly or by cascade)', async () => {
-    for (const table of TRAIL) expect({ table, code: await codeOf(env.db.pool, `truncate ${table} cascade`) }).toEqual({ table, code: '23001' });
+    for (const table of TRAIL)
+      expect({ table, code: await codeOf(env.db.pool, `truncate ${table} cascade`) }).toEqual({ table, code: '23001' });
     expect(await codeOf(env.db.pool, 'truncate orders cascade')).toBe('23001');
     const { rows } = await env.db.pool.query<{ n: number }>('select count(*)::int as n from ledger_entries');
     expect(rows[0]!.n).toBeGreaterThan(0);

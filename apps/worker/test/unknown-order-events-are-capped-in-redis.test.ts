@@ -33,15 +33,23 @@ describe('events for unknown orders', () => {
     // One at a time, so the count each one sees is deterministic.
     for (const event of events) {
       const job = await h.add(event);
-      await waitFor(async () => (await job.isDelayed()) || (await job.isCompleted()), { message: `job ${job.id} not decided` });
+      await waitFor(async () => (await job.isDelayed()) || (await job.isCompleted()), {
+        message: `job ${job.id} not decided`,
+      });
     }
-    const states = await Promise.all(events.map(async (e) => (await h.queue.getJob(`payin-${e.orderNo}-6`))!.getState()));
+    const states = await Promise.all(
+      events.map(async (e) => (await h.queue.getJob(`payin-${e.orderNo}-6`))!.getState()),
+    );
     expect(states.filter((s) => s === 'delayed')).toHaveLength(3);
     expect(states.filter((s) => s === 'completed')).toHaveLength(5);
-    const { rows } = await env.db.pool.query(`select count(*) as n from reviews where reason_code = 'VERIFY_ORDER_UNKNOWN'`);
+    const { rows } = await env.db.pool.query(
+      `select count(*) as n from reviews where reason_code = 'VERIFY_ORDER_UNKNOWN'`,
+    );
     expect(Number(rows[0].n)).toBe(5);
     const client = new Redis(env.redisUrl);
-    const waiting = await client.zcard(`${env.prefix}:callbacks:unknown-order-waiting`).finally(() => client.disconnect());
+    const waiting = await client
+      .zcard(`${env.prefix}:callbacks:unknown-order-waiting`)
+      .finally(() => client.disconnect());
     expect(waiting).toBe(3);
   });
 });

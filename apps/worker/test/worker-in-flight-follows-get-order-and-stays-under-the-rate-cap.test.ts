@@ -24,7 +24,13 @@ beforeAll(async () => {
   adaptive = createAdaptiveLimit({ initial: 16, max: 400, maxRps: MAX_RPS });
   h = await startHarness(env, platform.url, {
     adaptive,
-    platformGuard: { maxRps: MAX_RPS, failuresToOpen: 20, openMs: { initial: 300, max: 600 }, onSample: adaptive.sample, onStateChange: (s) => adaptive.paused(s === 'open') },
+    platformGuard: {
+      maxRps: MAX_RPS,
+      failuresToOpen: 20,
+      openMs: { initial: 300, max: 600 },
+      onSample: adaptive.sample,
+      onStateChange: (s) => adaptive.paused(s === 'open'),
+    },
   });
 });
 afterAll(async () => {
@@ -33,7 +39,14 @@ afterAll(async () => {
 });
 
 const credited = async () =>
-  Number((await env.db.db.select({ n: sql<string>`count(*)` }).from(orders).where(sql`${orders.status} = 'credited'`))[0]!.n);
+  Number(
+    (
+      await env.db.db
+        .select({ n: sql<string>`count(*)` })
+        .from(orders)
+        .where(sql`${orders.status} = 'credited'`)
+    )[0]!.n,
+  );
 
 describe('the worker adapts its jobs in flight to Get order', () => {
   it('grows while Get order is fast, cuts when it slows and when it fails, never exceeds PLATFORM_MAX_RPS, and credits each once', async () => {
@@ -43,13 +56,19 @@ describe('the worker adapts its jobs in flight to Get order', () => {
     await h.queue.addBulk(payinJobs(nos, { attempts: 60, backoff: { type: 'callback-backoff' } }));
 
     // 1. Fast Get order (20 ms): the limit grows from 16, within what 400 requests/s can serve (400 × 45 ms × 2 = 36).
-    await waitFor(() => adaptive.limit >= 32, { timeoutMs: 20_000, message: `limit did not grow (at ${adaptive.limit})` });
+    await waitFor(() => adaptive.limit >= 32, {
+      timeoutMs: 20_000,
+      message: `limit did not grow (at ${adaptive.limit})`,
+    });
     const fastPeak = adaptive.limit;
     expect(allowed()).toBe(fastPeak);
 
     // 2. Get order slows to 600 ms, thirty times its pace: the limit is cut, and jobs in flight follow it down.
     platform.setDelay(600);
-    await waitFor(() => adaptive.limit <= fastPeak / 2, { timeoutMs: 15_000, message: `limit not cut on a slowdown (at ${adaptive.limit})` });
+    await waitFor(() => adaptive.limit <= fastPeak / 2, {
+      timeoutMs: 15_000,
+      message: `limit not cut on a slowdown (at ${adaptive.limit})`,
+    });
     expect(allowed()).toBeLessThanOrEqual(fastPeak / 2);
 
     // 3. The platform fails every Get order (HTTP 503) for a while: the limit falls to its minimum, and the circuit
@@ -57,12 +76,21 @@ describe('the worker adapts its jobs in flight to Get order', () => {
     platform.setDelay(20);
     expect(await credited()).toBeLessThan(N - 100); // still work to do: the outage hits jobs in flight
     platform.setOutage(503);
-    await waitFor(() => adaptive.limit <= 8, { timeoutMs: 15_000, message: `limit not cut by failures (at ${adaptive.limit})` });
+    await waitFor(() => adaptive.limit <= 8, {
+      timeoutMs: 15_000,
+      message: `limit not cut by failures (at ${adaptive.limit})`,
+    });
     platform.setOutage(undefined);
 
     // 4. The platform recovers: every order is credited exactly once, and the rate cap held throughout.
-    await waitFor(async () => (await credited()) === N, { timeoutMs: 90_000, intervalMs: 500, message: 'not every order credited' });
-    const ledger = await env.db.db.execute(sql`select count(*)::int as n, count(distinct order_id)::int as orders from ledger_entries`);
+    await waitFor(async () => (await credited()) === N, {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+      message: 'not every order credited',
+    });
+    const ledger = await env.db.db.execute(
+      sql`select count(*)::int as n, count(distinct order_id)::int as orders from ledger_entries`,
+    );
     expect(ledger.rows[0]).toEqual({ n: N, orders: N });
     const sorted = [...platform.arrivals].sort((a, b) => a - b);
     let busiest = 0;

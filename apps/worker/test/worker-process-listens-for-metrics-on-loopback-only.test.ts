@@ -1,6 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { freePort, listeningAddresses, MERCHANT_NO, startFakePlatform, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
+import {
+  freePort,
+  listeningAddresses,
+  MERCHANT_NO,
+  startFakePlatform,
+  useTestEnv,
+  waitFor,
+  type FakePlatform,
+} from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The worker's ops listener (metrics, health) must not be reachable from outside the host unless configured.
@@ -37,10 +45,13 @@ describe('the worker process (main.ts)', () => {
     let stderr = '';
     child.stderr?.on('data', (c) => (stderr += String(c)));
     const exited = new Promise<number | null>((resolve) => child!.once('exit', (c) => resolve(c)));
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${metricsPort}/healthz`).catch(() => undefined))?.status === 200, {
-      timeoutMs: 20_000,
-      message: `worker metrics not up (${stderr})`,
-    });
+    await waitFor(
+      async () => (await fetch(`http://127.0.0.1:${metricsPort}/healthz`).catch(() => undefined))?.status === 200,
+      {
+        timeoutMs: 20_000,
+        message: `worker metrics not up (${stderr})`,
+      },
+    );
     expect(listeningAddresses(metricsPort)).toEqual(['127.0.0.1']);
     expect(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()).toContain('mcb_worker_jobs_total');
     child.kill('SIGTERM');

@@ -2,7 +2,16 @@ import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient } from '@mcb/core/platform';
 import { MaintenanceJobs } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
-import { lineSink, MERCHANT_NO, startFakePlatform, startRespProxy, useTestEnv, waitFor, type FakePlatform, type RespProxy } from '@mcb/testkit';
+import {
+  lineSink,
+  MERCHANT_NO,
+  startFakePlatform,
+  startRespProxy,
+  useTestEnv,
+  waitFor,
+  type FakePlatform,
+  type RespProxy,
+} from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepLockKey } from '@mcb/settlement';
 import { createMaintenanceWorker } from '../src/index.ts';
@@ -53,8 +62,13 @@ describe('the maintenance worker on a Redis that refuses writes at start', () =>
       expect(sink.lines.some((l) => l.includes('NOREPLICAS'))).toBe(true);
       // 2. Redis takes writes again: the schedules appear without a restart.
       refusing = false;
-      await waitFor(async () => (await maintenance.queue.getJobSchedulers()).length === 2, { timeoutMs: 10_000, message: 'schedules never written' });
-      expect((await maintenance.queue.getJobSchedulers()).map((s) => s.key).sort()).toEqual([MaintenanceJobs.catalogRefresh, MaintenanceJobs.reconcile].sort());
+      await waitFor(async () => (await maintenance.queue.getJobSchedulers()).length === 2, {
+        timeoutMs: 10_000,
+        message: 'schedules never written',
+      });
+      expect((await maintenance.queue.getJobSchedulers()).map((s) => s.key).sort()).toEqual(
+        [MaintenanceJobs.catalogRefresh, MaintenanceJobs.reconcile].sort(),
+      );
       for (const line of sink.lines) expect(() => JSON.parse(line)).not.toThrow();
     } finally {
       await maintenance.close();

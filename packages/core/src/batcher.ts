@@ -96,7 +96,8 @@ export class Batcher<I, O> {
     let results: readonly Settled<O>[];
     try {
       results = await this.#run(batch.map((p) => p.item));
-      if (results.length !== batch.length) throw new Error(`batch returned ${results.length} results for ${batch.length} items`);
+      if (results.length !== batch.length)
+        throw new Error(`batch returned ${results.length} results for ${batch.length} items`);
     } catch (e) {
       for (const p of batch) p.reject(e);
       return;

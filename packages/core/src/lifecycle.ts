@@ -89,7 +89,9 @@ export function createReleasers(logger: Logger, options: ReleasersOptions = {}):
     logger.info({ reason, timeoutMs }, options.stoppingMessage ?? 'shutting down');
     const budget = forceBudgetMs(timeoutMs);
     let timer: NodeJS.Timeout | undefined;
-    const outOfTime = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs - budget)));
+    const outOfTime = new Promise<'timeout'>(
+      (resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs - budget)),
+    );
     const result = await Promise.race([closeInOrder().then(() => 'closed' as const), outOfTime]);
     clearTimeout(timer);
     if (result === 'timeout') {

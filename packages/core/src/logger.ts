@@ -97,14 +97,20 @@ export function serializeError(err: unknown): unknown {
   // The stack repeats the message and every cause's message: keep the frames of the top error only.
   if (typeof out.stack === 'string') {
     const [head = ''] = out.stack.split('\ncaused by:');
-    out.stack = head.replace(/\nparams: [^\n]*/, '').replace(/^(.*?): (.*)$/m, (_l, type: string, m: string) => `${type}: ${scrubDatabaseMessage(m)}`);
+    out.stack = head
+      .replace(/\nparams: [^\n]*/, '')
+      .replace(/^(.*?): (.*)$/m, (_l, type: string, m: string) => `${type}: ${scrubDatabaseMessage(m)}`);
   }
   if (typeof out.detail === 'string') out.detail = /^Key \(/.test(out.detail) ? out.detail : '[redacted]';
   if (pgError) {
     out.db = {
       code: pgError.code,
       ...(typeof pgError.message === 'string' ? { message: scrubDatabaseMessage(pgError.message) } : {}),
-      ...Object.fromEntries(['constraint', 'table', 'column', 'routine'].flatMap((k) => (typeof pgError[k] === 'string' ? [[k, pgError[k]]] : []))),
+      ...Object.fromEntries(
+        ['constraint', 'table', 'column', 'routine'].flatMap((k) =>
+          typeof pgError[k] === 'string' ? [[k, pgError[k]]] : [],
+        ),
+      ),
     };
   }
   return out;

@@ -1,7 +1,12 @@
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
-export { startMetricsServer, type MetricsServer, type MetricsServerOptions, type MetricsSource } from './metrics-server.ts';
+export {
+  startMetricsServer,
+  type MetricsServer,
+  type MetricsServerOptions,
+  type MetricsSource,
+} from './metrics-server.ts';
 
 /** A fresh prom-client registry with the process's default metrics, labelled with the app's name. */
 export function createMetricsRegistry(app: string): Registry {
@@ -27,7 +32,16 @@ export function metricValue(text: string, name: string, labels: Record<string, s
 }
 
 /** The queue states reported by {@link registerQueueDepthGauge}. */
-export const QUEUE_DEPTH_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'failed', 'completed', 'paused'] as const;
+export const QUEUE_DEPTH_STATES = [
+  'waiting',
+  'active',
+  'delayed',
+  'prioritized',
+  'waiting-children',
+  'failed',
+  'completed',
+  'paused',
+] as const;
 
 /** What {@link registerQueueDepthGauge} needs of a queue (a BullMQ Queue has it). */
 export interface QueueDepthSource {
@@ -41,7 +55,11 @@ export interface QueueDepthSource {
  * than stale; also when the read takes over `readTimeoutMs`, 2 s by default). Aggregated with `max` across cluster
  * workers, which all read the same queue.
  */
-export function registerQueueDepthGauge(registry: Registry, queues: QueueDepthSource | QueueDepthSource[], options: { readTimeoutMs?: number } = {}): void {
+export function registerQueueDepthGauge(
+  registry: Registry,
+  queues: QueueDepthSource | QueueDepthSource[],
+  options: { readTimeoutMs?: number } = {},
+): void {
   const list = Array.isArray(queues) ? queues : [queues];
   // A worker's connection queues commands while Redis is down (BullMQ needs it to): without a bound, a scrape would
   // wait for Redis and time out, and every other metric (mcb_redis_down_since_seconds among them) with it.
@@ -55,7 +73,10 @@ export function registerQueueDepthGauge(registry: Registry, queues: QueueDepthSo
   let pending: Promise<{ name: string; counts: Record<string, number> | undefined }[]> | undefined;
   const read = () => {
     pending ??= Promise.all(
-      list.map(async (queue) => ({ name: queue.name, counts: await bounded(queue.getJobCounts(...QUEUE_DEPTH_STATES)) })),
+      list.map(async (queue) => ({
+        name: queue.name,
+        counts: await bounded(queue.getJobCounts(...QUEUE_DEPTH_STATES)),
+      })),
     ).finally(() => {
       pending = undefined;
     });

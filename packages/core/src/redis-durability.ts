@@ -51,7 +51,10 @@ async function hasCommand(redis: Redis, name: string): Promise<boolean> {
  * disabled. On a cluster every master is checked (a slot may move to any of them) and each problem names its node;
  * the mode is the weakest found. Throws only when Redis cannot be reached.
  */
-export async function checkRedisDurability(client: RedisClient, options: { minReplicas?: number } = {}): Promise<DurabilityReport> {
+export async function checkRedisDurability(
+  client: RedisClient,
+  options: { minReplicas?: number } = {},
+): Promise<DurabilityReport> {
   const nodes = nodesOf(client);
   if (nodes.length === 0) throw new Error('Redis Cluster: no master known yet (the cluster is not ready)');
   if (nodes.length === 1 && nodes[0] === client) return checkNode(nodes[0], options);
@@ -66,7 +69,10 @@ export async function checkRedisDurability(client: RedisClient, options: { minRe
     problems: reports.flatMap((r, i) => r.problems.map((p) => `${addressOf(nodes[i]!)}: ${p}`)),
     // WAITAOF per batch only where every master has it: a slot may move to any of them.
     settings: { ...weakest.settings, waitaof: reports.every((r) => r.settings.waitaof) },
-    replication: { ...fewest.replication, ...(short >= 0 ? { problem: `${addressOf(nodes[short]!)}: ${reports[short]!.replication.problem}` } : {}) },
+    replication: {
+      ...fewest.replication,
+      ...(short >= 0 ? { problem: `${addressOf(nodes[short]!)}: ${reports[short]!.replication.problem}` } : {}),
+    },
   };
 }
 
@@ -80,7 +86,8 @@ async function checkNode(redis: Redis, options: { minReplicas?: number }): Promi
   let maxmemoryPolicy = maxmemoryConfig;
   if (appendonly === undefined || maxmemoryPolicy === undefined) {
     const info = await redis.info();
-    appendonly ??= infoField(info, 'aof_enabled') === '1' ? 'yes' : infoField(info, 'aof_enabled') === '0' ? 'no' : undefined;
+    appendonly ??=
+      infoField(info, 'aof_enabled') === '1' ? 'yes' : infoField(info, 'aof_enabled') === '0' ? 'no' : undefined;
     maxmemoryPolicy ??= infoField(info, 'maxmemory_policy');
   }
   const waitaof = await hasCommand(redis, 'WAITAOF');
@@ -91,7 +98,14 @@ async function checkNode(redis: Redis, options: { minReplicas?: number }): Promi
     waitaof,
   };
   const problems = problemsOf(settings);
-  const mode: DurabilityMode = settings.appendonly !== 'yes' ? 'none' : settings.appendfsync === 'always' ? 'aof-always' : waitaof ? 'waitaof' : 'none';
+  const mode: DurabilityMode =
+    settings.appendonly !== 'yes'
+      ? 'none'
+      : settings.appendfsync === 'always'
+        ? 'aof-always'
+        : waitaof
+          ? 'waitaof'
+          : 'none';
   const required = options.minReplicas ?? 0;
   let online = 0;
   if (required > 0) {
@@ -129,7 +143,9 @@ function problemsOf(settings: DurabilityReport['settings']): string[] {
     );
   }
   if (settings.maxmemoryPolicy !== 'noeviction') {
-    problems.push(`maxmemory-policy is "${settings.maxmemoryPolicy}": Redis may evict queued callbacks; set maxmemory-policy noeviction`);
+    problems.push(
+      `maxmemory-policy is "${settings.maxmemoryPolicy}": Redis may evict queued callbacks; set maxmemory-policy noeviction`,
+    );
   }
   return problems;
 }
@@ -158,14 +174,21 @@ export function batchDurabilityCheckOf(report: DurabilityReport, allowVolatile: 
  * `MULTI` (it is not a `no-multi` command) and takes several names since Redis 7.0. Where CONFIG is renamed or
  * disabled, ingest refuses to start on such a Redis (see {@link checkRedisDurability}'s problems): fail closed.
  */
-export const DURABILITY_CONFIG_GET: readonly string[] = ['CONFIG', 'GET', 'appendonly', 'appendfsync', 'maxmemory-policy'];
+export const DURABILITY_CONFIG_GET: readonly string[] = [
+  'CONFIG',
+  'GET',
+  'appendonly',
+  'appendfsync',
+  'maxmemory-policy',
+];
 
 /**
  * What the batch's own {@link DURABILITY_CONFIG_GET} read says: one line per setting that does not keep the batch,
  * empty when it does. A reply that is not the expected name/value list is a problem too (fail closed).
  */
 export function batchDurabilityProblems(reply: unknown): string[] {
-  if (!Array.isArray(reply)) return [`CONFIG GET answered ${typeof reply}, not a list: cannot tell whether Redis keeps the batch`];
+  if (!Array.isArray(reply))
+    return [`CONFIG GET answered ${typeof reply}, not a list: cannot tell whether Redis keeps the batch`];
   const values = new Map<string, string>();
   for (let i = 0; i + 1 < reply.length; i += 2) values.set(String(reply[i]).toLowerCase(), String(reply[i + 1]));
   return problemsOf({

@@ -45,13 +45,24 @@ export interface RedisHealth {
   readiness(): { ready: boolean; checks: Record<string, string> };
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
 
 /** Whether an error says the connection to Redis is missing (rather than a command or script failing). */
 export function isRedisConnectionError(err: unknown): boolean {
   const e = coerceError(err) as Error & { code?: unknown };
   if (typeof e.code === 'string' && NETWORK_CODES.has(e.code)) return true;
-  return /Connection is closed|connect E[A-Z]+|Reached the max retries per request|Failed to refresh slots cache|None of startup nodes is available|All sentinels are unreachable/.test(e.message);
+  return /Connection is closed|connect E[A-Z]+|Reached the max retries per request|Failed to refresh slots cache|None of startup nodes is available|All sentinels are unreachable/.test(
+    e.message,
+  );
 }
 
 /** See {@link RedisHealth}. */
@@ -83,7 +94,8 @@ export function createRedisHealth(options: RedisHealthOptions): RedisHealth {
       registers: [options.registry],
       aggregator: 'max',
       collect() {
-        for (const [name, w] of watched) this.set({ connection: name }, w.downSince === undefined ? 0 : Math.floor(w.downSince / 1000));
+        for (const [name, w] of watched)
+          this.set({ connection: name }, w.downSince === undefined ? 0 : Math.floor(w.downSince / 1000));
       },
     });
   }
@@ -112,10 +124,19 @@ export function createRedisHealth(options: RedisHealthOptions): RedisHealth {
         else markDown();
         if (watchOptions.logErrors === false) return;
         const since = state.downSince === undefined ? undefined : new Date(state.downSince).toISOString();
-        log(`redis:${name}`, 'error', { err: coerceError(err), connection: name, downSince: since }, `Redis connection ${name}: ${coerceError(err).message}`);
+        log(
+          `redis:${name}`,
+          'error',
+          { err: coerceError(err), connection: name, downSince: since },
+          `Redis connection ${name}: ${coerceError(err).message}`,
+        );
       });
       client.on('ready', () => {
-        if (state.downSince !== undefined) logger.info({ connection: name, downForMs: Date.now() - state.downSince }, `Redis connection ${name} is back`);
+        if (state.downSince !== undefined)
+          logger.info(
+            { connection: name, downForMs: Date.now() - state.downSince },
+            `Redis connection ${name} is back`,
+          );
         state.downSince = undefined;
       });
     },
@@ -128,7 +149,11 @@ export function createRedisHealth(options: RedisHealthOptions): RedisHealth {
       const checks: Record<string, string> = {};
       for (const [name, w] of watched) {
         checks[`redis ${name}`] =
-          w.client.status === 'ready' ? 'ok' : w.downSince === undefined ? w.client.status : `unreachable since ${new Date(w.downSince).toISOString()}`;
+          w.client.status === 'ready'
+            ? 'ok'
+            : w.downSince === undefined
+              ? w.client.status
+              : `unreachable since ${new Date(w.downSince).toISOString()}`;
       }
       return { ready: [...watched.values()].every((w) => w.client.status === 'ready'), checks };
     },

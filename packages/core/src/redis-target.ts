@@ -41,7 +41,10 @@ export interface RedisTls {
 /** `host:port[,host:port...]` → addresses; undefined with a reason when malformed. */
 export function parseRedisNodes(text: string): { host: string; port: number }[] | string {
   const nodes: { host: string; port: number }[] = [];
-  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(part);
     const port = m ? Number(m[2]) : NaN;
     if (!m || port < 1 || port > 65_535) return `expected host:port[,host:port...] (got "${part.slice(0, 60)}")`;
@@ -56,6 +59,7 @@ export function describeRedisTarget(target: RedisTarget): string {
     const u = new URL(target.url);
     return `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
   }
-  if (target.kind === 'cluster') return `${target.tls ? 'TLS ' : ''}cluster via ${target.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`;
+  if (target.kind === 'cluster')
+    return `${target.tls ? 'TLS ' : ''}cluster via ${target.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`;
   return `${target.tls ? 'TLS ' : ''}sentinel master "${target.name}" via ${target.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
 }

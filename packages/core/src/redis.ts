@@ -13,15 +13,25 @@ export { dataNodesOf, isCluster, nodeAddressOf, type RedisClient } from './redis
  * the writes made earlier on their own connection. On a cluster a key-less command would go to any node; in a
  * pipeline with a command on `anchorKey` it goes to that key's node, over the connection the writes used.
  */
-export async function callBesideKey(client: RedisClient, anchorKey: string, command: string, ...args: string[]): Promise<unknown> {
-  const replies = await client.pipeline().exists(anchorKey).call(command, ...args).exec();
+export async function callBesideKey(
+  client: RedisClient,
+  anchorKey: string,
+  command: string,
+  ...args: string[]
+): Promise<unknown> {
+  const replies = await client
+    .pipeline()
+    .exists(anchorKey)
+    .call(command, ...args)
+    .exec();
   const [err, reply] = replies?.[1] ?? [new Error(`${command}: no reply`), undefined];
   if (err) throw err;
   return reply;
 }
 export { describeRedisTarget, parseRedisNodes, type RedisTarget, type RedisTls } from './redis-target.ts';
 
-type TargetSettings = 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_CLUSTER_NODES' | 'REDIS_PASSWORD';
+type TargetSettings =
+  'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_CLUSTER_NODES' | 'REDIS_PASSWORD';
 type TlsSettings = 'REDIS_SENTINEL_PASSWORD' | 'REDIS_TLS' | 'REDIS_TLS_CA_FILE';
 
 /** The CA bundle of REDIS_TLS_CA_FILE, read once at start. */
@@ -32,7 +42,10 @@ function tlsOf(config: Partial<Pick<Config, TlsSettings>>, on: boolean): { tls?:
   try {
     return { tls: { ca: readFileSync(file, 'utf8') } };
   } catch (e) {
-    throw new AppError(ErrorCodes.CONFIG_INVALID, `REDIS_TLS_CA_FILE: ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new AppError(
+      ErrorCodes.CONFIG_INVALID,
+      `REDIS_TLS_CA_FILE: ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
   }
 }
 
@@ -41,7 +54,12 @@ export function redisTargetOf(config: Pick<Config, TargetSettings> & Partial<Pic
   if (config.REDIS_CLUSTER_NODES !== undefined) {
     const nodes = parseRedisNodes(config.REDIS_CLUSTER_NODES);
     if (typeof nodes === 'string') throw new Error(`REDIS_CLUSTER_NODES: ${nodes}`);
-    return { kind: 'cluster', nodes, ...(config.REDIS_PASSWORD ? { password: config.REDIS_PASSWORD } : {}), ...tlsOf(config, config.REDIS_TLS === true) };
+    return {
+      kind: 'cluster',
+      nodes,
+      ...(config.REDIS_PASSWORD ? { password: config.REDIS_PASSWORD } : {}),
+      ...tlsOf(config, config.REDIS_TLS === true),
+    };
   }
   if (config.REDIS_SENTINELS === undefined) {
     // rediss:// turns TLS on by itself; a private CA is the only thing to add.
@@ -80,9 +98,17 @@ export interface CreateRedisOptions {
  * A connection to `target` (a URL, or a {@link RedisTarget} from {@link redisTargetOf}). Through Sentinel, ioredis asks
  * the sentinels for the primary, and again after a failover, a `READONLY` reply or a lost connection.
  */
-export function createRedis(target: string | Exclude<RedisTarget, { kind: 'cluster' }>, role: RedisRole, options?: CreateRedisOptions): Redis;
+export function createRedis(
+  target: string | Exclude<RedisTarget, { kind: 'cluster' }>,
+  role: RedisRole,
+  options?: CreateRedisOptions,
+): Redis;
 export function createRedis(target: RedisTarget, role: RedisRole, options?: CreateRedisOptions): RedisClient;
-export function createRedis(target: string | RedisTarget, role: RedisRole, options: CreateRedisOptions = {}): RedisClient {
+export function createRedis(
+  target: string | RedisTarget,
+  role: RedisRole,
+  options: CreateRedisOptions = {},
+): RedisClient {
   const common: RedisOptions = {
     connectionName: options.connectionName,
     // Reconnect forever with a capped backoff; each role decides how requests behave meanwhile.
@@ -90,7 +116,13 @@ export function createRedis(target: string | RedisTarget, role: RedisRole, optio
   };
   const roleOptions: RedisOptions =
     role === 'producer'
-      ? { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000, commandTimeout: options.commandTimeoutMs ?? 1000, lazyConnect: false }
+      ? {
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 1,
+          connectTimeout: 1000,
+          commandTimeout: options.commandTimeoutMs ?? 1000,
+          lazyConnect: false,
+        }
       : { maxRetriesPerRequest: null, enableReadyCheck: true };
   const t: RedisTarget = typeof target === 'string' ? { kind: 'single', url: target } : target;
   if (t.kind === 'single') return new Redis(t.url, { ...common, ...roleOptions, ...(t.tls ? { tls: t.tls } : {}) });
@@ -99,7 +131,11 @@ export function createRedis(target: string | RedisTarget, role: RedisRole, optio
     // what happens while slots are unknown: producers fail fast, workers wait (BullMQ requires it).
     const { enableOfflineQueue, retryStrategy: _perNodeRetry, ...nodeOptions } = { ...common, ...roleOptions };
     const clusterOptions: ClusterOptions = {
-      redisOptions: { ...nodeOptions, ...(t.password ? { password: t.password } : {}), ...(t.tls ? { tls: t.tls } : {}) },
+      redisOptions: {
+        ...nodeOptions,
+        ...(t.password ? { password: t.password } : {}),
+        ...(t.tls ? { tls: t.tls } : {}),
+      },
       enableOfflineQueue: enableOfflineQueue ?? true,
       enableReadyCheck: true,
       clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
@@ -141,4 +177,10 @@ export {
   type DurabilityReport,
   type RedisMemoryReport,
 } from './redis-durability.ts';
-export { createRedisHealth, isRedisConnectionError, type ErrorEmitter, type RedisHealth, type RedisHealthOptions } from './redis-health.ts';
+export {
+  createRedisHealth,
+  isRedisConnectionError,
+  type ErrorEmitter,
+  type RedisHealth,
+  type RedisHealthOptions,
+} from './redis-health.ts';

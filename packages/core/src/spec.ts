@@ -61,4 +61,9 @@ export const TRANSIENT_NETWORK_CODES: ReadonlySet<string> = new Set([
  * is not enabled for this merchant. Get order's "order not found" is not in the spec; 40404 is our assumption
  * (docs/platform-interface.md), shared with the sandbox.
  */
-export const PLATFORM_CODES = { ok: 0, merchantUnknown: 40010, currencyNotEnabled: 40017, orderNotFound: 40404 } as const;
+export const PLATFORM_CODES = {
+  ok: 0,
+  merchantUnknown: 40010,
+  currencyNotEnabled: 40017,
+  orderNotFound: 40404,
+} as const;

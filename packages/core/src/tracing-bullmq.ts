@@ -12,7 +12,15 @@ import type { Attributes, AttributeValue, Exception, Span, Telemetry, Time, Trac
 /** Attributes whose value is text BullMQ takes from the application (return value, failure, progress). */
 const FREE_TEXT = new Set(['bullmq.job.result', 'bullmq.job.failed.reason', 'bullmq.job.progress']);
 /** BullMQ's identifiers: never masked, even in an event (the "job stalled" event names the job). */
-const IDENTIFIERS = new Set(['bullmq.job.id', 'bullmq.job.ids', 'bullmq.job.key', 'bullmq.job.name', 'bullmq.queue.name', 'bullmq.worker.id', 'bullmq.worker.name']);
+const IDENTIFIERS = new Set([
+  'bullmq.job.id',
+  'bullmq.job.ids',
+  'bullmq.job.key',
+  'bullmq.job.name',
+  'bullmq.queue.name',
+  'bullmq.worker.id',
+  'bullmq.worker.name',
+]);
 
 /** Every run of digits (with its decimal or grouping separators) becomes `#`: `777.55`, `9,999.01`, `5E3` → `#`, `#`, `#E#`. */
 export function maskNumbers(text: string): string {
@@ -23,7 +31,8 @@ function maskJson(value: unknown): unknown {
   if (typeof value === 'string') return maskNumbers(value);
   if (typeof value === 'number') return '#';
   if (Array.isArray(value)) return value.map(maskJson);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [maskNumbers(k), maskJson(v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [maskNumbers(k), maskJson(v)]));
   return value;
 }
 
@@ -46,7 +55,8 @@ export function maskText(text: string): string {
 function maskValue(value: AttributeValue): AttributeValue | undefined {
   if (typeof value === 'string') return maskText(value);
   if (typeof value === 'number') return undefined;
-  if (Array.isArray(value)) return value.map((v) => (typeof v === 'string' ? maskText(v) : typeof v === 'number' ? null : v)) as AttributeValue;
+  if (Array.isArray(value))
+    return value.map((v) => (typeof v === 'string' ? maskText(v) : typeof v === 'number' ? null : v)) as AttributeValue;
   return value;
 }
 

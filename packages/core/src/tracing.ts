@@ -10,7 +10,13 @@
 import { context, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BatchSpanProcessor,
+  ConsoleSpanExporter,
+  SimpleSpanProcessor,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { Telemetry } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
@@ -50,7 +56,11 @@ export interface TracingHandle {
  * once, first thing in a main, before any queue or worker is created (they take BullMQ's telemetry at construction).
  * `exporter` replaces the configured one (tests pass an in-memory exporter; spans are then exported one by one).
  */
-export function startTracing(serviceName: string, settings: TracingSettings, options: { exporter?: SpanExporter } = {}): TracingHandle | undefined {
+export function startTracing(
+  serviceName: string,
+  settings: TracingSettings,
+  options: { exporter?: SpanExporter } = {},
+): TracingHandle | undefined {
   if (settings.OTEL_SDK_DISABLED === 'true' && !options.exporter) return undefined;
   const chosen = options.exporter ? 'test' : exporterKind(settings);
   if (chosen === 'none') return undefined;
@@ -99,7 +109,11 @@ export function queueTelemetry(): { telemetry?: Telemetry } {
  * tracing, `fn(undefined)` at once. A thrown error marks the span failed with its code, never its message (which may
  * quote record fields).
  */
-export async function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span | undefined) => Promise<T>): Promise<T> {
+export async function inSpan<T>(
+  name: string,
+  attributes: Attributes,
+  fn: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
   if (!provider) return fn(undefined);
   return trace.getTracer(TRACER_NAME).startActiveSpan(name, { attributes }, async (span) => {
     try {
@@ -144,14 +158,31 @@ export function withContext<T>(ctx: Context | undefined, fn: () => T): T {
 }
 
 /** The attributes that name an event on every span about it: kind, order numbers and state (never amounts). */
-export function orderAttributes(event: { kind: string; orderNo: string; merchantOrderNo: string; state: number }): Attributes {
-  return { 'mcb.kind': event.kind, 'mcb.order_no': event.orderNo, 'mcb.merchant_order_no': event.merchantOrderNo, 'mcb.state': event.state };
+export function orderAttributes(event: {
+  kind: string;
+  orderNo: string;
+  merchantOrderNo: string;
+  state: number;
+}): Attributes {
+  return {
+    'mcb.kind': event.kind,
+    'mcb.order_no': event.orderNo,
+    'mcb.merchant_order_no': event.merchantOrderNo,
+    'mcb.state': event.state,
+  };
 }
 
 /** Mark `span` failed: `error.code` (an AppError's code, else the error's class name), no message. */
 export function markFailed(span: Span | undefined, e: unknown): void {
   if (!span) return;
-  const code = e instanceof AppError ? e.code : e instanceof Error ? (e.cause instanceof AppError ? e.cause.code : e.name) : 'Error';
+  const code =
+    e instanceof AppError
+      ? e.code
+      : e instanceof Error
+        ? e.cause instanceof AppError
+          ? e.cause.code
+          : e.name
+        : 'Error';
   span.setAttribute('error.code', code);
   span.setStatus({ code: SpanStatusCode.ERROR, message: code });
 }

@@ -16,7 +16,10 @@ function recording(options: BatcherOptions) {
 
 /** Calls made from separate callbacks of one turn of the event loop, as requests read in one poll of the sockets are. */
 function fromSeparateCallbacks(batcher: Batcher<number, number>, count: number): Promise<number>[] {
-  return Array.from({ length: count }, (_, i) => new Promise<number>((resolve, reject) => setImmediate(() => batcher.submit(i).then(resolve, reject))));
+  return Array.from(
+    { length: count },
+    (_, i) => new Promise<number>((resolve, reject) => setImmediate(() => batcher.submit(i).then(resolve, reject))),
+  );
 }
 
 describe('the batcher gathers calls', () => {

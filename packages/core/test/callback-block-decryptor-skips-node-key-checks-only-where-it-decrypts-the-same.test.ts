@@ -6,7 +6,8 @@ import { blockDecryptor } from '../src/callback/rsa-blocks.ts';
 const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const k = 256;
 const documented = (block: Buffer) => privateDecrypt({ key: privateKey, padding: constants.RSA_PKCS1_PADDING }, block);
-const wellFormed = (plaintext: Buffer) => publicEncrypt({ key: publicKey, padding: constants.RSA_PKCS1_PADDING }, plaintext);
+const wellFormed = (plaintext: Buffer) =>
+  publicEncrypt({ key: publicKey, padding: constants.RSA_PKCS1_PADDING }, plaintext);
 /** A block whose padding is wrong: implicit rejection turns it into pseudo-random bytes instead of an error. */
 const malformed = () => {
   const raw = randomBytes(k);
@@ -39,7 +40,9 @@ describe('the block decryptor', () => {
   it('falls back to the documented call on a runtime that ignores a key object padding', () => {
     // Such a runtime decrypts a bare KeyObject with its default padding (OAEP), which fails on a PKCS#1 v1.5 block.
     const d = blockDecryptor(privateKey, (arg, block) =>
-      arg instanceof KeyObject ? privateDecrypt({ key: arg, padding: constants.RSA_PKCS1_OAEP_PADDING }, block) : privateDecrypt(arg, block),
+      arg instanceof KeyObject
+        ? privateDecrypt({ key: arg, padding: constants.RSA_PKCS1_OAEP_PADDING }, block)
+        : privateDecrypt(arg, block),
     );
     expect(d.fast).toBe(false);
     const plaintext = randomBytes(64);

@@ -1,7 +1,13 @@
 import { constants, privateDecrypt } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { decodeCallback, encryptRecord, generateKeyPair, loadKeyRing, decodeCallbackDetailed } from '@mcb/core/callback';
+import {
+  decodeCallback,
+  encryptRecord,
+  generateKeyPair,
+  loadKeyRing,
+  decodeCallbackDetailed,
+} from '@mcb/core/callback';
 import { callbackJobSchema } from '@mcb/core/queue';
 
 const current = generateKeyPair();
@@ -61,7 +67,10 @@ describe('callback codec decodes valid records', () => {
     const enc = encryptRecord(text, current.publicKeyPem);
     const ct = Buffer.from(enc, 'base64');
     expect(ct.length / 256).toBe(Math.ceil(Buffer.byteLength(text) / 245));
-    const firstChunk = privateDecrypt({ key: current.privateKeyPem, padding: constants.RSA_PKCS1_PADDING }, ct.subarray(0, 256));
+    const firstChunk = privateDecrypt(
+      { key: current.privateKeyPem, padding: constants.RSA_PKCS1_PADDING },
+      ct.subarray(0, 256),
+    );
     expect(firstChunk.length).toBe(245);
     expect(decodeCallback({ encryptedData: enc }, opts)).toMatchObject({ fiatAmount: '100.10' });
   });
@@ -94,10 +103,15 @@ describe('callback codec decodes valid records', () => {
     const decimal = fc
       .tuple(fc.bigInt({ min: 0n, max: 10n ** 20n }), fc.option(fc.stringMatching(/^\d{1,12}$/), { nil: undefined }))
       .map(([i, f]) => (f === undefined ? `${i}` : `${i}.${f}`));
-    const casing = fc.constantFrom((s: string) => s, (s: string) => s.toLowerCase(), (s: string) => s.toUpperCase());
+    const casing = fc.constantFrom(
+      (s: string) => s,
+      (s: string) => s.toLowerCase(),
+      (s: string) => s.toUpperCase(),
+    );
     fc.assert(
       fc.property(decimal, decimal, casing, (q, f, c) => {
-        const text = `{"${c('OrderNo')}":"P1","${c('MerchantNo')}":"M100001","${c('MerchantOrderNo')}":"o1",` +
+        const text =
+          `{"${c('OrderNo')}":"P1","${c('MerchantNo')}":"M100001","${c('MerchantOrderNo')}":"o1",` +
           `"${c('PayTime')}":"2024-01-01T00:00:00","${c('OrderState')}":6,"${c('Quantity')}":${q},"${c('FiatCurrency')}":${f}}`;
         const job = decodeCallback({ encryptedData: encryptRecord(text, current.publicKeyPem) }, opts);
         return job.kind === 'payin' && job.quantity === q && job.fiatAmount === f;

@@ -46,7 +46,13 @@ describe('callback codec refuses bad input with a CALLBACK_* code', () => {
 
   it('refuses non-strict Base64: foreign characters, whitespace, missing padding, non-canonical bits, empty', () => {
     const good = enc(payin).encryptedData;
-    for (const bad of ['', `${good.slice(0, 10)}*${good.slice(11)}`, `${good.slice(0, 76)}\n${good.slice(76)}`, good.replace(/=+$/, '') + 'A', 'QR==']) {
+    for (const bad of [
+      '',
+      `${good.slice(0, 10)}*${good.slice(11)}`,
+      `${good.slice(0, 76)}\n${good.slice(76)}`,
+      good.replace(/=+$/, '') + 'A',
+      'QR==',
+    ]) {
       expect(codeOf({ encryptedData: bad })).toBe(ErrorCodes.CALLBACK_BASE64_INVALID);
     }
     expect(codeOf({ encryptedData: good.replace(/\+/g, '-').replace(/\//g, '_') })).not.toBe('accepted');
@@ -54,8 +60,12 @@ describe('callback codec refuses bad input with a CALLBACK_* code', () => {
 
   it('refuses a ciphertext that is not a whole number of key-size blocks', () => {
     const ct = Buffer.from(enc(payin).encryptedData, 'base64');
-    expect(codeOf({ encryptedData: ct.subarray(0, 255).toString('base64') })).toBe(ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH);
-    expect(codeOf({ encryptedData: Buffer.concat([ct, Buffer.alloc(3)]).toString('base64') })).toBe(ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH);
+    expect(codeOf({ encryptedData: ct.subarray(0, 255).toString('base64') })).toBe(
+      ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH,
+    );
+    expect(codeOf({ encryptedData: Buffer.concat([ct, Buffer.alloc(3)]).toString('base64') })).toBe(
+      ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH,
+    );
   });
 
   it('a tampered ciphertext or a wrong key yields garbage that fails as JSON, never a decryption exception', () => {
@@ -67,7 +77,9 @@ describe('callback codec refuses bad input with a CALLBACK_* code', () => {
     for (const at of [0, 1, 100, 255]) {
       const flipped = Buffer.from(ct);
       flipped[at] = ct[at]! ^ 0x01;
-      const expected = belowModulus(flipped, ours.publicKeyPem) ? ErrorCodes.CALLBACK_JSON_INVALID : ErrorCodes.CALLBACK_DECRYPT_FAILED;
+      const expected = belowModulus(flipped, ours.publicKeyPem)
+        ? ErrorCodes.CALLBACK_JSON_INVALID
+        : ErrorCodes.CALLBACK_DECRYPT_FAILED;
       expect({ at, code: codeOf({ encryptedData: flipped.toString('base64') }) }).toEqual({ at, code: expected });
       const lowered = Buffer.from(ct);
       // A zero byte has no set bit to clear: lower the byte before it instead (borrowing keeps the value smaller).
@@ -75,7 +87,10 @@ describe('callback codec refuses bad input with a CALLBACK_* code', () => {
       if (where < 0) continue; // the block is zero up to here: nothing to lower without changing a later byte up
       lowered[where] = ct[where]! & (ct[where]! - 1);
       expect(belowModulus(lowered, ours.publicKeyPem)).toBe(true);
-      expect({ at, code: codeOf({ encryptedData: lowered.toString('base64') }) }).toEqual({ at, code: ErrorCodes.CALLBACK_JSON_INVALID });
+      expect({ at, code: codeOf({ encryptedData: lowered.toString('base64') }) }).toEqual({
+        at,
+        code: ErrorCodes.CALLBACK_JSON_INVALID,
+      });
     }
     // A block below our modulus decrypts (implicit rejection) to garbage that fails as JSON. A block at or above the
     // modulus is refused by OpenSSL before any padding is looked at (public information, no oracle): DECRYPT_FAILED.
@@ -87,7 +102,9 @@ describe('callback codec refuses bad input with a CALLBACK_* code', () => {
     for (let i = 0; i < 5; i++) {
       const body = enc(payin, generateKeyPair().publicKeyPem);
       const block = Buffer.from(body.encryptedData, 'base64');
-      const expected = belowModulus(block, ours.publicKeyPem) ? ErrorCodes.CALLBACK_JSON_INVALID : ErrorCodes.CALLBACK_DECRYPT_FAILED;
+      const expected = belowModulus(block, ours.publicKeyPem)
+        ? ErrorCodes.CALLBACK_JSON_INVALID
+        : ErrorCodes.CALLBACK_DECRYPT_FAILED;
       expect(codeOf(body)).toBe(expected);
     }
   });
@@ -96,7 +113,9 @@ describe('callback codec refuses bad input with a CALLBACK_* code', () => {
     for (const text of ['hello', '[1,2]', '"str"', '{"OrderNo":"P1",', '\u00ff\u00fe']) {
       expect(codeOf(enc(text))).toBe(ErrorCodes.CALLBACK_JSON_INVALID);
     }
-    expect(codeOf({ encryptedData: encryptRecord('{}', ours.publicKeyPem).slice(0) })).toBe(ErrorCodes.CALLBACK_SCHEMA_INVALID);
+    expect(codeOf({ encryptedData: encryptRecord('{}', ours.publicKeyPem).slice(0) })).toBe(
+      ErrorCodes.CALLBACK_SCHEMA_INVALID,
+    );
   });
 
   it('refuses a missing field, a wrong type, a bad time and ambiguous or unsafe values', () => {
@@ -122,7 +141,9 @@ describe('callback codec refuses bad input with a CALLBACK_* code', () => {
       expect((e as AppError).details).toEqual({ issues: [{ field: 'quantity', problem: 'missing' }] });
     }
     // Names that differ only in case would make "which one counts" ambiguous.
-    expect(codeOf(enc(JSON.stringify(payin).replace('}', ',"orderno":"P2"}')))).toBe(ErrorCodes.CALLBACK_SCHEMA_INVALID);
+    expect(codeOf(enc(JSON.stringify(payin).replace('}', ',"orderno":"P2"}')))).toBe(
+      ErrorCodes.CALLBACK_SCHEMA_INVALID,
+    );
   });
 
   it('refuses a state the spec does not define for the kind', () => {
@@ -139,7 +160,10 @@ describe('callback codec refuses bad input with a CALLBACK_* code', () => {
   });
 
   it('error messages and details never carry the ciphertext or decrypted values other than ids', () => {
-    const bodies = [enc({ ...payin, MerchantOrderNo: 'secret-order-77', Quantity: 'oops' }), enc('{"MerchantOrderNo":"secret-order-77"')];
+    const bodies = [
+      enc({ ...payin, MerchantOrderNo: 'secret-order-77', Quantity: 'oops' }),
+      enc('{"MerchantOrderNo":"secret-order-77"'),
+    ];
     for (const body of bodies) {
       try {
         decodeCallback(body, opts);

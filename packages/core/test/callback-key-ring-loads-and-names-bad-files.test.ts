@@ -52,9 +52,13 @@ describe('key ring', () => {
   });
 
   it('refuses non-RSA and too-small keys, and an empty ring', () => {
-    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
     expect(keyError(() => loadKeyRing([ec])).message).toMatch(/expected an RSA private key/);
-    const small = generateKeyPairSync('rsa', { modulusLength: 512 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const small = generateKeyPairSync('rsa', { modulusLength: 512 })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
     expect(keyError(() => loadKeyRing([small])).message).toMatch(/too small/);
     keyError(() => loadKeyRing([]));
     keyError(() => loadKeyRingFromFiles([' , ']));

@@ -11,7 +11,12 @@ const logger = createLogger({ name: 'catalog-cache-test', level: 'silent' });
 
 const catalog: Catalog = {
   currencies: [
-    { currency: 'PHP', symbol: '₱', decimals: 2, methods: [{ paymentMethod: 1, name: 'Bank', kind: 'bank', fields: [], banks: [{ name: 'BDO', code: 'BDO' }] }] },
+    {
+      currency: 'PHP',
+      symbol: '₱',
+      decimals: 2,
+      methods: [{ paymentMethod: 1, name: 'Bank', kind: 'bank', fields: [], banks: [{ name: 'BDO', code: 'BDO' }] }],
+    },
     { currency: 'VND', symbol: '₫', decimals: 0, methods: [] },
   ],
 };
@@ -86,7 +91,9 @@ describe('catalog cache', () => {
   it('raises CATALOG_UNAVAILABLE when the platform is down and nothing is stored', async () => {
     const { platform, state } = fakePlatform();
     state.failWith = down();
-    const err = await createCatalogCache({ db: env.db, platform, logger, now }).get().catch((e: unknown) => e);
+    const err = await createCatalogCache({ db: env.db, platform, logger, now })
+      .get()
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'CATALOG_UNAVAILABLE', transient: true });
     expect((err as Error).message).toContain('PLATFORM_UNREACHABLE');
   });
@@ -113,7 +120,10 @@ describe('catalog cache', () => {
     const cache = createCatalogCache({ db: env.db, platform, logger, now });
     await cache.get();
     // The stored copy lacks USD, so the platform is asked (it may have been enabled since); it lists none.
-    await expect(cache.get({ currency: 'USD' })).rejects.toMatchObject({ code: 'CURRENCY_NOT_ENABLED', details: { currency: 'USD' } });
+    await expect(cache.get({ currency: 'USD' })).rejects.toMatchObject({
+      code: 'CURRENCY_NOT_ENABLED',
+      details: { currency: 'USD' },
+    });
     expect(state.calls).toEqual([undefined, 'USD']);
   });
 
@@ -121,7 +131,10 @@ describe('catalog cache', () => {
     const { platform, state } = fakePlatform();
     const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 60_000 });
     state.failWith = new PlatformCodeError(40017, 'currency not enabled', '/api/open/order/getPaymentMethods');
-    const refused = { code: 'CURRENCY_NOT_ENABLED', details: { currency: 'PHP', platformCode: 40017, platformMessage: 'currency not enabled' } };
+    const refused = {
+      code: 'CURRENCY_NOT_ENABLED',
+      details: { currency: 'PHP', platformCode: 40017, platformMessage: 'currency not enabled' },
+    };
     await expect(cache.get({ currency: 'PHP' })).rejects.toMatchObject(refused);
     state.failWith = undefined;
     await expect(cache.get({ currency: 'PHP' })).rejects.toMatchObject(refused);
@@ -200,9 +213,13 @@ describe('catalog cache', () => {
   });
 
   it('ignores a stored copy that no longer matches the schema', async () => {
-    await env.db.db.insert(catalogSnapshots).values({ scope: '', catalog: { currencies: [{ nope: 1 }] }, fetchedAt: new Date(clock) });
+    await env.db.db
+      .insert(catalogSnapshots)
+      .values({ scope: '', catalog: { currencies: [{ nope: 1 }] }, fetchedAt: new Date(clock) });
     const { platform, state } = fakePlatform();
     state.failWith = down();
-    await expect(createCatalogCache({ db: env.db, platform, logger, now }).get()).rejects.toMatchObject({ code: 'CATALOG_UNAVAILABLE' });
+    await expect(createCatalogCache({ db: env.db, platform, logger, now }).get()).rejects.toMatchObject({
+      code: 'CATALOG_UNAVAILABLE',
+    });
   });
 });

@@ -2,7 +2,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isAppError } from '@mcb/core/errors';
-import { createPlatformClient, createPlatformHttp, getPaymentMethods, PlatformCodeError, type PlatformClient } from '@mcb/core/platform';
+import {
+  createPlatformClient,
+  createPlatformHttp,
+  getPaymentMethods,
+  PlatformCodeError,
+  type PlatformClient,
+} from '@mcb/core/platform';
 
 /** The catalog as the platform sends it, with fields the spec does not list (they must be ignored). */
 const wireCatalog = {
@@ -18,7 +24,17 @@ const wireCatalog = {
           name: 'Bank transfer',
           kind: 'bank',
           sort: 3,
-          fields: [{ key: 'accountNo', apiParam: 'bankAccount', label: 'Account', required: true, pattern: '^\\d+$', hint: 'digits', maxLen: 16 }],
+          fields: [
+            {
+              key: 'accountNo',
+              apiParam: 'bankAccount',
+              label: 'Account',
+              required: true,
+              pattern: '^\\d+$',
+              hint: 'digits',
+              maxLen: 16,
+            },
+          ],
           banks: [{ name: 'BDO Unibank', code: 'BDO', logo: 'x.png' }],
         },
         { paymentMethod: 2, name: 'GCash', kind: 'wallet', fields: [], banks: null },
@@ -81,7 +97,16 @@ describe('getPaymentMethods', () => {
       paymentMethod: 1,
       name: 'Bank transfer',
       kind: 'bank',
-      fields: [{ key: 'accountNo', apiParam: 'bankAccount', label: 'Account', required: true, pattern: '^\\d+$', hint: 'digits' }],
+      fields: [
+        {
+          key: 'accountNo',
+          apiParam: 'bankAccount',
+          label: 'Account',
+          required: true,
+          pattern: '^\\d+$',
+          hint: 'digits',
+        },
+      ],
       banks: [{ name: 'BDO Unibank', code: 'BDO' }],
     });
     expect(wallet!.kind).toBe('wallet');
@@ -95,7 +120,9 @@ describe('getPaymentMethods', () => {
     reply = (body) => ({
       code: 0,
       message: 'ok',
-      data: { currencies: wireCatalog.currencies.filter((c) => !body.currencyType || c.currency === body.currencyType) },
+      data: {
+        currencies: wireCatalog.currencies.filter((c) => !body.currencyType || c.currency === body.currencyType),
+      },
     });
     await client.getPaymentMethods();
     const narrowed = await client.getPaymentMethods({ currencyType: 'VND' });
@@ -113,7 +140,9 @@ describe('getPaymentMethods', () => {
     } finally {
       await formClient.close();
     }
-    expect(seen).toEqual([{ contentType: 'application/x-www-form-urlencoded', body: 'merchantNo=M+100%26x&currencyType=PHP' }]);
+    expect(seen).toEqual([
+      { contentType: 'application/x-www-form-urlencoded', body: 'merchantNo=M+100%26x&currencyType=PHP' },
+    ]);
   });
 
   it.each([
@@ -130,16 +159,77 @@ describe('getPaymentMethods', () => {
 
   it.each([
     ['decimals missing', { currencies: [{ currency: 'PHP', symbol: 'P', methods: [] }] }, 'currencies.0.decimals'],
-    ['unknown kind', { currencies: [{ ...wireCatalog.currencies[0], methods: [{ paymentMethod: 1, name: 'x', kind: 'card', fields: [] }] }] }, 'currencies.0.methods.0.kind'],
-    ['required flag as string', { currencies: [{ currency: 'PHP', symbol: 'P', decimals: 2, methods: [{ paymentMethod: 1, name: 'x', kind: 'bank', fields: [{ key: 'k', apiParam: 'k', label: 'l', required: 'yes', pattern: '', hint: '' }] }] }] }, 'currencies.0.methods.0.fields.0.required'],
-    ['hint missing', { currencies: [{ currency: 'PHP', symbol: 'P', decimals: 2, methods: [{ paymentMethod: 1, name: 'x', kind: 'bank', fields: [{ key: 'k', apiParam: 'k', label: 'l', required: true, pattern: '' }] }] }] }, 'currencies.0.methods.0.fields.0.hint'],
-    ['paymentMethod not an int', { currencies: [{ currency: 'PHP', symbol: 'P', decimals: 2, methods: [{ paymentMethod: 1.5, name: 'x', kind: 'bank', fields: [] }] }] }, 'currencies.0.methods.0.paymentMethod'],
+    [
+      'unknown kind',
+      {
+        currencies: [
+          { ...wireCatalog.currencies[0], methods: [{ paymentMethod: 1, name: 'x', kind: 'card', fields: [] }] },
+        ],
+      },
+      'currencies.0.methods.0.kind',
+    ],
+    [
+      'required flag as string',
+      {
+        currencies: [
+          {
+            currency: 'PHP',
+            symbol: 'P',
+            decimals: 2,
+            methods: [
+              {
+                paymentMethod: 1,
+                name: 'x',
+                kind: 'bank',
+                fields: [{ key: 'k', apiParam: 'k', label: 'l', required: 'yes', pattern: '', hint: '' }],
+              },
+            ],
+          },
+        ],
+      },
+      'currencies.0.methods.0.fields.0.required',
+    ],
+    [
+      'hint missing',
+      {
+        currencies: [
+          {
+            currency: 'PHP',
+            symbol: 'P',
+            decimals: 2,
+            methods: [
+              {
+                paymentMethod: 1,
+                name: 'x',
+                kind: 'bank',
+                fields: [{ key: 'k', apiParam: 'k', label: 'l', required: true, pattern: '' }],
+              },
+            ],
+          },
+        ],
+      },
+      'currencies.0.methods.0.fields.0.hint',
+    ],
+    [
+      'paymentMethod not an int',
+      {
+        currencies: [
+          {
+            currency: 'PHP',
+            symbol: 'P',
+            decimals: 2,
+            methods: [{ paymentMethod: 1.5, name: 'x', kind: 'bank', fields: [] }],
+          },
+        ],
+      },
+      'currencies.0.methods.0.paymentMethod',
+    ],
     ['no data', undefined, '(root)'],
   ])('refuses a catalog with %s as PLATFORM_BAD_RESPONSE naming the path', async (_what, data, path) => {
     reply = () => ({ code: 0, message: 'success', data });
     const err = await client.getPaymentMethods().catch((e: unknown) => e);
     expect(isAppError(err, 'PLATFORM_BAD_RESPONSE')).toBe(true);
-    const issues = ((err as { details: { issues: string[] } }).details.issues).join('\n');
+    const issues = (err as { details: { issues: string[] } }).details.issues.join('\n');
     expect(path === '(root)' ? issues.length > 0 : issues.includes(path)).toBe(true);
   });
 

@@ -58,14 +58,18 @@ describe('worker tuning knobs', () => {
     expect(loadConfig(base, 'worker').WORKER_LOCK_DURATION).toBeUndefined();
     const set = loadConfig({ ...base, WORKER_LOCK_DURATION: '2s', WORKER_STALLED_INTERVAL: '500ms' }, 'worker');
     expect([set.WORKER_LOCK_DURATION, set.WORKER_STALLED_INTERVAL]).toEqual([2000, 500]);
-    expect(() => loadConfig({ ...base, WORKER_LOCK_DURATION: '0s' }, 'worker')).toThrow(/WORKER_LOCK_DURATION: expected a duration/);
+    expect(() => loadConfig({ ...base, WORKER_LOCK_DURATION: '0s' }, 'worker')).toThrow(
+      /WORKER_LOCK_DURATION: expected a duration/,
+    );
   });
 });
 
 describe('the trust anchor', () => {
   it('refuses an http PLATFORM_BASE_URL unless PLATFORM_ALLOW_HTTP=true, and warns when it is allowed', () => {
     const env = { MERCHANT_NO: 'M1', PLATFORM_BASE_URL: 'http://platform.example' };
-    expect(() => loadConfig(env, 'worker')).toThrow(/PLATFORM_BASE_URL: expected an https URL[\s\S]*PLATFORM_ALLOW_HTTP=true/);
+    expect(() => loadConfig(env, 'worker')).toThrow(
+      /PLATFORM_BASE_URL: expected an https URL[\s\S]*PLATFORM_ALLOW_HTTP=true/,
+    );
     const allowed = loadConfig({ ...env, PLATFORM_ALLOW_HTTP: 'true' }, 'worker');
     expect(allowed.PLATFORM_BASE_URL).toBe('http://platform.example');
     expect(configWarnings(allowed)).toEqual([expect.stringContaining('PLATFORM_ALLOW_HTTP=true')]);
@@ -77,17 +81,34 @@ describe('the trust anchor', () => {
 describe('the public listener bounds', () => {
   it('defaults to seconds, refuses 0 (which would mean no bound) and a headers bound above the request bound', () => {
     const config = loadConfig({}, 'cli');
-    expect([config.INGEST_HEADERS_TIMEOUT, config.INGEST_REQUEST_TIMEOUT, config.INGEST_BODY_TIMEOUT, config.INGEST_IDLE_TIMEOUT]).toEqual([5000, 10_000, 1000, 10_000]);
-    expect([config.INGEST_MAX_CONNECTIONS, config.INGEST_MAX_CONNECTIONS_PER_ADDRESS, config.INGEST_ALLOWED_SOURCES]).toEqual(['auto', 256, undefined]);
-    expect(() => loadConfig({ INGEST_REQUEST_TIMEOUT: '0s' }, 'cli')).toThrow(/INGEST_REQUEST_TIMEOUT: expected a duration .*more than 0/);
-    expect(() => loadConfig({ INGEST_BODY_TIMEOUT: '0s' }, 'cli')).toThrow(/INGEST_BODY_TIMEOUT: expected a duration .*more than 0/);
-    expect(() => loadConfig({ INGEST_HEADERS_TIMEOUT: '20s' }, 'cli')).toThrow(/INGEST_HEADERS_TIMEOUT: must not exceed INGEST_REQUEST_TIMEOUT/);
+    expect([
+      config.INGEST_HEADERS_TIMEOUT,
+      config.INGEST_REQUEST_TIMEOUT,
+      config.INGEST_BODY_TIMEOUT,
+      config.INGEST_IDLE_TIMEOUT,
+    ]).toEqual([5000, 10_000, 1000, 10_000]);
+    expect([
+      config.INGEST_MAX_CONNECTIONS,
+      config.INGEST_MAX_CONNECTIONS_PER_ADDRESS,
+      config.INGEST_ALLOWED_SOURCES,
+    ]).toEqual(['auto', 256, undefined]);
+    expect(() => loadConfig({ INGEST_REQUEST_TIMEOUT: '0s' }, 'cli')).toThrow(
+      /INGEST_REQUEST_TIMEOUT: expected a duration .*more than 0/,
+    );
+    expect(() => loadConfig({ INGEST_BODY_TIMEOUT: '0s' }, 'cli')).toThrow(
+      /INGEST_BODY_TIMEOUT: expected a duration .*more than 0/,
+    );
+    expect(() => loadConfig({ INGEST_HEADERS_TIMEOUT: '20s' }, 'cli')).toThrow(
+      /INGEST_HEADERS_TIMEOUT: must not exceed INGEST_REQUEST_TIMEOUT/,
+    );
   });
 
   it('takes auto or a whole number of connections', () => {
     expect(loadConfig({ INGEST_MAX_CONNECTIONS: ' 5000 ' }, 'cli').INGEST_MAX_CONNECTIONS).toBe(5000);
     for (const bad of ['0', '1.5', 'many', '-1', '2000000']) {
-      expect(() => loadConfig({ INGEST_MAX_CONNECTIONS: bad }, 'cli')).toThrow(/INGEST_MAX_CONNECTIONS: expected auto or a whole number from 1 to 1000000/);
+      expect(() => loadConfig({ INGEST_MAX_CONNECTIONS: bad }, 'cli')).toThrow(
+        /INGEST_MAX_CONNECTIONS: expected auto or a whole number from 1 to 1000000/,
+      );
     }
   });
 
@@ -102,7 +123,10 @@ describe('the public listener bounds', () => {
     expect(loadConfig({ INGEST_ALLOWED_SOURCES: '  ' }, 'cli').INGEST_ALLOWED_SOURCES).toBeUndefined();
     const refused: [string, RegExp][] = [
       ['10.0.0.0/8,platform.example', /"platform\.example" is not an IPv4 or IPv6 address or CIDR range/],
-      ['10.0.0.5/8', /"10\.0\.0\.5\/8" has bits set after the \/8 prefix: write the network address, or \/32 for one host/],
+      [
+        '10.0.0.5/8',
+        /"10\.0\.0\.5\/8" has bits set after the \/8 prefix: write the network address, or \/32 for one host/,
+      ],
       ['2001:db8::1/64', /"2001:db8::1\/64" has bits set after the \/64 prefix/],
       ['10.0.0.0/33', /"10\.0\.0\.0\/33": the prefix length must be a number from 0 to 32/],
       ['::/129', /the prefix length must be a number from 0 to 128/],
@@ -119,11 +143,17 @@ describe('the public listener bounds', () => {
       { address: '10.9.0.0', prefix: 16, family: 'ipv4' },
       { address: '127.0.0.2', prefix: 32, family: 'ipv4' },
     ]);
-    expect(() => loadConfig({ CONSOLE_TRUSTED_PROXIES: '10.9.0.5/16' }, 'cli')).toThrow(/CONSOLE_TRUSTED_PROXIES: .*has bits set after the \/16 prefix/);
+    expect(() => loadConfig({ CONSOLE_TRUSTED_PROXIES: '10.9.0.5/16' }, 'cli')).toThrow(
+      /CONSOLE_TRUSTED_PROXIES: .*has bits set after the \/16 prefix/,
+    );
   });
 
   it('matches an address against the ranges, an IPv4-mapped IPv6 peer as IPv4, and never an unknown peer', () => {
-    const inRanges = addressMatcher(loadConfig({ INGEST_ALLOWED_SOURCES: '10.9.0.0/16, ::1' }, 'cli').INGEST_ALLOWED_SOURCES!);
-    expect(['10.9.1.2', '::ffff:10.9.1.2', '::1', '10.8.0.1', '::ffff:10.8.0.1', '::2', undefined].map(inRanges)).toEqual([true, true, true, false, false, false, false]);
+    const inRanges = addressMatcher(
+      loadConfig({ INGEST_ALLOWED_SOURCES: '10.9.0.0/16, ::1' }, 'cli').INGEST_ALLOWED_SOURCES!,
+    );
+    expect(
+      ['10.9.1.2', '::ffff:10.9.1.2', '::1', '10.8.0.1', '::ffff:10.8.0.1', '::2', undefined].map(inRanges),
+    ).toEqual([true, true, true, false, false, false, false]);
   });
 });

@@ -57,7 +57,11 @@ describe('pnpm db:migrate', () => {
 
   it('connects to DATABASE_MIGRATION_URL when set (DATABASE_URL may point at PgBouncer, which cannot hold its lock)', async () => {
     const r = await run(process.execPath, [cli], {
-      env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/bouncer', DATABASE_MIGRATION_URL: url.toString() },
+      env: {
+        ...process.env,
+        DATABASE_URL: 'postgres://postgres@127.0.0.1:1/bouncer',
+        DATABASE_MIGRATION_URL: url.toString(),
+      },
       encoding: 'utf8',
     });
     expect(r.stdout).toContain(`${url.host}${url.pathname} is up to date`);

@@ -1,8 +1,23 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes, type AppError } from '@mcb/core/errors';
-import { createFleet, createPlatformClient, fleetKeys, guardPlatform, readFleetState, type Fleet } from '@mcb/core/platform';
+import {
+  createFleet,
+  createPlatformClient,
+  fleetKeys,
+  guardPlatform,
+  readFleetState,
+  type Fleet,
+} from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
-import { MERCHANT_NO, platformOrder, startFakePlatform, startOwnRedis, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
+import {
+  MERCHANT_NO,
+  platformOrder,
+  startFakePlatform,
+  startOwnRedis,
+  useTestEnv,
+  waitFor,
+  type FakePlatform,
+} from '@mcb/testkit';
 
 // The fleet's Get order budget and breaker state, shared through real Redis by several "processes" (each its own
 // connection and fleet handle, as each process has). The three-worker-process acceptance tests are in test/reliability.
@@ -13,7 +28,10 @@ const opened: { fleet: Fleet; redis: Redis }[] = [];
 
 beforeAll(async () => {
   platform = await startFakePlatform();
-  for (let i = 0; i < 60; i++) platform.setOrder(platformOrder({ orderNo: `PF${i}`, merchantOrderNo: `F${i}`, type: 'payin', state: 6, amountJson: '10' }));
+  for (let i = 0; i < 60; i++)
+    platform.setOrder(
+      platformOrder({ orderNo: `PF${i}`, merchantOrderNo: `F${i}`, type: 'payin', state: 6, amountJson: '10' }),
+    );
 });
 afterEach(async () => {
   for (const { fleet, redis } of opened.splice(0)) {
@@ -93,7 +111,10 @@ describe('the fleet budget', () => {
     try {
       const fleets = [1, 2, 3].map(() => fleetOn(own.url, 'fb', 60));
       await Promise.all(fleets.map((f) => f.take()));
-      await waitFor(() => fleets.every((f) => f.status().alive === 3), { timeoutMs: 5000, message: 'the fleets did not see each other' });
+      await waitFor(() => fleets.every((f) => f.status().alive === 3), {
+        timeoutMs: 5000,
+        message: 'the fleets did not see each other',
+      });
       await own.kill();
       const times: number[] = [];
       const started = performance.now();
@@ -123,11 +144,21 @@ describe('the fleet breaker', () => {
       platform.setOutage(503);
       // Only the first process asks: the others learn of the outage from the fleet, without a failure of their own.
       // Its calls sent before its breaker opened fail (the caller's, as ever); the rest wait for the platform.
-      const first = Array.from({ length: 5 }, (_, i) => guards[0]!.getOrder(`F${i}`).then((o) => o.merchantOrderNo, (e: unknown) => (e as AppError).code));
-      await waitFor(() => guards.every((g) => g.breakerState() === 'open'), { timeoutMs: 5000, message: 'not every process saw the breaker open' });
+      const first = Array.from({ length: 5 }, (_, i) =>
+        guards[0]!.getOrder(`F${i}`).then(
+          (o) => o.merchantOrderNo,
+          (e: unknown) => (e as AppError).code,
+        ),
+      );
+      await waitFor(() => guards.every((g) => g.breakerState() === 'open'), {
+        timeoutMs: 5000,
+        message: 'not every process saw the breaker open',
+      });
       const state = await readFleetState(opened[0]!.redis, prefix);
       expect(state.breakerOpen).toBe(true);
-      const rest = guards.slice(1).flatMap((g, k) => Array.from({ length: 5 }, (_, i) => g.getOrder(`F${10 * (k + 1) + i}`)));
+      const rest = guards
+        .slice(1)
+        .flatMap((g, k) => Array.from({ length: 5 }, (_, i) => g.getOrder(`F${10 * (k + 1) + i}`)));
       // Two seconds of outage with 15 calls waiting in three processes: the fleet's probes only (3 a second).
       const from = platform.arrivals.length;
       const t0 = performance.now();
@@ -138,10 +169,14 @@ describe('the fleet breaker', () => {
       platform.setOutage(undefined);
       // The other processes never sent a request into the outage: every one of their calls is answered.
       const answers = await Promise.all(rest);
-      expect(answers.map((o) => o.merchantOrderNo).sort()).toEqual([10, 11, 12, 13, 14, 20, 21, 22, 23, 24].map((i) => `F${i}`));
+      expect(answers.map((o) => o.merchantOrderNo).sort()).toEqual(
+        [10, 11, 12, 13, 14, 20, 21, 22, 23, 24].map((i) => `F${i}`),
+      );
       const firstOutcomes = await Promise.all(first);
       expect(firstOutcomes.filter((o) => o.startsWith('F')).length).toBeGreaterThanOrEqual(3);
-      expect(firstOutcomes.filter((o) => !o.startsWith('F')).every((code) => code === ErrorCodes.PLATFORM_HTTP_ERROR)).toBe(true);
+      expect(
+        firstOutcomes.filter((o) => !o.startsWith('F')).every((code) => code === ErrorCodes.PLATFORM_HTTP_ERROR),
+      ).toBe(true);
       expect(guards.map((g) => g.breakerState())).toEqual(['closed', 'closed', 'closed']);
       expect((await readFleetState(opened[0]!.redis, prefix)).breakerOpen).toBe(false);
     } finally {

@@ -41,13 +41,19 @@ describe('the fleet budget through a Sentinel failover', () => {
     const before = await setup.primaryPort();
     const times: number[] = [];
     const started = performance.now();
-    const drain = Promise.all(fleets.map((f) => Promise.all(Array.from({ length: 150 }, () => f.take().then(() => void times.push(performance.now()))))));
+    const drain = Promise.all(
+      fleets.map((f) =>
+        Promise.all(Array.from({ length: 150 }, () => f.take().then(() => void times.push(performance.now())))),
+      ),
+    );
     // A failover two seconds into a nine-second drain.
     await new Promise((r) => setTimeout(r, 2000));
     const after = await setup.failover();
     await drain;
     const seconds = (performance.now() - started) / 1000;
-    console.log(`failover ${before} -> ${after}: 450 start times in ${seconds.toFixed(1)} s, busiest second ${busiestSecond(times)}`);
+    console.log(
+      `failover ${before} -> ${after}: 450 start times in ${seconds.toFixed(1)} s, busiest second ${busiestSecond(times)}`,
+    );
     expect(after).not.toBe(before);
     expect(busiestSecond(times)).toBeLessThanOrEqual(55);
     // 450 at 50 a second is 9 s; the failover costs some of it, not a stall.

@@ -6,7 +6,9 @@ describe('createReleasers', () => {
   it('closes newest first, keeps going past a failed close, runs once, then exits with the code', async () => {
     const closed: string[] = [];
     const exits: number[] = [];
-    const releasers = createReleasers(createLogger({ name: 't', level: 'silent' }), { exit: (code) => void exits.push(code) });
+    const releasers = createReleasers(createLogger({ name: 't', level: 'silent' }), {
+      exit: (code) => void exits.push(code),
+    });
     releasers.add('postgres', async () => void closed.push('postgres'));
     releasers.add('redis', async () => {
       closed.push('redis');

@@ -11,13 +11,25 @@ describe('createReleasers with a bound', () => {
     let exited: (code: number) => void = () => undefined;
     const exitCode = new Promise<number>((resolve) => (exited = resolve));
     const releasers = createReleasers(logger, { exit: (code) => exited(code), timeoutMs: 400 });
-    releasers.add('postgres', async () => void events.push('postgres closed'), () => void events.push('postgres forced'));
+    releasers.add(
+      'postgres',
+      async () => void events.push('postgres closed'),
+      () => void events.push('postgres forced'),
+    );
     // A close that never ends (a QUIT to a Redis that is gone), and one whose force itself hangs.
-    releasers.add('worker', () => new Promise(() => undefined), () => {
-      events.push('worker forced');
-      return new Promise(() => undefined);
-    });
-    releasers.add('http', async () => void events.push('http closed'), () => void events.push('http forced'));
+    releasers.add(
+      'worker',
+      () => new Promise(() => undefined),
+      () => {
+        events.push('worker forced');
+        return new Promise(() => undefined);
+      },
+    );
+    releasers.add(
+      'http',
+      async () => void events.push('http closed'),
+      () => void events.push('http forced'),
+    );
 
     const started = performance.now();
     void releasers.shutdown('SIGTERM');
@@ -36,8 +48,15 @@ describe('createReleasers with a bound', () => {
   it('a shutdown that finishes in time exits with its own code and forces nothing', async () => {
     const forced: string[] = [];
     const exits: number[] = [];
-    const releasers = createReleasers(createLogger({ name: 't', level: 'silent' }), { exit: (c) => void exits.push(c), timeoutMs: 5000 });
-    releasers.add('redis', async () => undefined, () => void forced.push('redis'));
+    const releasers = createReleasers(createLogger({ name: 't', level: 'silent' }), {
+      exit: (c) => void exits.push(c),
+      timeoutMs: 5000,
+    });
+    releasers.add(
+      'redis',
+      async () => undefined,
+      () => void forced.push('redis'),
+    );
     releasers.setTimeout(10_000);
     await releasers.shutdown('SIGTERM');
     expect(exits).toEqual([0]);

@@ -26,7 +26,9 @@ describe('a logged database error', () => {
   it('never writes the row a constraint violation quotes', async () => {
     const { log, lines } = capture();
     const err = await env.db.db
-      .execute(sql`insert into orders (merchant_order_no, kind, currency, amount, request_hash) values ('M-LOG', 'payin', 'PHP', ${'-987.65'}, 'h')`)
+      .execute(
+        sql`insert into orders (merchant_order_no, kind, currency, amount, request_hash) values ('M-LOG', 'payin', 'PHP', ${'-987.65'}, 'h')`,
+      )
       .catch((e: unknown) => e);
     log.error({ err }, 'insert failed');
     const out = lines.join('');

@@ -12,7 +12,13 @@ describe('LOG_FORMAT', () => {
     const logger = createLogger({ name: 'ingest', format: 'pretty', destination });
     logger.info({ orderNo: 'P123', token: 'secret-token-value', record: { FiatCurrency: 1000 } }, 'callback stored');
     // A request log as fastify writes it: one line, not eight (the dev log once grew 8,400 lines in 7 minutes).
-    logger.info({ reqId: 'req-1', req: { method: 'POST', url: '/callbacks/payin', host: '127.0.0.1:8080', remoteAddress: '127.0.0.1' } }, 'incoming request');
+    logger.info(
+      {
+        reqId: 'req-1',
+        req: { method: 'POST', url: '/callbacks/payin', host: '127.0.0.1:8080', remoteAddress: '127.0.0.1' },
+      },
+      'incoming request',
+    );
     const out = lines.join('');
     expect(out).toMatch(/^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO \(ingest\): callback stored \{.*"orderNo":"P123".*\}\n/);
     expect(out.trimEnd().split('\n')).toHaveLength(2);
@@ -27,7 +33,11 @@ describe('LOG_FORMAT', () => {
     const { lines, destination } = lineSink();
     createLogger({ name: 'worker', destination }).info({ orderNo: 'P1' }, 'credited');
     expect(JSON.parse(lines[0]!)).toMatchObject({ app: 'worker', msg: 'credited', orderNo: 'P1' });
-    expect([logFormatOf({}), logFormatOf({ LOG_FORMAT: 'pretty' }), logFormatOf({ LOG_FORMAT: 'loud' })]).toEqual(['json', 'pretty', 'json']);
+    expect([logFormatOf({}), logFormatOf({ LOG_FORMAT: 'pretty' }), logFormatOf({ LOG_FORMAT: 'loud' })]).toEqual([
+      'json',
+      'pretty',
+      'json',
+    ]);
     expect(() => loadConfig({ LOG_FORMAT: 'loud' }, 'cli')).toThrow(/LOG_FORMAT: /);
   });
 });

@@ -1,4 +1,11 @@
-import { decimalEquals, decimalPlaces, formatDecimal, isPositiveDecimal, normalizeDecimal, sumDecimals } from '@mcb/core/money';
+import {
+  decimalEquals,
+  decimalPlaces,
+  formatDecimal,
+  isPositiveDecimal,
+  normalizeDecimal,
+  sumDecimals,
+} from '@mcb/core/money';
 import { describe, expect, it } from 'vitest';
 
 describe('money', () => {

@@ -14,11 +14,39 @@ const catalog: Catalog = catalogSchema.parse({
           name: 'Bank transfer',
           kind: 'bank',
           fields: [
-            { key: 'accountName', apiParam: 'accountName', label: 'Account name', required: true, pattern: '', hint: '' },
-            { key: 'accountNo', apiParam: 'bankAccount', label: 'Account number', required: true, pattern: '^[0-9]{10,16}$', hint: '10 to 16 digits' },
-            { key: 'bank', apiParam: 'bankName', label: 'Bank', required: true, pattern: '', hint: 'pick from the list' },
+            {
+              key: 'accountName',
+              apiParam: 'accountName',
+              label: 'Account name',
+              required: true,
+              pattern: '',
+              hint: '',
+            },
+            {
+              key: 'accountNo',
+              apiParam: 'bankAccount',
+              label: 'Account number',
+              required: true,
+              pattern: '^[0-9]{10,16}$',
+              hint: '10 to 16 digits',
+            },
+            {
+              key: 'bank',
+              apiParam: 'bankName',
+              label: 'Bank',
+              required: true,
+              pattern: '',
+              hint: 'pick from the list',
+            },
             { key: 'branch', apiParam: 'bankBranch', label: 'Branch', required: false, pattern: '^[A-Z ]+$', hint: '' },
-            { key: 'note', apiParam: '', label: 'Note to operator', required: false, pattern: '', hint: 'console only' },
+            {
+              key: 'note',
+              apiParam: '',
+              label: 'Note to operator',
+              required: false,
+              pattern: '',
+              hint: 'console only',
+            },
           ],
           banks: [
             { name: 'BDO Unibank', code: 'BDO' },
@@ -29,7 +57,16 @@ const catalog: Catalog = catalogSchema.parse({
           paymentMethod: 2,
           name: 'GCash',
           kind: 'wallet',
-          fields: [{ key: 'mobile', apiParam: 'accountNo', label: 'Mobile', required: true, pattern: '^09[0-9]{9}$', hint: '09XXXXXXXXX' }],
+          fields: [
+            {
+              key: 'mobile',
+              apiParam: 'accountNo',
+              label: 'Mobile',
+              required: true,
+              pattern: '^09[0-9]{9}$',
+              hint: '09XXXXXXXXX',
+            },
+          ],
         },
         {
           paymentMethod: 3,
@@ -37,14 +74,23 @@ const catalog: Catalog = catalogSchema.parse({
           kind: 'qrcode',
           fields: [
             { key: 'qr', apiParam: 'qrContent', label: 'QR content', required: true, pattern: '', hint: '' },
-            { key: 'idPhoto', apiParam: '', label: 'ID photo', required: true, pattern: '', hint: 'upload in the console' },
+            {
+              key: 'idPhoto',
+              apiParam: '',
+              label: 'ID photo',
+              required: true,
+              pattern: '',
+              hint: 'upload in the console',
+            },
           ],
         },
         {
           paymentMethod: 4,
           name: 'Bank list only',
           kind: 'bank',
-          fields: [{ key: 'accountNo', apiParam: 'bankAccount', label: 'Account', required: true, pattern: '', hint: '' }],
+          fields: [
+            { key: 'accountNo', apiParam: 'bankAccount', label: 'Account', required: true, pattern: '', hint: '' },
+          ],
           banks: [{ name: 'Landbank', code: 'LBP' }],
         },
         {
@@ -80,7 +126,12 @@ describe('validatePayout', () => {
     });
     expect(r).toEqual({
       ok: true,
-      apiParams: { accountName: 'Juan Cruz', bankAccount: '1234567890', bankName: 'BDO Unibank', bankBranch: 'MAKATI AVE' },
+      apiParams: {
+        accountName: 'Juan Cruz',
+        bankAccount: '1234567890',
+        bankName: 'BDO Unibank',
+        bankBranch: 'MAKATI AVE',
+      },
     });
   });
 
@@ -92,7 +143,9 @@ describe('validatePayout', () => {
 
   it('reports a method that is not offered for the currency', () => {
     const errors = problems({ currency: 'PHP', amount: '10', paymentMethod: 99, params: {} });
-    expect(errors).toEqual([{ field: 'paymentMethod', message: expect.stringContaining('method 99 is not offered for PHP') }]);
+    expect(errors).toEqual([
+      { field: 'paymentMethod', message: expect.stringContaining('method 99 is not offered for PHP') },
+    ]);
     expect(problems({ currency: 'JPY', amount: '10', paymentMethod: 1, params: {} })[0]).toMatchObject({
       field: 'paymentMethod',
       message: expect.stringContaining('offered: none'),
@@ -113,40 +166,64 @@ describe('validatePayout', () => {
       params: { ...validBank, accountNo: '12345', branch: 'makati' },
     });
     expect(errors).toEqual([
-      { field: 'params.accountNo', message: expect.stringContaining('does not match the required pattern ^[0-9]{10,16}$') },
+      {
+        field: 'params.accountNo',
+        message: expect.stringContaining('does not match the required pattern ^[0-9]{10,16}$'),
+      },
       { field: 'params.branch', message: expect.stringContaining('Branch (branch) does not match') },
     ]);
   });
 
   it('reports a bankName that is not among banks[], and a bank code sent instead of a name', () => {
-    expect(problems({ currency: 'PHP', amount: '10', paymentMethod: 1, params: { ...validBank, bank: 'Chase' } })).toEqual([
+    expect(
+      problems({ currency: 'PHP', amount: '10', paymentMethod: 1, params: { ...validBank, bank: 'Chase' } }),
+    ).toEqual([
       { field: 'params.bank', message: expect.stringContaining('Chase is not among the 2 banks of method 1') },
     ]);
-    expect(problems({ currency: 'PHP', amount: '10', paymentMethod: 1, params: { ...validBank, bank: 'MBT' } })).toEqual([
-      { field: 'params.bank', message: expect.stringContaining("send the bank's name (Metrobank)") },
-    ]);
+    expect(
+      problems({ currency: 'PHP', amount: '10', paymentMethod: 1, params: { ...validBank, bank: 'MBT' } }),
+    ).toEqual([{ field: 'params.bank', message: expect.stringContaining("send the bank's name (Metrobank)") }]);
   });
 
   it('requires bankName from banks[] when the method lists banks but has no field for it', () => {
     expect(problems({ currency: 'PHP', amount: '10', paymentMethod: 4, params: { accountNo: '1' } })).toEqual([
       { field: 'params.bankName', message: expect.stringContaining('bankName is required') },
     ]);
-    expect(problems({ currency: 'PHP', amount: '10', paymentMethod: 4, params: { accountNo: '1', bankName: 'BDO' } })).toEqual([
-      { field: 'params.bankName', message: expect.stringContaining('not among the 1 banks') },
-    ]);
-    expect(validatePayout(catalog, { currency: 'PHP', amount: '10', paymentMethod: 4, params: { accountNo: '1', bankName: 'Landbank' } })).toEqual({
+    expect(
+      problems({ currency: 'PHP', amount: '10', paymentMethod: 4, params: { accountNo: '1', bankName: 'BDO' } }),
+    ).toEqual([{ field: 'params.bankName', message: expect.stringContaining('not among the 1 banks') }]);
+    expect(
+      validatePayout(catalog, {
+        currency: 'PHP',
+        amount: '10',
+        paymentMethod: 4,
+        params: { accountNo: '1', bankName: 'Landbank' },
+      }),
+    ).toEqual({
       ok: true,
       apiParams: { bankAccount: '1', bankName: 'Landbank' },
     });
   });
 
   it('says that a required field with an empty apiParam cannot be sent through the API', () => {
-    const errors = problems({ currency: 'PHP', amount: '10', paymentMethod: 3, params: { qr: '000201', idPhoto: 'x' } });
-    expect(errors).toEqual([{ field: 'params.idPhoto', message: expect.stringContaining('cannot be sent through the API') }]);
+    const errors = problems({
+      currency: 'PHP',
+      amount: '10',
+      paymentMethod: 3,
+      params: { qr: '000201', idPhoto: 'x' },
+    });
+    expect(errors).toEqual([
+      { field: 'params.idPhoto', message: expect.stringContaining('cannot be sent through the API') },
+    ]);
   });
 
   it('refuses a value for an optional field that has no apiParam instead of dropping it silently', () => {
-    const errors = problems({ currency: 'PHP', amount: '10', paymentMethod: 1, params: { ...validBank, note: 'urgent' } });
+    const errors = problems({
+      currency: 'PHP',
+      amount: '10',
+      paymentMethod: 1,
+      params: { ...validBank, note: 'urgent' },
+    });
     expect(errors).toEqual([{ field: 'params.note', message: expect.stringContaining('leave it out') }]);
   });
 
@@ -159,7 +236,9 @@ describe('validatePayout', () => {
       message: 'JPY allows at most 0 decimal places; got 1',
     });
     // Trailing zeros are not extra precision.
-    expect(validatePayout(catalog, { currency: 'PHP', amount: '10.500', paymentMethod: 1, params: validBank }).ok).toBe(true);
+    expect(validatePayout(catalog, { currency: 'PHP', amount: '10.500', paymentMethod: 1, params: validBank }).ok).toBe(
+      true,
+    );
     expect(problems({ currency: 'PHP', amount: '0', paymentMethod: 1, params: validBank })[0]!.field).toBe('amount');
     expect(problems({ currency: 'PHP', amount: '1e3', paymentMethod: 1, params: validBank })[0]!.field).toBe('amount');
     expect(problems({ currency: 'PHP', amount: '-5', paymentMethod: 1, params: validBank })[0]!.field).toBe('amount');
@@ -186,7 +265,13 @@ describe('validatePayout', () => {
       paymentMethod: 1,
       params: { accountNo: 'abc', bank: 'Nope', extra: '1' },
     });
-    expect(errors.map((e) => e.field)).toEqual(['amount', 'params.accountName', 'params.accountNo', 'params.bank', 'params.extra']);
+    expect(errors.map((e) => e.field)).toEqual([
+      'amount',
+      'params.accountName',
+      'params.accountNo',
+      'params.bank',
+      'params.extra',
+    ]);
   });
 
   it('decides the catastrophic-backtracking pattern (a+)+$ on thirty a and a ! within 50 ms', () => {
@@ -211,18 +296,28 @@ describe('validatePayout', () => {
     // CPU time of this process, not wall time: on a loaded machine a descheduled process would pass 50 ms of wall time
     // by chance, while catastrophic backtracking on 30 characters costs seconds of CPU.
     const started = process.cpuUsage();
-    const r = validatePayout(evil, { currency: 'PHP', amount: '1', paymentMethod: 9, params: { v: `${'a'.repeat(30)}!` } });
+    const r = validatePayout(evil, {
+      currency: 'PHP',
+      amount: '1',
+      paymentMethod: 9,
+      params: { v: `${'a'.repeat(30)}!` },
+    });
     const { user, system } = process.cpuUsage(started);
     expect(r.ok).toBe(false);
     expect((user + system) / 1000).toBeLessThan(50);
     // And it still matches what it should.
-    expect(validatePayout(evil, { currency: 'PHP', amount: '1', paymentMethod: 9, params: { v: 'aaaa' } }).ok).toBe(true);
+    expect(validatePayout(evil, { currency: 'PHP', amount: '1', paymentMethod: 9, params: { v: 'aaaa' } }).ok).toBe(
+      true,
+    );
   });
 
   it('compiles patterns once and never throws for garbage', () => {
     const a = compilePattern('^[0-9]+$');
     expect(compilePattern('^[0-9]+$')).toBe(a);
     expect(compilePattern('(a)\\1')).toMatchObject({ ok: false, reason: expect.stringContaining('invalid escape') });
-    expect(compilePattern('x'.repeat(5000))).toMatchObject({ ok: false, reason: expect.stringContaining('longer than') });
+    expect(compilePattern('x'.repeat(5000))).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('longer than'),
+    });
   });
 });

@@ -28,14 +28,24 @@ afterAll(async () => {
 });
 
 const ok = (data: string) => `{"code":0,"message":"success","data":${data}}`;
-const ORDER = '{"orderNo":"P1","merchantNo":"M1","merchantOrderNo":"MO1","type":"payin","state":6,"amount":100.10,"currency":"PHP"}';
-const reply = (status: number, text: string): Handler => (_req, _body, res) => {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(text);
-};
+const ORDER =
+  '{"orderNo":"P1","merchantNo":"M1","merchantOrderNo":"MO1","type":"payin","state":6,"amount":100.10,"currency":"PHP"}';
+const reply =
+  (status: number, text: string): Handler =>
+  (_req, _body, res) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(text);
+  };
 
-async function withClient<T>(fn: (c: PlatformClient) => Promise<T>, opts: { timeoutMs?: number; baseUrl?: string } = {}): Promise<T> {
-  const client = createPlatformClient({ baseUrl: opts.baseUrl ?? baseUrl, merchantNo: 'M1', timeoutMs: opts.timeoutMs ?? 2000 });
+async function withClient<T>(
+  fn: (c: PlatformClient) => Promise<T>,
+  opts: { timeoutMs?: number; baseUrl?: string } = {},
+): Promise<T> {
+  const client = createPlatformClient({
+    baseUrl: opts.baseUrl ?? baseUrl,
+    merchantNo: 'M1',
+    timeoutMs: opts.timeoutMs ?? 2000,
+  });
   try {
     return await fn(client);
   } finally {
@@ -43,7 +53,10 @@ async function withClient<T>(fn: (c: PlatformClient) => Promise<T>, opts: { time
   }
 }
 
-async function failure(fn: (c: PlatformClient) => Promise<unknown>, opts?: { timeoutMs?: number; baseUrl?: string }): Promise<AppError> {
+async function failure(
+  fn: (c: PlatformClient) => Promise<unknown>,
+  opts?: { timeoutMs?: number; baseUrl?: string },
+): Promise<AppError> {
   const e = await withClient(fn, opts).then(
     () => undefined,
     (err: unknown) => err,
@@ -56,7 +69,15 @@ describe('Get order', () => {
   it('posts {merchantNo, merchantOrderNo} as JSON and returns the order with its amount as exact text', async () => {
     handler = reply(200, ok(ORDER));
     const order = await withClient((c) => c.getOrder('MO1'));
-    expect(order).toEqual({ orderNo: 'P1', merchantNo: 'M1', merchantOrderNo: 'MO1', type: 'payin', state: 6, amount: '100.1', currency: 'PHP' });
+    expect(order).toEqual({
+      orderNo: 'P1',
+      merchantNo: 'M1',
+      merchantOrderNo: 'MO1',
+      type: 'payin',
+      state: 6,
+      amount: '100.1',
+      currency: 'PHP',
+    });
     const last = received.at(-1)!;
     expect(last.url).toBe('/api/open/order/getOrder');
     expect(last.headers['content-type']).toBe('application/json');
@@ -137,7 +158,11 @@ describe('Get order', () => {
       res.end('<!doctype html><h1>Maintenance</h1>');
     };
     const e = await failure((c) => c.getOrder('MO1'));
-    expect(e).toMatchObject({ code: 'PLATFORM_BAD_RESPONSE', transient: true, details: expect.objectContaining({ status: 200, contentType: 'text/html; charset=utf-8' }) });
+    expect(e).toMatchObject({
+      code: 'PLATFORM_BAD_RESPONSE',
+      transient: true,
+      details: expect.objectContaining({ status: 200, contentType: 'text/html; charset=utf-8' }),
+    });
     expect(e.message).toMatch(/not JSON.*text\/html/);
   });
 
@@ -157,7 +182,12 @@ describe('Get order', () => {
     handler = reply(200, '{"code":40404,"message":"order not found","data":null}');
     const e = await failure((c) => c.getOrder('MO1'));
     expect(e).toBeInstanceOf(PlatformCodeError);
-    expect(e).toMatchObject({ code: 'PLATFORM_ERROR_CODE', platformCode: 40404, platformMessage: 'order not found', transient: false });
+    expect(e).toMatchObject({
+      code: 'PLATFORM_ERROR_CODE',
+      platformCode: 40404,
+      platformMessage: 'order not found',
+      transient: false,
+    });
   });
 
   it('honours an AbortSignal as PLATFORM_ABORTED', async () => {

@@ -8,7 +8,10 @@ import { MERCHANT_NO, platformOrder, startFakePlatform, type FakePlatform } from
 let platform: FakePlatform;
 beforeAll(async () => {
   platform = await startFakePlatform();
-  for (const no of ['R', 'OUT', 'LONG', 'PAGE']) platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '10' }));
+  for (const no of ['R', 'OUT', 'LONG', 'PAGE'])
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '10' }),
+    );
 });
 afterAll(async () => {
   await platform?.close();
@@ -45,10 +48,16 @@ describe('the platform guard', () => {
 
   it('opens after repeated failures: callers wait instead of failing, one probe at a time, and all succeed once the platform is back', async () => {
     const states: BreakerState[] = [];
-    const guarded = guardPlatform(client(), { failuresToOpen: 5, openMs: { initial: 200, max: 400 }, maxWaitMs: 15_000, onStateChange: (s) => states.push(s) });
+    const guarded = guardPlatform(client(), {
+      failuresToOpen: 5,
+      openMs: { initial: 200, max: 400 },
+      maxWaitMs: 15_000,
+      onStateChange: (s) => states.push(s),
+    });
     // 1. Four failures in a row (HTTP 503) fail their callers: the circuit is still closed.
     platform.failNext('OUT', 5 + 3, 503);
-    for (let i = 0; i < 4; i++) await expect(guarded.getOrder('OUT')).rejects.toMatchObject({ code: ErrorCodes.PLATFORM_HTTP_ERROR });
+    for (let i = 0; i < 4; i++)
+      await expect(guarded.getOrder('OUT')).rejects.toMatchObject({ code: ErrorCodes.PLATFORM_HTTP_ERROR });
     expect(guarded.breakerState()).toBe('closed');
     const before = platform.hits.get('OUT')!;
     // 2. Thirty callers at once: the first one's failure (the fifth) opens the circuit; from then on only probes
@@ -63,7 +72,11 @@ describe('the platform guard', () => {
   });
 
   it('a caller that waits longer than maxWaitMs for an open circuit fails with PLATFORM_CIRCUIT_OPEN, transient', async () => {
-    const guarded = guardPlatform(client(), { failuresToOpen: 2, openMs: { initial: 5000, max: 5000 }, maxWaitMs: 300 });
+    const guarded = guardPlatform(client(), {
+      failuresToOpen: 2,
+      openMs: { initial: 5000, max: 5000 },
+      maxWaitMs: 300,
+    });
     platform.failNext('LONG', 2, 500);
     await expect(guarded.getOrder('LONG')).rejects.toMatchObject({ code: ErrorCodes.PLATFORM_HTTP_ERROR });
     // The second failure opens the circuit for 5 s: this caller waits 300 ms for it, then gives up.
@@ -83,10 +96,21 @@ describe('the platform guard', () => {
 
   it('counts a reply that is not the envelope (HTTP 200, an HTML maintenance page) as an outage: it opens the circuit', async () => {
     const samples: boolean[] = [];
-    const guarded = guardPlatform(client(), { failuresToOpen: 2, openMs: { initial: 5000, max: 5000 }, maxWaitMs: 200, onSample: (s) => samples.push(s.ok) });
+    const guarded = guardPlatform(client(), {
+      failuresToOpen: 2,
+      openMs: { initial: 5000, max: 5000 },
+      maxWaitMs: 200,
+      onSample: (s) => samples.push(s.ok),
+    });
     platform.maintenancePageNext('PAGE', 2);
-    await expect(guarded.getOrder('PAGE')).rejects.toMatchObject({ code: ErrorCodes.PLATFORM_BAD_RESPONSE, transient: true });
-    await expect(guarded.getOrder('PAGE')).rejects.toMatchObject({ code: ErrorCodes.PLATFORM_CIRCUIT_OPEN, transient: true });
+    await expect(guarded.getOrder('PAGE')).rejects.toMatchObject({
+      code: ErrorCodes.PLATFORM_BAD_RESPONSE,
+      transient: true,
+    });
+    await expect(guarded.getOrder('PAGE')).rejects.toMatchObject({
+      code: ErrorCodes.PLATFORM_CIRCUIT_OPEN,
+      transient: true,
+    });
     expect(guarded.breakerState()).toBe('open');
     expect(samples).toEqual([false, false]);
     await guarded.close();

@@ -13,7 +13,11 @@ describe('createRedisHealth', () => {
     const redis = await startOwnRedis();
     const sink = lineSink();
     const registry = createMetricsRegistry('t');
-    const health = createRedisHealth({ logger: createLogger({ name: 't', destination: sink.destination }), registry, logIntervalMs: 60_000 });
+    const health = createRedisHealth({
+      logger: createLogger({ name: 't', destination: sink.destination }),
+      registry,
+      logIntervalMs: 60_000,
+    });
     const client = createRedis(redis.url, 'worker');
     health.watch(client, 'w');
     let errorsSeen = 0;
@@ -44,7 +48,9 @@ describe('createRedisHealth', () => {
       await waitFor(() => health.readiness().ready, { timeoutMs: 15_000, message: 'not ready after Redis returned' });
       expect(health.downSince()).toBeUndefined();
       expect(await gauge(registry, 'mcb_redis_down_since_seconds')).toBe(0);
-      const lines = sink.lines.map((l) => JSON.parse(l) as { msg: string; level: number; errorsSinceLastLine?: number; downForMs?: number });
+      const lines = sink.lines.map(
+        (l) => JSON.parse(l) as { msg: string; level: number; errorsSinceLastLine?: number; downForMs?: number },
+      );
       const errors = lines.filter((l) => l.level >= 50);
       // One line for the whole outage (interval 60 s here): the connection's own; the queue's copies were counted only.
       expect(errors.map((l) => l.msg)).toEqual([expect.stringMatching(/^Redis connection w: /)]);

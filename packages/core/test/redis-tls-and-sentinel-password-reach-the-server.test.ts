@@ -21,17 +21,63 @@ function openssl(...args: string[]): void {
 
 beforeAll(async () => {
   // A private CA and a server certificate for 127.0.0.1 signed by it.
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=mcb test CA', '-keyout', 'ca.key', '-out', 'ca.pem');
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', 'server.key', '-out', 'server.csr');
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=mcb test CA',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+  );
+  openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-keyout',
+    'server.key',
+    '-out',
+    'server.csr',
+  );
   writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'san.ext', '-out', 'server.pem');
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '1',
+    '-extfile',
+    'san.ext',
+    '-out',
+    'server.pem',
+  );
   tlsPort = await freePort();
   tlsRedis = await startOwnRedis([
-    '--tls-port', String(tlsPort),
-    '--tls-cert-file', join(dir, 'server.pem'),
-    '--tls-key-file', join(dir, 'server.key'),
-    '--tls-ca-cert-file', ca,
-    '--tls-auth-clients', 'no',
+    '--tls-port',
+    String(tlsPort),
+    '--tls-cert-file',
+    join(dir, 'server.pem'),
+    '--tls-key-file',
+    join(dir, 'server.key'),
+    '--tls-ca-cert-file',
+    ca,
+    '--tls-auth-clients',
+    'no',
   ]);
 }, 30_000);
 
@@ -53,8 +99,11 @@ describe('TLS to Redis', () => {
     }
   });
 
-  it('without the CA the server\'s certificate is refused (no silent fallback to an unverified connection)', async () => {
-    const client = createRedis(redisTargetOf(loadConfig({ REDIS_URL: `rediss://127.0.0.1:${tlsPort}` }, 'cli')), 'producer');
+  it("without the CA the server's certificate is refused (no silent fallback to an unverified connection)", async () => {
+    const client = createRedis(
+      redisTargetOf(loadConfig({ REDIS_URL: `rediss://127.0.0.1:${tlsPort}` }, 'cli')),
+      'producer',
+    );
     const errors: string[] = [];
     client.on('error', (e: Error) => errors.push(e.message));
     try {
@@ -67,59 +116,86 @@ describe('TLS to Redis', () => {
   });
 
   it('names a CA file it cannot read, and refuses TLS settings that would be half-applied', () => {
-    expect(() => redisTargetOf(loadConfig({ REDIS_URL: `rediss://127.0.0.1:${tlsPort}`, REDIS_TLS_CA_FILE: join(dir, 'missing.pem') }, 'cli'))).toThrow(
-      /REDIS_TLS_CA_FILE: .*missing\.pem cannot be read \(ENOENT\)/,
+    expect(() =>
+      redisTargetOf(
+        loadConfig({ REDIS_URL: `rediss://127.0.0.1:${tlsPort}`, REDIS_TLS_CA_FILE: join(dir, 'missing.pem') }, 'cli'),
+      ),
+    ).toThrow(/REDIS_TLS_CA_FILE: .*missing\.pem cannot be read \(ENOENT\)/);
+    expect(() => loadConfig({ REDIS_TLS: 'true' }, 'cli')).toThrow(
+      /REDIS_TLS: only with REDIS_SENTINELS or REDIS_CLUSTER_NODES; for a single node write a rediss:\/\/ REDIS_URL/,
     );
-    expect(() => loadConfig({ REDIS_TLS: 'true' }, 'cli')).toThrow(/REDIS_TLS: only with REDIS_SENTINELS or REDIS_CLUSTER_NODES; for a single node write a rediss:\/\/ REDIS_URL/);
     expect(() => loadConfig({ REDIS_TLS_CA_FILE: ca }, 'cli')).toThrow(/REDIS_TLS_CA_FILE: only with TLS to Redis/);
-    expect(() => loadConfig({ REDIS_SENTINEL_PASSWORD: 'x' }, 'cli')).toThrow(/REDIS_SENTINEL_PASSWORD: only with REDIS_SENTINELS/);
+    expect(() => loadConfig({ REDIS_SENTINEL_PASSWORD: 'x' }, 'cli')).toThrow(
+      /REDIS_SENTINEL_PASSWORD: only with REDIS_SENTINELS/,
+    );
   });
 
   it('REDIS_TLS turns TLS on towards the sentinels and the data nodes, and towards every cluster node', () => {
-    const sentinel = redisTargetOf(loadConfig({ REDIS_URL: '', REDIS_SENTINELS: 'a:26379', REDIS_SENTINEL_NAME: 'mcb', REDIS_TLS: 'true', REDIS_TLS_CA_FILE: ca }, 'cli'));
+    const sentinel = redisTargetOf(
+      loadConfig(
+        {
+          REDIS_URL: '',
+          REDIS_SENTINELS: 'a:26379',
+          REDIS_SENTINEL_NAME: 'mcb',
+          REDIS_TLS: 'true',
+          REDIS_TLS_CA_FILE: ca,
+        },
+        'cli',
+      ),
+    );
     expect(sentinel).toMatchObject({ kind: 'sentinel', tls: { ca: expect.stringContaining('BEGIN CERTIFICATE') } });
     expect(describeRedisTarget(sentinel)).toBe('TLS sentinel master "mcb" via a:26379');
     const client = createRedis(sentinel, 'producer');
     client.on('error', () => {});
     try {
-      expect(client.options).toMatchObject({ tls: { ca: expect.any(String) }, sentinelTLS: { ca: expect.any(String) }, enableTLSForSentinelMode: true });
+      expect(client.options).toMatchObject({
+        tls: { ca: expect.any(String) },
+        sentinelTLS: { ca: expect.any(String) },
+        enableTLSForSentinelMode: true,
+      });
     } finally {
       client.disconnect();
     }
-    const cluster = redisTargetOf(loadConfig({ REDIS_URL: '', REDIS_CLUSTER_NODES: 'a:6379', QUEUE_PREFIX: '{mcb}', REDIS_TLS: 'true' }, 'cli'));
+    const cluster = redisTargetOf(
+      loadConfig({ REDIS_URL: '', REDIS_CLUSTER_NODES: 'a:6379', QUEUE_PREFIX: '{mcb}', REDIS_TLS: 'true' }, 'cli'),
+    );
     expect(cluster).toEqual({ kind: 'cluster', nodes: [{ host: 'a', port: 6379 }], tls: {} });
   });
 });
 
 describe('sentinels that ask for a password', () => {
-  it('REDIS_SENTINEL_PASSWORD reaches the primary through them; without it nothing is reached', { timeout: 60_000 }, async () => {
-    const setup = await startOwnSentinel('mcb', { password: 'sentinel-secret' });
-    const base = { REDIS_URL: '', REDIS_SENTINELS: setup.sentinels, REDIS_SENTINEL_NAME: 'mcb' };
-    try {
-      const target = redisTargetOf(loadConfig({ ...base, REDIS_SENTINEL_PASSWORD: 'sentinel-secret' }, 'cli'));
-      expect(target).toMatchObject({ kind: 'sentinel', sentinelPassword: 'sentinel-secret' });
-      const client = createRedis(target, 'worker', { connectionName: 'sentinel-auth-test' });
+  it(
+    'REDIS_SENTINEL_PASSWORD reaches the primary through them; without it nothing is reached',
+    { timeout: 60_000 },
+    async () => {
+      const setup = await startOwnSentinel('mcb', { password: 'sentinel-secret' });
+      const base = { REDIS_URL: '', REDIS_SENTINELS: setup.sentinels, REDIS_SENTINEL_NAME: 'mcb' };
       try {
-        await client.set('mcb-sentinel-auth', 'ok');
-        expect(await client.get('mcb-sentinel-auth')).toBe('ok');
-        const primary = createRedis(setup.primary.url, 'worker');
+        const target = redisTargetOf(loadConfig({ ...base, REDIS_SENTINEL_PASSWORD: 'sentinel-secret' }, 'cli'));
+        expect(target).toMatchObject({ kind: 'sentinel', sentinelPassword: 'sentinel-secret' });
+        const client = createRedis(target, 'worker', { connectionName: 'sentinel-auth-test' });
         try {
-          expect(await primary.get('mcb-sentinel-auth')).toBe('ok');
+          await client.set('mcb-sentinel-auth', 'ok');
+          expect(await client.get('mcb-sentinel-auth')).toBe('ok');
+          const primary = createRedis(setup.primary.url, 'worker');
+          try {
+            expect(await primary.get('mcb-sentinel-auth')).toBe('ok');
+          } finally {
+            primary.disconnect();
+          }
         } finally {
-          primary.disconnect();
+          client.disconnect();
+        }
+        const refused = createRedis(redisTargetOf(loadConfig(base, 'cli')), 'producer');
+        refused.on('error', () => {});
+        try {
+          await expect(refused.ping()).rejects.toThrow();
+        } finally {
+          refused.disconnect();
         }
       } finally {
-        client.disconnect();
+        await setup.destroy();
       }
-      const refused = createRedis(redisTargetOf(loadConfig(base, 'cli')), 'producer');
-      refused.on('error', () => {});
-      try {
-        await expect(refused.ping()).rejects.toThrow();
-      } finally {
-        refused.disconnect();
-      }
-    } finally {
-      await setup.destroy();
-    }
-  });
+    },
+  );
 });

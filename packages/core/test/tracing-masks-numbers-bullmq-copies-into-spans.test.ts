@@ -1,5 +1,11 @@
 import { createRedis, type Redis } from '@mcb/core/redis';
-import { InMemorySpanExporter, queueTelemetry, startTracing, type ReadableSpan, type TracingHandle } from '@mcb/core/tracing';
+import {
+  InMemorySpanExporter,
+  queueTelemetry,
+  startTracing,
+  type ReadableSpan,
+  type TracingHandle,
+} from '@mcb/core/tracing';
 import { maskNumbers, maskText } from '../src/tracing-bullmq.ts';
 import { useTestEnv, waitFor } from '@mcb/testkit';
 import { Queue, SpanKind, Worker } from 'bullmq';
@@ -38,9 +44,12 @@ afterAll(async () => {
 
 /** The finished process span of job `id`, once BullMQ has ended it. */
 function processSpan(id: string): Promise<ReadableSpan> {
-  return waitFor(() => exporter.getFinishedSpans().find((s) => s.name === 'process masked' && s.attributes['bullmq.job.id'] === id), {
-    message: `no process span for ${id}`,
-  });
+  return waitFor(
+    () => exporter.getFinishedSpans().find((s) => s.name === 'process masked' && s.attributes['bullmq.job.id'] === id),
+    {
+      message: `no process span for ${id}`,
+    },
+  );
 }
 
 describe('the text BullMQ copies into spans', () => {
@@ -51,7 +60,12 @@ describe('the text BullMQ copies into spans', () => {
     const completed = span.events.find((e) => e.name === 'job completed')!;
     const text = String(completed.attributes!['bullmq.job.result']);
     expect(text).not.toMatch(/777|9999|4242/);
-    expect(JSON.parse(text)).toEqual({ status: 'review', code: 'VERIFY_AMOUNT_MISMATCH', reason: 'Get order reports #, the callback #', reviewId: '#' });
+    expect(JSON.parse(text)).toEqual({
+      status: 'review',
+      code: 'VERIFY_AMOUNT_MISMATCH',
+      reason: 'Get order reports #, the callback #',
+      reviewId: '#',
+    });
     // The job itself keeps its return value: the dashboard and the console's timeline read it from Redis.
     expect((await queue.getJob(job.id!))!.returnvalue).toMatchObject({ reason: REASON });
   });
@@ -67,20 +81,36 @@ describe('the text BullMQ copies into spans', () => {
   it('masks free text in attributes and exceptions, and leaves the other attributes alone', () => {
     const telemetry = queueTelemetry().telemetry!;
     const span = telemetry.tracer.startSpan('direct', { kind: SpanKind.INTERNAL });
-    span.setAttributes({ 'bullmq.job.id': 'payout-PO12-5', 'bullmq.job.progress': '{"paid":"9999.01"}', 'bullmq.job.attempts.made': 3 });
+    span.setAttributes({
+      'bullmq.job.id': 'payout-PO12-5',
+      'bullmq.job.progress': '{"paid":"9999.01"}',
+      'bullmq.job.attempts.made': 3,
+    });
     span.setAttribute('bullmq.job.result', '777.55');
     span.recordException(new Error('lost 777.55'));
     span.recordException('lost 9999.01');
-    span.addEvent('job stalled', { 'bullmq.job.id': 'payin-PI12-6', 'some.future.data': '{"amount":"777.55"}', 'some.count': 777.55 });
+    span.addEvent('job stalled', {
+      'bullmq.job.id': 'payin-PI12-6',
+      'some.future.data': '{"amount":"777.55"}',
+      'some.count': 777.55,
+    });
     span.end();
     const done = exporter.getFinishedSpans().find((s) => s.name === 'direct')!;
-    expect(done.attributes).toMatchObject({ 'bullmq.job.id': 'payout-PO12-5', 'bullmq.job.progress': '{"paid":"#"}', 'bullmq.job.attempts.made': 3, 'bullmq.job.result': '#' });
+    expect(done.attributes).toMatchObject({
+      'bullmq.job.id': 'payout-PO12-5',
+      'bullmq.job.progress': '{"paid":"#"}',
+      'bullmq.job.attempts.made': 3,
+      'bullmq.job.result': '#',
+    });
     const exceptions = done.events.filter((e) => e.name === 'exception').map((e) => e.attributes);
     expect(exceptions).toHaveLength(2);
     expect(JSON.stringify(exceptions)).not.toMatch(/777|9999/);
     expect(exceptions[0]).toMatchObject({ 'exception.message': 'lost #' });
     // Any event: its values masked (a number dropped), BullMQ's identifiers kept.
-    expect(done.events.find((e) => e.name === 'job stalled')!.attributes).toEqual({ 'bullmq.job.id': 'payin-PI12-6', 'some.future.data': '{"amount":"#"}' });
+    expect(done.events.find((e) => e.name === 'job stalled')!.attributes).toEqual({
+      'bullmq.job.id': 'payin-PI12-6',
+      'some.future.data': '{"amount":"#"}',
+    });
   });
 
   it('masks every number format, and keeps JSON parseable', () => {

@@ -25,7 +25,11 @@ export interface AppliedPair {
 }
 
 /** Why one stored event of a review is not the event Get order confirmed, or undefined when it is. */
-export function unconfirmedBecause(stored: Record<string, unknown> | null, order: Order, confirmed: PlatformOrder): string | undefined {
+export function unconfirmedBecause(
+  stored: Record<string, unknown> | null,
+  order: Order,
+  confirmed: PlatformOrder,
+): string | undefined {
   if (!stored) return 'NO_EVENT';
   const parsed = callbackJobSchema.safeParse(stored);
   if (!parsed.success) return 'JOB_PAYLOAD_INVALID';
@@ -38,7 +42,11 @@ export function unconfirmedBecause(stored: Record<string, unknown> | null, order
  * holding any other event (a forged amount or merchant for the same pair) stays open: it is evidence, closed only by
  * a person; its history says that the pair was applied from another event. Both get an attempt in their history.
  */
-export async function settleReviews(client: pg.PoolClient, rows: readonly ReviewEventRow[], appliedAt: (i: number) => AppliedPair): Promise<void> {
+export async function settleReviews(
+  client: pg.PoolClient,
+  rows: readonly ReviewEventRow[],
+  appliedAt: (i: number) => AppliedPair,
+): Promise<void> {
   const byReview = new Map<string, ReviewEventRow[]>();
   for (const r of rows) byReview.set(r.id, [...(byReview.get(r.id) ?? []), r]);
   const ids: string[] = [];
@@ -62,7 +70,9 @@ export async function settleReviews(client: pg.PoolClient, rows: readonly Review
         ? `applied: Get order confirmed state ${applied.confirmed.state} for this review's event (receipt ${applied.receiptId})`
         : `the pair was applied from an event Get order confirmed (receipt ${applied.receiptId}); ${unconfirmed.length} of this review's ${events.length} event(s) are not what it confirms (${[...new Set(unconfirmed.map((u) => u.code))].join(', ')}) and were never applied: left open`,
     );
-    details.push(JSON.stringify({ receiptId: applied.receiptId, confirmedState: applied.confirmed.state, unconfirmed }));
+    details.push(
+      JSON.stringify({ receiptId: applied.receiptId, confirmedState: applied.confirmed.state, unconfirmed }),
+    );
   }
   await client.query(SETTLE_REVIEWS_SQL, [ids, resolve, sources, codes, reasons, details]);
 }

@@ -64,13 +64,20 @@ const DEFAULT_LOCK_TIMEOUT_MS = 5000;
  * sequence and are never reused), so the caller is told what it did rather than an error it would retry into a
  * "duplicate" of its own credit.
  */
-async function commitSet(db: Database, inputs: readonly CommitInput[], options: CommitOptions): Promise<CommitResult[]> {
+async function commitSet(
+  db: Database,
+  inputs: readonly CommitInput[],
+  options: CommitOptions,
+): Promise<CommitResult[]> {
   const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
   return inTransaction(
     db,
     async (client) => {
       await client.query(LOCK_ORDERS_SQL, [[...new Set(inputs.map((x) => x.order.id))]]);
-      const { rows } = await client.query<ReceiptsAndOrdersRow>(RECEIPTS_AND_ORDERS_SQL, receiptsAndOrdersParams(inputs));
+      const { rows } = await client.query<ReceiptsAndOrdersRow>(
+        RECEIPTS_AND_ORDERS_SQL,
+        receiptsAndOrdersParams(inputs),
+      );
       const results: (CommitResult | undefined)[] = new Array(inputs.length);
       const moved: number[] = [];
       const unmovedReceipts: string[] = [];
@@ -91,7 +98,10 @@ async function commitSet(db: Database, inputs: readonly CommitInput[], options: 
       });
     },
     {
-      setup: Number.isFinite(lockTimeoutMs) && lockTimeoutMs > 0 ? `SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}` : undefined,
+      setup:
+        Number.isFinite(lockTimeoutMs) && lockTimeoutMs > 0
+          ? `SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}`
+          : undefined,
       ifCommitFails: (results, error) => committedAfterAll(db, results, error),
     },
   );
@@ -117,7 +127,11 @@ async function settleUnmoved(
     results[i] =
       now?.status === target && now.platform_order_no === event.orderNo
         ? { status: 'duplicate', reason: 'already-final' }
-        : { status: 'conflict', currentStatus: now?.status ?? order.status, currentPlatformOrderNo: now?.platform_order_no ?? null };
+        : {
+            status: 'conflict',
+            currentStatus: now?.status ?? order.status,
+            currentPlatformOrderNo: now?.platform_order_no ?? null,
+          };
   }
 }
 
@@ -132,7 +146,8 @@ async function postMoved(
   const receiptOf = new Map(rows.map((r) => [r.i, r.receipt_id!]));
   const list = indexes.map((i) => inputs[i]!);
   const { rows: written } = await client.query<
-    { t: 'ledger' | 'outbox'; id: string; order_id: string; i: null; hash: null; event: null } | ({ t: 'review' } & ReviewEventRow)
+    | { t: 'ledger' | 'outbox'; id: string; order_id: string; i: null; hash: null; event: null }
+    | ({ t: 'review' } & ReviewEventRow)
   >(LEDGER_OUTBOX_REVIEWS_SQL, [
     indexes,
     list.map((x) => x.order.id),
@@ -193,7 +208,11 @@ async function postMoved(
  * commit together. A round that fails for any other reason (a constraint, a bug, one poisoned event) is split: each
  * event runs alone in its own transaction, so one bad event fails alone and its neighbours commit.
  */
-export async function commitEvents(db: Database, inputs: readonly CommitInput[], options: CommitOptions = {}): Promise<Settled<CommitResult>[]> {
+export async function commitEvents(
+  db: Database,
+  inputs: readonly CommitInput[],
+  options: CommitOptions = {},
+): Promise<Settled<CommitResult>[]> {
   const settled: Settled<CommitResult>[] = new Array(inputs.length);
   let left = inputs.map((_, i) => i);
   while (left.length > 0) {
@@ -226,7 +245,11 @@ async function commitRound(
   splitOnLockWait = true,
 ): Promise<void> {
   try {
-    const results = await commitSet(db, round.map((i) => inputs[i]!), options);
+    const results = await commitSet(
+      db,
+      round.map((i) => inputs[i]!),
+      options,
+    );
     round.forEach((i, k) => (settled[i] = { ok: true, value: results[k]! }));
   } catch (e) {
     if (isAppError(e, ErrorCodes.DB_COMMIT_IN_DOUBT)) {
@@ -243,7 +266,10 @@ async function commitRound(
     }
     if (splitOnLockWait && isLockWait(e)) {
       // Which orders does another transaction hold? Those events wait (fail now, retry later); the rest commit.
-      const held = await heldOrders(db, round.map((i) => inputs[i]!.order.id)).catch(() => undefined);
+      const held = await heldOrders(
+        db,
+        round.map((i) => inputs[i]!.order.id),
+      ).catch(() => undefined);
       if (held && held.size > 0) {
         const free: number[] = [];
         for (const i of round) {
@@ -272,7 +298,11 @@ async function commitRound(
 }
 
 /** Commit one verified event in its own transaction (the batch of one). */
-export async function commitEvent(db: Database, input: CommitInput, options: CommitOptions = {}): Promise<CommitResult> {
+export async function commitEvent(
+  db: Database,
+  input: CommitInput,
+  options: CommitOptions = {},
+): Promise<CommitResult> {
   const [result] = await commitEvents(db, [input], options);
   if (!result!.ok) throw result!.error;
   return result!.value;

@@ -36,13 +36,7 @@ export {
   type SettlementBatcherOptions,
   type SettlementBatchers,
 } from './settle.ts';
-export {
-  checkOwnOrder,
-  targetStatus,
-  verifyConfirmation,
-  type TargetStatus,
-  type VerifyFailure,
-} from './verify.ts';
+export { checkOwnOrder, targetStatus, verifyConfirmation, type TargetStatus, type VerifyFailure } from './verify.ts';
 export {
   acquireSweepLock,
   createRateLimiter,

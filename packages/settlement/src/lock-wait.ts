@@ -21,6 +21,9 @@ export function isLockWait(e: unknown): boolean {
 
 /** The orders among `ids` whose rows another transaction holds locked right now (nothing is kept locked). */
 export async function heldOrders(db: Database, ids: readonly number[]): Promise<Set<number>> {
-  const rows = await inTransaction(db, async (client) => (await client.query<{ id: string }>(HELD_ORDERS_SQL, [ids])).rows);
+  const rows = await inTransaction(
+    db,
+    async (client) => (await client.query<{ id: string }>(HELD_ORDERS_SQL, [ids])).rows,
+  );
   return new Set(rows.map((r) => Number(r.id)));
 }

@@ -71,11 +71,7 @@ export async function lookUpEvents(db: Database, keys: readonly LookupKey[]): Pr
       order_merchant_no: string | null;
       id: string | null;
     }
-  >(LOOKUP_SQL, [
-    keys.map((k) => k.orderNo),
-    keys.map((k) => k.state),
-    keys.map((k) => k.merchantOrderNo),
-  ]);
+  >(LOOKUP_SQL, [keys.map((k) => k.orderNo), keys.map((k) => k.state), keys.map((k) => k.merchantOrderNo)]);
   return rows.map((row) => ({
     ok: true as const,
     value: {

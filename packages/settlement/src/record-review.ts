@@ -67,7 +67,12 @@ export interface ReviewAttemptInput {
  * Add an attempt to a review's history, and close it as resolved when `resolve` says so (only while it is open).
  * The review's own reason and events are left as they are. Returns whether the review was closed by this call.
  */
-export async function recordReviewAttempt(db: Database, reviewId: number, attempt: ReviewAttemptInput, resolve?: { note: string }): Promise<boolean> {
+export async function recordReviewAttempt(
+  db: Database,
+  reviewId: number,
+  attempt: ReviewAttemptInput,
+  resolve?: { note: string },
+): Promise<boolean> {
   const { rows } = await poolOf(db).query<{ closed: boolean }>(
     `WITH a AS (
        INSERT INTO review_attempts (review_id, source, outcome, reason_code, reason, details)
@@ -79,7 +84,15 @@ export async function recordReviewAttempt(db: Database, reviewId: number, attemp
        RETURNING id
      )
      SELECT EXISTS (SELECT 1 FROM c) AS closed`,
-    [reviewId, attempt.source, attempt.outcome, attempt.reasonCode ?? null, attempt.reason, JSON.stringify(attempt.details ?? {}), resolve?.note ?? null],
+    [
+      reviewId,
+      attempt.source,
+      attempt.outcome,
+      attempt.reasonCode ?? null,
+      attempt.reason,
+      JSON.stringify(attempt.details ?? {}),
+      resolve?.note ?? null,
+    ],
   );
   return rows[0]!.closed;
 }

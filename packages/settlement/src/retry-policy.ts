@@ -71,7 +71,10 @@ export function classifyError(e: unknown): ErrorClass {
     if (typeof code === 'string') {
       if (TRANSIENT_NETWORK_CODES.has(code)) return 'transient';
       if (SQLSTATE.test(code)) {
-        const transient = TRANSIENT_SQLSTATES.has(code) || TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2)) || TRANSIENT_ROLLBACK.test(code);
+        const transient =
+          TRANSIENT_SQLSTATES.has(code) ||
+          TRANSIENT_SQLSTATE_CLASSES.has(code.slice(0, 2)) ||
+          TRANSIENT_ROLLBACK.test(code);
         return transient ? 'transient' : 'permanent';
       }
     }

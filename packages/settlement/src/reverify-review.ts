@@ -16,15 +16,25 @@ async function openReview(db: Database, reviewId: number): Promise<{ review: Rev
   const [review] = await db.select().from(reviews).where(eq(reviews.id, reviewId));
   if (!review) throw new AppError(ErrorCodes.NOT_FOUND, `no review ${reviewId}`, { details: { reviewId } });
   if (review.status !== 'open') {
-    throw new AppError(ErrorCodes.REVIEW_NOT_OPEN, `review ${reviewId} is already ${review.status}`, { details: { reviewId, status: review.status } });
+    throw new AppError(ErrorCodes.REVIEW_NOT_OPEN, `review ${reviewId} is already ${review.status}`, {
+      details: { reviewId, status: review.status },
+    });
   }
-  const stored = await db.select({ event: reviewOccurrences.event }).from(reviewOccurrences).where(eq(reviewOccurrences.reviewId, reviewId)).orderBy(asc(reviewOccurrences.id));
+  const stored = await db
+    .select({ event: reviewOccurrences.event })
+    .from(reviewOccurrences)
+    .where(eq(reviewOccurrences.reviewId, reviewId))
+    .orderBy(asc(reviewOccurrences.id));
   const events = (stored.length > 0 ? stored.map((s) => s.event) : [review.event]).flatMap((e) => {
     const parsed = callbackJobSchema.safeParse({ ...e, source: 'review' });
     return parsed.success ? [parsed.data] : [];
   });
   if (events.length === 0) {
-    throw new AppError(ErrorCodes.REQUEST_INVALID, `review ${reviewId} holds no event that can be re-verified; dismiss it`, { details: { reviewId } });
+    throw new AppError(
+      ErrorCodes.REQUEST_INVALID,
+      `review ${reviewId} holds no event that can be re-verified; dismiss it`,
+      { details: { reviewId } },
+    );
   }
   return { review, events };
 }
@@ -69,11 +79,14 @@ async function appliedBefore(
 ): Promise<ReverifyOutcome> {
   const first = events[0]!;
   const order = await findOrder(deps.db, first.merchantOrderNo);
-  const why = outcome.reason === 'receipt-exists' ? 'the pair was applied before' : 'the order already has this outcome';
+  const why =
+    outcome.reason === 'receipt-exists' ? 'the pair was applied before' : 'the order already has this outcome';
   let codes: string[];
   try {
     const confirmed = await deps.platform.getOrder(first.merchantOrderNo);
-    codes = order ? events.flatMap((e) => unconfirmedBecause({ ...e }, order, confirmed) ?? []) : [ErrorCodes.VERIFY_ORDER_UNKNOWN];
+    codes = order
+      ? events.flatMap((e) => unconfirmedBecause({ ...e }, order, confirmed) ?? [])
+      : [ErrorCodes.VERIFY_ORDER_UNKNOWN];
   } catch (e) {
     if (!(e instanceof PlatformCodeError)) throw e;
     // Get order refuses to answer: nothing confirms this review's events, so it stays open.
@@ -91,7 +104,12 @@ async function appliedBefore(
     await recordReviewAttempt(
       deps.db,
       review.id,
-      { source: 'review', outcome: 'already-applied', reason: `${why}; Get order confirms every event of this review`, details: { applied: outcome.reason } },
+      {
+        source: 'review',
+        outcome: 'already-applied',
+        reason: `${why}; Get order confirms every event of this review`,
+        details: { applied: outcome.reason },
+      },
       { note: 'already applied' },
     );
   } else {

@@ -43,8 +43,16 @@ export interface SettlementBatcherOptions {
 /** One process's batchers on `db` (one commit in flight at a time, two look-ups). */
 export function createSettlementBatchers(db: Database, options: SettlementBatcherOptions = {}): SettlementBatchers {
   const onBatch = options.onBatch;
-  const lookups: BatcherOptions = { maxBatch: options.maxLookupBatch ?? 128, maxInFlight: 2, onBatch: onBatch && ((n) => onBatch('lookup', n)) };
-  const commits: BatcherOptions = { maxBatch: options.maxCommitBatch ?? 64, maxInFlight: 1, onBatch: onBatch && ((n) => onBatch('commit', n)) };
+  const lookups: BatcherOptions = {
+    maxBatch: options.maxLookupBatch ?? 128,
+    maxInFlight: 2,
+    onBatch: onBatch && ((n) => onBatch('lookup', n)),
+  };
+  const commits: BatcherOptions = {
+    maxBatch: options.maxCommitBatch ?? 64,
+    maxInFlight: 1,
+    onBatch: onBatch && ((n) => onBatch('commit', n)),
+  };
   return {
     lookups: new Batcher((keys) => lookUpEvents(db, keys), lookups),
     commits: new Batcher((inputs) => commitEvents(db, inputs, { lockTimeoutMs: options.commitLockTimeoutMs }), commits),
@@ -170,16 +178,26 @@ class EventContext {
         reason: failure.reason,
         details: failure.details,
       });
-      log.warn({ code: failure.code, reviewId: reverifyOf, details: failure.details }, `re-verified event still fails: ${failure.reason}`);
+      log.warn(
+        { code: failure.code, reviewId: reverifyOf, details: failure.details },
+        `re-verified event still fails: ${failure.reason}`,
+      );
       return { status: 'review', code: failure.code, reason: failure.reason, reviewId: reverifyOf, opened: false };
     }
-    const { id: reviewId, opened } = await inSpan('settlement review', { 'mcb.review_code': failure.code }, async (span) => {
-      const recorded = await recordReview(deps.db, event, failure);
-      span?.setAttributes({ 'mcb.review_id': recorded.id, 'mcb.review_opened': recorded.opened });
-      return recorded;
-    });
+    const { id: reviewId, opened } = await inSpan(
+      'settlement review',
+      { 'mcb.review_code': failure.code },
+      async (span) => {
+        const recorded = await recordReview(deps.db, event, failure);
+        span?.setAttributes({ 'mcb.review_id': recorded.id, 'mcb.review_opened': recorded.opened });
+        return recorded;
+      },
+    );
     deps.metrics?.reviews.inc({ kind: event.kind, code: failure.code });
-    log.warn({ code: failure.code, reviewId, opened, details: failure.details }, `event sent to review: ${failure.reason}`);
+    log.warn(
+      { code: failure.code, reviewId, opened, details: failure.details },
+      `event sent to review: ${failure.reason}`,
+    );
     if (opened) {
       try {
         deps.onReviewOpened?.({
@@ -222,7 +240,13 @@ async function ownOrder(ctx: EventContext): Promise<{ order: Order } | { outcome
     if (receipt && found.order && ctx.options.wasInDoubt && (await ctx.options.wasInDoubt(receipt.id))) {
       // An earlier attempt of this very job committed it and never heard back: report its credit now.
       log.info({ receiptId: receipt.id }, 'receipt of an earlier attempt whose COMMIT was in doubt: it committed');
-      return { outcome: await reportApplied(ctx, found.order, { outcome: receipt.outcome, receiptId: receipt.id, ledgerEntryId: undefined }) };
+      return {
+        outcome: await reportApplied(ctx, found.order, {
+          outcome: receipt.outcome,
+          receiptId: receipt.id,
+          ledgerEntryId: undefined,
+        }),
+      };
     }
     if (receipt) {
       const differs = await judgeAgainstApplied(ctx, { against: 'receipt', receiptId: receipt.id, ...receipt });
@@ -234,14 +258,16 @@ async function ownOrder(ctx: EventContext): Promise<{ order: Order } | { outcome
   // 2. Our own order; it may be registered after the platform's callback, so wait for it a while.
   const order = found.order;
   if (!order) {
-    return { outcome: await ctx.waitOrReview(
-      {
-        code: ErrorCodes.VERIFY_ORDER_UNKNOWN,
-        reason: `no order of ours has merchant order number ${event.merchantOrderNo}`,
-        details: { orderNo: event.orderNo, merchantOrderNo: event.merchantOrderNo, state: event.state },
-      },
-      deps.orderGracePeriodMs ?? DEFAULT_GRACE_MS,
-    ) };
+    return {
+      outcome: await ctx.waitOrReview(
+        {
+          code: ErrorCodes.VERIFY_ORDER_UNKNOWN,
+          reason: `no order of ours has merchant order number ${event.merchantOrderNo}`,
+          details: { orderNo: event.orderNo, merchantOrderNo: event.merchantOrderNo, state: event.state },
+        },
+        deps.orderGracePeriodMs ?? DEFAULT_GRACE_MS,
+      ),
+    };
   }
   const ownProblem = checkOwnOrder(event, order);
   if (ownProblem) return { outcome: await ctx.review(ownProblem) };
@@ -268,13 +294,19 @@ async function ownOrder(ctx: EventContext): Promise<{ order: Order } | { outcome
  * Nothing is paid either way. A console re-verify is left to its own judgement of every event of the review.
  * Returns undefined for a copy.
  */
-async function judgeAgainstApplied(ctx: EventContext, applied: AppliedContent & { receiptId?: number }): Promise<ApplyOutcome | undefined> {
+async function judgeAgainstApplied(
+  ctx: EventContext,
+  applied: AppliedContent & { receiptId?: number },
+): Promise<ApplyOutcome | undefined> {
   if (ctx.options.reverifyOf !== undefined) return undefined;
   const { event, deps } = ctx;
   const differences = differencesFromApplied(event, applied);
   if (differences.length === 0) return undefined;
   deps.metrics?.suspectedForgeries?.inc({ kind: event.kind, against: applied.against });
-  const what = applied.against === 'receipt' ? `receipt ${applied.receiptId} of this pair` : `our order, final (${ctx.target}) from its other state`;
+  const what =
+    applied.against === 'receipt'
+      ? `receipt ${applied.receiptId} of this pair`
+      : `our order, final (${ctx.target}) from its other state`;
   return ctx.review({
     code: ErrorCodes.VERIFY_DIFFERS_FROM_APPLIED,
     reason: `callback differs from what was applied (${what}): ${differences.map((d) => `${d.field} ${d.callback ?? 'none'}, applied ${d.applied ?? 'none'}`).join('; ')}`,
@@ -300,11 +332,15 @@ async function askPlatform(ctx: EventContext, order: Order): Promise<Confirmatio
   const { event, deps, options } = ctx;
   const started = performance.now();
   try {
-    const confirmed = await inSpan('platform get order', { 'mcb.merchant_order_no': event.merchantOrderNo }, async (span) => {
-      const answer = await deps.platform.getOrder(event.merchantOrderNo, { signal: options.signal });
-      span?.setAttribute('mcb.confirmed_state', answer.state);
-      return answer;
-    });
+    const confirmed = await inSpan(
+      'platform get order',
+      { 'mcb.merchant_order_no': event.merchantOrderNo },
+      async (span) => {
+        const answer = await deps.platform.getOrder(event.merchantOrderNo, { signal: options.signal });
+        span?.setAttribute('mcb.confirmed_state', answer.state);
+        return answer;
+      },
+    );
     deps.metrics?.getOrderDuration.observe({ result: 'ok' }, (performance.now() - started) / 1000);
     return { status: 'confirmed', order, confirmed };
   } catch (e) {
@@ -317,7 +353,12 @@ async function askPlatform(ctx: EventContext, order: Order): Promise<Confirmatio
         {
           code: ErrorCodes.PLATFORM_ERROR_CODE,
           reason: `Get order refused: ${e.platformCode} ${e.platformMessage}`.trim(),
-          details: { orderNo: event.orderNo, merchantOrderNo: event.merchantOrderNo, state: event.state, platformCode: e.platformCode },
+          details: {
+            orderNo: event.orderNo,
+            merchantOrderNo: event.merchantOrderNo,
+            state: event.state,
+            platformCode: e.platformCode,
+          },
         },
         ctx.confirmMaxWaitMs,
       );
@@ -354,7 +395,10 @@ async function decide(ctx: EventContext, order: Order, confirmed: PlatformOrder)
           if (!one!.ok) throw one!.error;
           return one!.value;
         });
-    span?.setAttributes({ 'mcb.commit_result': r.status, ...(r.status === 'applied' ? { 'mcb.outcome': r.outcome } : {}) });
+    span?.setAttributes({
+      'mcb.commit_result': r.status,
+      ...(r.status === 'applied' ? { 'mcb.outcome': r.outcome } : {}),
+    });
     return r;
   });
   if (result.status === 'duplicate') {
@@ -395,11 +439,23 @@ async function reportApplied(
   order: Order,
   result: { outcome: TargetStatus; receiptId: number; ledgerEntryId: number | undefined },
 ): Promise<ApplyOutcome> {
-  const outcome: ApplyOutcome = { status: 'applied', outcome: result.outcome, orderId: order.id, receiptId: result.receiptId };
+  const outcome: ApplyOutcome = {
+    status: 'applied',
+    outcome: result.outcome,
+    orderId: order.id,
+    receiptId: result.receiptId,
+  };
   observePaymentToCredit(ctx);
   await ctx.deps.afterCommit?.(outcome);
   ctx.log.info(
-    { outcome: result.outcome, orderId: order.id, receiptId: result.receiptId, ledgerEntryId: result.ledgerEntryId, amount: order.amount, currency: order.currency },
+    {
+      outcome: result.outcome,
+      orderId: order.id,
+      receiptId: result.receiptId,
+      ledgerEntryId: result.ledgerEntryId,
+      amount: order.amount,
+      currency: order.currency,
+    },
     `order ${order.merchantOrderNo} ${result.outcome}`,
   );
   return outcome;
@@ -412,7 +468,11 @@ async function reportApplied(
  * @throws transient errors (Postgres or platform unreachable, 5xx, timeouts) for the caller to retry;
  *   AppError JOB_PAYLOAD_INVALID when the event's state is not one its kind defines.
  */
-export async function confirmEvent(event: CallbackJob, deps: ApplyDeps, options: ApplyOptions = {}): Promise<Confirmation> {
+export async function confirmEvent(
+  event: CallbackJob,
+  deps: ApplyDeps,
+  options: ApplyOptions = {},
+): Promise<Confirmation> {
   const ctx = new EventContext(event, deps, options);
   const own = await ownOrder(ctx);
   if ('outcome' in own) return own.outcome;
@@ -460,7 +520,11 @@ export async function applyConfirmed(
  * @throws transient errors (Postgres or platform unreachable, 5xx, timeouts) for the caller to retry;
  *   AppError JOB_PAYLOAD_INVALID when the event's state is not one its kind defines.
  */
-export async function applyEvent(event: CallbackJob, deps: ApplyDeps, options: ApplyOptions = {}): Promise<ApplyOutcome> {
+export async function applyEvent(
+  event: CallbackJob,
+  deps: ApplyDeps,
+  options: ApplyOptions = {},
+): Promise<ApplyOutcome> {
   const ctx = new EventContext(event, deps, options);
   const own = await ownOrder(ctx);
   if ('outcome' in own) return own.outcome;

@@ -48,7 +48,11 @@ export async function inTransaction<T>(
     await client.query(options.setup ? `BEGIN; ${options.setup}` : 'BEGIN');
     result = await fn(client);
   } catch (e) {
-    let discard: Error | undefined = discardsConnection(e) ? (e instanceof Error ? e : new Error('connection discarded')) : undefined;
+    let discard: Error | undefined = discardsConnection(e)
+      ? e instanceof Error
+        ? e
+        : new Error('connection discarded')
+      : undefined;
     try {
       await client.query('ROLLBACK');
     } catch (rollbackError) {

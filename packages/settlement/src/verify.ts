@@ -5,7 +5,6 @@ import type { PlatformOrder } from '@mcb/core/platform';
 import type { CallbackJob } from '@mcb/core/queue';
 import { isFinalState, targetStatusOf, type TargetStatus } from '@mcb/core/spec';
 
-
 /** Why an event may not be applied. `retry` marks the one outcome that may change with time (not final yet). */
 export interface VerifyFailure {
   code: ErrorCode;
@@ -30,14 +29,22 @@ function fail(code: ErrorCode, reason: string, details: Record<string, unknown>,
  * function: undefined when the event may be applied, otherwise the first reason it may not. Amounts are compared
  * as exact decimals.
  */
-export function verifyConfirmation(event: CallbackJob, own: Order, confirmed: PlatformOrder): VerifyFailure | undefined {
+export function verifyConfirmation(
+  event: CallbackJob,
+  own: Order,
+  confirmed: PlatformOrder,
+): VerifyFailure | undefined {
   const ids = { orderNo: event.orderNo, merchantOrderNo: event.merchantOrderNo, state: event.state };
   if (confirmed.merchantOrderNo !== event.merchantOrderNo || confirmed.orderNo !== event.orderNo) {
-    return fail(ErrorCodes.VERIFY_ORDER_NO_MISMATCH, `Get order reports order ${confirmed.orderNo} for ${confirmed.merchantOrderNo}`, {
-      ...ids,
-      confirmedOrderNo: confirmed.orderNo,
-      confirmedMerchantOrderNo: confirmed.merchantOrderNo,
-    });
+    return fail(
+      ErrorCodes.VERIFY_ORDER_NO_MISMATCH,
+      `Get order reports order ${confirmed.orderNo} for ${confirmed.merchantOrderNo}`,
+      {
+        ...ids,
+        confirmedOrderNo: confirmed.orderNo,
+        confirmedMerchantOrderNo: confirmed.merchantOrderNo,
+      },
+    );
   }
   if (confirmed.merchantNo !== event.merchantNo) {
     return fail(ErrorCodes.VERIFY_MERCHANT_MISMATCH, `Get order reports merchant ${confirmed.merchantNo}`, {
@@ -46,40 +53,65 @@ export function verifyConfirmation(event: CallbackJob, own: Order, confirmed: Pl
     });
   }
   if (confirmed.type !== event.kind) {
-    return fail(ErrorCodes.VERIFY_KIND_MISMATCH, `Get order reports a ${confirmed.type}, the event is a ${event.kind}`, {
-      ...ids,
-      confirmedType: confirmed.type,
-    });
+    return fail(
+      ErrorCodes.VERIFY_KIND_MISMATCH,
+      `Get order reports a ${confirmed.type}, the event is a ${event.kind}`,
+      {
+        ...ids,
+        confirmedType: confirmed.type,
+      },
+    );
   }
   if (!isFinalState(event.kind, confirmed.state)) {
-    return fail(ErrorCodes.VERIFY_NOT_FINAL, `Get order reports state ${confirmed.state}, not final`, { ...ids, confirmedState: confirmed.state }, true);
+    return fail(
+      ErrorCodes.VERIFY_NOT_FINAL,
+      `Get order reports state ${confirmed.state}, not final`,
+      { ...ids, confirmedState: confirmed.state },
+      true,
+    );
   }
   if (event.kind === 'payout' && confirmed.state !== event.state) {
-    return fail(ErrorCodes.VERIFY_STATE_MISMATCH, `Get order reports state ${confirmed.state}, the callback ${event.state}`, {
-      ...ids,
-      confirmedState: confirmed.state,
-    });
+    return fail(
+      ErrorCodes.VERIFY_STATE_MISMATCH,
+      `Get order reports state ${confirmed.state}, the callback ${event.state}`,
+      {
+        ...ids,
+        confirmedState: confirmed.state,
+      },
+    );
   }
   if (confirmed.currency.toUpperCase() !== own.currency.toUpperCase()) {
-    return fail(ErrorCodes.VERIFY_CURRENCY_MISMATCH, `Get order reports ${confirmed.currency}, our order is in ${own.currency}`, {
-      ...ids,
-      confirmedCurrency: confirmed.currency,
-      ownCurrency: own.currency,
-    });
+    return fail(
+      ErrorCodes.VERIFY_CURRENCY_MISMATCH,
+      `Get order reports ${confirmed.currency}, our order is in ${own.currency}`,
+      {
+        ...ids,
+        confirmedCurrency: confirmed.currency,
+        ownCurrency: own.currency,
+      },
+    );
   }
   if (event.kind === 'payin' && !decimalEquals(confirmed.amount, event.fiatAmount)) {
-    return fail(ErrorCodes.VERIFY_AMOUNT_MISMATCH, `Get order reports ${confirmed.amount}, the callback ${event.fiatAmount}`, {
-      ...ids,
-      confirmedAmount: confirmed.amount,
-      callbackAmount: event.fiatAmount,
-    });
+    return fail(
+      ErrorCodes.VERIFY_AMOUNT_MISMATCH,
+      `Get order reports ${confirmed.amount}, the callback ${event.fiatAmount}`,
+      {
+        ...ids,
+        confirmedAmount: confirmed.amount,
+        callbackAmount: event.fiatAmount,
+      },
+    );
   }
   if (!decimalEquals(confirmed.amount, own.amount)) {
-    return fail(ErrorCodes.VERIFY_OWN_AMOUNT_MISMATCH, `confirmed amount ${confirmed.amount} differs from our order's ${own.amount}`, {
-      ...ids,
-      confirmedAmount: confirmed.amount,
-      ownAmount: own.amount,
-    });
+    return fail(
+      ErrorCodes.VERIFY_OWN_AMOUNT_MISMATCH,
+      `confirmed amount ${confirmed.amount} differs from our order's ${own.amount}`,
+      {
+        ...ids,
+        confirmedAmount: confirmed.amount,
+        ownAmount: own.amount,
+      },
+    );
   }
   return undefined;
 }
@@ -88,16 +120,24 @@ export function verifyConfirmation(event: CallbackJob, own: Order, confirmed: Pl
 export function checkOwnOrder(event: CallbackJob, own: Order): VerifyFailure | undefined {
   const ids = { orderNo: event.orderNo, merchantOrderNo: event.merchantOrderNo, state: event.state };
   if (own.kind !== event.kind) {
-    return fail(ErrorCodes.VERIFY_KIND_MISMATCH, `our order ${own.merchantOrderNo} is a ${own.kind}, the event a ${event.kind}`, {
-      ...ids,
-      ownKind: own.kind,
-    });
+    return fail(
+      ErrorCodes.VERIFY_KIND_MISMATCH,
+      `our order ${own.merchantOrderNo} is a ${own.kind}, the event a ${event.kind}`,
+      {
+        ...ids,
+        ownKind: own.kind,
+      },
+    );
   }
   if (own.platformOrderNo !== null && own.platformOrderNo !== event.orderNo) {
-    return fail(ErrorCodes.VERIFY_ORDER_NO_MISMATCH, `our order is platform order ${own.platformOrderNo}, the event ${event.orderNo}`, {
-      ...ids,
-      ownPlatformOrderNo: own.platformOrderNo,
-    });
+    return fail(
+      ErrorCodes.VERIFY_ORDER_NO_MISMATCH,
+      `our order is platform order ${own.platformOrderNo}, the event ${event.orderNo}`,
+      {
+        ...ids,
+        ownPlatformOrderNo: own.platformOrderNo,
+      },
+    );
   }
   return undefined;
 }
@@ -133,8 +173,10 @@ export interface AppliedContent {
 export function differencesFromApplied(event: CallbackJob, applied: AppliedContent): AppliedDifference[] {
   const out: AppliedDifference[] = [];
   if (event.kind !== applied.kind) out.push({ field: 'kind', callback: event.kind, applied: applied.kind });
-  if (event.merchantOrderNo !== applied.merchantOrderNo) out.push({ field: 'merchantOrderNo', callback: event.merchantOrderNo, applied: applied.merchantOrderNo });
-  if (applied.merchantNo !== undefined && event.merchantNo !== applied.merchantNo) out.push({ field: 'merchantNo', callback: event.merchantNo, applied: applied.merchantNo });
+  if (event.merchantOrderNo !== applied.merchantOrderNo)
+    out.push({ field: 'merchantOrderNo', callback: event.merchantOrderNo, applied: applied.merchantOrderNo });
+  if (applied.merchantNo !== undefined && event.merchantNo !== applied.merchantNo)
+    out.push({ field: 'merchantNo', callback: event.merchantNo, applied: applied.merchantNo });
   if (event.kind === 'payin') {
     if (applied.fiatAmount != null && !decimalEquals(event.fiatAmount, applied.fiatAmount)) {
       out.push({ field: 'fiatAmount', callback: event.fiatAmount, applied: applied.fiatAmount });

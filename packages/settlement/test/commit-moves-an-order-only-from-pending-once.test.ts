@@ -16,8 +16,18 @@ async function pendingPayin(amount = '10'): Promise<{ no: string; order: Order }
 }
 
 function payin(order: Order, platformOrderNo: string, state: number): CommitInput {
-  const event = callbackJobSchema.parse(payinEvent({ orderNo: platformOrderNo, merchantOrderNo: order.merchantOrderNo, fiatAmount: order.amount, state }));
-  const confirmed = { orderNo: platformOrderNo, merchantNo: MERCHANT_NO, merchantOrderNo: order.merchantOrderNo, type: 'payin' as const, state, amount: order.amount, currency: 'PHP' };
+  const event = callbackJobSchema.parse(
+    payinEvent({ orderNo: platformOrderNo, merchantOrderNo: order.merchantOrderNo, fiatAmount: order.amount, state }),
+  );
+  const confirmed = {
+    orderNo: platformOrderNo,
+    merchantNo: MERCHANT_NO,
+    merchantOrderNo: order.merchantOrderNo,
+    type: 'payin' as const,
+    state,
+    amount: order.amount,
+    currency: 'PHP',
+  };
   return { event, order, confirmed, target: 'credited' };
 }
 
@@ -34,9 +44,15 @@ async function stored(orderId: number) {
 describe('the guarded transition: an order moves out of pending once', () => {
   it('does not credit a pay-in credited through state 3 again for its state 6 (credited → credited refused)', async () => {
     const { order } = await pendingPayin('12.34');
-    expect(await commitEvent(env.db.db, payin(order, `P-${order.merchantOrderNo}`, 3))).toMatchObject({ status: 'applied', outcome: 'credited' });
+    expect(await commitEvent(env.db.db, payin(order, `P-${order.merchantOrderNo}`, 3))).toMatchObject({
+      status: 'applied',
+      outcome: 'credited',
+    });
     // Another pair (OrderNo, 6): the receipt's unique key does not stop it; the guard must.
-    expect(await commitEvent(env.db.db, payin(order, `P-${order.merchantOrderNo}`, 6))).toEqual({ status: 'duplicate', reason: 'already-final' });
+    expect(await commitEvent(env.db.db, payin(order, `P-${order.merchantOrderNo}`, 6))).toEqual({
+      status: 'duplicate',
+      reason: 'already-final',
+    });
     const s = await stored(order.id);
     expect(s.order).toEqual({ status: 'credited', platform_order_no: `P-${order.merchantOrderNo}` });
     expect(s.ledger).toEqual([{ entry_type: 'payin_credit', amount: '12.34' }]);
@@ -47,7 +63,9 @@ describe('the guarded transition: an order moves out of pending once', () => {
   it('credits once when the 3 and the 6 of one pay-in commit at the same time, in two transactions', async () => {
     for (let i = 0; i < 10; i++) {
       const { order } = await pendingPayin();
-      const results = await Promise.all([3, 6].map((state) => commitEvent(env.db.db, payin(order, `P-${order.merchantOrderNo}`, state))));
+      const results = await Promise.all(
+        [3, 6].map((state) => commitEvent(env.db.db, payin(order, `P-${order.merchantOrderNo}`, state))),
+      );
       expect(results.map((r) => r.status).sort()).toEqual(['applied', 'duplicate']);
       const s = await stored(order.id);
       expect(s.ledger).toHaveLength(1);

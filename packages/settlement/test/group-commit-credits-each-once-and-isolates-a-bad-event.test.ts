@@ -10,8 +10,18 @@ async function payin(amount = '10'): Promise<CommitInput> {
   const no = `PI-${uid()}`;
   await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount });
   const order = (await findOrder(env.db.db, no))!;
-  const event: CallbackJob = callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: amount }));
-  const confirmed = { orderNo: `P${no}`, merchantNo: MERCHANT_NO, merchantOrderNo: no, type: 'payin' as const, state: 6, amount, currency: 'PHP' };
+  const event: CallbackJob = callbackJobSchema.parse(
+    payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: amount }),
+  );
+  const confirmed = {
+    orderNo: `P${no}`,
+    merchantNo: MERCHANT_NO,
+    merchantOrderNo: no,
+    type: 'payin' as const,
+    state: 6,
+    amount,
+    currency: 'PHP',
+  };
   return { event, order, confirmed, target: 'credited' };
 }
 
@@ -23,9 +33,17 @@ async function stored(inputs: readonly CommitInput[]) {
     'SELECT order_no, xmin::text FROM callback_receipts WHERE order_no = ANY($1)',
     [orderNos],
   );
-  const { rows: ledger } = await env.db.pool.query<{ order_id: string }>('SELECT order_id FROM ledger_entries WHERE order_id = ANY($1)', [ids]);
-  const { rows: events } = await env.db.pool.query<{ order_id: string }>('SELECT order_id FROM order_events WHERE order_id = ANY($1)', [ids]);
-  const { rows: orders } = await env.db.pool.query<{ status: string }>('SELECT status FROM orders WHERE id = ANY($1)', [ids]);
+  const { rows: ledger } = await env.db.pool.query<{ order_id: string }>(
+    'SELECT order_id FROM ledger_entries WHERE order_id = ANY($1)',
+    [ids],
+  );
+  const { rows: events } = await env.db.pool.query<{ order_id: string }>(
+    'SELECT order_id FROM order_events WHERE order_id = ANY($1)',
+    [ids],
+  );
+  const { rows: orders } = await env.db.pool.query<{ status: string }>('SELECT status FROM orders WHERE id = ANY($1)', [
+    ids,
+  ]);
   return { receipts, ledger, events, orders, transactions: new Set(receipts.map((r) => r.xmin)).size };
 }
 
@@ -71,8 +89,17 @@ describe('group commit', () => {
     const no = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '5' });
     const order = (await findOrder(env.db.db, no))!;
-    const confirmed = (state: number) => ({ orderNo: `P${no}`, merchantNo: MERCHANT_NO, merchantOrderNo: no, type: 'payout' as const, state, amount: '5', currency: 'PHP' });
-    const ev = (state: number) => callbackJobSchema.parse(payoutEvent({ orderNo: `P${no}`, merchantOrderNo: no, state }));
+    const confirmed = (state: number) => ({
+      orderNo: `P${no}`,
+      merchantNo: MERCHANT_NO,
+      merchantOrderNo: no,
+      type: 'payout' as const,
+      state,
+      amount: '5',
+      currency: 'PHP',
+    });
+    const ev = (state: number) =>
+      callbackJobSchema.parse(payoutEvent({ orderNo: `P${no}`, merchantOrderNo: no, state }));
     const other = await payin();
     // 4 (succeeded) and 5 (refused) of the same order in one batch: the first moves it, the second conflicts.
     const results = values(

@@ -16,7 +16,15 @@ async function payins(n: number): Promise<CommitInput[]> {
       return {
         event: callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '8' })),
         order,
-        confirmed: { orderNo: `P${no}`, merchantNo: MERCHANT_NO, merchantOrderNo: no, type: 'payin' as const, state: 6, amount: '8', currency: 'PHP' },
+        confirmed: {
+          orderNo: `P${no}`,
+          merchantNo: MERCHANT_NO,
+          merchantOrderNo: no,
+          type: 'payin' as const,
+          state: 6,
+          amount: '8',
+          currency: 'PHP',
+        },
         target: 'credited' as const,
       };
     }),
@@ -26,8 +34,14 @@ async function payins(n: number): Promise<CommitInput[]> {
 /** Ledger entries and receipts of the inputs' orders, and how many transactions wrote the receipts. */
 async function stored(inputs: readonly CommitInput[]) {
   const ids = inputs.map((x) => x.order.id);
-  const { rows: ledger } = await env.db.pool.query<{ order_id: string }>('SELECT order_id FROM ledger_entries WHERE order_id = ANY($1)', [ids]);
-  const { rows: receipts } = await env.db.pool.query<{ xmin: string }>('SELECT xmin::text FROM callback_receipts WHERE order_id = ANY($1)', [ids]);
+  const { rows: ledger } = await env.db.pool.query<{ order_id: string }>(
+    'SELECT order_id FROM ledger_entries WHERE order_id = ANY($1)',
+    [ids],
+  );
+  const { rows: receipts } = await env.db.pool.query<{ xmin: string }>(
+    'SELECT xmin::text FROM callback_receipts WHERE order_id = ANY($1)',
+    [ids],
+  );
   return { ledger: ledger.length, receipts: receipts.length, transactions: new Set(receipts.map((r) => r.xmin)).size };
 }
 

@@ -30,13 +30,25 @@ async function payin(): Promise<CommitInput> {
   await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '10' });
   const order = (await findOrder(env.db.db, no))!;
   const event = callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '10' }));
-  const confirmed = { orderNo: `P${no}`, merchantNo: MERCHANT_NO, merchantOrderNo: no, type: 'payin' as const, state: 6, amount: '10', currency: 'PHP' };
+  const confirmed = {
+    orderNo: `P${no}`,
+    merchantNo: MERCHANT_NO,
+    merchantOrderNo: no,
+    type: 'payin' as const,
+    state: 6,
+    amount: '10',
+    currency: 'PHP',
+  };
   return { event, order, confirmed, target: 'credited' };
 }
 
 const backendPid = async () => (await db.pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
 const credits = async (input: CommitInput) =>
-  (await env.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_entries WHERE order_id = $1', [input.order.id])).rows[0]!.n;
+  (
+    await env.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_entries WHERE order_id = $1', [
+      input.order.id,
+    ])
+  ).rows[0]!.n;
 
 describe('a read-only database', () => {
   it('fails the commit transiently (25006), closes that connection, and the next attempt commits on a new one', async () => {

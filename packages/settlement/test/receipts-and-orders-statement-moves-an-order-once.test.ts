@@ -17,9 +17,10 @@ async function runStatement(inputs: readonly CommitInput[]) {
       'SELECT id, status, platform_order_no FROM orders WHERE id = ANY($1)',
       [inputs.map((x) => x.order.id)],
     );
-    const { rows: receipts } = await client.query<{ id: string; state: number }>('SELECT id, state FROM callback_receipts WHERE order_no = ANY($1) ORDER BY state', [
-      inputs.map((x) => x.event.orderNo),
-    ]);
+    const { rows: receipts } = await client.query<{ id: string; state: number }>(
+      'SELECT id, state FROM callback_receipts WHERE order_no = ANY($1) ORDER BY state',
+      [inputs.map((x) => x.event.orderNo)],
+    );
     return { rows, orders, receipts };
   } finally {
     await client.query('ROLLBACK');
@@ -34,7 +35,15 @@ async function payout() {
   return (state: 4 | 5): CommitInput => ({
     event: callbackJobSchema.parse(payoutEvent({ orderNo: `P${no}`, merchantOrderNo: no, state })),
     order,
-    confirmed: { orderNo: `P${no}`, merchantNo: MERCHANT_NO, merchantOrderNo: no, type: 'payout', state, amount: '5', currency: 'PHP' },
+    confirmed: {
+      orderNo: `P${no}`,
+      merchantNo: MERCHANT_NO,
+      merchantOrderNo: no,
+      type: 'payout',
+      state,
+      amount: '5',
+      currency: 'PHP',
+    },
     target: state === 4 ? 'succeeded' : 'refused',
   });
 }
@@ -46,7 +55,15 @@ async function payin() {
   return (state: 3 | 6, jobId?: string): CommitInput => ({
     event: callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '10', state })),
     order,
-    confirmed: { orderNo: `P${no}`, merchantNo: MERCHANT_NO, merchantOrderNo: no, type: 'payin', state, amount: '10', currency: 'PHP' },
+    confirmed: {
+      orderNo: `P${no}`,
+      merchantNo: MERCHANT_NO,
+      merchantOrderNo: no,
+      type: 'payin',
+      state,
+      amount: '10',
+      currency: 'PHP',
+    },
     target: 'credited',
     jobId,
   });
@@ -97,9 +114,13 @@ describe('the group commit, given one order twice in one call', () => {
     const ev = await payout();
     const results = await commitEvents(env.db.db, [ev(4), ev(5), ev(5)]);
     expect(results.map((r) => r.ok && r.value.status)).toEqual(['applied', 'conflict', 'conflict']);
-    const { rows: ledger } = await env.db.pool.query('SELECT entry_type FROM ledger_entries WHERE order_id = $1', [ev(4).order.id]);
+    const { rows: ledger } = await env.db.pool.query('SELECT entry_type FROM ledger_entries WHERE order_id = $1', [
+      ev(4).order.id,
+    ]);
     expect(ledger).toEqual([]);
-    const { rows: receipts } = await env.db.pool.query('SELECT state FROM callback_receipts WHERE order_no = $1', [ev(4).event.orderNo]);
+    const { rows: receipts } = await env.db.pool.query('SELECT state FROM callback_receipts WHERE order_no = $1', [
+      ev(4).event.orderNo,
+    ]);
     expect(receipts).toEqual([{ state: 4 }]);
   });
 });

@@ -25,7 +25,8 @@ describe('the retry window CALLBACK_JOB_ATTEMPTS gives', () => {
     for (const attempts of [10, 20, 60]) {
       const random = seeded(attempts);
       let total = 0;
-      for (let job = 0; job < 2000; job++) for (let made = 1; made < attempts; made++) total += callbackBackoffDelay(made, { random });
+      for (let job = 0; job < 2000; job++)
+        for (let made = 1; made < attempts; made++) total += callbackBackoffDelay(made, { random });
       const mean = total / 2000;
       const { expectedMs, maxMs } = callbackRetryWindow(attempts);
       expect(Math.abs(mean - expectedMs) / expectedMs).toBeLessThan(0.01);

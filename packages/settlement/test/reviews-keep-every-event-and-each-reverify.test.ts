@@ -3,7 +3,17 @@ import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { callbackJobSchema, type CallbackJobInput } from '@mcb/core/queue';
 import { applyEvent, reverifyReview, type ApplyDeps } from '@mcb/settlement';
-import { createOrder, MERCHANT_NO, payinEvent, payoutEvent, platformOrder, startFakePlatform, uid, useTestEnv, type FakePlatform } from '@mcb/testkit';
+import {
+  createOrder,
+  MERCHANT_NO,
+  payinEvent,
+  payoutEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  useTestEnv,
+  type FakePlatform,
+} from '@mcb/testkit';
 import { asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -27,8 +37,16 @@ const apply = (event: CallbackJobInput) => applyEvent(callbackJobSchema.parse(ev
 async function reviewOf(merchantOrderNo: string) {
   const [review] = await env.db.db.select().from(reviews).where(eq(reviews.merchantOrderNo, merchantOrderNo));
   if (!review) throw new Error(`no review for ${merchantOrderNo}`);
-  const events = await env.db.db.select().from(reviewOccurrences).where(eq(reviewOccurrences.reviewId, review.id)).orderBy(asc(reviewOccurrences.id));
-  const attempts = await env.db.db.select().from(reviewAttempts).where(eq(reviewAttempts.reviewId, review.id)).orderBy(asc(reviewAttempts.id));
+  const events = await env.db.db
+    .select()
+    .from(reviewOccurrences)
+    .where(eq(reviewOccurrences.reviewId, review.id))
+    .orderBy(asc(reviewOccurrences.id));
+  const attempts = await env.db.db
+    .select()
+    .from(reviewAttempts)
+    .where(eq(reviewAttempts.reviewId, review.id))
+    .orderBy(asc(reviewAttempts.id));
   return { review, events, attempts };
 }
 
@@ -44,7 +62,9 @@ async function ledgerCount(merchantOrderNo: string): Promise<number> {
 async function confirmedPayin() {
   const no = `PI-${uid()}`;
   await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100.00' });
-  platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100.00' }));
+  platform.setOrder(
+    platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100.00' }),
+  );
   const event = (fiatAmount: string) => payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount });
   return { no, event };
 }
@@ -56,20 +76,34 @@ describe('when the genuine pair commits', () => {
     expect(await apply(event('100.00'))).toMatchObject({ status: 'applied', outcome: 'credited' });
     const { review, attempts } = await reviewOf(no);
     expect(review).toMatchObject({ status: 'open', reasonCode: 'VERIFY_AMOUNT_MISMATCH', closedAt: null, note: null });
-    expect(attempts).toEqual([expect.objectContaining({ source: 'callback', outcome: 'kept-open', reason: expect.stringMatching(/never applied/) })]);
+    expect(attempts).toEqual([
+      expect.objectContaining({
+        source: 'callback',
+        outcome: 'kept-open',
+        reason: expect.stringMatching(/never applied/),
+      }),
+    ]);
     expect(await ledgerCount(no)).toBe(1);
   });
 
   it('resolves a review whose event it confirms (reviewed as not final, now applied)', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '40' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 1, amountJson: '40' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 1, amountJson: '40' }),
+    );
     const event = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '40' });
     expect(await apply(event)).toMatchObject({ status: 'review', code: 'VERIFY_NOT_FINAL' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '40' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '40' }),
+    );
     expect(await apply({ ...event, receivedAt: new Date().toISOString() })).toMatchObject({ status: 'applied' });
     const { review, attempts } = await reviewOf(no);
-    expect(review).toMatchObject({ status: 'resolved', reasonCode: 'VERIFY_NOT_FINAL', note: 'applied after re-verification' });
+    expect(review).toMatchObject({
+      status: 'resolved',
+      reasonCode: 'VERIFY_NOT_FINAL',
+      note: 'applied after re-verification',
+    });
     expect(attempts).toEqual([expect.objectContaining({ outcome: 'applied', source: 'callback' })]);
   });
 });
@@ -82,7 +116,11 @@ describe('an open review of a pair', () => {
     await apply({ ...first, receivedAt: new Date(Date.now() + 1000).toISOString() }); // the same event, later
     await apply(event('2.00'));
     const { review, events } = await reviewOf(no);
-    expect(review).toMatchObject({ occurrences: 3, reasonCode: 'VERIFY_AMOUNT_MISMATCH', reason: expect.stringMatching(/the callback 1\.00$/) });
+    expect(review).toMatchObject({
+      occurrences: 3,
+      reasonCode: 'VERIFY_AMOUNT_MISMATCH',
+      reason: expect.stringMatching(/the callback 1\.00$/),
+    });
     expect(review.event).toMatchObject({ fiatAmount: '1.00' });
     expect(events.map((e) => [e.event.fiatAmount, e.seen])).toEqual([
       ['1.00', 2],
@@ -97,16 +135,22 @@ describe('re-verifying a review', () => {
   it('adds an attempt and keeps the original finding when Get order now refuses (a forged refund claim)', async () => {
     const no = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '30' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payout', state: 4, amountJson: '30' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payout', state: 4, amountJson: '30' }),
+    );
     // 1. A forged refusal (state 5) of a payout Get order reports succeeded (4).
-    expect(await apply(payoutEvent({ orderNo: `P${no}`, merchantOrderNo: no, state: 5 }))).toMatchObject({ code: 'VERIFY_STATE_MISMATCH' });
+    expect(await apply(payoutEvent({ orderNo: `P${no}`, merchantOrderNo: no, state: 5 }))).toMatchObject({
+      code: 'VERIFY_STATE_MISMATCH',
+    });
     const { review } = await reviewOf(no);
     // 2. Get order now refuses to answer (40404): the re-verify is an attempt, the finding stays.
     platform.refuse(no, 40404, 'order not found');
     expect(await reverifyReview(deps, review.id)).toMatchObject({ status: 'review', code: 'PLATFORM_ERROR_CODE' });
     const after = await reviewOf(no);
     expect(after.review).toMatchObject({ status: 'open', reasonCode: 'VERIFY_STATE_MISMATCH', occurrences: 1 });
-    expect(after.attempts).toEqual([expect.objectContaining({ source: 'review', outcome: 'unconfirmed', reasonCode: 'PLATFORM_ERROR_CODE' })]);
+    expect(after.attempts).toEqual([
+      expect.objectContaining({ source: 'review', outcome: 'unconfirmed', reasonCode: 'PLATFORM_ERROR_CODE' }),
+    ]);
   });
 
   it('never closes a forged review as applied once the genuine pair is applied: it stays open with the attempt', async () => {
@@ -127,14 +171,18 @@ describe('re-verifying a review', () => {
   it('applies the genuine event of a review holding a forged one too, and still leaves the review open', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100.00' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 1, amountJson: '100.00' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 1, amountJson: '100.00' }),
+    );
     // 1. A forged amount, then the genuine event while Get order is not final yet: one review, two events.
     await apply(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '9999.01' }));
     await apply(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '100.00' }));
     const { review, events } = await reviewOf(no);
     expect(events).toHaveLength(2);
     // 2. Final now: the re-verify applies the event Get order confirms (the second), not the forged first.
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100.00' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '100.00' }),
+    );
     expect(await reverifyReview(deps, review.id)).toMatchObject({ status: 'applied', outcome: 'credited' });
     const after = await reviewOf(no);
     expect(after.review.status).toBe('open');
@@ -145,13 +193,17 @@ describe('re-verifying a review', () => {
   it('resolves as already applied a review whose every event Get order confirms', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '12' });
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 1, amountJson: '12' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 1, amountJson: '12' }),
+    );
     const event = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '12' });
     await apply(event);
     const { review } = await reviewOf(no);
     // The pair is applied by another path that does not touch this review (closing it is left to the re-verify).
     await env.db.pool.query(`UPDATE reviews SET status = 'dismissed' WHERE id = $1`, [review.id]);
-    platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '12' }));
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '12' }),
+    );
     expect(await apply({ ...event, receivedAt: new Date().toISOString() })).toMatchObject({ status: 'applied' });
     await env.db.pool.query(`UPDATE reviews SET status = 'open' WHERE id = $1`, [review.id]);
     expect(await reverifyReview(deps, review.id)).toMatchObject({ status: 'duplicate' });

@@ -30,7 +30,13 @@ export async function createOrder(
   return row!.id;
 }
 
-export function payinEvent(o: { orderNo: string; merchantOrderNo: string; fiatAmount: string; state?: number; receivedAt?: string }): CallbackJobInput {
+export function payinEvent(o: {
+  orderNo: string;
+  merchantOrderNo: string;
+  fiatAmount: string;
+  state?: number;
+  receivedAt?: string;
+}): CallbackJobInput {
   return {
     kind: 'payin',
     orderNo: o.orderNo,
@@ -45,7 +51,12 @@ export function payinEvent(o: { orderNo: string; merchantOrderNo: string; fiatAm
   };
 }
 
-export function payoutEvent(o: { orderNo: string; merchantOrderNo: string; state: number; receivedAt?: string }): CallbackJobInput {
+export function payoutEvent(o: {
+  orderNo: string;
+  merchantOrderNo: string;
+  state: number;
+  receivedAt?: string;
+}): CallbackJobInput {
   return {
     kind: 'payout',
     orderNo: o.orderNo,
@@ -58,6 +69,8 @@ export function payoutEvent(o: { orderNo: string; merchantOrderNo: string; state
   };
 }
 
-export function platformOrder(o: Partial<FakeOrder> & Pick<FakeOrder, 'orderNo' | 'merchantOrderNo' | 'type' | 'state' | 'amountJson'>): FakeOrder {
+export function platformOrder(
+  o: Partial<FakeOrder> & Pick<FakeOrder, 'orderNo' | 'merchantOrderNo' | 'type' | 'state' | 'amountJson'>,
+): FakeOrder {
   return { merchantNo: MERCHANT_NO, currency: 'PHP', ...o };
 }

@@ -41,7 +41,15 @@ async function startContainers(): Promise<{ services: TestServices; stop: () => 
       .withWaitStrategy(tc.Wait.forLogMessage(/database system is ready to accept connections/, 2))
       .start();
     const rc = await new tc.GenericContainer('redis:7-alpine')
-      .withCommand(['redis-server', '--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'])
+      .withCommand([
+        'redis-server',
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--maxmemory-policy',
+        'noeviction',
+      ])
       .withExposedPorts(6379)
       .start();
     return {
@@ -63,10 +71,19 @@ const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
 /** Own Postgres and/or Redis in `.data/own-services/test/` (the other one, if any, is the local default). */
 async function startOwn(plan: OwnServicesPlan): Promise<{ services: TestServices; stop: () => Promise<void> }> {
-  const own = await startOwnServices({ plan, folder: ownServicesFolder(ROOT, 'test', process.env), command: 'test', durable: false });
+  const own = await startOwnServices({
+    plan,
+    folder: ownServicesFolder(ROOT, 'test', process.env),
+    command: 'test',
+    durable: false,
+  });
   console.log(own.line);
   return {
-    services: { databaseUrl: own.databaseUrl ?? LOCAL_DATABASE_URL, redisUrl: own.redisUrl ?? LOCAL_REDIS_URL, source: 'own' },
+    services: {
+      databaseUrl: own.databaseUrl ?? LOCAL_DATABASE_URL,
+      redisUrl: own.redisUrl ?? LOCAL_REDIS_URL,
+      source: 'own',
+    },
     stop: () => own.stop(),
   };
 }
@@ -80,7 +97,12 @@ async function startOwn(plan: OwnServicesPlan): Promise<{ services: TestServices
  */
 async function resolveServices(): Promise<{ services: TestServices; stop: () => Promise<void> }> {
   const mode = ownServicesSwitch(process.env);
-  if (mode === 'always') return startOwn({ postgres: true, redis: true, reason: `MCB_OWN_SERVICES=${process.env.MCB_OWN_SERVICES?.trim()}` });
+  if (mode === 'always')
+    return startOwn({
+      postgres: true,
+      redis: true,
+      reason: `MCB_OWN_SERVICES=${process.env.MCB_OWN_SERVICES?.trim()}`,
+    });
   const envDb = process.env.DATABASE_URL;
   const envRedis = process.env.REDIS_URL;
   const databaseUrl = envDb ?? LOCAL_DATABASE_URL;
@@ -90,7 +112,10 @@ async function resolveServices(): Promise<{ services: TestServices; stop: () => 
     return { services: { databaseUrl, redisUrl, source: envDb || envRedis ? 'env' : 'local' }, stop: async () => {} };
   }
   if (envDb || envRedis) {
-    const down = [!dbUp && `DATABASE_URL (${new URL(databaseUrl).host})`, !redisUp && `REDIS_URL (${new URL(redisUrl).host})`]
+    const down = [
+      !dbUp && `DATABASE_URL (${new URL(databaseUrl).host})`,
+      !redisUp && `REDIS_URL (${new URL(redisUrl).host})`,
+    ]
       .filter(Boolean)
       .join(' and ');
     throw new Error(`${down} not reachable.\n${HOW_TO_START}`);
@@ -101,7 +126,10 @@ async function resolveServices(): Promise<{ services: TestServices; stop: () => 
   try {
     return await startContainers();
   } catch (e) {
-    const own = mode === 'never' ? 'MCB_OWN_SERVICES=0 forbids starting own servers' : `this machine has no ${missing.join(' and ')} to start its own`;
+    const own =
+      mode === 'never'
+        ? 'MCB_OWN_SERVICES=0 forbids starting own servers'
+        : `this machine has no ${missing.join(' and ')} to start its own`;
     throw new Error(`${plan.reason}; ${own}, and ${(e as Error).message}\n${INSTALL_SERVICES}`);
   }
 }

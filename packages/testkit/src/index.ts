@@ -7,15 +7,35 @@ import type { TestServices } from './services.ts';
 
 export { canConnect, HOW_TO_START, type TestServices } from './services.ts';
 export { waitFor, type WaitForOptions } from './wait-for.ts';
-export { DURABLE_REDIS_ARGS, redisServerPath, startOwnRedis, type OwnRedis, type OwnRedisOptions } from './own-redis.ts';
-export { canDieWithParent, chownToServerUser, commandAs, commandOf, findExecutable, isRoot, serverUser } from './run-as.ts';
+export {
+  DURABLE_REDIS_ARGS,
+  redisServerPath,
+  startOwnRedis,
+  type OwnRedis,
+  type OwnRedisOptions,
+} from './own-redis.ts';
+export {
+  canDieWithParent,
+  chownToServerUser,
+  commandAs,
+  commandOf,
+  findExecutable,
+  isRoot,
+  serverUser,
+} from './run-as.ts';
 export { findPostgresBinaries, type PostgresBinaries } from './postgres-binaries.ts';
 export { freePort } from './free-port.ts';
 export { listeningAddresses } from './listening.ts';
 export { killQuietly, onProcessExit, stopChild } from './cleanup.ts';
 export { lineSink } from './line-sink.ts';
 export { createOrder, MERCHANT_NO, payinEvent, payoutEvent, platformOrder, uid } from './fixtures.ts';
-export { startFakePlatform, type CatalogMode, type FakeOrder, type FakePlatform, type FakePlatformOptions } from './platform-double.ts';
+export {
+  startFakePlatform,
+  type CatalogMode,
+  type FakeOrder,
+  type FakePlatform,
+  type FakePlatformOptions,
+} from './platform-double.ts';
 
 /** The run's services, as the global setup found them. */
 export function testServices(): TestServices {
@@ -117,4 +137,11 @@ export function useTestEnv(): TestEnv {
 export { startOwnSentinel, type OwnSentinelOptions, type OwnSentinelSetup } from './own-sentinel.ts';
 export { startOwnCluster, type OwnCluster } from './own-cluster.ts';
 export { hasPgBouncer, startOwnPgBouncer, type OwnPgBouncer } from './own-pgbouncer.ts';
-export { encodeResp, startRespProxy, type CommandAction, type CommandHook, type RespProxy, type RespValue } from './resp-proxy.ts';
+export {
+  encodeResp,
+  startRespProxy,
+  type CommandAction,
+  type CommandHook,
+  type RespProxy,
+  type RespValue,
+} from './resp-proxy.ts';

@@ -7,7 +7,10 @@ import { readFileSync } from 'node:fs';
 export function listeningAddresses(port: number): string[] {
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
   const out: string[] = [];
-  for (const [file, v6] of [['/proc/net/tcp', false], ['/proc/net/tcp6', true]] as const) {
+  for (const [file, v6] of [
+    ['/proc/net/tcp', false],
+    ['/proc/net/tcp6', true],
+  ] as const) {
     let text = '';
     try {
       text = readFileSync(file, 'utf8');

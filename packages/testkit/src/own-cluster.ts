@@ -46,15 +46,36 @@ export async function startOwnCluster(masters = 3): Promise<OwnCluster> {
         spawn(
           '/usr/bin/redis-server',
           [
-            '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
-            '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000',
-            '--appenddirname', `aof-${port}`, '--appendfilename', `appendonly-${port}.aof`,
+            '--port',
+            String(port),
+            '--bind',
+            '127.0.0.1',
+            '--dir',
+            dir,
+            '--save',
+            '',
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            `nodes-${port}.conf`,
+            '--cluster-node-timeout',
+            '2000',
+            '--appenddirname',
+            `aof-${port}`,
+            '--appendfilename',
+            `appendonly-${port}.aof`,
             ...DURABLE_REDIS_ARGS,
           ],
           { stdio: 'ignore' },
         ),
       );
-      const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 100 });
+      const admin = new Redis({
+        port,
+        host: '127.0.0.1',
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => 100,
+      });
       admin.on('error', () => {});
       admins.push(admin);
     }
@@ -67,12 +88,18 @@ export async function startOwnCluster(masters = 3): Promise<OwnCluster> {
       { timeoutMs: 15_000, intervalMs: 50, message: 'the cluster nodes did not start' },
     );
     const per = Math.ceil(SLOTS / masters);
-    await Promise.all(admins.map((a, i) => a.call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(SLOTS, (i + 1) * per) - 1))));
+    await Promise.all(
+      admins.map((a, i) =>
+        a.call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(SLOTS, (i + 1) * per) - 1)),
+      ),
+    );
     for (const port of ports.slice(1)) await admins[0]!.call('CLUSTER', 'MEET', '127.0.0.1', String(port));
     await waitFor(
       async () => {
         const infos = await Promise.all(admins.map((a) => a.call('CLUSTER', 'INFO') as Promise<string>));
-        return infos.every((info) => /cluster_state:ok/.test(info) && new RegExp(`cluster_known_nodes:${masters}\\b`).test(info));
+        return infos.every(
+          (info) => /cluster_state:ok/.test(info) && new RegExp(`cluster_known_nodes:${masters}\\b`).test(info),
+        );
       },
       { timeoutMs: 30_000, intervalMs: 100, message: 'the cluster did not reach cluster_state:ok' },
     );

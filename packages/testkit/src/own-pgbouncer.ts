@@ -40,7 +40,10 @@ const PGBOUNCER = existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : 'p
 /** Whether this machine has PgBouncer (`apt-get install pgbouncer`; .ci/run installs it). */
 export const hasPgBouncer = (): boolean => spawnSync(PGBOUNCER, ['--version'], { encoding: 'utf8' }).status === 0;
 
-export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize?: number } = {}): Promise<OwnPgBouncer> {
+export async function startOwnPgBouncer(
+  databaseUrl: string,
+  options: { poolSize?: number } = {},
+): Promise<OwnPgBouncer> {
   const target = new URL(databaseUrl);
   const user = decodeURIComponent(target.username || 'postgres');
   const port = await freePort();
@@ -77,7 +80,9 @@ export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize
   // PgBouncer refuses to run as root: as root (CI machines), it is told to switch to the postgres user, which must
   // then be able to read its files.
   const asRoot = process.getuid?.() === 0;
-  if (asRoot) for (const f of [dir, join(dir, 'userlist.txt'), join(dir, 'pgbouncer.ini')]) chmodSync(f, f === dir ? 0o755 : 0o644);
+  if (asRoot)
+    for (const f of [dir, join(dir, 'userlist.txt'), join(dir, 'pgbouncer.ini')])
+      chmodSync(f, f === dir ? 0o755 : 0o644);
   let child: ChildProcess | undefined;
   const launch = async () => {
     child = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
@@ -97,7 +102,7 @@ export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize
   });
   await launch();
   /** A SHOW command on PgBouncer's admin console (simple protocol only). */
-  const admin = async <T,>(command: string): Promise<T[]> => {
+  const admin = async <T>(command: string): Promise<T[]> => {
     const client = new pg.Client({ host: '127.0.0.1', port, user, database: 'pgbouncer' });
     await client.connect();
     try {
@@ -106,7 +111,7 @@ export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize
       await client.end();
     }
   };
-  const show = <T,>(what: string): Promise<T[]> => admin<T>(`SHOW ${what}`);
+  const show = <T>(what: string): Promise<T[]> => admin<T>(`SHOW ${what}`);
   return {
     port,
     urlFor(url) {
@@ -126,7 +131,10 @@ export async function startOwnPgBouncer(databaseUrl: string, options: { poolSize
     async connections(database) {
       const rows = (await show<Record<string, string>>('POOLS')).filter((r) => r.database === database);
       const sum = (...cols: string[]) => rows.reduce((n, r) => n + cols.reduce((m, c) => m + Number(r[c] ?? 0), 0), 0);
-      return { clients: sum('cl_active', 'cl_waiting'), servers: sum('sv_active', 'sv_idle', 'sv_used', 'sv_tested', 'sv_login') };
+      return {
+        clients: sum('cl_active', 'cl_waiting'),
+        servers: sum('sv_active', 'sv_idle', 'sv_used', 'sv_tested', 'sv_login'),
+      };
     },
     async restart() {
       await stopChild(child, 'SIGTERM');

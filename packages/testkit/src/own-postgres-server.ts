@@ -65,12 +65,23 @@ async function ensureCluster(opts: PostgresServerOptions, data: string): Promise
     if (made === opts.binaries.major) return;
     throw new Error(
       `${data} holds a Postgres ${made} cluster and this machine's server is Postgres ${opts.binaries.major} (${opts.binaries.dir}): ` +
-        'delete that folder (its databases go with it) or set PG_BIN_DIR to a Postgres ' + made + ' bin folder',
+        'delete that folder (its databases go with it) or set PG_BIN_DIR to a Postgres ' +
+        made +
+        ' bin folder',
     );
   }
   rmSync(data, { recursive: true, force: true }); // a half-made cluster of a run interrupted during initdb
   const [file, argv] = commandAs(join(opts.binaries.dir, 'initdb'), [
-    '-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-locale', '--no-instructions',
+    '-D',
+    data,
+    '-A',
+    'trust',
+    '-U',
+    'postgres',
+    '-E',
+    'UTF8',
+    '--no-locale',
+    '--no-instructions',
     ...(opts.durable ? [] : ['--no-sync']),
   ]);
   try {
@@ -139,9 +150,12 @@ export async function startPostgresServer(opts: PostgresServerOptions): Promise<
 
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const exited = new Promise<never>((_, reject) => {
-    const tail = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n').slice(-5).join('\n') : '');
+    const tail = () =>
+      existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n').slice(-5).join('\n') : '';
     child.once('error', (e) => reject(new Error(`postgres could not start (${e.message})`)));
-    child.once('exit', (code, signal) => reject(new Error(`postgres exited (${code ?? signal}) before it answered; last lines of ${logFile}:\n${tail()}`)));
+    child.once('exit', (code, signal) =>
+      reject(new Error(`postgres exited (${code ?? signal}) before it answered; last lines of ${logFile}:\n${tail()}`)),
+    );
   });
   exited.catch(() => {});
   try {
@@ -159,7 +173,11 @@ export async function startPostgresServer(opts: PostgresServerOptions): Promise<
             await client.end().catch(() => {});
           }
         },
-        { timeoutMs: 60_000, intervalMs: 100, message: `postgres on ${port} did not accept connections (see ${logFile})` },
+        {
+          timeoutMs: 60_000,
+          intervalMs: 100,
+          message: `postgres on ${port} did not accept connections (see ${logFile})`,
+        },
       ),
     ]);
   } catch (e) {

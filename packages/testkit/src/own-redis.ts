@@ -13,7 +13,14 @@ import { freePort } from './free-port.ts';
 import { commandAs, findExecutable } from './run-as.ts';
 
 /** Durable settings ingest accepts: every acknowledged write is fsynced before the reply, nothing is evicted. */
-export const DURABLE_REDIS_ARGS = ['--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'];
+export const DURABLE_REDIS_ARGS = [
+  '--appendonly',
+  'yes',
+  '--appendfsync',
+  'always',
+  '--maxmemory-policy',
+  'noeviction',
+];
 
 /** `redis-server` on PATH (Debian's /usr/bin, Homebrew's), or undefined when the machine has none. */
 export const redisServerPath = (): string | undefined => findExecutable('redis-server');
@@ -45,7 +52,10 @@ export interface OwnRedisOptions {
   dieWithParent?: boolean;
 }
 
-export async function startOwnRedis(args: string[] = DURABLE_REDIS_ARGS, options: OwnRedisOptions = {}): Promise<OwnRedis> {
+export async function startOwnRedis(
+  args: string[] = DURABLE_REDIS_ARGS,
+  options: OwnRedisOptions = {},
+): Promise<OwnRedis> {
   const binary = redisServerPath() ?? '/usr/bin/redis-server';
   const port = await freePort();
   const ownDir = options.dir === undefined;
@@ -70,7 +80,9 @@ export async function startOwnRedis(args: string[] = DURABLE_REDIS_ARGS, options
 
   const start = async () => {
     // Redis may run as root: only the parent-death tie is asked of setpriv.
-    const [file, fileArgs] = options.dieWithParent ? commandAs(binary, argv, { dieWithParent: 'TERM', keepUser: true }) : [binary, argv];
+    const [file, fileArgs] = options.dieWithParent
+      ? commandAs(binary, argv, { dieWithParent: 'TERM', keepUser: true })
+      : [binary, argv];
     const c = spawn(file, fileArgs, {
       stdio: 'ignore',
       detached: options.dieWithParent === true,
@@ -78,7 +90,10 @@ export async function startOwnRedis(args: string[] = DURABLE_REDIS_ARGS, options
     child = c;
     const exited = new Promise<never>((_, reject) => {
       const fail = (why: string) => {
-        const log = options.pidAndLog && existsSync(join(dir, 'redis.log')) ? readFileSync(join(dir, 'redis.log'), 'utf8').trim().split('\n').slice(-5).join('\n') : '';
+        const log =
+          options.pidAndLog && existsSync(join(dir, 'redis.log'))
+            ? readFileSync(join(dir, 'redis.log'), 'utf8').trim().split('\n').slice(-5).join('\n')
+            : '';
         reject(new Error(`redis-server on ${port} ${why}${log ? `; last log lines:\n${log}` : ''}`));
       };
       c.once('error', (e) => fail(`could not start (${e.message})`));

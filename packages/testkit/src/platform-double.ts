@@ -14,7 +14,8 @@ export interface FakeOrder {
 }
 
 /** How getPaymentMethods answers: the catalog, a platform error code, or an HTTP status. */
-export type CatalogMode = { kind: 'ok' } | { kind: 'code'; code: number; message: string } | { kind: 'http'; status: number };
+export type CatalogMode =
+  { kind: 'ok' } | { kind: 'code'; code: number; message: string } | { kind: 'http'; status: number };
 
 /**
  * The one platform double of the tests: Get order with scripted answers and failures, and getPaymentMethods
@@ -61,7 +62,8 @@ export interface FakePlatformOptions {
 }
 
 export async function startFakePlatform(options: FakePlatformOptions | string = {}): Promise<FakePlatform> {
-  const { getOrderPath: path = '/api/open/order/getOrder', currencies } = typeof options === 'string' ? { getOrderPath: options } : options;
+  const { getOrderPath: path = '/api/open/order/getOrder', currencies } =
+    typeof options === 'string' ? { getOrderPath: options } : options;
   const catalog: FakePlatform['catalog'] = { mode: { kind: 'ok' }, requests: [] };
   const orders = new Map<string, FakeOrder>();
   const failures = new Map<string, { count: number; status: number }>();
@@ -91,7 +93,8 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
         catalog.requests.push(asked);
         const mode = catalog.mode;
         if (mode.kind === 'http') return void res.writeHead(mode.status).end('unavailable');
-        if (mode.kind === 'code') return send(200, JSON.stringify({ code: mode.code, message: mode.message, data: null }));
+        if (mode.kind === 'code')
+          return send(200, JSON.stringify({ code: mode.code, message: mode.message, data: null }));
         const listed = currencies.filter((c) => !asked.currencyType || c.currency === asked.currencyType);
         return send(200, JSON.stringify({ code: 0, message: 'success', data: { currencies: listed } }));
       }
@@ -128,7 +131,11 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
     const page = pages.get(merchantOrderNo) ?? 0;
     if (page > 0) {
       pages.set(merchantOrderNo, page - 1);
-      return send(200, '<!doctype html><html><body><h1>Down for maintenance</h1></body></html>', 'text/html; charset=utf-8');
+      return send(
+        200,
+        '<!doctype html><html><body><h1>Down for maintenance</h1></body></html>',
+        'text/html; charset=utf-8',
+      );
     }
     const failure = failures.get(merchantOrderNo);
     if (failure && failure.count > 0) {

@@ -57,14 +57,19 @@ export function npmPostgresBinaries(): PostgresBinaries | undefined {
 }
 
 /** The machine's Postgres binaries (or the npm distribution's); undefined when there are none. */
-export function findPostgresBinaries(env: Record<string, string | undefined> = process.env): PostgresBinaries | undefined {
+export function findPostgresBinaries(
+  env: Record<string, string | undefined> = process.env,
+): PostgresBinaries | undefined {
   const candidates: [string | undefined, PostgresBinaries['source']][] = [
     [env.PG_BIN_DIR?.trim() || undefined, 'PG_BIN_DIR'],
-    [(() => {
-      // Resolved: /usr/local/bin/initdb may be a link into /usr/lib/postgresql/<version>/bin.
-      const initdb = findExecutable('initdb', env.PATH ?? '');
-      return initdb && hasServer(dirname(initdb)) ? dirname(realpathSync(initdb)) : undefined;
-    })(), 'PATH'],
+    [
+      (() => {
+        // Resolved: /usr/local/bin/initdb may be a link into /usr/lib/postgresql/<version>/bin.
+        const initdb = findExecutable('initdb', env.PATH ?? '');
+        return initdb && hasServer(dirname(initdb)) ? dirname(realpathSync(initdb)) : undefined;
+      })(),
+      'PATH',
+    ],
     [debianDir(), 'debian'],
     [npmDir(), 'npm'],
   ];

@@ -48,7 +48,12 @@ interface Pending {
   mapReply?: (reply: RespValue) => RespValue;
 }
 
-function bridge(client: Socket, target: { host: string; port: number }, hook: CommandHook, counts: Map<string, number>): void {
+function bridge(
+  client: Socket,
+  target: { host: string; port: number },
+  hook: CommandHook,
+  counts: Map<string, number>,
+): void {
   const upstream = connect(target);
   const pending: Pending[] = [];
   let chain = Promise.resolve();

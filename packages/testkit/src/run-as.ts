@@ -82,7 +82,9 @@ export function commandAs(cmd: string, args: string[], options: CommandAsOptions
   }
   if (!user) return [cmd, args];
   if (RUNUSER) return [RUNUSER, ['-u', user, '--', cmd, ...args]];
-  throw new Error(`running as root: ${cmd} must run as an unprivileged user, and neither setpriv nor runuser is installed`);
+  throw new Error(
+    `running as root: ${cmd} must run as an unprivileged user, and neither setpriv nor runuser is installed`,
+  );
 }
 
 /** Whether `commandAs` can tie a server to this process's life on this machine. */

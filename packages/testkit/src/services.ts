@@ -36,6 +36,6 @@ export const HOW_TO_START = [
   'Tests need a real Postgres and a real Redis. Either:',
   '  - start them: `docker compose up -d postgres redis` (from the repository root), or',
   '  - point the tests at yours: DATABASE_URL=postgres://user@host:5432/db REDIS_URL=redis://host:6379 pnpm test, or',
-  '  - unset DATABASE_URL and REDIS_URL: the harness then starts its own (the machine\'s redis-server and Postgres), or',
+  "  - unset DATABASE_URL and REDIS_URL: the harness then starts its own (the machine's redis-server and Postgres), or",
   '  - run a Docker engine so the harness can start containers itself (testcontainers).',
 ].join('\n');

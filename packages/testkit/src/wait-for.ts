@@ -28,7 +28,9 @@ export async function waitFor<T>(
     }
     if (Date.now() > deadline) {
       const why = last instanceof Error ? last.message : JSON.stringify(last);
-      throw new Error(`${options.message ?? 'condition not met'} within ${options.timeoutMs ?? 10_000} ms (last: ${why})`);
+      throw new Error(
+        `${options.message ?? 'condition not met'} within ${options.timeoutMs ?? 10_000} ms (last: ${why})`,
+      );
     }
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 25));
   }

@@ -13,9 +13,13 @@ export const ARTIFACTS = path.resolve(import.meta.dirname, '../../../test-result
  * do. The caller closes it.
  */
 export async function launchBrowser(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`chromium not found at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH`);
   mkdirSync(ARTIFACTS, { recursive: true });
-  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
 }
 
 /**
@@ -24,5 +28,7 @@ export async function launchBrowser(): Promise<Browser> {
  */
 export async function waitForFocus(page: Page, name: string): Promise<void> {
   // A string, evaluated in the page: this project's TypeScript has no DOM types.
-  await page.waitForFunction(`document.activeElement?.getAttribute('name') === ${JSON.stringify(name)}`, undefined, { timeout: 10_000 });
+  await page.waitForFunction(`document.activeElement?.getAttribute('name') === ${JSON.stringify(name)}`, undefined, {
+    timeout: 10_000,
+  });
 }

@@ -51,17 +51,36 @@ export const AUTH_LIMITS_OFF = { CONSOLE_AUTH_MAX_FAILURES: '1000000', CONSOLE_A
 
 export async function startOpsStack(env: TestEnv, options: OpsStackOptions = {}): Promise<OpsStack> {
   const platform = await startFakePlatform();
-  const logger = createLogger({ name: 'ops-test', level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent' });
+  const logger = createLogger({
+    name: 'ops-test',
+    level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent',
+  });
   const client = createPlatformClient({ baseUrl: platform.url, merchantNo: MERCHANT_NO, timeoutMs: 2000 });
   const connections: Redis[] = [];
   const redis = createRedis(env.redisUrl, 'worker');
   connections.push(redis);
   const queue = new Queue<CallbackJobInput>(CALLBACKS_QUEUE, { connection: redis, prefix: env.prefix });
   const config = loadConfig(
-    { MERCHANT_NO, PLATFORM_BASE_URL: platform.url, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, CONSOLE_SESSION_SECRET: SESSION_SECRET, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent' , ...AUTH_LIMITS_OFF },
+    {
+      MERCHANT_NO,
+      PLATFORM_BASE_URL: platform.url,
+      PLATFORM_ALLOW_HTTP: 'true',
+      CONSOLE_TOKEN: TOKEN,
+      CONSOLE_SESSION_SECRET: SESSION_SECRET,
+      DATABASE_URL: env.databaseUrl,
+      LOG_LEVEL: 'silent',
+      ...AUTH_LIMITS_OFF,
+    },
     'console',
   );
-  const app = await buildApp({ config, db: env.db, platform: client, logger, queue: queue as Queue, ...options.consoleDeps });
+  const app = await buildApp({
+    config,
+    db: env.db,
+    platform: client,
+    logger,
+    queue: queue as Queue,
+    ...options.consoleDeps,
+  });
   let url: string | undefined;
   if (options.listen) {
     await app.listen({ host: '127.0.0.1', port: 0 });
@@ -113,7 +132,11 @@ export async function login(app: FastifyInstance): Promise<string> {
   const res = await app.inject({
     method: 'POST',
     url: '/login',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://console.test', host: 'console.test' },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      origin: 'http://console.test',
+      host: 'console.test',
+    },
     payload: new URLSearchParams({ token: TOKEN, next: '/queues' }).toString(),
   });
   if (res.statusCode !== 303) throw new Error(`login failed: ${res.statusCode} ${res.body}`);

@@ -59,7 +59,11 @@ export interface Pipeline {
   /** The console, with the queue dashboard at /queues and POST /api/reconcile. */
   console: FastifyInstance;
   /** Send a request to the console as an operator (bearer token). */
-  operator(method: 'GET' | 'POST' | 'PUT', url: string, payload?: Record<string, unknown>): Promise<{ statusCode: number; body: string }>;
+  operator(
+    method: 'GET' | 'POST' | 'PUT',
+    url: string,
+    payload?: Record<string, unknown>,
+  ): Promise<{ statusCode: number; body: string }>;
   /** The merchant's public key, as uploaded to the platform. */
   publicKeyPem: string;
   /** Register a pay-in in the console (as the shop does before the customer pays). */
@@ -92,7 +96,12 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
   };
   try {
     // 1. The platform, with its console default callback URLs set once ingest listens.
-    const sandbox = await buildSandbox({ merchantNo: MERCHANT_NO, merchantPublicKeyPem: pair.publicKeyPem, timeScale: options.timeScale ?? 6000, logger });
+    const sandbox = await buildSandbox({
+      merchantNo: MERCHANT_NO,
+      merchantPublicKeyPem: pair.publicKeyPem,
+      timeScale: options.timeScale ?? 6000,
+      logger,
+    });
     closers.push(() => sandbox.close());
     const sandboxUrl = await sandbox.listen({ host: '127.0.0.1', port: 0 });
 
@@ -103,7 +112,9 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     closers.push(async () => producer.disconnect());
     const queue = new Queue(CALLBACKS_QUEUE, { connection: producer, prefix, ...queueTelemetry() });
     closers.push(() => queue.close());
-    await new Promise<void>((resolve) => (producer.status === 'ready' ? resolve() : producer.once('ready', () => resolve())));
+    await new Promise<void>((resolve) =>
+      producer.status === 'ready' ? resolve() : producer.once('ready', () => resolve()),
+    );
     const durable = (await checkRedisDurability(producer)).durable;
     const ingestConfig = loadConfig(
       {
@@ -116,13 +127,26 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
       },
       'ingest',
     );
-    const ingest = await buildIngest({ config: ingestConfig, queue, redis: producer, logger, keyRing: loadKeyRing([pair.privateKeyPem]) });
+    const ingest = await buildIngest({
+      config: ingestConfig,
+      queue,
+      redis: producer,
+      logger,
+      keyRing: loadKeyRing([pair.privateKeyPem]),
+    });
     closers.push(() => ingest.close());
     const ingestUrl = await ingest.listen({ host: '127.0.0.1', port: 0 });
-    sandbox.sandbox.setCallbackUrls({ payinCallbackUrl: `${ingestUrl}/callbacks/payin`, payoutCallbackUrl: `${ingestUrl}/callbacks/payout` });
+    sandbox.sandbox.setCallbackUrls({
+      payinCallbackUrl: `${ingestUrl}/callbacks/payin`,
+      payoutCallbackUrl: `${ingestUrl}/callbacks/payout`,
+    });
 
     // 3. The worker, confirming with the sandbox's Get order, writing to the file's database.
-    const platform: PlatformClient = createPlatformClient({ baseUrl: sandboxUrl, merchantNo: MERCHANT_NO, timeoutMs: 5000 });
+    const platform: PlatformClient = createPlatformClient({
+      baseUrl: sandboxUrl,
+      merchantNo: MERCHANT_NO,
+      timeoutMs: 5000,
+    });
     closers.push(() => platform.close());
     const workerDb: Db = createDb(options.databaseUrl ?? env.databaseUrl, { max: 6 });
     closers.push(() => workerDb.close());
@@ -146,14 +170,30 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     const consoleDb = createDb(options.databaseUrl ?? env.databaseUrl, { max: 2 });
     closers.push(() => consoleDb.close());
     const consoleConfig = loadConfig(
-      { MERCHANT_NO, PLATFORM_BASE_URL: sandboxUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN, DATABASE_URL: env.databaseUrl, LOG_LEVEL: 'silent', ...redisEnvOf(target), QUEUE_PREFIX: prefix },
+      {
+        MERCHANT_NO,
+        PLATFORM_BASE_URL: sandboxUrl,
+        PLATFORM_ALLOW_HTTP: 'true',
+        CONSOLE_TOKEN,
+        DATABASE_URL: env.databaseUrl,
+        LOG_LEVEL: 'silent',
+        ...redisEnvOf(target),
+        QUEUE_PREFIX: prefix,
+      },
       'console',
     );
     const consoleRedis = createRedis(target, 'producer', { connectionName: 'e2e-console', commandTimeoutMs: 5000 });
     closers.push(async () => consoleRedis.disconnect());
     const consoleQueue = new Queue(CALLBACKS_QUEUE, { connection: consoleRedis, prefix });
     closers.push(() => consoleQueue.close());
-    const consoleApp = await buildConsole({ config: consoleConfig, db: consoleDb, platform, logger, queue: consoleQueue, redis: consoleRedis });
+    const consoleApp = await buildConsole({
+      config: consoleConfig,
+      db: consoleDb,
+      platform,
+      logger,
+      queue: consoleQueue,
+      redis: consoleRedis,
+    });
     closers.push(() => consoleApp.close());
     const operator: Pipeline['operator'] = async (method, url, payload) => {
       // Every action carries a reason: in the JSON body, and as X-Reason for the dashboard's (bull-board's) routes.
@@ -164,7 +204,12 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
     };
 
     const register = async (path: string, body: Record<string, unknown>) => {
-      const res = await consoleApp.inject({ method: 'POST', url: path, headers: { authorization: `Bearer ${CONSOLE_TOKEN}` }, payload: { ...body, reason: 'e2e: the merchant registers its order' } });
+      const res = await consoleApp.inject({
+        method: 'POST',
+        url: path,
+        headers: { authorization: `Bearer ${CONSOLE_TOKEN}` },
+        payload: { ...body, reason: 'e2e: the merchant registers its order' },
+      });
       if (res.statusCode !== 201 && res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${res.body}`);
     };
 
@@ -181,7 +226,8 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
       console: consoleApp,
       operator,
       publicKeyPem: pair.publicKeyPem,
-      registerPayin: (merchantOrderNo, amount, currency = 'INR') => register('/api/payins', { merchantOrderNo, currency, amount }),
+      registerPayin: (merchantOrderNo, amount, currency = 'INR') =>
+        register('/api/payins', { merchantOrderNo, currency, amount }),
       registerPayout: (merchantOrderNo, amount) =>
         register('/api/payouts', {
           merchantOrderNo,
@@ -199,7 +245,9 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
             `select l.entry_type as "entryType", l.amount::text as amount from ledger_entries l
                join orders o on o.id = l.order_id where o.merchant_order_no = $1 order by l.id`,
           ),
-          q<{ orderNo: string; state: number }>('select order_no as "orderNo", state from callback_receipts where merchant_order_no = $1 order by id'),
+          q<{ orderNo: string; state: number }>(
+            'select order_no as "orderNo", state from callback_receipts where merchant_order_no = $1 order by id',
+          ),
           q<{ reasonCode: string; state: number; status: string }>(
             'select reason_code as "reasonCode", state, status from reviews where merchant_order_no = $1 order by id',
           ),
@@ -217,6 +265,10 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
 /** The config variables that name `target` (as a process of ours would be started). */
 function redisEnvOf(target: RedisTarget): Record<string, string> {
   if (target.kind === 'single') return { REDIS_URL: target.url };
-  if (target.kind === 'cluster') return { REDIS_CLUSTER_NODES: target.nodes.map((n) => `${n.host}:${n.port}`).join(',') };
-  return { REDIS_SENTINELS: target.sentinels.map((n) => `${n.host}:${n.port}`).join(','), REDIS_SENTINEL_NAME: target.name };
+  if (target.kind === 'cluster')
+    return { REDIS_CLUSTER_NODES: target.nodes.map((n) => `${n.host}:${n.port}`).join(',') };
+  return {
+    REDIS_SENTINELS: target.sentinels.map((n) => `${n.host}:${n.port}`).join(','),
+    REDIS_SENTINEL_NAME: target.name,
+  };
 }

@@ -87,7 +87,12 @@ interface OrderRow {
 }
 
 const EXPECTED_STATUS: Record<number, string> = { 6: 'credited', 3: 'credited', 4: 'succeeded', 5: 'refused' };
-const EXPECTED_ENTRY: Record<number, string | null> = { 6: 'payin_credit', 3: 'payin_credit', 4: null, 5: 'payout_refund' };
+const EXPECTED_ENTRY: Record<number, string | null> = {
+  6: 'payin_credit',
+  3: 'payin_credit',
+  4: null,
+  5: 'payout_refund',
+};
 
 export async function audit(input: {
   databaseUrl: string;
@@ -132,16 +137,22 @@ export async function audit(input: {
       }
       if (row.status !== want) notApplied++;
       if (Number(row.entries) > 1 || (receiptCount.get(`${o.orderNo}/${o.state}`) ?? 0) > 1) doubleApplied++;
-      if (row.status !== want) violations.push(`${o.merchantOrderNo} (${o.orderNo}, state ${o.state}): status ${row.status}, expected ${want}`);
+      if (row.status !== want)
+        violations.push(
+          `${o.merchantOrderNo} (${o.orderNo}, state ${o.state}): status ${row.status}, expected ${want}`,
+        );
       if (row.status === 'credited') credited++;
       if (row.status === 'succeeded') succeeded++;
       if (row.status === 'refused') refused++;
       const entries = Number(row.entries);
-      if (entry === null && entries !== 0) violations.push(`${o.merchantOrderNo}: ${entries} ledger entries, expected none`);
+      if (entry === null && entries !== 0)
+        violations.push(`${o.merchantOrderNo}: ${entries} ledger entries, expected none`);
       if (entry !== null) {
         expectedEntries++;
         if (entries !== 1 || Number(row.exact_entries) !== 1 || row.entry_types !== entry) {
-          violations.push(`${o.merchantOrderNo}: ledger ${row.entry_types ?? 'empty'} (${entries}, ${row.exact_entries} at the order's amount), expected one ${entry}`);
+          violations.push(
+            `${o.merchantOrderNo}: ledger ${row.entry_types ?? 'empty'} (${entries}, ${row.exact_entries} at the order's amount), expected one ${entry}`,
+          );
         }
       }
       const n = receiptCount.get(`${o.orderNo}/${o.state}`) ?? 0;
@@ -155,12 +166,20 @@ export async function audit(input: {
       const n = receiptCount.get(`${p.orderNo}/${p.state}`) ?? 0;
       if (n !== 0) violations.push(`${p.why} event ${p.orderNo}/${p.state} was applied (${n} receipts)`);
     }
-    const totalEntries = Number((await client.query<{ n: string }>('select count(*)::text as n from ledger_entries')).rows[0]?.n);
+    const totalEntries = Number(
+      (await client.query<{ n: string }>('select count(*)::text as n from ledger_entries')).rows[0]?.n,
+    );
     const totalReceipts = receipts.rows.reduce((s, r) => s + Number(r.n), 0);
-    if (totalEntries !== expectedEntries) violations.push(`ledger has ${totalEntries} entries, expected ${expectedEntries} (credited pay-ins + refused payouts)`);
-    if (totalReceipts !== input.orders.length) violations.push(`${totalReceipts} receipts, expected ${input.orders.length} (one per finalised order)`);
+    if (totalEntries !== expectedEntries)
+      violations.push(
+        `ledger has ${totalEntries} entries, expected ${expectedEntries} (credited pay-ins + refused payouts)`,
+      );
+    if (totalReceipts !== input.orders.length)
+      violations.push(`${totalReceipts} receipts, expected ${input.orders.length} (one per finalised order)`);
 
-    const reviewRows = await client.query<{ reason_code: string; order_no: string; state: number }>('select reason_code, order_no, state from reviews where status = \'open\'');
+    const reviewRows = await client.query<{ reason_code: string; order_no: string; state: number }>(
+      "select reason_code, order_no, state from reviews where status = 'open'",
+    );
     const reviewsByCode: Record<string, number> = {};
     for (const r of reviewRows.rows) reviewsByCode[r.reason_code] = (reviewsByCode[r.reason_code] ?? 0) + 1;
     for (const p of input.refused.filter((x) => x.why === 'forged-unknown-order')) {
@@ -180,14 +199,17 @@ export async function audit(input: {
     let jobStalls = 0;
     const jobOutcomes: Record<string, number> = {};
     const pipeline = redis.pipeline();
-    for (const id of input.jobIds) pipeline.hmget(`${input.prefix}:callbacks:${id}`, 'atm', 'stc', 'returnvalue', 'finishedOn');
+    for (const id of input.jobIds)
+      pipeline.hmget(`${input.prefix}:callbacks:${id}`, 'atm', 'stc', 'returnvalue', 'finishedOn');
     const results = (await pipeline.exec()) ?? [];
     // A job that ends in review is removed so its id is free for a genuine callback of the same pair (worker's
     // releaseReviewedJobIds); such a job may be gone, but only for a refused pair whose review is in Postgres.
     const reviewedPairs = new Set(reviewRows.rows.map((r) => `${r.order_no}/${r.state}`));
     const refusedJobIds = new Map(input.refused.map((p) => [`${p.orderNo}/${p.state}`, p]));
     results.forEach(([err, value], i) => {
-      const [atm, stc, returnvalue, finishedOn] = (err ? [] : (value as (string | null)[])) as (string | null | undefined)[];
+      const [atm, stc, returnvalue, finishedOn] = (err ? [] : (value as (string | null)[])) as (
+        string | null | undefined
+      )[];
       const id = input.jobIds[i] ?? '';
       // The contract id, or ingest's variant of it for another record of the same pair (`{id}-{16 hex}`): a forged
       // amount for an applied pair ends in review (VERIFY_DIFFERS_FROM_APPLIED) and its job id is released too.

@@ -61,7 +61,13 @@ export interface ChaosReport {
   callbacks: { deliveries: number; sent: number; duplicateCopies: number; delivered: number; gaveUp: number };
   /** Replies ingest gave, by HTTP status ('none' = no reply: connection refused or timed out). */
   replies: Record<string, number>;
-  faults: { workerKills: number; pgRestarts: number; redisRestarts: number; unexpectedExits: string[]; ingestWorkerExits: number };
+  faults: {
+    workerKills: number;
+    pgRestarts: number;
+    redisRestarts: number;
+    unexpectedExits: string[];
+    ingestWorkerExits: number;
+  };
   /** Sentinel topology: each fault, and what ingest answered from its start to the next one's. */
   faultWindows?: (FaultWindow & FaultReplies)[];
   /** Successful acknowledgements that collapsed onto a job id already stored (duplicate sends, retries). */
@@ -102,7 +108,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   let failed = true;
   try {
     const { sim } = stack;
-    log(`chaos: stack up in ${Date.now() - started} ms (ingest x${stackOptions.ingestWorkers}, workers x${stackOptions.workers}, time scale ${stackOptions.timeScale}${sentinelTopology ? `; sentinel topology, INGEST_MIN_REPLICAS=${stackOptions.minReplicas}` : ''})`);
+    log(
+      `chaos: stack up in ${Date.now() - started} ms (ingest x${stackOptions.ingestWorkers}, workers x${stackOptions.workers}, time scale ${stackOptions.timeScale}${sentinelTopology ? `; sentinel topology, INGEST_MIN_REPLICAS=${stackOptions.minReplicas}` : ''})`,
+    );
 
     // 1. Orders exist on both sides before any callback: the platform's, and ours (as the console registers them).
     const url = (path: string) => `${stack.ingestUrl}${path}`;
@@ -122,7 +130,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         staleCount++;
       }
       const path = i % 3 === 0 ? '/callbacks' : `/callbacks/${kind}`;
-      const input = { currency: 'INR', amount: amount(), merchantOrderNo: `C${runTag}${String(i).padStart(6, '0')}`, callbackUrl: url(path), faults };
+      const input = {
+        currency: 'INR',
+        amount: amount(),
+        merchantOrderNo: `C${runTag}${String(i).padStart(6, '0')}`,
+        callbackUrl: url(path),
+        faults,
+      };
       const order = kind === 'payin' ? sim.createPayin(input) : sim.createPayout({ ...input, createdVia: 'api' });
       planned.push({ ref: order.orderNo, kind, state: kind === 'payin' ? 6 : Math.random() < 0.5 ? 4 : 5 });
       rows.push({ merchantOrderNo: order.merchantOrderNo, kind, amount: order.amount });
@@ -155,7 +169,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let redisRestarts = 0;
     const t0 = Date.now();
     const at = (ms: number) => delay(Math.max(0, t0 + ms - Date.now()));
-    const sentinelFaults: Promise<FaultWindow[]> = sentinelTopology ? runSentinelFaults(stack, options.faultGapMs ?? 3000, log, t0) : Promise.resolve([]);
+    const sentinelFaults: Promise<FaultWindow[]> = sentinelTopology
+      ? runSentinelFaults(stack, options.faultGapMs ?? 3000, log, t0)
+      : Promise.resolve([]);
     sentinelFaults.catch(() => {}); // its failure is thrown below, once the finalisations are done (not an unhandled rejection meanwhile)
     const killer = (async () => {
       while (chaosOn && !sentinelTopology) {
@@ -199,7 +215,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (i > 0 && i % forgeEvery === 0) {
         if (forgedU < forgedUnknown) {
           const d = sim.forge({ what: 'unknown-order', type: 'payin', callbackUrl: url('/callbacks/payin') });
-          refused.push({ orderNo: d.orderNo, state: d.state, merchantOrderNo: d.merchantOrderNo, why: 'forged-unknown-order' });
+          refused.push({
+            orderNo: d.orderNo,
+            state: d.state,
+            merchantOrderNo: d.merchantOrderNo,
+            why: 'forged-unknown-order',
+          });
           forgedU++;
         } else if (forgedA < forgedAmount) {
           // Only against a pay-in whose genuine callback is already acknowledged: a forged record of the same
@@ -208,10 +229,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           const target = planned
             .slice(0, i)
             .reverse()
-            .find((x) => x.kind === 'payin' && sim.deliveriesOf(x.ref).some((d) => d.event === 'genuine' && d.status === 'delivered'));
+            .find(
+              (x) =>
+                x.kind === 'payin' &&
+                sim.deliveriesOf(x.ref).some((d) => d.event === 'genuine' && d.status === 'delivered'),
+            );
           if (target) {
             const d = sim.forge({ what: 'amount', ref: target.ref });
-            refused.push({ orderNo: d.orderNo, state: d.state, merchantOrderNo: d.merchantOrderNo, why: 'forged-amount' });
+            refused.push({
+              orderNo: d.orderNo,
+              state: d.state,
+              merchantOrderNo: d.merchantOrderNo,
+              why: 'forged-amount',
+            });
             forgedA++;
           }
         }
@@ -247,7 +277,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     // 6. Audit against what the platform finalised.
     for (const d of sim.allDeliveries()) {
-      if (d.event === 'stale') refused.push({ orderNo: d.orderNo, state: d.state, merchantOrderNo: d.merchantOrderNo, why: 'stale' });
+      if (d.event === 'stale')
+        refused.push({ orderNo: d.orderNo, state: d.state, merchantOrderNo: d.merchantOrderNo, why: 'stale' });
     }
     const expected: ExpectedOrder[] = planned.map((p) => {
       const o = sim.get(p.ref);
@@ -256,7 +287,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const deliveries = sim.allDeliveries();
     const acked = deliveries.filter((d) => d.attempts.some((a) => a.outcome === 'success'));
     const jobIds = [...new Set(acked.map((d) => `${d.type}-${d.orderNo}-${d.state}`))];
-    const result = await audit({ databaseUrl: stack.databaseUrl, redisUrl: primaryUrl, prefix: stack.prefix, orders: expected, refused, jobIds });
+    const result = await audit({
+      databaseUrl: stack.databaseUrl,
+      redisUrl: primaryUrl,
+      prefix: stack.prefix,
+      orders: expected,
+      refused,
+      jobIds,
+    });
 
     const replies: Record<string, number> = {};
     let sent = 0;
@@ -271,7 +309,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     const violations = [...result.violations];
     const gaveUp = deliveries.filter((d) => d.status === 'gave-up');
-    for (const d of gaveUp) violations.push(`${d.event} callback ${d.orderNo}/${d.state} was never acknowledged (gave up after ${d.attempts.length} sends)`);
+    for (const d of gaveUp)
+      violations.push(
+        `${d.event} callback ${d.orderNo}/${d.state} was never acknowledged (gave up after ${d.attempts.length} sends)`,
+      );
     const unexpectedExits = stack.unexpectedExits();
     for (const e of unexpectedExits) violations.push(`process died on its own: ${e}`);
     const ingestWorkerExits = stack.ingestWorkerExits();
@@ -288,7 +329,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       },
       replies,
       faults: { workerKills, pgRestarts, redisRestarts, unexpectedExits, ingestWorkerExits },
-      ...(sentinelTopology ? { faultWindows: repliesByFault(windows, deliveries, Date.now()).map((r, i) => ({ ...windows[i]!, ...r })) } : {}),
+      ...(sentinelTopology
+        ? { faultWindows: repliesByFault(windows, deliveries, Date.now()).map((r, i) => ({ ...windows[i]!, ...r })) }
+        : {}),
       collapsedAtIngest: successReplies - jobIds.length,
       audit: result,
       durationMs: Date.now() - started,
@@ -312,21 +355,37 @@ export function printReport(r: ChaosReport, log: (line: string) => void): void {
       .map(([k, v]) => `${k}=${v}`)
       .join(' ') || '-';
   log('chaos report');
-  log(`  orders            ${r.orders.payins} pay-ins, ${r.orders.payouts} payouts; ${r.orders.forged} forged callbacks, ${r.orders.stale} stale payout events`);
-  log(`  callbacks         ${r.callbacks.deliveries} events, ${r.callbacks.sent} sends (${r.callbacks.duplicateCopies} duplicate copies); delivered ${r.callbacks.delivered}, gave up ${r.callbacks.gaveUp}`);
+  log(
+    `  orders            ${r.orders.payins} pay-ins, ${r.orders.payouts} payouts; ${r.orders.forged} forged callbacks, ${r.orders.stale} stale payout events`,
+  );
+  log(
+    `  callbacks         ${r.callbacks.deliveries} events, ${r.callbacks.sent} sends (${r.callbacks.duplicateCopies} duplicate copies); delivered ${r.callbacks.delivered}, gave up ${r.callbacks.gaveUp}`,
+  );
   log(`  ingest replies    ${fmt(r.replies)}`);
   if (r.faultWindows) {
     for (const f of r.faultWindows) {
-      log(`  fault             ${f.name}: ${f.refused} sends refused, the last ${f.refusedForMs} ms after it began; replies ${fmt(f.replies)}`);
+      log(
+        `  fault             ${f.name}: ${f.refused} sends refused, the last ${f.refusedForMs} ms after it began; replies ${fmt(f.replies)}`,
+      );
     }
   } else {
-    log(`  faults            worker SIGKILLs ${r.faults.workerKills}, Postgres restarts ${r.faults.pgRestarts}, Redis SIGKILL+AOF restarts ${r.faults.redisRestarts}`);
+    log(
+      `  faults            worker SIGKILLs ${r.faults.workerKills}, Postgres restarts ${r.faults.pgRestarts}, Redis SIGKILL+AOF restarts ${r.faults.redisRestarts}`,
+    );
   }
-  log(`  jobs              completed ${a.queue.completed}, failed ${a.queue.failed}, retries ${a.jobRetries}, stalled re-runs ${a.jobStalls}`);
+  log(
+    `  jobs              completed ${a.queue.completed}, failed ${a.queue.failed}, retries ${a.jobRetries}, stalled re-runs ${a.jobStalls}`,
+  );
   log(`  job outcomes      ${fmt(a.jobOutcomes)}`);
-  log(`  duplicates        ${r.collapsedAtIngest} acknowledged sends collapsed onto stored job ids at ingest; ${a.jobOutcomes.duplicate ?? 0} jobs dropped as duplicates by the worker`);
-  log(`  checker           ${a.notApplied} finalised orders not applied, ${a.missingAcknowledged} acknowledged callbacks without a job at the end (lost), ${a.doubleApplied} orders applied twice`);
-  log(`  applied           credited ${a.credited}, payouts succeeded ${a.succeeded}, refused ${a.refused}; receipts ${a.receipts}; ledger entries ${a.ledgerEntries}`);
+  log(
+    `  duplicates        ${r.collapsedAtIngest} acknowledged sends collapsed onto stored job ids at ingest; ${a.jobOutcomes.duplicate ?? 0} jobs dropped as duplicates by the worker`,
+  );
+  log(
+    `  checker           ${a.notApplied} finalised orders not applied, ${a.missingAcknowledged} acknowledged callbacks without a job at the end (lost), ${a.doubleApplied} orders applied twice`,
+  );
+  log(
+    `  applied           credited ${a.credited}, payouts succeeded ${a.succeeded}, refused ${a.refused}; receipts ${a.receipts}; ledger entries ${a.ledgerEntries}`,
+  );
   log(`  open reviews      ${fmt(a.reviewsByCode)}`);
   log(`  took              ${(r.durationMs / 1000).toFixed(1)} s`);
   log(`  violations        ${r.violations.length === 0 ? 'none' : r.violations.length}`);

@@ -37,7 +37,12 @@ export interface FaultReplies {
 }
 
 /** Run the four faults in order, `gapMs` of plain load before each. */
-export async function runSentinelFaults(stack: ChaosStack, gapMs: number, log: (line: string) => void, t0: number): Promise<FaultWindow[]> {
+export async function runSentinelFaults(
+  stack: ChaosStack,
+  gapMs: number,
+  log: (line: string) => void,
+  t0: number,
+): Promise<FaultWindow[]> {
   const sentinel = stack.sentinel;
   if (!sentinel) throw new Error('the sentinel faults need the sentinel topology');
   const nodes = [sentinel.primary, ...sentinel.replicas];
@@ -64,13 +69,16 @@ export async function runSentinelFaults(stack: ChaosStack, gapMs: number, log: (
     const redis = new Redis(await stack.primaryUrl(), { maxRetriesPerRequest: 1 });
     redis.on('error', () => {});
     try {
-      const active = await waitFor(async () => {
-        const n = (await queueCounts(redis, stack.prefix).catch(() => undefined))?.active ?? 0;
-        return n > 0 ? n : false;
-      }, {
-        timeoutMs: 10_000,
-        intervalMs: 20,
-      }).catch(() => 0);
+      const active = await waitFor(
+        async () => {
+          const n = (await queueCounts(redis, stack.prefix).catch(() => undefined))?.active ?? 0;
+          return n > 0 ? n : false;
+        },
+        {
+          timeoutMs: 10_000,
+          intervalMs: 20,
+        },
+      ).catch(() => 0);
       return active > 0 ? `with ${active} jobs active` : 'with NO job active (the load had ended: lengthen the span)';
     } finally {
       redis.disconnect();
@@ -82,15 +90,22 @@ export async function runSentinelFaults(stack: ChaosStack, gapMs: number, log: (
   const oldPort = await sentinel.primaryPort();
   let s = Date.now();
   signal(oldPort, 'SIGSTOP');
-  const newPort = await waitFor(async () => {
-    const p = await sentinel.primaryPort().catch(() => oldPort);
-    return p !== oldPort ? p : false;
-  }, { timeoutMs: 60_000, intervalMs: 50, message: 'the sentinels did not promote a replica' });
+  const newPort = await waitFor(
+    async () => {
+      const p = await sentinel.primaryPort().catch(() => oldPort);
+      return p !== oldPort ? p : false;
+    },
+    { timeoutMs: 60_000, intervalMs: 50, message: 'the sentinels did not promote a replica' },
+  );
   const promotedAfter = Date.now() - s;
   signal(oldPort, 'SIGCONT');
   const contAt = Date.now();
   // It believes it is primary until a sentinel tells it otherwise.
-  await waitFor(async () => (await role(oldPort)) === 'slave', { timeoutMs: 30_000, intervalMs: 20, message: 'the old primary was never demoted' });
+  await waitFor(async () => (await role(oldPort)) === 'slave', {
+    timeoutMs: 30_000,
+    intervalMs: 20,
+    message: 'the old primary was never demoted',
+  });
   done({
     name: 'primary SIGSTOP (stale primary)',
     startedAt: s,
@@ -105,21 +120,36 @@ export async function runSentinelFaults(stack: ChaosStack, gapMs: number, log: (
   signal(cutPort, 'SIGSTOP');
   await delay(Math.max(3000, gapMs));
   signal(cutPort, 'SIGCONT');
-  done({ name: 'replica SIGSTOP (replication link cut)', startedAt: s, endedAt: Date.now(), detail: `replica on ${cutPort} stopped, then resumed` });
+  done({
+    name: 'replica SIGSTOP (replication link cut)',
+    startedAt: s,
+    endedAt: Date.now(),
+    detail: `replica on ${cutPort} stopped, then resumed`,
+  });
 
   // 3. PgBouncer restart while workers commit.
   await delay(gapMs);
   let active = await whileActive();
   s = Date.now();
   await stack.pgbouncer!.restart();
-  done({ name: 'PgBouncer restart', startedAt: s, endedAt: Date.now(), detail: `immediate shutdown ${active}, then listening again` });
+  done({
+    name: 'PgBouncer restart',
+    startedAt: s,
+    endedAt: Date.now(),
+    detail: `immediate shutdown ${active}, then listening again`,
+  });
 
   // 4. A worker SIGKILLed mid-batch.
   await delay(gapMs);
   active = await whileActive();
   s = Date.now();
   await stack.killAndRestartWorker(0);
-  done({ name: 'worker SIGKILL', startedAt: s, endedAt: Date.now(), detail: `worker 0 SIGKILLed ${active}, a new one started` });
+  done({
+    name: 'worker SIGKILL',
+    startedAt: s,
+    endedAt: Date.now(),
+    detail: `worker 0 SIGKILLed ${active}, a new one started`,
+  });
   return windows;
 }
 

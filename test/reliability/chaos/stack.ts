@@ -16,7 +16,14 @@ import { createTestKeys, type TestKeys } from '../helpers/keys.ts';
 import { freePort } from '@mcb/testkit';
 import { startNodeProcess, type NodeProcess } from '../helpers/node-process.ts';
 import { startOwnPostgres, type OwnPostgres } from '../helpers/own-postgres.ts';
-import { startOwnPgBouncer, startOwnRedis, startOwnSentinel, type OwnPgBouncer, type OwnRedis, type OwnSentinelSetup } from '@mcb/testkit';
+import {
+  startOwnPgBouncer,
+  startOwnRedis,
+  startOwnSentinel,
+  type OwnPgBouncer,
+  type OwnRedis,
+  type OwnSentinelSetup,
+} from '@mcb/testkit';
 
 export const CHAOS_MERCHANT_NO = 'M-CHAOS-1';
 
@@ -93,7 +100,11 @@ export async function startChaosStack(opts: StackOptions): Promise<ChaosStack> {
     let sentinel: OwnSentinelSetup | undefined;
     let redis: OwnRedis;
     if (sentinelTopology) {
-      sentinel = await startOwnSentinel('mcb', { sentinels: 3, replicas: 2, redisArgs: minReplicas > 0 ? MIN_REPLICAS_TO_WRITE_ARGS : [] });
+      sentinel = await startOwnSentinel('mcb', {
+        sentinels: 3,
+        replicas: 2,
+        redisArgs: minReplicas > 0 ? MIN_REPLICAS_TO_WRITE_ARGS : [],
+      });
       closers.push(() => sentinel!.destroy());
       redis = sentinel.primary;
     } else {
@@ -229,7 +240,9 @@ export async function startChaosStack(opts: StackOptions): Promise<ChaosStack> {
       unexpectedExits: () => [...unexpected],
       ingestWorkerExits: () => {
         try {
-          return readFileSync(join(logDir, 'ingest.log'), 'utf8').split('\n').filter((l) => l.includes('ingest worker exited')).length;
+          return readFileSync(join(logDir, 'ingest.log'), 'utf8')
+            .split('\n')
+            .filter((l) => l.includes('ingest worker exited')).length;
         } catch {
           return 0;
         }

@@ -27,7 +27,13 @@ export interface NodeProcess {
  * Start `node <script>` (a path from the repository root, or from `cwd` when given: an image's file tree) with `env`
  * added to a minimal environment.
  */
-export function startNodeProcess(name: string, script: string, env: Record<string, string>, logFile: string, cwd = REPO_ROOT): NodeProcess {
+export function startNodeProcess(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  logFile: string,
+  cwd = REPO_ROOT,
+): NodeProcess {
   const child = spawn(process.execPath, [script], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'production', ...env },
@@ -73,10 +79,15 @@ export function startNodeProcess(name: string, script: string, env: Record<strin
       const check = (text: string) => {
         if (pattern.test(text)) done();
       };
-      timer = setTimeout(() => done(new Error(`${name}: no output matching ${pattern} within ${timeoutMs} ms (log: ${logFile})`)), timeoutMs);
+      timer = setTimeout(
+        () => done(new Error(`${name}: no output matching ${pattern} within ${timeoutMs} ms (log: ${logFile})`)),
+        timeoutMs,
+      );
       watchers.add(check);
       check(head + tail);
-      void exited.then(({ code, signal }) => done(new Error(`${name} exited (${code ?? signal}) before ${pattern} (log: ${logFile})`)));
+      void exited.then(({ code, signal }) =>
+        done(new Error(`${name} exited (${code ?? signal}) before ${pattern} (log: ${logFile})`)),
+      );
     });
 
   const kill = async () => {

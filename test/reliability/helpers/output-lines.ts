@@ -26,10 +26,13 @@ export function captureLines(proc: NodeProcess): { lines(): OutputLine[] } {
 }
 
 /** A parsed JSON log line, or the reason it is not one. */
-export function parseLine(line: OutputLine): { ok: true; value: Record<string, unknown> } | { ok: false; line: string } {
+export function parseLine(
+  line: OutputLine,
+): { ok: true; value: Record<string, unknown> } | { ok: false; line: string } {
   try {
     const value: unknown = JSON.parse(line.text);
-    if (value && typeof value === 'object' && !Array.isArray(value)) return { ok: true, value: value as Record<string, unknown> };
+    if (value && typeof value === 'object' && !Array.isArray(value))
+      return { ok: true, value: value as Record<string, unknown> };
   } catch {
     // reported below
   }

@@ -74,7 +74,8 @@ export async function startOwnPostgres(opts: OwnPostgresOptions = {}): Promise<O
     '-c full_page_writes=off',
     `-c max_connections=${opts.maxConnections ?? 200}`,
   ].join(' ');
-  const ctl = (...args: string[]) => pgExec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', ...args]);
+  const ctl = (...args: string[]) =>
+    pgExec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', ...args]);
   const unregister = onProcessExit(() => {
     const [file, argv] = asPostgres(join(BIN, 'pg_ctl'), ['-D', data, 'stop', '-m', 'immediate', '-w', '-t', '10']);
     spawnSync(file, argv, { stdio: 'ignore' });

@@ -42,7 +42,9 @@ export interface ReplicatedPostgres {
 }
 
 function node(dir: string, data: string, port: number, settings: string[]): PgNode {
-  const options = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', ...settings.map((s) => `-c ${s}`)].join(' ');
+  const options = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', ...settings.map((s) => `-c ${s}`)].join(
+    ' ',
+  );
   const ctl = (...args: string[]) => pgExec('pg_ctl', ['-D', data, '-l', `${data}.log`, '-w', '-t', '60', ...args]);
   const url = (name: string) => `postgres://${pgUser()}@127.0.0.1:${port}/${name}`;
   return {
@@ -63,28 +65,71 @@ function node(dir: string, data: string, port: number, settings: string[]): PgNo
   };
 }
 
-export async function startOwnReplicatedPostgres(options: { maxConnections?: number } = {}): Promise<ReplicatedPostgres> {
+export async function startOwnReplicatedPostgres(
+  options: { maxConnections?: number } = {},
+): Promise<ReplicatedPostgres> {
   const dir = makePgDir('mcb-rel-pg-pair-');
   const primaryData = join(dir, 'primary');
   const standbyData = join(dir, 'standby');
   // fsync off keeps the test quick and changes nothing here: the COMMIT waits for the standby's acknowledgement
   // (synchronous_commit on) whether or not either server syncs its disk.
-  const common = ['fsync=off', 'full_page_writes=off', 'synchronous_commit=on', `max_connections=${options.maxConnections ?? 200}`];
+  const common = [
+    'fsync=off',
+    'full_page_writes=off',
+    'synchronous_commit=on',
+    `max_connections=${options.maxConnections ?? 200}`,
+  ];
   const primary = node(dir, primaryData, await freePort(), [...common, `synchronous_standby_names=${STANDBY_NAME}`]);
   const standby = node(dir, standbyData, await freePort(), [...common, `cluster_name=${STANDBY_NAME}`]);
   const stopAll = () => {
     for (const data of [standbyData, primaryData]) {
-      const [file, argv] = asPostgres(join(PG_BIN, 'pg_ctl'), ['-D', data, 'stop', '-m', 'immediate', '-w', '-t', '10']);
+      const [file, argv] = asPostgres(join(PG_BIN, 'pg_ctl'), [
+        '-D',
+        data,
+        'stop',
+        '-m',
+        'immediate',
+        '-w',
+        '-t',
+        '10',
+      ]);
       spawnSync(file, argv, { stdio: 'ignore' });
     }
     rmSync(dir, { recursive: true, force: true });
   };
   const unregister = onProcessExit(stopAll);
   try {
-    await pgExec('initdb', ['-D', primaryData, '-A', 'trust', '-U', pgUser(), '-E', 'UTF8', '--no-sync', '--no-instructions']);
+    await pgExec('initdb', [
+      '-D',
+      primaryData,
+      '-A',
+      'trust',
+      '-U',
+      pgUser(),
+      '-E',
+      'UTF8',
+      '--no-sync',
+      '--no-instructions',
+    ]);
     await primary.start();
     // -R writes primary_conninfo and the slot name into the copy; the slot keeps the WAL a stopped standby needs.
-    await pgExec('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', pgUser(), '-D', standbyData, '-R', '-X', 'stream', '-C', '-S', STANDBY_NAME, '--no-sync']);
+    await pgExec('pg_basebackup', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(primary.port),
+      '-U',
+      pgUser(),
+      '-D',
+      standbyData,
+      '-R',
+      '-X',
+      'stream',
+      '-C',
+      '-S',
+      STANDBY_NAME,
+      '--no-sync',
+    ]);
     await standby.start();
   } catch (e) {
     unregister();
@@ -97,16 +142,22 @@ export async function startOwnReplicatedPostgres(options: { maxConnections?: num
     async waitForSyncStandby(timeoutMs = 30_000) {
       await waitFor(
         async () =>
-          (await primary.query<{ sync_state: string }>(`SELECT sync_state FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}'`)).some(
-            (r) => r.sync_state === 'sync',
-          ),
+          (
+            await primary.query<{ sync_state: string }>(
+              `SELECT sync_state FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}'`,
+            )
+          ).some((r) => r.sync_state === 'sync'),
         { timeoutMs, intervalMs: 100, message: 'the standby did not become the synchronous standby' },
       );
     },
     async waitForCatchUp(timeoutMs = 30_000) {
-      const [{ lsn }] = (await primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')) as [{ lsn: string }];
+      const [{ lsn }] = (await primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')) as [
+        { lsn: string },
+      ];
       await waitFor(
-        async () => (await standby.query<{ ok: boolean }>(`SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS ok`))[0]?.ok === true,
+        async () =>
+          (await standby.query<{ ok: boolean }>(`SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS ok`))[0]?.ok ===
+          true,
         { timeoutMs, intervalMs: 50, message: `the standby did not replay up to ${lsn}` },
       );
     },

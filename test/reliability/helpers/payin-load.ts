@@ -85,13 +85,26 @@ export async function startPayinLoad(options: PayinLoadOptions): Promise<PayinLo
     }
     for (const r of records) {
       platform.setOrder(
-        platformOrder({ orderNo: String(r.OrderNo), merchantOrderNo: String(r.MerchantOrderNo), merchantNo, type: 'payin', state: 6, amountJson: '100.5', currency: 'INR' }),
+        platformOrder({
+          orderNo: String(r.OrderNo),
+          merchantOrderNo: String(r.MerchantOrderNo),
+          merchantNo,
+          type: 'payin',
+          state: 6,
+          amountJson: '100.5',
+          currency: 'INR',
+        }),
       );
     }
     const bodies = records.map((r) => callbackBody(r, keys.publicKeyPem));
 
     // 2. Ingest and a worker, their own processes; the worker's metrics on a port of its own.
-    const redisEnv = { REDIS_URL: options.redisUrl, QUEUE_PREFIX: options.prefix, MERCHANT_NO: merchantNo, LOG_LEVEL: 'info' };
+    const redisEnv = {
+      REDIS_URL: options.redisUrl,
+      QUEUE_PREFIX: options.prefix,
+      MERCHANT_NO: merchantNo,
+      LOG_LEVEL: 'info',
+    };
     const watch = (p: NodeProcess) => {
       void p.exited.then(({ code, signal }) => {
         if (!closing) exits.push(`${p.name} exited: ${code ?? signal}`);
@@ -153,11 +166,16 @@ export async function startPayinLoad(options: PayinLoadOptions): Promise<PayinLo
           await delay(Math.max(0, started + (i * 1000) / ratePerSecond - Date.now()));
           const deadline = Date.now() + 120_000;
           for (;;) {
-            const reply = await fetch(`${ingestUrl}/callbacks/payin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+            const reply = await fetch(`${ingestUrl}/callbacks/payin`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body,
+            })
               .then(async (r) => `${r.status} ${await r.text()}`)
               .catch(() => 'no reply');
             if (reply === '200 success') break;
-            if (Date.now() > deadline) throw new Error(`callback ${i} never acknowledged (last reply: ${reply}; logs: ${logDir})`);
+            if (Date.now() > deadline)
+              throw new Error(`callback ${i} never acknowledged (last reply: ${reply}; logs: ${logDir})`);
             await delay(50); // the platform would wait minutes before re-sending; the order of events is the same
           }
           onAck?.(++acknowledged);
@@ -194,7 +212,9 @@ export async function ledgerFigures(pool: pg.Pool): Promise<LedgerFigures> {
   const one = async (sql: string) => Number((await pool.query<{ n: string }>(sql)).rows[0]!.n);
   return {
     credited: await one("SELECT count(*) AS n FROM ledger_entries WHERE entry_type = 'payin_credit'"),
-    doubleCredits: await one('SELECT count(*) AS n FROM (SELECT order_id FROM ledger_entries GROUP BY order_id HAVING count(*) > 1) d'),
+    doubleCredits: await one(
+      'SELECT count(*) AS n FROM (SELECT order_id FROM ledger_entries GROUP BY order_id HAVING count(*) > 1) d',
+    ),
     reviews: await one('SELECT count(*) AS n FROM reviews'),
     pending: await one("SELECT count(*) AS n FROM orders WHERE status = 'pending'"),
   };

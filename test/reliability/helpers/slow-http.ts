@@ -47,8 +47,25 @@ export interface SlowReport {
  * Run slowhttptest in `mode` with `connections` connections opened at `rate` per second for `seconds`, against
  * `url`. Resolves when it exits (it stops itself at `seconds`; killed 15 s later if it has not).
  */
-export function runSlowHttpTest(mode: SlowMode, opts: { url: string; connections: number; rate: number; seconds: number }): Promise<SlowReport> {
-  const args = [...MODE_FLAGS[mode], '-c', String(opts.connections), '-r', String(opts.rate), '-l', String(opts.seconds), '-i', '1', '-p', '2', '-u', opts.url];
+export function runSlowHttpTest(
+  mode: SlowMode,
+  opts: { url: string; connections: number; rate: number; seconds: number },
+): Promise<SlowReport> {
+  const args = [
+    ...MODE_FLAGS[mode],
+    '-c',
+    String(opts.connections),
+    '-r',
+    String(opts.rate),
+    '-l',
+    String(opts.seconds),
+    '-i',
+    '1',
+    '-p',
+    '2',
+    '-u',
+    opts.url,
+  ];
   const child = spawn('slowhttptest', args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const pid = child.pid!;
   const unregister = onProcessExit(() => killQuietly(pid, true));
@@ -63,8 +80,15 @@ export function runSlowHttpTest(mode: SlowMode, opts: { url: string; connections
       unregister();
       // eslint-disable-next-line no-control-regex
       const plain = output.replace(/\x1b\[[0-9;]*m/g, '');
-      const last = (name: string) => Number([...plain.matchAll(new RegExp(`${name}:\\s+(\\d+)`, 'g'))].at(-1)?.[1] ?? NaN);
-      resolve({ connected: last('connected'), closed: last('closed'), error: last('error'), pending: last('pending'), output: plain });
+      const last = (name: string) =>
+        Number([...plain.matchAll(new RegExp(`${name}:\\s+(\\d+)`, 'g'))].at(-1)?.[1] ?? NaN);
+      resolve({
+        connected: last('connected'),
+        closed: last('closed'),
+        error: last('error'),
+        pending: last('pending'),
+        output: plain,
+      });
     });
   });
 }

@@ -7,7 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { orders, type Db } from '@mcb/core/db';
 import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
-import { deletePrefix, MERCHANT_NO, payinEvent, platformOrder, startFakePlatform, uid, type FakePlatform } from '@mcb/testkit';
+import {
+  deletePrefix,
+  MERCHANT_NO,
+  payinEvent,
+  platformOrder,
+  startFakePlatform,
+  uid,
+  type FakePlatform,
+} from '@mcb/testkit';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { startNodeProcess, type NodeProcess } from './node-process.ts';
@@ -30,7 +38,15 @@ export interface WorkerFleet {
 }
 
 /** Register `payins` pay-ins the platform confirms and start `count` worker processes with `workerEnv`. */
-export async function startWorkerFleet(options: { db: Db; databaseUrl: string; redisUrl: string; prefix: string; payins: number; count: number; workerEnv: Record<string, string> }): Promise<WorkerFleet> {
+export async function startWorkerFleet(options: {
+  db: Db;
+  databaseUrl: string;
+  redisUrl: string;
+  prefix: string;
+  payins: number;
+  count: number;
+  workerEnv: Record<string, string>;
+}): Promise<WorkerFleet> {
   const closers: (() => Promise<unknown>)[] = [];
   const logDir = mkdtempSync(join(tmpdir(), 'mcb-worker-fleet-logs-'));
   const exits: string[] = [];
@@ -51,7 +67,13 @@ export async function startWorkerFleet(options: { db: Db; databaseUrl: string; r
     for (let i = 0; i < options.payins; i++) {
       const merchantOrderNo = `FL-${run}-${i}`;
       const orderNo = `P${merchantOrderNo}`;
-      rows.push({ merchantOrderNo, kind: 'payin', amount: '40.25', currency: 'PHP', requestHash: `t-${merchantOrderNo}` });
+      rows.push({
+        merchantOrderNo,
+        kind: 'payin',
+        amount: '40.25',
+        currency: 'PHP',
+        requestHash: `t-${merchantOrderNo}`,
+      });
       platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '"40.25"' }));
       events.push(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '40.25' }));
     }
@@ -95,12 +117,18 @@ export async function startWorkerFleet(options: { db: Db; databaseUrl: string; r
       exits,
       logDir,
       async enqueue() {
-        const jobs = events.map((e) => ({ name: e.kind, data: e, opts: { ...callbackJobOptions, jobId: callbackJobId(e.kind, e.orderNo, e.state) } }));
+        const jobs = events.map((e) => ({
+          name: e.kind,
+          data: e,
+          opts: { ...callbackJobOptions, jobId: callbackJobId(e.kind, e.orderNo, e.state) },
+        }));
         for (let i = 0; i < jobs.length; i += 500) await queue.addBulk(jobs.slice(i, i + 500));
       },
       credited: () => count(`select count(*)::int as n from orders where status = 'credited' and ${mine}`),
       async creditsOnce() {
-        const credits = await count(`select count(*)::int as n from ledger_entries l join orders o on o.id = l.order_id where l.entry_type = 'payin_credit' and o.${mine}`);
+        const credits = await count(
+          `select count(*)::int as n from ledger_entries l join orders o on o.id = l.order_id where l.entry_type = 'payin_credit' and o.${mine}`,
+        );
         const twice = await count(
           `select count(*)::int as n from (select l.order_id from ledger_entries l join orders o on o.id = l.order_id where o.${mine} group by l.order_id having count(*) > 1) d`,
         );

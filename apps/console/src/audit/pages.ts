@@ -9,6 +9,11 @@ export const auditPages: FastifyPluginAsync<{ db: Database }> = async (app, { db
   app.get('/audit', { schema: { hide: true } }, async (req, reply) => {
     const filter = auditFilterSchema.parse({ ...withoutBlanks(req.query), limit: 50 });
     const page = await listAudit(db, req.operator!, filter);
-    return sendPage(req, reply, { title: 'Audit', area: 'audit', flash: flashOf(req.query) }, auditLogPage(page, filter, req.operator!));
+    return sendPage(
+      req,
+      reply,
+      { title: 'Audit', area: 'audit', flash: flashOf(req.query) },
+      auditLogPage(page, filter, req.operator!),
+    );
   });
 };

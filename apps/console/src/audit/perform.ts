@@ -47,7 +47,10 @@ export const MAX_REASON = 2000;
 /** 403 naming the role `action` needs (and `requiredRole` in the body, for the CLI and the UI). */
 export function forbidden(operator: Operator, action: Action): AppError {
   const needed = requiredRole(action);
-  const who = operator.role === 'service' ? `${operator.name} is a service client (it may register orders and read the API only)` : `${operator.name} is ${operator.role}`;
+  const who =
+    operator.role === 'service'
+      ? `${operator.name} is a service client (it may register orders and read the API only)`
+      : `${operator.name} is ${operator.role}`;
   return new AppError(ErrorCodes.FORBIDDEN, `${action} needs the role ${needed}; ${who}`, {
     details: { requiredRole: needed, action },
   });
@@ -83,9 +86,13 @@ const VISIBLE = /[\p{L}\p{N}\p{P}\p{S}]/u;
 export function requireReason(reason: unknown): string {
   const text = typeof reason === 'string' ? reason.trim() : '';
   if (!VISIBLE.test(text)) {
-    throw new AppError(ErrorCodes.REASON_REQUIRED, 'a reason is required: say why (`reason` in the JSON body, or the X-Reason header for dashboard actions)', {
-      details: { errors: [{ field: 'reason', message: 'required' }] },
-    });
+    throw new AppError(
+      ErrorCodes.REASON_REQUIRED,
+      'a reason is required: say why (`reason` in the JSON body, or the X-Reason header for dashboard actions)',
+      {
+        details: { errors: [{ field: 'reason', message: 'required' }] },
+      },
+    );
   }
   if (text.length > MAX_REASON) {
     throw new AppError(ErrorCodes.REQUEST_INVALID, `the reason is too long (at most ${MAX_REASON} characters)`, {
@@ -93,9 +100,20 @@ export function requireReason(reason: unknown): string {
     });
   }
   if (UNSTORABLE.test(text) || REORDERING.test(text)) {
-    throw new AppError(ErrorCodes.REQUEST_INVALID, 'the reason holds control characters or invalid Unicode: write it as plain text', {
-      details: { errors: [{ field: 'reason', message: 'no control characters (other than tab and line breaks), bidi overrides or lone surrogates' }] },
-    });
+    throw new AppError(
+      ErrorCodes.REQUEST_INVALID,
+      'the reason holds control characters or invalid Unicode: write it as plain text',
+      {
+        details: {
+          errors: [
+            {
+              field: 'reason',
+              message: 'no control characters (other than tab and line breaks), bidi overrides or lone surrogates',
+            },
+          ],
+        },
+      },
+    );
   }
   return text;
 }
@@ -103,7 +121,11 @@ export function requireReason(reason: unknown): string {
 /** A reason as far as it can be recorded on a refusal (which must be written whatever the operator sent). */
 const storableReason = (reason: unknown) =>
   typeof reason === 'string'
-    ? reason.trim().slice(0, MAX_REASON).replace(new RegExp(UNSTORABLE.source, 'gu'), '\uFFFD').replace(new RegExp(REORDERING.source, 'gu'), '\uFFFD')
+    ? reason
+        .trim()
+        .slice(0, MAX_REASON)
+        .replace(new RegExp(UNSTORABLE.source, 'gu'), '\uFFFD')
+        .replace(new RegExp(REORDERING.source, 'gu'), '\uFFFD')
     : '';
 
 /** Proof that an action passed its checks: what {@link commitAction} and {@link commitExternalAction} take. */
@@ -120,10 +142,22 @@ export interface Authorized {
  */
 export async function authorize(deps: ActionDeps, actor: Actor, spec: ActionSpec): Promise<Authorized> {
   if (!can(actor.operator.role, spec.action)) {
-    await recordAction(deps.db, { ...actor, action: spec.action, target: spec.target, reason: storableReason(spec.reason), outcome: 'denied' }).catch((e: unknown) =>
-      deps.logger.error({ err: coerceError(e), action: spec.action, operator: actor.operator.name }, 'audit row of a refused action not written'),
+    await recordAction(deps.db, {
+      ...actor,
+      action: spec.action,
+      target: spec.target,
+      reason: storableReason(spec.reason),
+      outcome: 'denied',
+    }).catch((e: unknown) =>
+      deps.logger.error(
+        { err: coerceError(e), action: spec.action, operator: actor.operator.name },
+        'audit row of a refused action not written',
+      ),
     );
-    deps.logger.warn({ action: spec.action, target: spec.target, operator: actor.operator.name, role: actor.operator.role }, 'action refused for the role');
+    deps.logger.warn(
+      { action: spec.action, target: spec.target, operator: actor.operator.name, role: actor.operator.role },
+      'action refused for the role',
+    );
     throw forbidden(actor.operator, spec.action);
   }
   // A service (the shop registering an order) gives no reason; one it does give is checked like anyone's.
@@ -136,18 +170,38 @@ export async function authorize(deps: ActionDeps, actor: Actor, spec: ActionSpec
 export async function recordFailure(deps: ActionDeps, auth: Authorized, error: unknown): Promise<void> {
   const code = isAppError(error) ? error.code : ErrorCodes.INTERNAL_ERROR;
   const { actor, spec, reason } = auth;
-  await recordAction(deps.db, { ...actor, action: spec.action, target: spec.target, reason, outcome: `failed:${code}` }).catch((e: unknown) =>
-    deps.logger.error({ err: coerceError(e), action: spec.action, operator: actor.operator.name }, 'audit row of a failed action not written'),
+  await recordAction(deps.db, {
+    ...actor,
+    action: spec.action,
+    target: spec.target,
+    reason,
+    outcome: `failed:${code}`,
+  }).catch((e: unknown) =>
+    deps.logger.error(
+      { err: coerceError(e), action: spec.action, operator: actor.operator.name },
+      'audit row of a failed action not written',
+    ),
   );
 }
 
 /** Run `effect` in one transaction with its audit row: both commit, or neither. The effect must use `tx` only. */
-export async function commitAction<T>(deps: ActionDeps, auth: Authorized, effect: (tx: Database) => Promise<EffectResult<T>>): Promise<T> {
+export async function commitAction<T>(
+  deps: ActionDeps,
+  auth: Authorized,
+  effect: (tx: Database) => Promise<EffectResult<T>>,
+): Promise<T> {
   const { actor, spec, reason } = auth;
   try {
     const done = await deps.db.transaction(async (tx) => {
       const r = await effect(tx);
-      await recordAction(tx, { ...actor, action: spec.action, target: spec.target, reason, outcome: r.outcome, details: r.details });
+      await recordAction(tx, {
+        ...actor,
+        action: spec.action,
+        target: spec.target,
+        reason,
+        outcome: r.outcome,
+        details: r.details,
+      });
       return r;
     });
     log(deps, auth, done.outcome);
@@ -162,15 +216,34 @@ export async function commitAction<T>(deps: ActionDeps, auth: Authorized, effect
  * Write the audit row of an effect that commits on its own as an intent (outcome `pending`), before the effect: if it
  * cannot be written, this throws and the effect must not run. Complete it with {@link completeIntent}.
  */
-export async function recordIntent(deps: ActionDeps, auth: Authorized, details?: Record<string, unknown>): Promise<number> {
+export async function recordIntent(
+  deps: ActionDeps,
+  auth: Authorized,
+  details?: Record<string, unknown>,
+): Promise<number> {
   const { actor, spec, reason } = auth;
-  return recordAction(deps.db, { ...actor, action: spec.action, target: spec.target, reason, outcome: PENDING, details });
+  return recordAction(deps.db, {
+    ...actor,
+    action: spec.action,
+    target: spec.target,
+    reason,
+    outcome: PENDING,
+    details,
+  });
 }
 
 /** Complete an intent row with a failure (best effort: the database may be what failed; the row then stays pending). */
-export async function completeIntentFailed(deps: ActionDeps, auth: Authorized, intentId: number, outcome: string): Promise<void> {
+export async function completeIntentFailed(
+  deps: ActionDeps,
+  auth: Authorized,
+  intentId: number,
+  outcome: string,
+): Promise<void> {
   await completeIntent(deps.db, intentId, outcome).catch((e: unknown) =>
-    deps.logger.error({ err: coerceError(e), action: auth.spec.action, operator: auth.actor.operator.name, intentId }, 'audit row of a failed action not completed'),
+    deps.logger.error(
+      { err: coerceError(e), action: auth.spec.action, operator: auth.actor.operator.name, intentId },
+      'audit row of a failed action not completed',
+    ),
   );
 }
 
@@ -203,7 +276,12 @@ export async function commitExternalAction<T>(
 }
 
 /** {@link authorize} then {@link commitAction}. */
-export async function performAction<T>(deps: ActionDeps, actor: Actor, spec: ActionSpec, effect: (tx: Database) => Promise<EffectResult<T>>): Promise<T> {
+export async function performAction<T>(
+  deps: ActionDeps,
+  actor: Actor,
+  spec: ActionSpec,
+  effect: (tx: Database) => Promise<EffectResult<T>>,
+): Promise<T> {
   return commitAction(deps, await authorize(deps, actor, spec), effect);
 }
 
@@ -219,7 +297,15 @@ export async function performExternalAction<T>(
 
 function log(deps: ActionDeps, { actor, spec, reason }: Authorized, outcome: string) {
   deps.logger.info(
-    { action: spec.action, target: spec.target, operator: actor.operator.name, role: actor.operator.role, outcome, reasonLength: reason.length, requestId: actor.requestId },
+    {
+      action: spec.action,
+      target: spec.target,
+      operator: actor.operator.name,
+      role: actor.operator.role,
+      outcome,
+      reasonLength: reason.length,
+      requestId: actor.requestId,
+    },
     'operator action',
   );
 }

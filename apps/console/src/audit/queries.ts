@@ -31,8 +31,15 @@ export const auditFilterSchema = z.strictObject({
   services: z
     .enum(['hide', 'show', 'only'])
     .default('hide')
-    .describe('Rows of `service` clients (the shop registering orders): hidden by default so that people\'s actions stand out; `show` adds them, `only` lists them alone. Ignored with `operator` (that name\'s rows are listed whatever its role)'),
-  before: z.coerce.number().int().positive().optional().describe('Cursor: only rows with a smaller id (`nextBefore` of the previous page)'),
+    .describe(
+      "Rows of `service` clients (the shop registering orders): hidden by default so that people's actions stand out; `show` adds them, `only` lists them alone. Ignored with `operator` (that name's rows are listed whatever its role)",
+    ),
+  before: z.coerce
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Cursor: only rows with a smaller id (`nextBefore` of the previous page)'),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
 export type AuditFilter = z.output<typeof auditFilterSchema>;
@@ -46,7 +53,9 @@ export type AuditPage = z.output<typeof auditPageSchema>;
 
 /** Drop blank fields, as an HTML form sends them. */
 export function withoutBlanks(query: unknown): Record<string, unknown> {
-  return Object.fromEntries(Object.entries((query ?? {}) as Record<string, unknown>).filter(([, v]) => v !== '' && v !== undefined));
+  return Object.fromEntries(
+    Object.entries((query ?? {}) as Record<string, unknown>).filter(([, v]) => v !== '' && v !== undefined),
+  );
 }
 
 /**

@@ -23,16 +23,19 @@ export interface ActionRecord {
  * record commit together or not at all. The table refuses UPDATE and DELETE (migration 0004).
  */
 export async function recordAction(tx: Database, record: ActionRecord): Promise<number> {
-  const [row] = await tx.insert(operatorActions).values({
-    operator: record.operator.name,
-    role: record.operator.role,
-    action: record.action,
-    target: record.target.slice(0, 300),
-    reason: record.reason,
-    outcome: record.outcome.slice(0, 200),
-    requestId: record.requestId ?? null,
-    details: record.details ?? null,
-  }).returning({ id: operatorActions.id });
+  const [row] = await tx
+    .insert(operatorActions)
+    .values({
+      operator: record.operator.name,
+      role: record.operator.role,
+      action: record.action,
+      target: record.target.slice(0, 300),
+      reason: record.reason,
+      outcome: record.outcome.slice(0, 200),
+      requestId: record.requestId ?? null,
+      details: record.details ?? null,
+    })
+    .returning({ id: operatorActions.id });
   return row!.id;
 }
 
@@ -43,7 +46,12 @@ export const PENDING = 'pending';
  * Complete an intent row (outcome `pending`) with the effect's outcome: the one update the append-only trail allows
  * (migration 0006). Throws when the row is not pending any more (a bug: each intent is completed once).
  */
-export async function completeIntent(tx: Database, id: number, outcome: string, details?: Record<string, unknown>): Promise<void> {
+export async function completeIntent(
+  tx: Database,
+  id: number,
+  outcome: string,
+  details?: Record<string, unknown>,
+): Promise<void> {
   const done = await tx
     .update(operatorActions)
     .set({ outcome: outcome.slice(0, 200), ...(details ? { details } : {}) })

@@ -66,7 +66,7 @@ export function callbacksRows({ db, queue }: CallbacksDeps): RouteRow[] {
       schema: {
         summary: 'Search callbacks',
         description:
-          'At least one filter is required; all narrow together. `receipts`, `reviews`, `jobs` and `timeline` are filled when `orderNo` (the platform\'s) or `merchantOrderNo` (ours) is given.',
+          "At least one filter is required; all narrow together. `receipts`, `reviews`, `jobs` and `timeline` are filled when `orderNo` (the platform's) or `merchantOrderNo` (ours) is given.",
         tags: ['callbacks'],
         querystring: callbackFilterSchema.extend({
           cursor: z.string().max(200).optional().describe('`nextCursor` of the previous page'),
@@ -90,12 +90,24 @@ export function callbacksRows({ db, queue }: CallbacksDeps): RouteRow[] {
           });
         }
         const { orderNo, merchantOrderNo } = filter;
-        if (!orderNo && !merchantOrderNo) return { ...(await searchCallbacks(db, filter, { cursor, limit })), receipts: [], reviews: [], jobs: [], timeline: [] };
-        const [page, records] = await Promise.all([searchCallbacks(db, filter, { cursor, limit }), loadCallbackRecords(db, queue, { orderNo, merchantOrderNo })]);
+        if (!orderNo && !merchantOrderNo)
+          return {
+            ...(await searchCallbacks(db, filter, { cursor, limit })),
+            receipts: [],
+            reviews: [],
+            jobs: [],
+            timeline: [],
+          };
+        const [page, records] = await Promise.all([
+          searchCallbacks(db, filter, { cursor, limit }),
+          loadCallbackRecords(db, queue, { orderNo, merchantOrderNo }),
+        ]);
         const { receipts: receiptRows, reviews: reviewRows } = records;
         const timeline = await timelineOf(db, queue, records);
         // `jobs` lists the asked order's jobs (the timeline also has those its receipts and reviews name).
-        const jobs = (orderNo ? records.jobs.filter((j) => (j.job.data as { orderNo?: unknown }).orderNo === orderNo) : records.jobs).map(jobView);
+        const jobs = (
+          orderNo ? records.jobs.filter((j) => (j.job.data as { orderNo?: unknown }).orderNo === orderNo) : records.jobs
+        ).map(jobView);
         return {
           ...page,
           receipts: receiptRows.map((r) => ({

@@ -47,16 +47,30 @@ export async function waitingCounts(db: Database): Promise<WaitingCounts> {
       .where(and(inArray(callbackArrivals.lastCode, [...FORGERY_CODES]), eq(callbackArrivals.status, 'review'))),
   ]);
   const of = (s: ArrivalStatus) => byStatus.find((r) => r.status === s)?.n ?? 0;
-  return { failed: of('failed'), retrying: of('retrying'), waiting: of('waiting'), openReviews: open?.n ?? 0, suspectedForgeries: forged?.n ?? 0 };
+  return {
+    failed: of('failed'),
+    retrying: of('retrying'),
+    waiting: of('waiting'),
+    openReviews: open?.n ?? 0,
+    suspectedForgeries: forged?.n ?? 0,
+  };
 }
 
 /** The codes of callbacks in `statuses`, most frequent first (at most 30): the filter offers these. */
-export async function codesOf(db: Database, statuses: readonly ArrivalStatus[]): Promise<{ code: string; n: number }[]> {
+export async function codesOf(
+  db: Database,
+  statuses: readonly ArrivalStatus[],
+): Promise<{ code: string; n: number }[]> {
   const n = sql<number>`count(*)::int`;
   const rows = await db
     .select({ code: callbackArrivals.lastCode, n })
     .from(callbackArrivals)
-    .where(and(isNotNull(callbackArrivals.lastCode), statuses.length > 0 ? inArray(callbackArrivals.status, [...statuses]) : undefined))
+    .where(
+      and(
+        isNotNull(callbackArrivals.lastCode),
+        statuses.length > 0 ? inArray(callbackArrivals.status, [...statuses]) : undefined,
+      ),
+    )
     .groupBy(callbackArrivals.lastCode)
     .orderBy(desc(n))
     .limit(30);
@@ -64,8 +78,17 @@ export async function codesOf(db: Database, statuses: readonly ArrivalStatus[]):
 }
 
 /** How many callbacks match (counted up to `cap`; more reads as "more than cap"). */
-export async function countMatching(db: Database, where: ReturnType<typeof and>, cap = 10_000): Promise<{ n: number; more: boolean }> {
-  const inner = db.select({ one: sql`1` }).from(callbackArrivals).where(where).limit(cap + 1).as('m');
+export async function countMatching(
+  db: Database,
+  where: ReturnType<typeof and>,
+  cap = 10_000,
+): Promise<{ n: number; more: boolean }> {
+  const inner = db
+    .select({ one: sql`1` })
+    .from(callbackArrivals)
+    .where(where)
+    .limit(cap + 1)
+    .as('m');
   const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(inner);
   const n = row?.n ?? 0;
   return { n: Math.min(n, cap), more: n > cap };

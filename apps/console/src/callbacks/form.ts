@@ -7,7 +7,17 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { callbackFilterSchema, listOf, type CallbackFilter } from './queries.ts';
 
 /** The filter's fields, in the order links carry them. */
-export const FILTER_FIELDS = ['status', 'code', 'kind', 'merchantOrderNo', 'orderNo', 'amountMin', 'amountMax', 'from', 'to'] as const;
+export const FILTER_FIELDS = [
+  'status',
+  'code',
+  'kind',
+  'merchantOrderNo',
+  'orderNo',
+  'amountMin',
+  'amountMax',
+  'from',
+  'to',
+] as const;
 const LISTS = new Set<string>(['status', 'code']);
 
 /** `2026-11-24 08:00`, `2026-11-24T08:00:15`: a time typed without a zone, read as UTC. */
@@ -23,7 +33,14 @@ function rawFilter(form: Record<string, unknown>): Record<string, string | strin
   const raw: Record<string, string | string[]> = {};
   for (const k of FILTER_FIELDS) {
     if (LISTS.has(k)) {
-      const list = [...new Set(textsOf(form[k]).flatMap((t) => t.split(/[\s,]+/)).map((t) => (k === 'code' ? t.toUpperCase() : t.toLowerCase())).filter(Boolean))];
+      const list = [
+        ...new Set(
+          textsOf(form[k])
+            .flatMap((t) => t.split(/[\s,]+/))
+            .map((t) => (k === 'code' ? t.toUpperCase() : t.toLowerCase()))
+            .filter(Boolean),
+        ),
+      ];
       if (list.length > 0) raw[k] = list.length === 1 ? list[0]! : list;
       continue;
     }
@@ -42,7 +59,9 @@ export function filterOfForm(form: Record<string, unknown>): CallbackFilter {
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'filter'}: ${i.message}`).join('; ');
     throw new AppError(ErrorCodes.REQUEST_INVALID, `the filter is not valid: ${problems}`, {
-      details: { errors: parsed.error.issues.map((i) => ({ field: i.path.join('.') || 'filter', message: i.message })) },
+      details: {
+        errors: parsed.error.issues.map((i) => ({ field: i.path.join('.') || 'filter', message: i.message })),
+      },
     });
   }
   return parsed.data;
@@ -52,7 +71,10 @@ export function filterOfForm(form: Record<string, unknown>): CallbackFilter {
 export function formValues(form: Record<string, unknown>): Partial<Record<(typeof FILTER_FIELDS)[number], string>> {
   const out: Partial<Record<(typeof FILTER_FIELDS)[number], string>> = {};
   for (const k of FILTER_FIELDS) {
-    const v = textsOf(form[k]).map((t) => t.trim()).filter(Boolean).join(LISTS.has(k) ? ', ' : '');
+    const v = textsOf(form[k])
+      .map((t) => t.trim())
+      .filter(Boolean)
+      .join(LISTS.has(k) ? ', ' : '');
     if (v) out[k] = v;
   }
   return out;

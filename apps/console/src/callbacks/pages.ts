@@ -45,7 +45,13 @@ export const callbacksPages: FastifyPluginAsync<CallbacksPagesDeps> = async (app
       listing ? countMatching(deps.db, filterWhere(filter)) : undefined,
     ]);
     const vm = { filter, values, page, matched, counts, codes, viewer: req.operator!, self: req.url };
-    return sendPage(req, reply, { title: 'Callbacks', area: 'callbacks', flash }, callbacksPage(vm), flash?.kind === 'error' && !flashOf(query) ? 400 : 200);
+    return sendPage(
+      req,
+      reply,
+      { title: 'Callbacks', area: 'callbacks', flash },
+      callbacksPage(vm),
+      flash?.kind === 'error' && !flashOf(query) ? 400 : 200,
+    );
   });
 
   app.post('/callbacks/run-now', { schema: { hide: true } }, async (req, reply) => {
@@ -53,7 +59,12 @@ export const callbacksPages: FastifyPluginAsync<CallbacksPagesDeps> = async (app
     const back = safeNext(typeof form.back === 'string' ? form.back : '/callbacks');
     return formAction(reply, back, async () => {
       if (!deps.queue) throw new Error('run now needs the callbacks queue');
-      const r = await runNow({ db: deps.db, logger: deps.logger, queue: deps.queue }, actorOf(req), filterOfForm(form), form.reason);
+      const r = await runNow(
+        { db: deps.db, logger: deps.logger, queue: deps.queue },
+        actorOf(req),
+        filterOfForm(form),
+        form.reason,
+      );
       return `${r.promoted} job(s) run now${r.skipped > 0 ? `; ${r.skipped} no longer waiting (running or done)` : ''}${r.more ? '; more match: run it again' : ''}.`;
     });
   });

@@ -20,12 +20,18 @@ const instant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant, e.g
 
 /** What selects callbacks: the search's filter and a replay's. Every field narrows; all are optional. */
 export const callbackFilterSchema = z.strictObject({
-  orderNo: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected a platform OrderNo').optional().describe("The platform's OrderNo"),
+  orderNo: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected a platform OrderNo')
+    .optional()
+    .describe("The platform's OrderNo"),
   merchantOrderNo: merchantOrderNoSchema.optional(),
   status: z
     .union([z.enum(ARRIVAL_STATUSES), z.array(z.enum(ARRIVAL_STATUSES)).min(1).max(ARRIVAL_STATUSES.length)])
     .optional()
-    .describe('Where the callback is: active, waiting, retrying, failed (for good), applied, duplicate, review; several: any of them (repeat the parameter)'),
+    .describe(
+      'Where the callback is: active, waiting, retrying, failed (for good), applied, duplicate, review; several: any of them (repeat the parameter)',
+    ),
   kind: z.enum(['payin', 'payout']).optional(),
   code: z
     .union([errorCode, z.array(errorCode).min(1).max(MAX_CODES)])
@@ -54,7 +60,10 @@ export const callbackRowSchema = z.object({
   outcome: z.string().nullable(),
   code: z.string().nullable(),
   detail: z.string().nullable(),
-  appliedAt: z.string().nullable().describe("When its receipt was written (the pair's credit or finalisation), if it was"),
+  appliedAt: z
+    .string()
+    .nullable()
+    .describe("When its receipt was written (the pair's credit or finalisation), if it was"),
 });
 export type CallbackRow = z.output<typeof callbackRowSchema>;
 
@@ -100,17 +109,24 @@ function encodeCursor(us: string, jobId: string): string {
 function decodeCursor(cursor: string): [string, string] {
   try {
     const v = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown;
-    if (Array.isArray(v) && v.length === 2 && /^\d{1,20}$/.test(String(v[0])) && typeof v[1] === 'string') return [String(v[0]), v[1]];
+    if (Array.isArray(v) && v.length === 2 && /^\d{1,20}$/.test(String(v[0])) && typeof v[1] === 'string')
+      return [String(v[0]), v[1]];
   } catch {
     // falls through to the error below
   }
-  throw new AppError(ErrorCodes.REQUEST_INVALID, 'cursor: not a cursor this API returned', { details: { errors: [{ field: 'cursor', message: 'invalid cursor' }] } });
+  throw new AppError(ErrorCodes.REQUEST_INVALID, 'cursor: not a cursor this API returned', {
+    details: { errors: [{ field: 'cursor', message: 'invalid cursor' }] },
+  });
 }
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 /** One page of callbacks matching `filter`, newest first; `limit` rows at most. */
-export async function searchCallbacks(db: Database, filter: CallbackFilter, page: { cursor?: string; limit?: number } = {}): Promise<CallbackPage> {
+export async function searchCallbacks(
+  db: Database,
+  filter: CallbackFilter,
+  page: { cursor?: string; limit?: number } = {},
+): Promise<CallbackPage> {
   const t = callbackArrivals;
   const limit = Math.min(Math.max(page.limit ?? 50, 1), 200);
   const after = page.cursor ? decodeCursor(page.cursor) : undefined;
@@ -125,7 +141,9 @@ export async function searchCallbacks(db: Database, filter: CallbackFilter, page
     .where(
       and(
         filterWhere(filter),
-        after ? sql`(${t.receivedAt}, ${t.jobId}) < (timestamptz 'epoch' + ${after[0]}::bigint * interval '1 microsecond', ${after[1]})` : undefined,
+        after
+          ? sql`(${t.receivedAt}, ${t.jobId}) < (timestamptz 'epoch' + ${after[0]}::bigint * interval '1 microsecond', ${after[1]})`
+          : undefined,
       ),
     )
     .orderBy(desc(t.receivedAt), desc(t.jobId))
@@ -170,6 +188,9 @@ export async function platformOrderNosOf(db: Database, merchantOrderNo: string):
  * variants ingest queued under another id (a copy with other content: a forgery or a probe), which the order's
  * timeline shows as well.
  */
-export async function arrivalsOf(db: Database, merchantOrderNo: string): Promise<(typeof callbackArrivals.$inferSelect)[]> {
+export async function arrivalsOf(
+  db: Database,
+  merchantOrderNo: string,
+): Promise<(typeof callbackArrivals.$inferSelect)[]> {
   return db.select().from(callbackArrivals).where(eq(callbackArrivals.merchantOrderNo, merchantOrderNo)).limit(50);
 }

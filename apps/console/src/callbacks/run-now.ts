@@ -33,38 +33,52 @@ export function runnableStatuses(filter: CallbackFilter): ArrivalStatus[] {
   const asked = listOf(filter.status);
   const other = asked.filter((s) => !RUNNABLE.includes(s));
   if (other.length > 0) {
-    throw new AppError(ErrorCodes.REQUEST_INVALID, `"run now" runs jobs waiting out a backoff: status must be retrying or waiting (got ${other.join(', ')})`, {
-      details: { errors: [{ field: 'status', message: 'retrying or waiting only' }] },
-    });
+    throw new AppError(
+      ErrorCodes.REQUEST_INVALID,
+      `"run now" runs jobs waiting out a backoff: status must be retrying or waiting (got ${other.join(', ')})`,
+      {
+        details: { errors: [{ field: 'status', message: 'retrying or waiting only' }] },
+      },
+    );
   }
   return asked.length > 0 ? asked : [...RUNNABLE];
 }
 
 /** Promote the delayed jobs of the callbacks matching `filter` (retrying or waiting), oldest job id first. */
-export async function runNow(deps: ActionDeps & { queue: Queue }, actor: Actor, filter: CallbackFilter, reason: unknown): Promise<RunNowResult> {
+export async function runNow(
+  deps: ActionDeps & { queue: Queue },
+  actor: Actor,
+  filter: CallbackFilter,
+  reason: unknown,
+): Promise<RunNowResult> {
   const statuses = runnableStatuses(filter);
   const scoped = { ...filter, status: statuses };
-  return performExternalAction(deps, actor, { action: 'queue.promote', target: filterTarget(scoped), reason }, async () => {
-    const rows = await deps.db
-      .select({ jobId: callbackArrivals.jobId })
-      .from(callbackArrivals)
-      .where(and(filterWhere(scoped), inArray(callbackArrivals.status, statuses)))
-      .orderBy(asc(callbackArrivals.jobId))
-      .limit(RUN_NOW_LIMIT + 1);
-    const more = rows.length > RUN_NOW_LIMIT;
-    let promoted = 0;
-    for (const { jobId } of rows.slice(0, RUN_NOW_LIMIT)) {
-      const job = await deps.queue.getJob(jobId);
-      if (!job || !(await job.isDelayed())) continue;
-      try {
-        await job.promote();
-        promoted++;
-      } catch (e) {
-        // It left the delayed set meanwhile (its delay ran out, or someone else promoted it): nothing to do.
-        if (!/not in the delayed state|Missing key/i.test(coerceError(e).message)) throw e;
+  return performExternalAction(
+    deps,
+    actor,
+    { action: 'queue.promote', target: filterTarget(scoped), reason },
+    async () => {
+      const rows = await deps.db
+        .select({ jobId: callbackArrivals.jobId })
+        .from(callbackArrivals)
+        .where(and(filterWhere(scoped), inArray(callbackArrivals.status, statuses)))
+        .orderBy(asc(callbackArrivals.jobId))
+        .limit(RUN_NOW_LIMIT + 1);
+      const more = rows.length > RUN_NOW_LIMIT;
+      let promoted = 0;
+      for (const { jobId } of rows.slice(0, RUN_NOW_LIMIT)) {
+        const job = await deps.queue.getJob(jobId);
+        if (!job || !(await job.isDelayed())) continue;
+        try {
+          await job.promote();
+          promoted++;
+        } catch (e) {
+          // It left the delayed set meanwhile (its delay ran out, or someone else promoted it): nothing to do.
+          if (!/not in the delayed state|Missing key/i.test(coerceError(e).message)) throw e;
+        }
       }
-    }
-    const skipped = Math.min(rows.length, RUN_NOW_LIMIT) - promoted;
-    return { result: { promoted, skipped, more }, outcome: 'promoted', details: { promoted, skipped, more } };
-  });
+      const skipped = Math.min(rows.length, RUN_NOW_LIMIT) - promoted;
+      return { result: { promoted, skipped, more }, outcome: 'promoted', details: { promoted, skipped, more } };
+    },
+  );
 }

@@ -25,8 +25,12 @@ const querystring = z.strictObject({ currency: currencySchema.optional() });
 const responses = {
   200: catalogResponseSchema,
   400: errorBodySchema,
-  422: errorBodySchema.describe('CURRENCY_NOT_ENABLED: the currency is not enabled for this merchant (platformCode 40017 when the platform said so)'),
-  502: errorBodySchema.describe('MERCHANT_UNKNOWN (platform code 40010) or another platform error code (platformCode, platformMessage)'),
+  422: errorBodySchema.describe(
+    'CURRENCY_NOT_ENABLED: the currency is not enabled for this merchant (platformCode 40017 when the platform said so)',
+  ),
+  502: errorBodySchema.describe(
+    'MERCHANT_UNKNOWN (platform code 40010) or another platform error code (platformCode, platformMessage)',
+  ),
   503: errorBodySchema.describe('The platform is down and no catalog is stored'),
   504: errorBodySchema,
 };
@@ -40,7 +44,8 @@ export function paymentMethodsRows({ catalog, db, logger }: RouteDeps): RouteRow
       action: 'read',
       schema: {
         summary: 'The payment-method catalog',
-        description: 'As the platform returned it, narrowed to `currency` when given. When the platform is down the last good copy is served with `stale: true` and its age.',
+        description:
+          'As the platform returned it, narrowed to `currency` when given. When the platform is down the last good copy is served with `stale: true` and its age.',
         tags: ['catalog'],
         querystring,
         response: responses,
@@ -64,10 +69,15 @@ export function paymentMethodsRows({ catalog, db, logger }: RouteDeps): RouteRow
       },
       handler: async (req, reply) => {
         // The snapshot commits in the cache's own transaction: an external action (intent row first).
-        const view = await performExternalAction({ db: db.db, logger }, actorOf(req), { action: 'catalog.refresh', target: 'catalog', reason: req.body?.reason }, async () => {
-          const fresh = await catalog.refresh({ currency: req.query.currency });
-          return { result: fresh, outcome: 'refreshed', details: { currencies: fresh.catalog.currencies.length } };
-        });
+        const view = await performExternalAction(
+          { db: db.db, logger },
+          actorOf(req),
+          { action: 'catalog.refresh', target: 'catalog', reason: req.body?.reason },
+          async () => {
+            const fresh = await catalog.refresh({ currency: req.query.currency });
+            return { result: fresh, outcome: 'refreshed', details: { currencies: fresh.catalog.currencies.length } };
+          },
+        );
         return sendCatalog(reply, view);
       },
     }),

@@ -13,7 +13,11 @@ const ALLOWED = new Set([
 ]);
 
 /** Whether a dashboard request (method, bull-board route pattern relative to the base path, params) is allowed. */
-export function isAllowedDashboardAction(method: string, routePattern: string, params: Record<string, unknown>): boolean {
+export function isAllowedDashboardAction(
+  method: string,
+  routePattern: string,
+  params: Record<string, unknown>,
+): boolean {
   const m = method.toUpperCase();
   if (m === 'GET' || m === 'HEAD') return true;
   if (!ALLOWED.has(`${m} ${routePattern}`)) return false;

@@ -2,7 +2,7 @@ import { createBullBoard } from '@bull-board/api';
 import type { QueueAdapterOptions } from '@bull-board/api/typings/app';
 import { FreshRetryBullMQAdapter } from './fresh-retry-adapter.ts';
 import { FastifyAdapter } from '@bull-board/fastify';
-import type { AppError} from '@mcb/core/errors';
+import type { AppError } from '@mcb/core/errors';
 import { coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import type { Queue } from 'bullmq';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
@@ -81,7 +81,14 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
     queues: adapters,
     serverAdapter,
     // showWorkers off: the workers' list is Redis's CLIENT LIST (addresses and names of every connection).
-    options: { uiConfig: { boardTitle: 'Callbacks', hideRedisDetails: true, showWorkers: false, miscLinks: [{ text: 'Console', url: '/search' }] } },
+    options: {
+      uiConfig: {
+        boardTitle: 'Callbacks',
+        hideRedisDetails: true,
+        showWorkers: false,
+        miscLinks: [{ text: 'Console', url: '/search' }],
+      },
+    },
   });
 
   app.get('/assets/board-guard.js', { schema: { hide: true } }, async (_req, reply) =>
@@ -112,7 +119,13 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
     if (!action) {
       if (req.method === 'GET' || req.method === 'HEAD') return;
       // An allowed route with no action of ours would be an allow-list bug: refuse rather than act unrecorded.
-      return reply.code(403).send({ code: ErrorCodes.FORBIDDEN, message: 'this dashboard action is not recorded, so it is refused', requestId: req.id });
+      return reply
+        .code(403)
+        .send({
+          code: ErrorCodes.FORBIDDEN,
+          message: 'this dashboard action is not recorded, so it is refused',
+          requestId: req.id,
+        });
     }
     // Refusals are sent from the hook: bull-board's own error handler would turn a thrown error into a 500.
     let auth: Authorized;
@@ -120,7 +133,8 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
       auth = await authorize(opts.actions, actorOf(req), { ...action, reason: reasonHeader(req) });
     } catch (e) {
       if (isAppError(e, ErrorCodes.FORBIDDEN)) return sendError(req, reply, e, 403);
-      if (isAppError(e, ErrorCodes.REASON_REQUIRED) || isAppError(e, ErrorCodes.REQUEST_INVALID)) return sendError(req, reply, e, 400);
+      if (isAppError(e, ErrorCodes.REASON_REQUIRED) || isAppError(e, ErrorCodes.REQUEST_INVALID))
+        return sendError(req, reply, e, 400);
       throw e;
     }
     // The effect is bull-board's, in Redis, outside our transactions: its audit row is written first, as an intent.
@@ -128,7 +142,10 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
     try {
       req.dashboardAction = { ...auth, intentId: await recordIntent(opts.actions, auth) };
     } catch (e) {
-      req.log.error({ err: coerceError(e), action: action.action }, 'audit row of a dashboard action not written: action refused');
+      req.log.error(
+        { err: coerceError(e), action: action.action },
+        'audit row of a dashboard action not written: action refused',
+      );
       return reply.code(503).header('retry-after', '5').send({
         code: ErrorCodes.DB_UNAVAILABLE,
         message: 'the audit row of this action could not be written, so nothing was done; retry later',
@@ -144,12 +161,18 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
     const outcome = reply.statusCode < 400 ? 'done' : `failed:HTTP ${reply.statusCode}`;
     if (reply.statusCode < 400) {
       await completeIntent(opts.actions.db, auth.intentId, outcome).catch((e: unknown) =>
-        req.log.error({ err: coerceError(e), action: auth.spec.action, intentId: auth.intentId }, 'audit row of a dashboard action not completed'),
+        req.log.error(
+          { err: coerceError(e), action: auth.spec.action, intentId: auth.intentId },
+          'audit row of a dashboard action not completed',
+        ),
       );
     } else {
       await completeIntentFailed(opts.actions, auth, auth.intentId, outcome);
     }
-    req.log.info({ action: auth.spec.action, target: auth.spec.target, operator: auth.actor.operator.name, outcome }, 'operator action');
+    req.log.info(
+      { action: auth.spec.action, target: auth.spec.target, operator: auth.actor.operator.name, outcome },
+      'operator action',
+    );
   });
 
   // Viewers get a read-only board (bull-board then offers no action) without stack traces, and every page loads

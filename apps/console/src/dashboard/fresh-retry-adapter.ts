@@ -9,7 +9,8 @@ function freshRetry<T extends BoardJob | undefined>(job: T): T {
   if (!job) return job;
   const bullJob = job as unknown as Job;
   const retry = bullJob.retry.bind(bullJob);
-  bullJob.retry = (state, opts) => retryKeepingStory(Object.assign(Object.create(bullJob) as Job, { retry }), state ?? 'failed', opts);
+  bullJob.retry = (state, opts) =>
+    retryKeepingStory(Object.assign(Object.create(bullJob) as Job, { retry }), state ?? 'failed', opts);
   return job;
 }
 

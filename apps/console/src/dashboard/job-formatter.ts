@@ -18,7 +18,9 @@ export function formatJobData(data: unknown): Record<string, unknown> {
     source: text(d.source),
   };
   const out = Object.fromEntries(Object.entries(shown).filter(([, v]) => v !== undefined));
-  const hidden = Object.keys(d).filter((k) => !(k in shown)).sort();
+  const hidden = Object.keys(d)
+    .filter((k) => !(k in shown))
+    .sort();
   return hidden.length > 0 ? { ...out, hiddenFields: hidden } : out;
 }
 

@@ -36,7 +36,11 @@ const cursorSchema = z
  * period (then the hole is an aborted transaction, not a late one) and steps over it. Ages are measured by
  * Postgres's clock (`now() - created_at`), so the console's clock does not matter.
  */
-export function contiguousPrefix<T extends { id: number; ageMs: number }>(rows: T[], after: number, graceMs: number): T[] {
+export function contiguousPrefix<T extends { id: number; ageMs: number }>(
+  rows: T[],
+  after: number,
+  graceMs: number,
+): T[] {
   const out: T[] = [];
   let expected = after + 1;
   for (const row of rows) {
@@ -60,7 +64,10 @@ export function eventsRows(deps: EventsDeps): RouteRow[] {
         description:
           'Events in commit-safe id order. Resume with `after=nextCursor`; an empty page means nothing new yet (poll again). Each event is delivered once per cursor walk; consumers deduplicate by id.',
         tags: ['events'],
-        querystring: z.strictObject({ after: cursorSchema, limit: z.coerce.number().int().min(1).max(1000).default(100) }),
+        querystring: z.strictObject({
+          after: cursorSchema,
+          limit: z.coerce.number().int().min(1).max(1000).default(100),
+        }),
         response: {
           200: z.object({ events: z.array(eventSchema), nextCursor: z.string().describe('Pass as `after` next time') }),
           400: errorBodySchema,

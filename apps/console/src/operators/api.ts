@@ -11,7 +11,8 @@ export function whoamiRows(): RouteRow[] {
       action: 'read',
       schema: {
         summary: 'Who is asking',
-        description: 'The authenticated operator, the role from the operators file (or admin for CONSOLE_TOKEN), and the actions that role allows.',
+        description:
+          'The authenticated operator, the role from the operators file (or admin for CONSOLE_TOKEN), and the actions that role allows.',
         tags: ['operators'],
         response: {
           200: z.object({
@@ -25,7 +26,10 @@ export function whoamiRows(): RouteRow[] {
       },
       handler: async (req) => {
         const operator = req.operator!;
-        const may = req.query.actions === 'true' ? (Object.keys(ACTIONS) as Action[]).filter((a) => can(operator.role, a)) : undefined;
+        const may =
+          req.query.actions === 'true'
+            ? (Object.keys(ACTIONS) as Action[]).filter((a) => can(operator.role, a))
+            : undefined;
         return { name: operator.name, role: operator.role, via: req.authMethod!, ...(may ? { may } : {}) };
       },
     }),

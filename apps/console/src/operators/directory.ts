@@ -12,11 +12,16 @@ export const operatorEntrySchema = z.strictObject({
   name: z
     .string()
     .regex(/^[\x21-\x7e]{1,128}$/, 'expected 1 to 128 visible ASCII characters (an email address suits)')
-    .refine((n) => n.toLowerCase() !== TOKEN_ADMIN_NAME, `the name ${TOKEN_ADMIN_NAME} is reserved for CONSOLE_TOKEN's holder`)
+    .refine(
+      (n) => n.toLowerCase() !== TOKEN_ADMIN_NAME,
+      `the name ${TOKEN_ADMIN_NAME} is reserved for CONSOLE_TOKEN's holder`,
+    )
     .describe('Unique name; what the audit trail records, and what an SSO proxy sends'),
   role: z
     .enum(['viewer', 'operator', 'admin', 'service'])
-    .describe('service: a machine client (the shop) that registers orders and reads the API, nothing else, and cannot log in to the pages'),
+    .describe(
+      'service: a machine client (the shop) that registers orders and reads the API, nothing else, and cannot log in to the pages',
+    ),
   tokenSha256: z
     .string()
     .regex(/^[0-9a-fA-F]{64}$/, 'expected the SHA-256 of the token, 64 hex characters')
@@ -51,22 +56,28 @@ export const sha256Hex = (s: string): string => createHash('sha256').update(s).d
  * by their SHA-256: the file never holds a token, and a lookup by digest reveals nothing through its timing about
  * any token's content. Two entries with one name or one token are a configuration error.
  */
-export function createOperatorDirectory(options: { token?: string; operators?: readonly OperatorEntry[] }): OperatorDirectory {
+export function createOperatorDirectory(options: {
+  token?: string;
+  operators?: readonly OperatorEntry[];
+}): OperatorDirectory {
   const byDigest = new Map<string, Operator>();
   const byName = new Map<string, Operator>();
   const credentials = new Map<string, string>();
   const fromFile = new Set<string>();
   const add = (operator: Operator, digest: string | undefined, where: string) => {
-    if (byName.has(operator.name)) throw configError(`${where}: the name ${JSON.stringify(operator.name)} appears twice`);
+    if (byName.has(operator.name))
+      throw configError(`${where}: the name ${JSON.stringify(operator.name)} appears twice`);
     byName.set(operator.name, operator);
     if (digest === undefined) return;
     credentials.set(operator.name, digest);
     if (byDigest.has(digest)) throw configError(`${where}: two operators share one token`);
     byDigest.set(digest, operator);
   };
-  if (options.token) add(Object.freeze({ name: TOKEN_ADMIN_NAME, role: 'admin' }), sha256Hex(options.token), 'CONSOLE_TOKEN');
+  if (options.token)
+    add(Object.freeze({ name: TOKEN_ADMIN_NAME, role: 'admin' }), sha256Hex(options.token), 'CONSOLE_TOKEN');
   for (const entry of options.operators ?? []) {
-    if (entry.name.toLowerCase() === TOKEN_ADMIN_NAME) throw configError(`the name ${TOKEN_ADMIN_NAME} is reserved for CONSOLE_TOKEN's holder`);
+    if (entry.name.toLowerCase() === TOKEN_ADMIN_NAME)
+      throw configError(`the name ${TOKEN_ADMIN_NAME} is reserved for CONSOLE_TOKEN's holder`);
     add(Object.freeze({ name: entry.name, role: entry.role }), entry.tokenSha256, 'CONSOLE_OPERATORS_FILE');
     fromFile.add(entry.name);
   }

@@ -35,13 +35,17 @@ export function installServiceGate(app: FastifyInstance): void {
   const routes: RegisteredRoute[] = [];
   ROUTES.set(app, routes);
   app.addHook('onRoute', (r) => {
-    for (const method of [r.method].flat()) routes.push({ method, url: r.url, ...(r.config?.action ? { action: r.config.action } : {}) });
+    for (const method of [r.method].flat())
+      routes.push({ method, url: r.url, ...(r.config?.action ? { action: r.config.action } : {}) });
   });
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.operator?.role !== 'service') return;
     const route = req.routeOptions?.url;
     if (serviceMayCall(req.method, route)) return;
-    req.log.warn({ operator: req.operator.name, method: req.method, route: route ?? 'unmatched' }, 'service client refused: not an order registration or an API read');
+    req.log.warn(
+      { operator: req.operator.name, method: req.method, route: route ?? 'unmatched' },
+      'service client refused: not an order registration or an API read',
+    );
     return reply.code(403).send({
       code: ErrorCodes.FORBIDDEN,
       message: `${req.operator.name} is a service client: it may register orders (POST /api/payins, /api/payouts) and read the API (GET /api/...), nothing else`,

@@ -25,10 +25,15 @@ export const orderTarget = (merchantOrderNo: string) => `order:${merchantOrderNo
  * Register an order (already authorized for `orders.register`): insert it unless the number exists, in one
  * transaction with the audit row. The same body again is `existing` (200); another body under the number is 409.
  */
-export async function registerOrder(deps: ActionDeps, auth: Authorized, order: NewOrder & { requestHash: string }): Promise<Registered> {
+export async function registerOrder(
+  deps: ActionDeps,
+  auth: Authorized,
+  order: NewOrder & { requestHash: string },
+): Promise<Registered> {
   return commitAction<Registered>(deps, auth, async (tx: Database) => {
     const created = await insertOrderIfAbsent(tx, order);
-    if (created) return { result: { created: true, order: created }, outcome: 'created', details: { kind: order.kind } };
+    if (created)
+      return { result: { created: true, order: created }, outcome: 'created', details: { kind: order.kind } };
     // Registered before, or a concurrent registration of the same number won: the same body is the same order.
     const existing = await findOrder(tx, order.merchantOrderNo);
     if (!existing || existing.requestHash !== order.requestHash) throw orderConflict(order.merchantOrderNo);

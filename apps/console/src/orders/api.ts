@@ -19,7 +19,8 @@ export { orderConflict } from './actions.ts';
 export const jobParams = z.object({ merchantOrderNo: merchantOrderNoSchema, jobId: z.string().min(1).max(200) });
 
 /** The audit target of a registration, from the request as sent (for a refusal before validation). */
-export const targetOfBody = (req: FastifyRequest): string => orderTarget(String((req.body as { merchantOrderNo?: unknown } | undefined)?.merchantOrderNo ?? ''));
+export const targetOfBody = (req: FastifyRequest): string =>
+  orderTarget(String((req.body as { merchantOrderNo?: unknown } | undefined)?.merchantOrderNo ?? ''));
 
 /** Pay-in registration and the order view. */
 export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
@@ -36,11 +37,21 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
           'Idempotent: the same body again answers 200 with the order; a different body for the same number answers 409. Needs the role operator and a `reason` (not part of what makes two registrations the same), or the role service (no reason).',
         tags: ['orders'],
         body: payinBodySchema,
-        response: { 200: orderViewSchema, 201: orderViewSchema, 400: errorBodySchema, 403: errorBodySchema, 409: errorBodySchema },
+        response: {
+          200: orderViewSchema,
+          201: orderViewSchema,
+          400: errorBodySchema,
+          403: errorBodySchema,
+          409: errorBodySchema,
+        },
       },
       handler: async (req, reply) => {
         const { reason, ...body } = req.body;
-        const auth = await authorize(deps, actorOf(req), { action: 'orders.register', target: orderTarget(body.merchantOrderNo), reason });
+        const auth = await authorize(deps, actorOf(req), {
+          action: 'orders.register',
+          target: orderTarget(body.merchantOrderNo),
+          reason,
+        });
         const { created, order } = await registerOrder(deps, auth, {
           merchantOrderNo: body.merchantOrderNo,
           kind: 'payin',
@@ -73,7 +84,8 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
             method: 'POST',
             url: '/api/orders/:merchantOrderNo/jobs/:jobId/replay',
             action: 'queue.retry',
-            target: (req) => `job:${queue.name}/${String((req.params as { jobId?: unknown } | undefined)?.jobId ?? '')}`,
+            target: (req) =>
+              `job:${queue.name}/${String((req.params as { jobId?: unknown } | undefined)?.jobId ?? '')}`,
             schema: {
               summary: 'Replay one failed job of the order',
               description:
@@ -82,14 +94,24 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
               params: jobParams,
               body: z.strictObject({ reason: reasonSchema.optional() }).optional(),
               response: {
-                200: z.object({ jobId: z.string(), attemptsBefore: z.number().int().describe('Attempts the job had used before the replay') }),
+                200: z.object({
+                  jobId: z.string(),
+                  attemptsBefore: z.number().int().describe('Attempts the job had used before the replay'),
+                }),
                 400: errorBodySchema,
                 403: errorBodySchema,
                 404: errorBodySchema,
                 409: errorBodySchema,
               },
             },
-            handler: async (req) => replayJob({ db: db.db, logger, queue }, actorOf(req), req.params.merchantOrderNo, req.params.jobId, req.body?.reason),
+            handler: async (req) =>
+              replayJob(
+                { db: db.db, logger, queue },
+                actorOf(req),
+                req.params.merchantOrderNo,
+                req.params.jobId,
+                req.body?.reason,
+              ),
           }),
         ]
       : []),

@@ -15,7 +15,10 @@ import { replayJob } from './replay-job.ts';
 import { orderPage } from './views.ts';
 
 /** `/orders/{merchantOrderNo}`: the same query as `GET /api/orders/{no}`, as a page. */
-export const ordersPages: FastifyPluginAsync<{ db: Db; queue?: Queue; logger: Logger }> = async (app, { db, queue, logger }) => {
+export const ordersPages: FastifyPluginAsync<{ db: Db; queue?: Queue; logger: Logger }> = async (
+  app,
+  { db, queue, logger },
+) => {
   app.get('/orders/:merchantOrderNo', { schema: { hide: true } }, async (req, reply) => {
     const { merchantOrderNo } = z.object({ merchantOrderNo: merchantOrderNoSchema }).parse(req.params);
     const [detail, reviews] = await Promise.all([

@@ -8,9 +8,17 @@ import { loadCallbackRecords, timelineEntrySchema, timelineOf } from './timeline
 
 /** An order with its ledger, open review and callback timeline: `GET /api/orders/{no}` and the order page. */
 export const orderDetailSchema = orderViewSchema.extend({
-  timeline: z.array(timelineEntrySchema).describe('Its callbacks, job attempts, receipt, ledger and reviews, oldest first'),
+  timeline: z
+    .array(timelineEntrySchema)
+    .describe('Its callbacks, job attempts, receipt, ledger and reviews, oldest first'),
   jobs: z
-    .array(z.object({ jobId: z.string(), state: z.string().describe("BullMQ's state: failed, waiting, delayed, active, completed"), attemptsMade: z.number().int() }))
+    .array(
+      z.object({
+        jobId: z.string(),
+        state: z.string().describe("BullMQ's state: failed, waiting, delayed, active, completed"),
+        attemptsMade: z.number().int(),
+      }),
+    )
     .describe("Its callbacks' jobs still on the queue (a failed one can be replayed)"),
 });
 export type OrderDetail = z.output<typeof orderDetailSchema>;

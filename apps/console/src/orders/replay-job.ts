@@ -25,26 +25,47 @@ export interface ReplayedJob {
 }
 
 /** Replay one failed job of `merchantOrderNo` (404 when the job is not the order's, 409 JOB_NOT_FAILED when not failed). */
-export async function replayJob(deps: ReplayJobDeps, actor: Actor, merchantOrderNo: string, jobId: string, reason: unknown): Promise<ReplayedJob> {
-  const auth = await authorize(deps, actor, { action: 'queue.retry', target: `job:${deps.queue.name}/${jobId}`, reason });
+export async function replayJob(
+  deps: ReplayJobDeps,
+  actor: Actor,
+  merchantOrderNo: string,
+  jobId: string,
+  reason: unknown,
+): Promise<ReplayedJob> {
+  const auth = await authorize(deps, actor, {
+    action: 'queue.retry',
+    target: `job:${deps.queue.name}/${jobId}`,
+    reason,
+  });
   // A job that is not the order's is a wrong request, refused before anything is recorded against that job.
   const job = await deps.queue.getJob(jobId);
   if (!job || (job.data as { merchantOrderNo?: unknown }).merchantOrderNo !== merchantOrderNo) {
-    throw new AppError(ErrorCodes.NOT_FOUND, `order ${merchantOrderNo} has no job ${jobId}`, { details: { merchantOrderNo, jobId } });
+    throw new AppError(ErrorCodes.NOT_FOUND, `order ${merchantOrderNo} has no job ${jobId}`, {
+      details: { merchantOrderNo, jobId },
+    });
   }
   return commitExternalAction(deps, auth, async () => {
     const state = await job.getState();
-    if (state !== 'failed') throw new AppError(ErrorCodes.JOB_NOT_FAILED, `job ${jobId} is ${state}, not failed: nothing to replay`, { details: { jobId, state } });
+    if (state !== 'failed')
+      throw new AppError(ErrorCodes.JOB_NOT_FAILED, `job ${jobId} is ${state}, not failed: nothing to replay`, {
+        details: { jobId, state },
+      });
     const attemptsBefore = job.attemptsMade;
     try {
       await retryKeepingStory(job, 'failed');
     } catch (e) {
       // Someone (a replay, the dashboard) sent it back between our look and the retry.
       if (/not in the failed state|is not in the|Missing key/i.test(e instanceof Error ? e.message : '')) {
-        throw new AppError(ErrorCodes.JOB_NOT_FAILED, `job ${jobId} is no longer failed: nothing to replay`, { details: { jobId } });
+        throw new AppError(ErrorCodes.JOB_NOT_FAILED, `job ${jobId} is no longer failed: nothing to replay`, {
+          details: { jobId },
+        });
       }
       throw e;
     }
-    return { result: { jobId, attemptsBefore }, outcome: 'replayed', details: { via: 'order-page', merchantOrderNo, attemptsBefore } };
+    return {
+      result: { jobId, attemptsBefore },
+      outcome: 'replayed',
+      details: { via: 'order-page', merchantOrderNo, attemptsBefore },
+    };
   });
 }

@@ -6,7 +6,11 @@ import type { OrderView } from './schemas.ts';
 /** One query per function: the console's reads and writes of orders. */
 
 export async function findOrder(db: Db | Database, merchantOrderNo: string): Promise<Order | undefined> {
-  const [row] = await ('db' in db ? db.db : db).select().from(orders).where(eq(orders.merchantOrderNo, merchantOrderNo)).limit(1);
+  const [row] = await ('db' in db ? db.db : db)
+    .select()
+    .from(orders)
+    .where(eq(orders.merchantOrderNo, merchantOrderNo))
+    .limit(1);
   return row;
 }
 

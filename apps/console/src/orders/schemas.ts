@@ -17,7 +17,9 @@ export const currencySchema = z
 
 /** A positive decimal string; numbers are refused so no amount ever passes through a float. */
 export const amountSchema = z
-  .string({ error: (i) => (i.input === undefined ? 'required' : 'expected a decimal string such as "100.50", not a number') })
+  .string({
+    error: (i) => (i.input === undefined ? 'required' : 'expected a decimal string such as "100.50", not a number'),
+  })
   .max(40, 'expected at most 40 characters')
   .refine(isDecimalString, 'expected a decimal string such as "100.50" (no exponent, no leading zeros)')
   .refine((v) => !isDecimalString(v) || isPositiveDecimal(v), 'must be greater than zero')

@@ -5,7 +5,17 @@
  * settled it, the receipt, the ledger entries and the reviews. Jobs are kept a day after completion (30 days when
  * failed); after that the database part of the story remains.
  */
-import { callbackReceipts, type callbackArrivals, ledgerEntries, operatorActions, replayJobs, replays, reviewOccurrences, reviews, type Database } from '@mcb/core/db';
+import {
+  callbackReceipts,
+  type callbackArrivals,
+  ledgerEntries,
+  operatorActions,
+  replayJobs,
+  replays,
+  reviewOccurrences,
+  reviews,
+  type Database,
+} from '@mcb/core/db';
 import { ErrorCodes } from '@mcb/core/errors';
 import { callbackJobId, jobNoteSchema, type CallbackKind, type JobNote } from '@mcb/core/queue';
 import type { Job, Queue } from 'bullmq';
@@ -41,12 +51,21 @@ export const timelineEntrySchema = z.object({
   detail: z.string().describe('One line for a person'),
   operator: z.string().nullable().optional().describe('Who did it (replayed, operator-action)'),
   reason: z.string().nullable().optional().describe('Why, as the operator wrote it (replayed, operator-action)'),
-  link: z.string().nullable().optional().describe("The console page of what it refers to (the replay, the action's audit)"),
+  link: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("The console page of what it refers to (the replay, the action's audit)"),
 });
 export type TimelineEntry = z.output<typeof timelineEntrySchema>;
 
 /** The contract's job ids of one platform order: every final state of either kind. */
-export const JOB_STATES: [CallbackKind, number][] = [['payin', 6], ['payin', 3], ['payout', 4], ['payout', 5]];
+export const JOB_STATES: [CallbackKind, number][] = [
+  ['payin', 6],
+  ['payin', 3],
+  ['payout', 4],
+  ['payout', 5],
+];
 
 /** A job of the order, with its BullMQ state read once. */
 export interface FoundJob {
@@ -57,7 +76,10 @@ export interface FoundJob {
 /** The jobs of `orderNo` (every final state), narrowed to `merchantOrderNo` when given. */
 export async function jobsOfOrder(queue: Queue, orderNo: string, merchantOrderNo?: string): Promise<FoundJob[]> {
   const found = await Promise.all(JOB_STATES.map(([kind, state]) => queue.getJob(callbackJobId(kind, orderNo, state))));
-  const jobs = found.filter((j): j is Job => !!j && (!merchantOrderNo || (j.data as { merchantOrderNo?: unknown }).merchantOrderNo === merchantOrderNo));
+  const jobs = found.filter(
+    (j): j is Job =>
+      !!j && (!merchantOrderNo || (j.data as { merchantOrderNo?: unknown }).merchantOrderNo === merchantOrderNo),
+  );
   return Promise.all(jobs.map(async (job) => ({ job, state: await job.getState() })));
 }
 
@@ -72,18 +94,32 @@ export interface CallbackRecords {
 }
 
 /** Load {@link CallbackRecords} once, for the search route and the timeline alike. */
-export async function loadCallbackRecords(db: Database, queue: Queue | undefined, q: { orderNo?: string; merchantOrderNo?: string }): Promise<CallbackRecords> {
+export async function loadCallbackRecords(
+  db: Database,
+  queue: Queue | undefined,
+  q: { orderNo?: string; merchantOrderNo?: string },
+): Promise<CallbackRecords> {
   const [receiptRows, reviewRows, arrivedOrderNos, arrivals] = await Promise.all([
     db
       .select()
       .from(callbackReceipts)
-      .where(and(q.orderNo ? eq(callbackReceipts.orderNo, q.orderNo) : undefined, q.merchantOrderNo ? eq(callbackReceipts.merchantOrderNo, q.merchantOrderNo) : undefined))
+      .where(
+        and(
+          q.orderNo ? eq(callbackReceipts.orderNo, q.orderNo) : undefined,
+          q.merchantOrderNo ? eq(callbackReceipts.merchantOrderNo, q.merchantOrderNo) : undefined,
+        ),
+      )
       .orderBy(asc(callbackReceipts.id))
       .limit(200),
     db
       .select()
       .from(reviews)
-      .where(and(q.orderNo ? eq(reviews.orderNo, q.orderNo) : undefined, q.merchantOrderNo ? eq(reviews.merchantOrderNo, q.merchantOrderNo) : undefined))
+      .where(
+        and(
+          q.orderNo ? eq(reviews.orderNo, q.orderNo) : undefined,
+          q.merchantOrderNo ? eq(reviews.merchantOrderNo, q.merchantOrderNo) : undefined,
+        ),
+      )
       .orderBy(asc(reviews.id))
       .limit(200),
     // Callbacks that arrived but have neither receipt nor review yet (waiting, failed for good): their jobs too.
@@ -91,7 +127,13 @@ export async function loadCallbackRecords(db: Database, queue: Queue | undefined
     // Variants queued under another job id (same pair, other content: a forgery or a probe): their jobs too.
     q.merchantOrderNo ? arrivalsOf(db, q.merchantOrderNo) : [],
   ]);
-  const orderNos = [...new Set([q.orderNo, ...arrivedOrderNos, ...receiptRows.map((r) => r.orderNo), ...reviewRows.map((r) => r.orderNo)].filter((n): n is string => !!n))].slice(0, 20);
+  const orderNos = [
+    ...new Set(
+      [q.orderNo, ...arrivedOrderNos, ...receiptRows.map((r) => r.orderNo), ...reviewRows.map((r) => r.orderNo)].filter(
+        (n): n is string => !!n,
+      ),
+    ),
+  ].slice(0, 20);
   const jobs = queue ? (await Promise.all(orderNos.map((no) => jobsOfOrder(queue, no, q.merchantOrderNo)))).flat() : [];
   const known = new Set(jobs.map((j) => j.job.id));
   const others = arrivals.filter((a) => !known.has(a.jobId));
@@ -128,32 +170,73 @@ async function jobEntries(queue: Queue, { job, state }: FoundJob): Promise<Timel
     } catch {
       continue; // a line someone else wrote: not part of the story
     }
-    entries.push({ ...base, at: note.at, source: note.event === 'received-again' ? 'ingest' : 'job', event: note.event, attempt: note.attempt ?? null, code: note.code ?? null, detail: note.detail });
+    entries.push({
+      ...base,
+      at: note.at,
+      source: note.event === 'received-again' ? 'ingest' : 'job',
+      event: note.event,
+      attempt: note.attempt ?? null,
+      code: note.code ?? null,
+      detail: note.detail,
+    });
   }
   if (state === 'completed' && job.finishedOn) {
     const value = job.returnvalue as { status?: string; outcome?: string; code?: string } | null;
     const result = value?.status === 'applied' ? `${value.outcome}` : (value?.status ?? 'done');
     // At the start of the settling attempt: its commit (the receipt, the ledger) follows it.
     const attempt = job.attemptsMade || 1;
-    entries.push({ ...base, at: iso(job.processedOn ?? job.finishedOn), source: 'job', event: 'attempt-settled', attempt, code: value?.code ?? null, detail: `attempt ${attempt} settled it: ${result}` });
+    entries.push({
+      ...base,
+      at: iso(job.processedOn ?? job.finishedOn),
+      source: 'job',
+      event: 'attempt-settled',
+      attempt,
+      code: value?.code ?? null,
+      detail: `attempt ${attempt} settled it: ${result}`,
+    });
   } else if (state === 'failed' && job.finishedOn) {
-    entries.push({ ...base, at: iso(job.finishedOn), source: 'job', event: 'job-failed', attempt: job.attemptsMade, code: null, detail: `failed for good after ${job.attemptsMade} attempt(s), kept for replay: ${job.failedReason ?? ''}`.trim() });
+    entries.push({
+      ...base,
+      at: iso(job.finishedOn),
+      source: 'job',
+      event: 'job-failed',
+      attempt: job.attemptsMade,
+      code: null,
+      detail: `failed for good after ${job.attemptsMade} attempt(s), kept for replay: ${job.failedReason ?? ''}`.trim(),
+    });
   }
   return entries;
 }
 
 /** Every entry about the order's callbacks, oldest first. At least one of the two numbers narrows the search. */
-export async function callbackTimeline(db: Database, queue: Queue | undefined, q: { orderNo?: string; merchantOrderNo?: string }): Promise<TimelineEntry[]> {
+export async function callbackTimeline(
+  db: Database,
+  queue: Queue | undefined,
+  q: { orderNo?: string; merchantOrderNo?: string },
+): Promise<TimelineEntry[]> {
   return timelineOf(db, queue, await loadCallbackRecords(db, queue, q));
 }
 
 /** The timeline of records already loaded: adds the ledger entries of the receipts and the jobs' notes. */
-export async function timelineOf(db: Database, queue: Queue | undefined, records: CallbackRecords): Promise<TimelineEntry[]> {
+export async function timelineOf(
+  db: Database,
+  queue: Queue | undefined,
+  records: CallbackRecords,
+): Promise<TimelineEntry[]> {
   const { receipts: receiptRows, reviews: reviewRows, jobs } = records;
   const [ledgerRows, differing] = await Promise.all([
     receiptRows.length === 0
       ? []
-      : db.select().from(ledgerEntries).where(inArray(ledgerEntries.receiptId, receiptRows.map((r) => r.id))).orderBy(asc(ledgerEntries.id)),
+      : db
+          .select()
+          .from(ledgerEntries)
+          .where(
+            inArray(
+              ledgerEntries.receiptId,
+              receiptRows.map((r) => r.id),
+            ),
+          )
+          .orderBy(asc(ledgerEntries.id)),
     // Each distinct callback that differed from what was applied (a suspected forgery), even when its review was
     // already open from an earlier one: one row each, with both values.
     reviewRows.length === 0
@@ -161,16 +244,44 @@ export async function timelineOf(db: Database, queue: Queue | undefined, records
       : db
           .select()
           .from(reviewOccurrences)
-          .where(and(inArray(reviewOccurrences.reviewId, reviewRows.map((r) => r.id)), eq(reviewOccurrences.reasonCode, ErrorCodes.VERIFY_DIFFERS_FROM_APPLIED)))
+          .where(
+            and(
+              inArray(
+                reviewOccurrences.reviewId,
+                reviewRows.map((r) => r.id),
+              ),
+              eq(reviewOccurrences.reasonCode, ErrorCodes.VERIFY_DIFFERS_FROM_APPLIED),
+            ),
+          )
           .orderBy(asc(reviewOccurrences.id)),
   ]);
   const entries: TimelineEntry[] = queue ? (await Promise.all(jobs.map((j) => jobEntries(queue, j)))).flat() : [];
   // Callbacks whose jobs are gone from the queue (a reviewed variant is released at once): what the worker recorded.
   for (const a of records.gone ?? []) {
     const base = { orderNo: a.orderNo, state: a.state, jobId: a.jobId, code: a.lastCode };
-    entries.push({ ...base, at: a.receivedAt.toISOString(), source: 'ingest', event: 'received', attempt: null, detail: `${a.kind} state ${a.state} acknowledged at ingest and queued as job ${a.jobId} (no longer on the queue)`, code: null });
-    const last = a.status === 'applied' ? `settled it: ${a.outcome ?? 'applied'}` : a.status === 'failed' ? 'failed for good' : `ended: ${a.status}`;
-    entries.push({ ...base, at: a.updatedAt.toISOString(), source: 'job', event: a.status === 'failed' ? 'job-failed' : 'attempt-settled', attempt: a.attempts, detail: `attempt ${a.attempts} ${last}${a.lastDetail ? `: ${a.lastDetail}` : ''}`.slice(0, 500) });
+    entries.push({
+      ...base,
+      at: a.receivedAt.toISOString(),
+      source: 'ingest',
+      event: 'received',
+      attempt: null,
+      detail: `${a.kind} state ${a.state} acknowledged at ingest and queued as job ${a.jobId} (no longer on the queue)`,
+      code: null,
+    });
+    const last =
+      a.status === 'applied'
+        ? `settled it: ${a.outcome ?? 'applied'}`
+        : a.status === 'failed'
+          ? 'failed for good'
+          : `ended: ${a.status}`;
+    entries.push({
+      ...base,
+      at: a.updatedAt.toISOString(),
+      source: 'job',
+      event: a.status === 'failed' ? 'job-failed' : 'attempt-settled',
+      attempt: a.attempts,
+      detail: `attempt ${a.attempts} ${last}${a.lastDetail ? `: ${a.lastDetail}` : ''}`.slice(0, 500),
+    });
   }
   const byReceipt = new Map(receiptRows.map((r) => [r.id, r]));
   for (const r of receiptRows) {
@@ -202,8 +313,21 @@ export async function timelineOf(db: Database, queue: Queue | undefined, records
   }
   for (const r of reviewRows) {
     const ids = { orderNo: r.orderNo, state: r.state, jobId: null, attempt: null, code: r.reasonCode };
-    entries.push({ ...ids, at: r.createdAt.toISOString(), source: 'review', event: 'review-opened', detail: `review ${r.id} opened: ${r.reason}` });
-    if (r.closedAt) entries.push({ ...ids, at: r.closedAt.toISOString(), source: 'review', event: 'review-closed', detail: `review ${r.id} ${r.status}` });
+    entries.push({
+      ...ids,
+      at: r.createdAt.toISOString(),
+      source: 'review',
+      event: 'review-opened',
+      detail: `review ${r.id} opened: ${r.reason}`,
+    });
+    if (r.closedAt)
+      entries.push({
+        ...ids,
+        at: r.closedAt.toISOString(),
+        source: 'review',
+        event: 'review-closed',
+        detail: `review ${r.id} ${r.status}`,
+      });
   }
   const reviewById = new Map(reviewRows.map((r) => [r.id, r]));
   for (const o of differing) {
@@ -221,10 +345,18 @@ export async function timelineOf(db: Database, queue: Queue | undefined, records
     });
   }
   // Each replay that sent one of these jobs back: who, when and why (its job failed for good before it).
-  const jobIds = [...new Set([...jobs.map((j) => j.job.id), ...receiptRows.map((r) => r.jobId)].filter((id): id is string => !!id))];
+  const jobIds = [
+    ...new Set([...jobs.map((j) => j.job.id), ...receiptRows.map((r) => r.jobId)].filter((id): id is string => !!id)),
+  ];
   if (jobIds.length > 0) {
     const sent = await db
-      .select({ jobId: replayJobs.jobId, sentAt: replayJobs.sentAt, replayId: replays.id, operator: replays.operator, reason: replays.reason })
+      .select({
+        jobId: replayJobs.jobId,
+        sentAt: replayJobs.sentAt,
+        replayId: replays.id,
+        operator: replays.operator,
+        reason: replays.reason,
+      })
       .from(replayJobs)
       .innerJoin(replays, eq(replays.id, replayJobs.replayId))
       .where(inArray(replayJobs.jobId, jobIds))
@@ -241,7 +373,11 @@ export async function timelineOf(db: Database, queue: Queue | undefined, records
         jobId: r.jobId,
         attempt: null,
         code: null,
-        detail: `it had failed for good; sent back to the queue by replay ${r.replayId} of ${r.operator}: ${r.reason}`.slice(0, 500),
+        detail:
+          `it had failed for good; sent back to the queue by replay ${r.replayId} of ${r.operator}: ${r.reason}`.slice(
+            0,
+            500,
+          ),
         operator: r.operator,
         reason: r.reason,
         link: `/replays/${r.replayId}`,
@@ -250,7 +386,15 @@ export async function timelineOf(db: Database, queue: Queue | undefined, records
   }
   entries.push(...(await operatorEntries(db, jobIds, reviewRows, jobs)));
   // Time order; at the same instant, the order in which things happen (arrival, attempt, replay, receipt, ledger).
-  const rank: Record<TimelineEntry['source'], number> = { ingest: 0, job: 1, replay: 2, operator: 2, receipt: 3, ledger: 4, review: 5 };
+  const rank: Record<TimelineEntry['source'], number> = {
+    ingest: 0,
+    job: 1,
+    replay: 2,
+    operator: 2,
+    receipt: 3,
+    ledger: 4,
+    review: 5,
+  };
   return entries.sort((a, b) => a.at.localeCompare(b.at) || rank[a.source] - rank[b.source]);
 }
 
@@ -270,7 +414,12 @@ const ACTION_WORDS: Record<string, string> = {
  * dismissal), from the audit by target: who, the reason, the outcome and a link to the audit row. Refusals are not
  * part of the order's story (the audit keeps them).
  */
-async function operatorEntries(db: Database, jobIds: readonly string[], reviewRows: readonly (typeof reviews.$inferSelect)[], jobs: readonly FoundJob[]): Promise<TimelineEntry[]> {
+async function operatorEntries(
+  db: Database,
+  jobIds: readonly string[],
+  reviewRows: readonly (typeof reviews.$inferSelect)[],
+  jobs: readonly FoundJob[],
+): Promise<TimelineEntry[]> {
   const targets = [...jobIds.map((id) => `job:callbacks/${id}`), ...reviewRows.map((r) => `review:${r.id}`)];
   if (targets.length === 0) return [];
   const rows = await db
@@ -279,13 +428,18 @@ async function operatorEntries(db: Database, jobIds: readonly string[], reviewRo
     .where(and(inArray(operatorActions.target, targets), ne(operatorActions.outcome, 'denied')))
     .orderBy(asc(operatorActions.id))
     .limit(200);
-  const jobData = new Map(jobs.map((j) => [`job:callbacks/${j.job.id}`, j.job.data as { orderNo?: string; state?: number }]));
+  const jobData = new Map(
+    jobs.map((j) => [`job:callbacks/${j.job.id}`, j.job.data as { orderNo?: string; state?: number }]),
+  );
   const reviewByTarget = new Map(reviewRows.map((r) => [`review:${r.id}`, r]));
   return rows.map((a) => {
     const review = reviewByTarget.get(a.target);
     const data = jobData.get(a.target);
     const jobId = a.target.startsWith('job:callbacks/') ? a.target.slice('job:callbacks/'.length) : null;
-    const words = a.action === 'queue.retry' && a.details?.via === 'order-page' ? 'replayed from the order page' : (ACTION_WORDS[a.action] ?? a.action);
+    const words =
+      a.action === 'queue.retry' && a.details?.via === 'order-page'
+        ? 'replayed from the order page'
+        : (ACTION_WORDS[a.action] ?? a.action);
     const what = review ? `review ${review.id} ${words}` : `job ${words}`;
     return {
       at: a.at.toISOString(),
@@ -296,7 +450,11 @@ async function operatorEntries(db: Database, jobIds: readonly string[], reviewRo
       jobId,
       attempt: null,
       code: a.outcome.startsWith('failed:') ? a.outcome.slice('failed:'.length) : null,
-      detail: `${what} by ${a.operator}${QUIET_OUTCOMES.has(a.outcome) ? '' : ` (${a.outcome === 'pending' ? 'outcome not recorded' : a.outcome})`}: ${a.reason}`.slice(0, 500),
+      detail:
+        `${what} by ${a.operator}${QUIET_OUTCOMES.has(a.outcome) ? '' : ` (${a.outcome === 'pending' ? 'outcome not recorded' : a.outcome})`}: ${a.reason}`.slice(
+          0,
+          500,
+        ),
       operator: a.operator,
       reason: a.reason,
       link: `/audit?target=${encodeURIComponent(a.target)}`,

@@ -10,7 +10,13 @@ import { actorOf } from '../operators/operator.ts';
 import { findOrder, orderView } from '../orders/repo.ts';
 import { registrationHash } from '../orders/request-hash.ts';
 import { errorBodySchema } from '../web/api-schemas.ts';
-import { payoutBodySchema, payoutOrderViewSchema, payoutValidateBodySchema, validateResponseSchema, type PayoutBody } from './schemas.ts';
+import {
+  payoutBodySchema,
+  payoutOrderViewSchema,
+  payoutValidateBodySchema,
+  validateResponseSchema,
+  type PayoutBody,
+} from './schemas.ts';
 import type { RouteDeps } from '../web/route-deps.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
 
@@ -34,15 +40,23 @@ async function validateAgainstCatalog(
   if (view.stale) reply.header('x-catalog-stale', 'true');
   const result = validatePayout(view.catalog, body);
   if (!result.ok) {
-    throw new AppError(ErrorCodes.PAYOUT_INVALID, `the payout does not satisfy the catalog (${result.errors.length} problem${result.errors.length === 1 ? '' : 's'})`, {
-      details: { errors: result.errors },
-    });
+    throw new AppError(
+      ErrorCodes.PAYOUT_INVALID,
+      `the payout does not satisfy the catalog (${result.errors.length} problem${result.errors.length === 1 ? '' : 's'})`,
+      {
+        details: { errors: result.errors },
+      },
+    );
   }
   return { apiParams: result.apiParams, view };
 }
 
 async function payoutView(db: Db, order: Order) {
-  return { ...(await orderView(db, order)), paymentMethod: order.paymentMethod ?? 0, apiParams: order.payoutParams ?? {} };
+  return {
+    ...(await orderView(db, order)),
+    paymentMethod: order.paymentMethod ?? 0,
+    apiParams: order.payoutParams ?? {},
+  };
 }
 
 const errorResponses = {
@@ -67,11 +81,21 @@ export function payoutsRows({ db, catalog, logger }: RouteDeps): RouteRow[] {
           'Idempotent like pay-ins. On success the order carries `apiParams`, the create-payout parameters keyed by apiParam. A repeat of a registered body answers 200 without consulting the catalog. Needs the role operator and a `reason`, or the role service (no reason).',
         tags: ['orders'],
         body: payoutBodySchema,
-        response: { 200: payoutOrderViewSchema, 201: payoutOrderViewSchema, 403: errorBodySchema, 409: errorBodySchema, ...errorResponses },
+        response: {
+          200: payoutOrderViewSchema,
+          201: payoutOrderViewSchema,
+          403: errorBodySchema,
+          409: errorBodySchema,
+          ...errorResponses,
+        },
       },
       handler: async (req, reply) => {
         const { reason, ...body } = req.body;
-        const auth = await authorize(deps, actorOf(req), { action: 'orders.register', target: orderTarget(body.merchantOrderNo), reason });
+        const auth = await authorize(deps, actorOf(req), {
+          action: 'orders.register',
+          target: orderTarget(body.merchantOrderNo),
+          reason,
+        });
         const requestHash = registrationHash({ kind: 'payout', ...body });
         // A retry of a registered payout must not depend on the catalog still being reachable or unchanged.
         let apiParams: Record<string, string> | undefined;

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { catalogAgeSchema } from '../catalog/schemas.ts';
-import { amountSchema, currencySchema, customerIdSchema, merchantOrderNoSchema, orderViewSchema } from '../orders/schemas.ts';
+import {
+  amountSchema,
+  currencySchema,
+  customerIdSchema,
+  merchantOrderNoSchema,
+  orderViewSchema,
+} from '../orders/schemas.ts';
 import { reasonSchema } from '../web/api-schemas.ts';
 
 /** Request and response schemas of the payouts area (registration validated against the catalog, validation alone). */

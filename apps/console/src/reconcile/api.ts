@@ -4,7 +4,14 @@ import type { Logger } from '@mcb/core/logger';
 import type { Registry } from '@mcb/core/metrics';
 import type { PlatformClient } from '@mcb/core/platform';
 import type { RedisClient } from '@mcb/core/redis';
-import { createReconcileMetrics, runSweep, sweepLockKey, sweepSettingsFromConfig, type SweepDeps, type SweepReport } from '@mcb/settlement';
+import {
+  createReconcileMetrics,
+  runSweep,
+  sweepLockKey,
+  sweepSettingsFromConfig,
+  type SweepDeps,
+  type SweepReport,
+} from '@mcb/settlement';
 import { performExternalAction, type Actor } from '../audit/perform.ts';
 import { actorOf } from '../operators/operator.ts';
 import { z } from 'zod';
@@ -18,11 +25,20 @@ export interface ReconcileRouteDeps {
 
 /** Run a sweep now (role operator, a reason), recorded in the audit trail with its counts. */
 export async function reconcileNow(deps: ReconcileRouteDeps, actor: Actor, reason: unknown): Promise<SweepReport> {
-  return performExternalAction({ db: deps.sweep.db, logger: deps.sweep.logger }, actor, { action: 'reconcile.run', target: 'sweep', reason }, async () => {
-    const report = await runSweep(deps.sweep, { trigger: 'manual' });
-    const { scanned, recovered, stillPending, unknown, reviews, errors, stoppedEarly } = report;
-    return { result: report, outcome: stoppedEarly ? 'stopped-early' : 'completed', details: { scanned, recovered, stillPending, unknown, reviews, errors } };
-  });
+  return performExternalAction(
+    { db: deps.sweep.db, logger: deps.sweep.logger },
+    actor,
+    { action: 'reconcile.run', target: 'sweep', reason },
+    async () => {
+      const report = await runSweep(deps.sweep, { trigger: 'manual' });
+      const { scanned, recovered, stillPending, unknown, reviews, errors, stoppedEarly } = report;
+      return {
+        result: report,
+        outcome: stoppedEarly ? 'stopped-early' : 'completed',
+        details: { scanned, recovered, stillPending, unknown, reviews, errors },
+      };
+    },
+  );
 }
 
 /**

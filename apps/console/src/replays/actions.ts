@@ -27,14 +27,21 @@ export interface ReplayDeps extends ActionDeps, PlanDeps {
 export const replayRequestSchema = z.strictObject({
   filter: callbackFilterSchema,
   dryRun: z.boolean().default(false).describe('Classify only; start nothing'),
-  ratePerSecond: z.number().int().min(1).optional().describe('Jobs sent back per second (default CONSOLE_REPLAY_RATE, at most CONSOLE_REPLAY_MAX_RATE)'),
+  ratePerSecond: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('Jobs sent back per second (default CONSOLE_REPLAY_RATE, at most CONSOLE_REPLAY_MAX_RATE)'),
   reason: z.string().optional().describe('Why (required to start)'),
 });
 export type ReplayRequest = z.output<typeof replayRequestSchema>;
 
 /** A short, stable name of what a replay covers, for the audit row's target. */
 export function filterTarget(filter: CallbackFilter): string {
-  const parts = Object.entries(filter).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${String(v)}`);
+  const parts = Object.entries(filter)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${String(v)}`);
   return `callbacks:${parts.join(',') || 'all'}`;
 }
 
@@ -45,22 +52,45 @@ export async function planReplayAction(deps: ReplayDeps, actor: Actor, filter: C
 }
 
 /** Start a replay: 400 without a reason or above the rate bound, 403 for a viewer; the audit row commits with it. */
-export async function startReplay(deps: ReplayDeps, actor: Actor, req: { filter: CallbackFilter; ratePerSecond?: number; reason?: string }): Promise<ReplayView> {
+export async function startReplay(
+  deps: ReplayDeps,
+  actor: Actor,
+  req: { filter: CallbackFilter; ratePerSecond?: number; reason?: string },
+): Promise<ReplayView> {
   const rate = req.ratePerSecond ?? deps.defaultRate;
   if (rate > deps.maxRate) {
-    throw new AppError(ErrorCodes.REQUEST_INVALID, `ratePerSecond ${rate} is above CONSOLE_REPLAY_MAX_RATE (${deps.maxRate}), what Get order is trusted to bear`, {
-      details: { errors: [{ field: 'ratePerSecond', message: `at most ${deps.maxRate}` }] },
-    });
+    throw new AppError(
+      ErrorCodes.REQUEST_INVALID,
+      `ratePerSecond ${rate} is above CONSOLE_REPLAY_MAX_RATE (${deps.maxRate}), what Get order is trusted to bear`,
+      {
+        details: { errors: [{ field: 'ratePerSecond', message: `at most ${deps.maxRate}` }] },
+      },
+    );
   }
   replayWhere(req.filter); // 400 for a status other than failed, before anything is written
-  const view = await performAction(deps, actor, { action: 'replays.start', target: filterTarget(req.filter), reason: req.reason }, async (tx) => {
-    const total = await countCandidates(tx, req.filter);
-    const [row] = await tx
-      .insert(replays)
-      .values({ operator: actor.operator.name, reason: String(req.reason).trim(), filter: req.filter, ratePerSecond: rate, total })
-      .returning();
-    return { result: replayView(row!), outcome: 'started', details: { replayId: row!.id, total, ratePerSecond: rate } };
-  });
+  const view = await performAction(
+    deps,
+    actor,
+    { action: 'replays.start', target: filterTarget(req.filter), reason: req.reason },
+    async (tx) => {
+      const total = await countCandidates(tx, req.filter);
+      const [row] = await tx
+        .insert(replays)
+        .values({
+          operator: actor.operator.name,
+          reason: String(req.reason).trim(),
+          filter: req.filter,
+          ratePerSecond: rate,
+          total,
+        })
+        .returning();
+      return {
+        result: replayView(row!),
+        outcome: 'started',
+        details: { replayId: row!.id, total, ratePerSecond: rate },
+      };
+    },
+  );
   deps.wake();
   return view;
 }
@@ -81,6 +111,10 @@ export async function cancelReplay(deps: ReplayDeps, actor: Actor, id: number, r
       .where(and(eq(replays.id, id), eq(replays.status, 'running')))
       .returning();
     if (!row) throw new AppError(ErrorCodes.REPLAY_NOT_RUNNING, `replay ${id} is ${current.status}, not running`);
-    return { result: replayView(row), outcome: 'cancelled', details: { replayId: id, replayed: row.replayed, skipped: row.skipped, total: row.total } };
+    return {
+      result: replayView(row),
+      outcome: 'cancelled',
+      details: { replayId: id, replayed: row.replayed, skipped: row.skipped, total: row.total },
+    };
   });
 }

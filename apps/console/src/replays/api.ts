@@ -3,7 +3,14 @@ import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
 import { errorBodySchema } from '../web/api-schemas.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
-import { cancelReplay, filterTarget, planReplayAction, replayRequestSchema, startReplay, type ReplayDeps } from './actions.ts';
+import {
+  cancelReplay,
+  filterTarget,
+  planReplayAction,
+  replayRequestSchema,
+  startReplay,
+  type ReplayDeps,
+} from './actions.ts';
 import { replayPlanSchema } from './plan.ts';
 import { getReplay, listReplays, replayViewSchema } from './queries.ts';
 
@@ -27,7 +34,8 @@ export function replaysRows(deps: ReplayDeps): RouteRow[] {
       method: 'POST',
       url: '/api/replays',
       action: 'replays.start',
-      actionOf: (req) => ((req.body as { dryRun?: unknown } | undefined)?.dryRun === true ? 'replays.plan' : 'replays.start'),
+      actionOf: (req) =>
+        (req.body as { dryRun?: unknown } | undefined)?.dryRun === true ? 'replays.plan' : 'replays.start',
       target: filterTargetOf,
       schema: {
         summary: 'Dry-run or start a replay of failed jobs by filter',
@@ -49,7 +57,11 @@ export function replaysRows(deps: ReplayDeps): RouteRow[] {
       method: 'GET',
       url: '/api/replays',
       action: 'read',
-      schema: { summary: 'Replays, newest first', tags: ['replays'], response: { 200: z.object({ replays: z.array(replayViewSchema) }) } },
+      schema: {
+        summary: 'Replays, newest first',
+        tags: ['replays'],
+        response: { 200: z.object({ replays: z.array(replayViewSchema) }) },
+      },
       handler: async () => ({ replays: await listReplays(deps.db) }),
     }),
 
@@ -57,7 +69,12 @@ export function replaysRows(deps: ReplayDeps): RouteRow[] {
       method: 'GET',
       url: '/api/replays/:id',
       action: 'read',
-      schema: { summary: "A replay's progress", tags: ['replays'], params: idParams, response: { 200: z.object({ replay: replayViewSchema }), ...errors } },
+      schema: {
+        summary: "A replay's progress",
+        tags: ['replays'],
+        params: idParams,
+        response: { 200: z.object({ replay: replayViewSchema }), ...errors },
+      },
       handler: async (req) => ({ replay: await getReplay(deps.db, req.params.id) }),
     }),
 
@@ -68,7 +85,8 @@ export function replaysRows(deps: ReplayDeps): RouteRow[] {
       target: replayTarget,
       schema: {
         summary: 'Cancel a running replay',
-        description: 'No further job is sent back (the driver stops within a second); jobs already sent back run to their end. A `reason` is required.',
+        description:
+          'No further job is sent back (the driver stops within a second); jobs already sent back run to their end. A `reason` is required.',
         tags: ['replays'],
         params: idParams,
         body: z.strictObject({ reason: z.string().optional() }).optional(),

@@ -107,7 +107,10 @@ export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
         const sent = chunk.filter((_, i) => results[i]).map((c) => c.jobId);
         if (sent.length > 0) {
           // Which jobs this replay sent back: its page says what became of each (credited, failed again, ...).
-          await db.insert(replayJobs).values(sent.map((jobId) => ({ replayId: replay.id, jobId }))).onConflictDoNothing();
+          await db
+            .insert(replayJobs)
+            .values(sent.map((jobId) => ({ replayId: replay.id, jobId })))
+            .onConflictDoNothing();
           await db
             .update(callbackArrivals)
             .set({ status: 'retrying', lastDetail: `sent back to the queue by replay ${replay.id}` })
@@ -115,12 +118,22 @@ export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
         }
         await db
           .update(replays)
-          .set({ replayed: sql`${replays.replayed} + ${replayed}`, skipped: sql`${replays.skipped} + ${chunk.length - replayed}`, cursor, error: null, updatedAt: sql`now()` })
+          .set({
+            replayed: sql`${replays.replayed} + ${replayed}`,
+            skipped: sql`${replays.skipped} + ${chunk.length - replayed}`,
+            cursor,
+            error: null,
+            updatedAt: sql`now()`,
+          })
           .where(eq(replays.id, replay.id));
       } catch (e) {
         // Redis or Postgres away: the cursor did not move; try the same chunk again after a pause.
         log.warn({ err: coerceError(e) }, 'replay: chunk failed, will retry it');
-        await db.update(replays).set({ error: firstLineOf(coerceError(e)).slice(0, 300) }).where(eq(replays.id, replay.id)).catch(() => 0);
+        await db
+          .update(replays)
+          .set({ error: firstLineOf(coerceError(e)).slice(0, 300) })
+          .where(eq(replays.id, replay.id))
+          .catch(() => 0);
         next = performance.now() + 1000;
       }
       next += intervalMs;
@@ -172,7 +185,9 @@ export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
         .update(replays)
         .set({ leaseUntil: null })
         .where(and(eq(replays.leaseOwner, owner), eq(replays.status, 'running')))
-        .catch((e: unknown) => logger.warn({ err: coerceError(e) }, 'replay: could not release leases (they lapse on their own)'));
+        .catch((e: unknown) =>
+          logger.warn({ err: coerceError(e) }, 'replay: could not release leases (they lapse on their own)'),
+        );
     },
   };
 }

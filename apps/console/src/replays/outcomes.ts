@@ -50,7 +50,11 @@ export async function replayOutcomes(db: Database, ids: readonly number[]): Prom
   for (const r of rows) {
     const outcome = outcomeOf(r.status, r.outcome);
     const key = JSON.stringify([r.replayId, outcome, r.currency]);
-    const m = merged.get(key) ?? merged.set(key, { replayId: r.replayId, row: { outcome, jobs: 0, currency: r.currency, amount: '0' }, amounts: [] }).get(key)!;
+    const m =
+      merged.get(key) ??
+      merged
+        .set(key, { replayId: r.replayId, row: { outcome, jobs: 0, currency: r.currency, amount: '0' }, amounts: [] })
+        .get(key)!;
     m.row.jobs += r.jobs;
     m.amounts.push(r.amount);
   }
@@ -58,6 +62,11 @@ export async function replayOutcomes(db: Database, ids: readonly number[]): Prom
     const list = out.get(replayId) ?? out.set(replayId, []).get(replayId)!;
     list.push({ ...row, amount: sumDecimals(amounts) });
   }
-  for (const list of out.values()) list.sort((a, b) => REPLAY_OUTCOMES.indexOf(a.outcome) - REPLAY_OUTCOMES.indexOf(b.outcome) || String(a.currency).localeCompare(String(b.currency)));
+  for (const list of out.values())
+    list.sort(
+      (a, b) =>
+        REPLAY_OUTCOMES.indexOf(a.outcome) - REPLAY_OUTCOMES.indexOf(b.outcome) ||
+        String(a.currency).localeCompare(String(b.currency)),
+    );
   return out;
 }

@@ -18,7 +18,13 @@ import { getReplay, listReplays } from './queries.ts';
 import { filterFormView, listView, planView, progressView } from './views.ts';
 
 /** What an operator is told on the page itself (anything else goes to the error boundary). */
-const REFUSALS = new Set<ErrorCode>([ErrorCodes.REQUEST_INVALID, ErrorCodes.REASON_REQUIRED, ErrorCodes.FORBIDDEN, ErrorCodes.REPLAY_NOT_RUNNING, ErrorCodes.NOT_FOUND]);
+const REFUSALS = new Set<ErrorCode>([
+  ErrorCodes.REQUEST_INVALID,
+  ErrorCodes.REASON_REQUIRED,
+  ErrorCodes.FORBIDDEN,
+  ErrorCodes.REPLAY_NOT_RUNNING,
+  ErrorCodes.NOT_FOUND,
+]);
 
 const idOf = (params: unknown): number => {
   const id = Number((params as { id?: string }).id);
@@ -58,20 +64,35 @@ export const replaysPages: FastifyPluginAsync<ReplayDeps> = async (app, deps) =>
     }
     const plan = await planReplayAction(deps, actorOf(req), filter);
     const canStart = can(req.operator!.role, 'replays.start');
-    return sendPage(req, reply, frame, html`${form}${planView({ plan, filter, canStart, defaultRate: deps.defaultRate, maxRate: deps.maxRate })}`);
+    return sendPage(
+      req,
+      reply,
+      frame,
+      html`${form}${planView({ plan, filter, canStart, defaultRate: deps.defaultRate, maxRate: deps.maxRate })}`,
+    );
   });
 
   app.post('/replays', { schema: { hide: true } }, async (req, reply) => {
     const form = (req.body ?? {}) as Record<string, unknown>;
     const back = `/replays/new?${backParams(form)}`;
     try {
-      const rate = typeof form.ratePerSecond === 'string' && form.ratePerSecond.trim() ? Number(form.ratePerSecond) : undefined;
-      if (rate !== undefined && !Number.isInteger(rate)) throw new AppError(ErrorCodes.REQUEST_INVALID, 'jobs per second: expected a whole number');
-      const replay = await startReplay(deps, actorOf(req), { filter: filterOfForm(form), ratePerSecond: rate, reason: typeof form.reason === 'string' ? form.reason : undefined });
+      const rate =
+        typeof form.ratePerSecond === 'string' && form.ratePerSecond.trim() ? Number(form.ratePerSecond) : undefined;
+      if (rate !== undefined && !Number.isInteger(rate))
+        throw new AppError(ErrorCodes.REQUEST_INVALID, 'jobs per second: expected a whole number');
+      const replay = await startReplay(deps, actorOf(req), {
+        filter: filterOfForm(form),
+        ratePerSecond: rate,
+        reason: typeof form.reason === 'string' ? form.reason : undefined,
+      });
       // Started: on to its progress page; refused: back to the dry run, with why.
-      return redirectWithFlash(reply, `/replays/${replay.id}`, { kind: 'ok', text: `replay ${replay.id} started: ${replay.total} job(s) at ${replay.ratePerSecond} per second` });
+      return redirectWithFlash(reply, `/replays/${replay.id}`, {
+        kind: 'ok',
+        text: `replay ${replay.id} started: ${replay.total} job(s) at ${replay.ratePerSecond} per second`,
+      });
     } catch (e) {
-      if (isAppError(e) && REFUSALS.has(e.code)) return redirectWithFlash(reply, back, { kind: 'error', text: e.message });
+      if (isAppError(e) && REFUSALS.has(e.code))
+        return redirectWithFlash(reply, back, { kind: 'error', text: e.message });
       throw e;
     }
   });
@@ -81,7 +102,12 @@ export const replaysPages: FastifyPluginAsync<ReplayDeps> = async (app, deps) =>
     const role = req.operator!.role;
     const canCancel = can(role, replay.operator === req.operator!.name ? 'replays.cancel' : 'replays.cancelOthers');
     const canPlan = can(role, 'replays.plan');
-    return sendPage(req, reply, { title: `Replay ${replay.id}`, area: 'replays', flash: flashOf(req.query) }, progressView({ replay, canCancel, canPlan }));
+    return sendPage(
+      req,
+      reply,
+      { title: `Replay ${replay.id}`, area: 'replays', flash: flashOf(req.query) },
+      progressView({ replay, canCancel, canPlan }),
+    );
   });
 
   app.post('/replays/:id/cancel', { schema: { hide: true } }, async (req, reply) => {

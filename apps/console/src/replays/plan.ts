@@ -43,9 +43,18 @@ export type PlanTotal = z.output<typeof planTotalSchema>;
 export const replayPlanSchema = z.object({
   matched: z.number().int().describe('Failed jobs matching the filter'),
   classified: z.number().int().describe('Of those, classified (the first 2,000 by job id; the rest are not)'),
-  counts: z.object(Object.fromEntries(PLAN_CLASSES.map((c) => [c, z.number().int()])) as Record<PlanClass, z.ZodNumber>),
-  samples: z.object(Object.fromEntries(PLAN_CLASSES.map((c) => [c, z.array(planSampleSchema)])) as Record<PlanClass, z.ZodArray<typeof planSampleSchema>>),
-  totals: z.array(planTotalSchema).describe('Orders and money per class, kind, outcome and currency: "will credit 41 orders, 36790 INR"'),
+  counts: z.object(
+    Object.fromEntries(PLAN_CLASSES.map((c) => [c, z.number().int()])) as Record<PlanClass, z.ZodNumber>,
+  ),
+  samples: z.object(
+    Object.fromEntries(PLAN_CLASSES.map((c) => [c, z.array(planSampleSchema)])) as Record<
+      PlanClass,
+      z.ZodArray<typeof planSampleSchema>
+    >,
+  ),
+  totals: z
+    .array(planTotalSchema)
+    .describe('Orders and money per class, kind, outcome and currency: "will credit 41 orders, 36790 INR"'),
 });
 export type ReplayPlan = z.output<typeof replayPlanSchema>;
 
@@ -86,9 +95,13 @@ export interface PlanDeps {
 export function replayWhere(filter: CallbackFilter) {
   const other = listOf(filter.status).filter((s) => s !== 'failed');
   if (other.length > 0) {
-    throw new AppError(ErrorCodes.REQUEST_INVALID, `a replay re-runs jobs that failed for good: filter.status must be "failed" or left out (got "${other.join(', ')}")`, {
-      details: { errors: [{ field: 'filter.status', message: 'must be failed or unset' }] },
-    });
+    throw new AppError(
+      ErrorCodes.REQUEST_INVALID,
+      `a replay re-runs jobs that failed for good: filter.status must be "failed" or left out (got "${other.join(', ')}")`,
+      {
+        details: { errors: [{ field: 'filter.status', message: 'must be failed or unset' }] },
+      },
+    );
   }
   return and(filterWhere({ ...filter, status: 'failed' }));
 }
@@ -97,7 +110,14 @@ export function replayWhere(filter: CallbackFilter) {
 export async function replayCandidates(db: Database, filter: CallbackFilter, after: string | null, limit: number) {
   const t = callbackArrivals;
   return db
-    .select({ jobId: t.jobId, orderNo: t.orderNo, state: t.state, merchantOrderNo: t.merchantOrderNo, kind: t.kind, amount: t.amount })
+    .select({
+      jobId: t.jobId,
+      orderNo: t.orderNo,
+      state: t.state,
+      merchantOrderNo: t.merchantOrderNo,
+      kind: t.kind,
+      amount: t.amount,
+    })
     .from(t)
     .where(and(replayWhere(filter), after === null ? undefined : gt(t.jobId, after)))
     .orderBy(asc(t.jobId))
@@ -105,7 +125,10 @@ export async function replayCandidates(db: Database, filter: CallbackFilter, aft
 }
 
 export async function countCandidates(db: Database, filter: CallbackFilter): Promise<number> {
-  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(callbackArrivals).where(replayWhere(filter));
+  const [row] = await db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(callbackArrivals)
+    .where(replayWhere(filter));
   return row?.n ?? 0;
 }
 
@@ -129,7 +152,11 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
   const queue = [...candidates];
   const work = async () => {
     for (let c = queue.shift(); c; c = queue.shift()) {
-      const v = await classify(deps, c, limiter).catch((e: unknown): Verdict => ({ cls: 'stillPending', code: 'ERROR', detail: firstLineOf(coerceError(e)) }));
+      const v = await classify(deps, c, limiter).catch((e: unknown): Verdict => ({
+        cls: 'stillPending',
+        code: 'ERROR',
+        detail: firstLineOf(coerceError(e)),
+      }));
       plan.counts[v.cls]++;
       const total = { cls: v.cls, kind: c.kind, target: v.target ?? null, currency: v.order?.currency ?? null };
       const key = JSON.stringify(total);
@@ -137,44 +164,85 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
       sum.total.orders++;
       if (v.order) sum.amounts.push(v.order.amount);
       const samples = plan.samples[v.cls];
-      if (samples.length < SAMPLES) samples.push({ jobId: c.jobId, orderNo: c.orderNo, merchantOrderNo: c.merchantOrderNo, kind: c.kind, amount: c.amount, code: v.code, detail: v.detail });
+      if (samples.length < SAMPLES)
+        samples.push({
+          jobId: c.jobId,
+          orderNo: c.orderNo,
+          merchantOrderNo: c.merchantOrderNo,
+          kind: c.kind,
+          amount: c.amount,
+          code: v.code,
+          detail: v.detail,
+        });
     }
   };
   await Promise.all(Array.from({ length: 8 }, work));
   for (const c of PLAN_CLASSES) plan.samples[c].sort((a, b) => a.jobId.localeCompare(b.jobId));
   plan.totals = [...sums.values()]
     .map(({ total, amounts }) => ({ ...total, amount: sumDecimals(amounts) }))
-    .sort((a, b) => PLAN_CLASSES.indexOf(a.cls) - PLAN_CLASSES.indexOf(b.cls) || a.kind.localeCompare(b.kind) || String(a.currency).localeCompare(String(b.currency)));
+    .sort(
+      (a, b) =>
+        PLAN_CLASSES.indexOf(a.cls) - PLAN_CLASSES.indexOf(b.cls) ||
+        a.kind.localeCompare(b.kind) ||
+        String(a.currency).localeCompare(String(b.currency)),
+    );
   return plan;
 }
 
 async function classify(deps: PlanDeps, c: Candidate, limiter: ReturnType<typeof createRateLimiter>): Promise<Verdict> {
   const job = await deps.queue.getJob(c.jobId);
-  if (!job) return { cls: 'notReplayable', code: null, detail: 'no longer in the queue (failed jobs are kept 30 days)' };
+  if (!job)
+    return { cls: 'notReplayable', code: null, detail: 'no longer in the queue (failed jobs are kept 30 days)' };
   const state = await job.getState();
   if (state !== 'failed') return { cls: 'notReplayable', code: null, detail: `the job is ${state} now, not failed` };
   const parsed = callbackJobSchema.safeParse(job.data);
-  if (!parsed.success) return { cls: 'notReplayable', code: ErrorCodes.JOB_PAYLOAD_INVALID, detail: 'the job payload is not a callback event' };
+  if (!parsed.success)
+    return {
+      cls: 'notReplayable',
+      code: ErrorCodes.JOB_PAYLOAD_INVALID,
+      detail: 'the job payload is not a callback event',
+    };
   const event = parsed.data;
   const target = targetStatus(event);
-  if (!target) return { cls: 'willReview', code: ErrorCodes.JOB_PAYLOAD_INVALID, detail: `state ${event.state} is not a final ${event.kind} state` };
+  if (!target)
+    return {
+      cls: 'willReview',
+      code: ErrorCodes.JOB_PAYLOAD_INVALID,
+      detail: `state ${event.state} is not a final ${event.kind} state`,
+    };
 
   const [receipt] = await deps.db
     .select({ id: callbackReceipts.id })
     .from(callbackReceipts)
     .where(and(eq(callbackReceipts.orderNo, event.orderNo), eq(callbackReceipts.state, event.state)));
-  if (receipt) return { cls: 'alreadyApplied', code: null, detail: `receipt ${receipt.id} exists: replaying is a no-op` };
+  if (receipt)
+    return { cls: 'alreadyApplied', code: null, detail: `receipt ${receipt.id} exists: replaying is a no-op` };
   const [order] = await deps.db.select().from(orders).where(eq(orders.merchantOrderNo, event.merchantOrderNo));
-  if (!order) return { cls: 'willReview', code: ErrorCodes.VERIFY_ORDER_UNKNOWN, detail: `no order of ours has merchant order number ${event.merchantOrderNo}` };
+  if (!order)
+    return {
+      cls: 'willReview',
+      code: ErrorCodes.VERIFY_ORDER_UNKNOWN,
+      detail: `no order of ours has merchant order number ${event.merchantOrderNo}`,
+    };
   const ours = (v: Verdict): Verdict => ({ ...v, order, target });
   const own = checkOwnOrder(event, order);
   if (own) return ours({ cls: 'willReview', code: own.code, detail: own.reason });
-  if (order.status === target && order.platformOrderNo === event.orderNo) return ours({ cls: 'alreadyApplied', code: null, detail: `order already ${order.status}` });
-  if (order.status !== 'pending') return ours({ cls: 'willReview', code: ErrorCodes.VERIFY_CONFLICTING_FINAL_STATE, detail: `our order is already ${order.status}; the event would make it ${target}` });
+  if (order.status === target && order.platformOrderNo === event.orderNo)
+    return ours({ cls: 'alreadyApplied', code: null, detail: `order already ${order.status}` });
+  if (order.status !== 'pending')
+    return ours({
+      cls: 'willReview',
+      code: ErrorCodes.VERIFY_CONFLICTING_FINAL_STATE,
+      detail: `our order is already ${order.status}; the event would make it ${target}`,
+    });
   return ours(verdictOf(event, order, await askGetOrder(deps, event, limiter)));
 }
 
-async function askGetOrder(deps: PlanDeps, event: CallbackJob, limiter: ReturnType<typeof createRateLimiter>): Promise<PlatformOrder | Verdict> {
+async function askGetOrder(
+  deps: PlanDeps,
+  event: CallbackJob,
+  limiter: ReturnType<typeof createRateLimiter>,
+): Promise<PlatformOrder | Verdict> {
   try {
     return await deps.cache.get(event.merchantOrderNo, async () => {
       await limiter.take();
@@ -190,6 +258,13 @@ async function askGetOrder(deps: PlanDeps, event: CallbackJob, limiter: ReturnTy
 function verdictOf(event: CallbackJob, order: Order, answer: PlatformOrder | Verdict): Verdict {
   if ('cls' in answer) return answer;
   const problem = verifyConfirmation(event, order, answer);
-  if (!problem) return { cls: 'willApply', code: null, detail: `Get order confirms state ${answer.state} and ${answer.amount}: it would ${event.kind === 'payin' ? 'credit' : 'finalise'} the order` };
-  return problem.retry ? { cls: 'stillPending', code: problem.code, detail: problem.reason } : { cls: 'willReview', code: problem.code, detail: problem.reason };
+  if (!problem)
+    return {
+      cls: 'willApply',
+      code: null,
+      detail: `Get order confirms state ${answer.state} and ${answer.amount}: it would ${event.kind === 'payin' ? 'credit' : 'finalise'} the order`,
+    };
+  return problem.retry
+    ? { cls: 'stillPending', code: problem.code, detail: problem.reason }
+    : { cls: 'willReview', code: problem.code, detail: problem.reason };
 }

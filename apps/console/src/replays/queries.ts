@@ -12,7 +12,9 @@ export const replayViewSchema = z.object({
   reason: z.string(),
   filter: callbackFilterSchema,
   ratePerSecond: z.number().int(),
-  status: z.enum(['running', 'cancelled', 'finished']).describe('running until every job was sent back (finished) or an operator cancelled it'),
+  status: z
+    .enum(['running', 'cancelled', 'finished'])
+    .describe('running until every job was sent back (finished) or an operator cancelled it'),
   total: z.number().int().describe('Failed jobs matching the filter when it started'),
   replayed: z.number().int().describe('Jobs sent back to the queue'),
   skipped: z.number().int().describe('Jobs no longer failed or no longer in the queue'),
@@ -21,7 +23,9 @@ export const replayViewSchema = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
   finishedAt: z.string().nullable(),
-  outcomes: z.array(replayOutcomeSchema).describe('What became of the jobs it sent back, by outcome and currency, with the money'),
+  outcomes: z
+    .array(replayOutcomeSchema)
+    .describe('What became of the jobs it sent back, by outcome and currency, with the money'),
 });
 export type ReplayView = z.output<typeof replayViewSchema>;
 
@@ -55,6 +59,9 @@ export async function getReplay(db: Database, id: number): Promise<ReplayView> {
 /** The newest replays first. */
 export async function listReplays(db: Database, limit = 50): Promise<ReplayView[]> {
   const rows = await db.select().from(replays).orderBy(desc(replays.id)).limit(limit);
-  const outcomes = await replayOutcomes(db, rows.map((r) => r.id));
+  const outcomes = await replayOutcomes(
+    db,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => replayView(r, outcomes.get(r.id)));
 }

@@ -18,12 +18,16 @@ export const OUTCOME_WORDS: Record<ReplayOutcome, string> = {
   retrying: 'queued or retrying',
 };
 
-export const money = (t: { amount: string; currency: string | null }) => (t.currency ? `${formatDecimal(t.amount)} ${t.currency}` : '');
+export const money = (t: { amount: string; currency: string | null }) =>
+  t.currency ? `${formatDecimal(t.amount)} ${t.currency}` : '';
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** "36,790.00 INR + 120.00 USD" of the totals given (those without a known order are left out). */
 export function amounts(totals: readonly { amount: string; currency: string | null }[]): string {
-  return totals.filter((t) => t.currency).map(money).join(' + ');
+  return totals
+    .filter((t) => t.currency)
+    .map(money)
+    .join(' + ');
 }
 
 /**
@@ -47,4 +51,3 @@ export function planSentence(plan: ReplayPlan): string {
   if (plan.counts.notReplayable > 0) parts.push(`${plan.counts.notReplayable} not replayable`);
   return `Will ${parts.join('; ')}.`;
 }
-

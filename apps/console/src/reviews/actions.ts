@@ -20,7 +20,9 @@ export type ReverifyOutcome = 'applied' | 'duplicate' | 'review';
 const target = (id: number) => `review:${id}`;
 
 function notOpen(row: ReviewRow): AppError {
-  return new AppError(ErrorCodes.REVIEW_NOT_OPEN, `review ${row.id} is already ${row.status}`, { details: { reviewId: row.id, status: row.status } });
+  return new AppError(ErrorCodes.REVIEW_NOT_OPEN, `review ${row.id} is already ${row.status}`, {
+    details: { reviewId: row.id, status: row.status },
+  });
 }
 
 /**
@@ -30,18 +32,34 @@ function notOpen(row: ReviewRow): AppError {
  * it. Each re-verify is added to the review's history as an attempt; the review's reason (the original finding) is
  * never rewritten, and a review holding an event Get order does not confirm is never closed as applied.
  */
-export async function reverify(deps: ReviewActionDeps, actor: Actor, id: number, reason: unknown): Promise<{ outcome: ReverifyOutcome; review: ReviewView }> {
+export async function reverify(
+  deps: ReviewActionDeps,
+  actor: Actor,
+  id: number,
+  reason: unknown,
+): Promise<{ outcome: ReverifyOutcome; review: ReviewView }> {
   return performExternalAction(deps, actor, { action: 'reviews.reverify', target: target(id), reason }, async () => {
     const row = await findReviewRow(deps.db, id);
     if (row.status !== 'open') throw notOpen(row);
     const applied = await reverifyReview({ db: deps.db, platform: deps.platform, logger: deps.logger }, row.id);
-    const outcome: ReverifyOutcome = applied.status === 'applied' || applied.status === 'duplicate' ? applied.status : 'review';
-    return { result: outcome, outcome, details: { orderNo: row.orderNo, state: row.state, merchantOrderNo: row.merchantOrderNo } };
+    const outcome: ReverifyOutcome =
+      applied.status === 'applied' || applied.status === 'duplicate' ? applied.status : 'review';
+    return {
+      result: outcome,
+      outcome,
+      details: { orderNo: row.orderNo, state: row.state, merchantOrderNo: row.merchantOrderNo },
+    };
   }).then(async (outcome) => ({ outcome, review: await getReview(deps.db, id) }));
 }
 
 /** Close an open review without applying its event (role operator, a reason); the note (else the reason) stays on it. */
-export async function dismiss(deps: ReviewActionDeps, actor: Actor, id: number, reason: unknown, note?: string): Promise<ReviewView> {
+export async function dismiss(
+  deps: ReviewActionDeps,
+  actor: Actor,
+  id: number,
+  reason: unknown,
+  note?: string,
+): Promise<ReviewView> {
   return performAction(deps, actor, { action: 'reviews.dismiss', target: target(id), reason }, async (tx) => {
     const text = (note?.trim() || (typeof reason === 'string' ? reason.trim() : '')).slice(0, 2000);
     const [closed] = await tx
@@ -51,6 +69,10 @@ export async function dismiss(deps: ReviewActionDeps, actor: Actor, id: number, 
       .returning();
     if (!closed) throw notOpen(await findReviewRow(tx, id));
     const [shown] = await reviewViews(tx, [closed]);
-    return { result: shown!, outcome: 'dismissed', details: { orderNo: closed.orderNo, state: closed.state, merchantOrderNo: closed.merchantOrderNo } };
+    return {
+      result: shown!,
+      outcome: 'dismissed',
+      details: { orderNo: closed.orderNo, state: closed.state, merchantOrderNo: closed.merchantOrderNo },
+    };
   });
 }

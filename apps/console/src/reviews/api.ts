@@ -23,7 +23,8 @@ export function reviewsRows(deps: ReviewActionDeps): RouteRow[] {
       action: 'read',
       schema: {
         summary: 'Reviews, newest first',
-        description: 'Events that failed verification, with reasons. Page with `before` (the `nextBefore` of the previous page).',
+        description:
+          'Events that failed verification, with reasons. Page with `before` (the `nextBefore` of the previous page).',
         tags: ['reviews'],
         querystring: reviewFilterSchema,
         response: { 200: reviewListSchema, 400: errorBodySchema },
@@ -45,7 +46,9 @@ export function reviewsRows(deps: ReviewActionDeps): RouteRow[] {
         body: z.strictObject({ reason: reasonSchema.optional() }).optional(),
         response: {
           200: z.object({
-            outcome: z.enum(['applied', 'duplicate', 'review']).describe('applied: credited/finalised now; duplicate: applied before; review: still failing'),
+            outcome: z
+              .enum(['applied', 'duplicate', 'review'])
+              .describe('applied: credited/finalised now; duplicate: applied before; review: still failing'),
             review: reviewViewSchema,
           }),
           400: errorBodySchema,
@@ -70,9 +73,17 @@ export function reviewsRows(deps: ReviewActionDeps): RouteRow[] {
         tags: ['reviews'],
         params: idParams,
         body: z.strictObject({ reason: reasonSchema.optional(), note: z.string().max(2000).optional() }).optional(),
-        response: { 200: z.object({ review: reviewViewSchema }), 400: errorBodySchema, 403: errorBodySchema, 404: errorBodySchema, 409: errorBodySchema },
+        response: {
+          200: z.object({ review: reviewViewSchema }),
+          400: errorBodySchema,
+          403: errorBodySchema,
+          404: errorBodySchema,
+          409: errorBodySchema,
+        },
       },
-      handler: async (req) => ({ review: await dismiss(deps, actorOf(req), req.params.id, req.body?.reason, req.body?.note) }),
+      handler: async (req) => ({
+        review: await dismiss(deps, actorOf(req), req.params.id, req.body?.reason, req.body?.note),
+      }),
     }),
   ];
 }

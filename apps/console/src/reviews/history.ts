@@ -25,7 +25,9 @@ export const reviewAttemptSchema = z.object({
   source: z.enum(['callback', 'reconcile', 'review']).describe('review: a console re-verify'),
   outcome: z
     .enum(['applied', 'already-applied', 'kept-open', 'unconfirmed', 'failed'])
-    .describe('failed: a re-verify that could not finish (platform or database unreachable); nothing changed, the review stays open'),
+    .describe(
+      'failed: a re-verify that could not finish (platform or database unreachable); nothing changed, the review stays open',
+    ),
   reasonCode: z.string().nullable(),
   reason: z.string(),
   operator: z.string().nullable().optional().describe('Who re-verified (failed re-verifies, from the audit)'),
@@ -45,8 +47,16 @@ export async function loadReviewHistory(
   const attempts = new Map<number, ReviewAttemptView[]>();
   if (ids.length === 0) return { events, attempts };
   const [occurrenceRows, attemptRows, failedRows] = await Promise.all([
-    db.select().from(reviewOccurrences).where(inArray(reviewOccurrences.reviewId, [...ids])).orderBy(asc(reviewOccurrences.id)),
-    db.select().from(reviewAttempts).where(inArray(reviewAttempts.reviewId, [...ids])).orderBy(asc(reviewAttempts.id)),
+    db
+      .select()
+      .from(reviewOccurrences)
+      .where(inArray(reviewOccurrences.reviewId, [...ids]))
+      .orderBy(asc(reviewOccurrences.id)),
+    db
+      .select()
+      .from(reviewAttempts)
+      .where(inArray(reviewAttempts.reviewId, [...ids]))
+      .orderBy(asc(reviewAttempts.id)),
     // A re-verify that threw (Get order or the database unreachable) leaves no attempt row, only its audit row.
     db
       .select()
@@ -54,7 +64,10 @@ export async function loadReviewHistory(
       .where(
         and(
           eq(operatorActions.action, 'reviews.reverify'),
-          inArray(operatorActions.target, ids.map((id) => `review:${id}`)),
+          inArray(
+            operatorActions.target,
+            ids.map((id) => `review:${id}`),
+          ),
           or(like(operatorActions.outcome, 'failed:%'), eq(operatorActions.outcome, 'pending')),
         ),
       )
@@ -82,7 +95,13 @@ export async function loadReviewHistory(
   }
   for (const a of attemptRows) {
     const list = attempts.get(a.reviewId) ?? [];
-    list.push({ at: a.createdAt.toISOString(), source: a.source, outcome: a.outcome, reasonCode: a.reasonCode, reason: a.reason });
+    list.push({
+      at: a.createdAt.toISOString(),
+      source: a.source,
+      outcome: a.outcome,
+      reasonCode: a.reasonCode,
+      reason: a.reason,
+    });
     attempts.set(a.reviewId, list);
   }
   for (const f of failedRows) {
@@ -94,10 +113,17 @@ export async function loadReviewHistory(
       source: 'review',
       outcome: 'failed',
       reasonCode: code,
-      reason: `re-verify by ${f.operator} ${code ? 'could not finish' : 'has no recorded outcome'}; nothing changed (asked because: ${f.reason})`.slice(0, 500),
+      reason:
+        `re-verify by ${f.operator} ${code ? 'could not finish' : 'has no recorded outcome'}; nothing changed (asked because: ${f.reason})`.slice(
+          0,
+          500,
+        ),
       operator: f.operator,
     });
-    attempts.set(id, list.sort((a, b) => a.at.localeCompare(b.at)));
+    attempts.set(
+      id,
+      list.sort((a, b) => a.at.localeCompare(b.at)),
+    );
   }
   return { events, attempts };
 }

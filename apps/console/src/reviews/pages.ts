@@ -29,7 +29,12 @@ export const reviewsPages: FastifyPluginAsync<ReviewActionDeps> = async (app, de
       limit: 25,
     });
     const list = await listReviews(deps.db, filter, req.operator!.role);
-    return sendPage(req, reply, { title: 'Reviews', area: 'reviews', flash: flashOf(req.query) }, reviewsInbox(list, filter, req.operator!, req.url));
+    return sendPage(
+      req,
+      reply,
+      { title: 'Reviews', area: 'reviews', flash: flashOf(req.query) },
+      reviewsInbox(list, filter, req.operator!, req.url),
+    );
   });
 
   app.post('/reviews/:id/reverify', { schema: { hide: true } }, async (req, reply) => {

@@ -3,7 +3,13 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { and, desc, eq, lt } from 'drizzle-orm';
 import { z } from 'zod';
 import { can, type Role } from '../operators/roles.ts';
-import { loadReviewHistory, reviewAttemptSchema, reviewEventSchema, type ReviewAttemptView, type ReviewEventView } from './history.ts';
+import {
+  loadReviewHistory,
+  reviewAttemptSchema,
+  reviewEventSchema,
+  type ReviewAttemptView,
+  type ReviewEventView,
+} from './history.ts';
 
 type ReviewHistory = { events: Map<number, ReviewEventView[]>; attempts: Map<number, ReviewAttemptView[]> };
 
@@ -22,7 +28,9 @@ export const reviewViewSchema = z.object({
   details: z.record(z.string(), z.unknown()).nullable().describe('What was compared (states, amounts, waited time)'),
   status: z.enum(['open', 'resolved', 'dismissed']),
   occurrences: z.number().int().describe('How many times an event of the pair landed here while open'),
-  events: z.array(reviewEventSchema).describe('Each distinct event of the pair that landed here (a forged one and the genuine one are two)'),
+  events: z
+    .array(reviewEventSchema)
+    .describe('Each distinct event of the pair that landed here (a forged one and the genuine one are two)'),
   attempts: z.array(reviewAttemptSchema).describe('Re-verifies and commits of the pair since it opened, oldest first'),
   note: z.string().nullable(),
   createdAt: z.string(),
@@ -51,7 +59,10 @@ export type ReviewList = z.output<typeof reviewListSchema>;
 const iso = (d: Date | null | undefined) => (d instanceof Date ? d.toISOString() : null);
 
 /** Row to view, with its history (distinct events and attempts); fields a later schema may add or rename are read defensively. */
-export function reviewView(r: ReviewRow, history: ReviewHistory = { events: new Map(), attempts: new Map() }): ReviewView {
+export function reviewView(
+  r: ReviewRow,
+  history: ReviewHistory = { events: new Map(), attempts: new Map() },
+): ReviewView {
   const details = r.details && typeof r.details === 'object' && !Array.isArray(r.details) ? r.details : null;
   return {
     id: r.id,
@@ -75,7 +86,10 @@ export function reviewView(r: ReviewRow, history: ReviewHistory = { events: new 
 
 /** Reviews as the API and pages show them, each with its distinct events and its history (two more queries). */
 export async function reviewViews(db: Database, rows: readonly ReviewRow[]): Promise<ReviewView[]> {
-  const history = await loadReviewHistory(db, rows.map((r) => r.id));
+  const history = await loadReviewHistory(
+    db,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => reviewView(r, history));
 }
 
@@ -86,7 +100,10 @@ export async function reviewViews(db: Database, rows: readonly ReviewRow[]): Pro
  */
 export function reviewForRole(view: ReviewView, role: Role): ReviewView {
   if (can(role, 'reviews.reverify')) return view;
-  return { ...view, events: view.events.map((e) => ({ ...e, merchantNo: null, fiatAmount: null, quantity: null, payTime: null })) };
+  return {
+    ...view,
+    events: view.events.map((e) => ({ ...e, merchantNo: null, fiatAmount: null, quantity: null, payTime: null })),
+  };
 }
 
 /** Reviews, newest first, one page, as `role` may see them ({@link reviewForRole}). */
@@ -104,7 +121,10 @@ export async function listReviews(db: Database, f: ReviewFilter, role: Role): Pr
     .orderBy(desc(reviews.id))
     .limit(f.limit + 1);
   const page = rows.slice(0, f.limit);
-  return { reviews: (await reviewViews(db, page)).map((v) => reviewForRole(v, role)), nextBefore: rows.length > f.limit ? page[page.length - 1]!.id : null };
+  return {
+    reviews: (await reviewViews(db, page)).map((v) => reviewForRole(v, role)),
+    nextBefore: rows.length > f.limit ? page[page.length - 1]!.id : null,
+  };
 }
 
 export async function findReviewRow(db: Database, id: number): Promise<ReviewRow> {

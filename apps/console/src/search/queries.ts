@@ -32,8 +32,11 @@ export async function findByNumber(db: Db, queue: Queue | undefined, text: strin
     if (records.receipts.length + records.reviews.length + records.jobs.length > 0) break;
     records = await loadCallbackRecords(db.db, queue, { orderNo: s });
   }
-  const named = [...records.receipts, ...records.reviews].map((r) => r.merchantOrderNo).find(Boolean)
-    ?? records.jobs.map((j) => (j.job.data as { merchantOrderNo?: unknown }).merchantOrderNo).find((n): n is string => typeof n === 'string');
+  const named =
+    [...records.receipts, ...records.reviews].map((r) => r.merchantOrderNo).find(Boolean) ??
+    records.jobs
+      .map((j) => (j.job.data as { merchantOrderNo?: unknown }).merchantOrderNo)
+      .find((n): n is string => typeof n === 'string');
   if (named && (await findOrder(db, named))) return { kind: 'order', merchantOrderNo: named };
   const timeline = await timelineOf(db.db, queue, records);
   return timeline.length > 0 ? { kind: 'callbacks', query, timeline } : { kind: 'nothing', query };

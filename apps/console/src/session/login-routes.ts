@@ -50,9 +50,13 @@ function secure(req: FastifyRequest, opts: LoginRoutesOptions): boolean {
  */
 export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, opts) => {
   // Form posts are parsed here only: the rest of the console stays JSON-only.
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_req, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)));
-  });
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: 4096 },
+    (_req, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    },
+  );
 
   // The pages' headers and CSP (no script, styles from /assets only), as every page of the console.
   const html = PAGE_HEADERS;
@@ -70,7 +74,11 @@ export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, o
       return reply.code(403).headers(html).send(loginPage(next, 'Refused: the form must be posted from this console.'));
     }
     const tooMany = (ms: number) =>
-      reply.code(429).headers(html).header('retry-after', retryAfterSeconds(ms)).send(loginPage(next, 'Too many failed attempts: try again later.'));
+      reply
+        .code(429)
+        .headers(html)
+        .header('retry-after', retryAfterSeconds(ms))
+        .send(loginPage(next, 'Too many failed attempts: try again later.'));
     const locked = opts.limiter?.lockedFor(req.ip) ?? 0;
     if (locked > 0) return tooMany(locked);
     const given = typeof body.token === 'string' ? body.token : '';
@@ -84,10 +92,16 @@ export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, o
     if (operator.role === 'service') {
       // A machine client has no use for the pages, and a session would be a second credential for it to lose.
       req.log.warn({ ip: req.ip, operator: operator.name }, 'login refused: a service client');
-      return reply.code(403).headers(html).send(loginPage(next, 'This token belongs to a service client: it works with the API only, not the pages.'));
+      return reply
+        .code(403)
+        .headers(html)
+        .send(loginPage(next, 'This token belongs to a service client: it works with the API only, not the pages.'));
     }
     const session = opts.sessions.issue(operator.name, opts.directory.credentialOf(operator.name)!);
-    req.log.info({ ip: req.ip, operator: operator.name, role: operator.role, expiresAt: session.expiresAt.toISOString() }, 'operator logged in');
+    req.log.info(
+      { ip: req.ip, operator: operator.name, role: operator.role, expiresAt: session.expiresAt.toISOString() },
+      'operator logged in',
+    );
     return reply
       .code(303)
       .header('set-cookie', sessionSetCookie(session.value, Math.floor(opts.sessions.ttlMs / 1000), secure(req, opts)))
@@ -110,7 +124,10 @@ export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, o
     }
     return reply
       .code(303)
-      .header('set-cookie', `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict${secure(req, opts) ? '; Secure' : ''}`)
+      .header(
+        'set-cookie',
+        `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict${secure(req, opts) ? '; Secure' : ''}`,
+      )
       .header('location', '/login')
       .send();
   });

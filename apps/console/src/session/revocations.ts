@@ -18,7 +18,11 @@ export function createSessionRevocations(db: Database): SessionRevocations {
       await db.delete(consoleRevokedSessions).where(lt(consoleRevokedSessions.expiresAt, sql`now()`));
     },
     async isRevoked(id) {
-      const rows = await db.select({ id: consoleRevokedSessions.id }).from(consoleRevokedSessions).where(eq(consoleRevokedSessions.id, id)).limit(1);
+      const rows = await db
+        .select({ id: consoleRevokedSessions.id })
+        .from(consoleRevokedSessions)
+        .where(eq(consoleRevokedSessions.id, id))
+        .limit(1);
       return rows.length > 0;
     },
   };

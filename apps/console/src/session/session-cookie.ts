@@ -62,7 +62,8 @@ export function createSessionCodec(options: SessionCodecOptions): SessionCodec {
   const ttlMs = options.ttlMs ?? 4 * 3600_000;
   const now = options.now ?? Date.now;
   const mac = (payload: string) => createHmac('sha256', key).update(payload).digest();
-  const tag = (credential: string) => b64url(createHmac('sha256', key).update(`credential:${credential}`).digest().subarray(0, 16));
+  const tag = (credential: string) =>
+    b64url(createHmac('sha256', key).update(`credential:${credential}`).digest().subarray(0, 16));
 
   return {
     ttlMs,
@@ -74,7 +75,10 @@ export function createSessionCodec(options: SessionCodecOptions): SessionCodec {
     },
     verify(value) {
       if (!value || value.length > 400) return undefined;
-      const match = /^(v3\.(\d{1,12})\.([A-Za-z0-9_-]{1,172})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{22}))\.([A-Za-z0-9_-]{43})$/.exec(value);
+      const match =
+        /^(v3\.(\d{1,12})\.([A-Za-z0-9_-]{1,172})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{22}))\.([A-Za-z0-9_-]{43})$/.exec(
+          value,
+        );
       if (!match) return undefined;
       const given = Buffer.from(match[6]!, 'base64url');
       const expected = mac(match[1]!);
@@ -82,7 +86,12 @@ export function createSessionCodec(options: SessionCodecOptions): SessionCodec {
       const expiresAt = Number(match[2]) * 1000;
       const t = now();
       if (expiresAt <= t || expiresAt > t + ttlMs + CLOCK_SKEW_MS) return undefined;
-      return { name: Buffer.from(match[3]!, 'base64url').toString('utf8'), id: match[5]!, expiresAt, binding: match[4]! };
+      return {
+        name: Buffer.from(match[3]!, 'base64url').toString('utf8'),
+        id: match[5]!,
+        expiresAt,
+        binding: match[4]!,
+      };
     },
     binds(claims, credential) {
       const a = Buffer.from(claims.binding);
@@ -104,5 +113,12 @@ export function readCookie(header: string | undefined, name: string): string | u
 
 /** A Set-Cookie value for the session: HttpOnly, SameSite=Strict, Path=/, Secure when asked. */
 export function sessionSetCookie(value: string, maxAgeSeconds: number, secure: boolean): string {
-  return [`${SESSION_COOKIE}=${value}`, 'Path=/', `Max-Age=${maxAgeSeconds}`, 'HttpOnly', 'SameSite=Strict', ...(secure ? ['Secure'] : [])].join('; ');
+  return [
+    `${SESSION_COOKIE}=${value}`,
+    'Path=/',
+    `Max-Age=${maxAgeSeconds}`,
+    'HttpOnly',
+    'SameSite=Strict',
+    ...(secure ? ['Secure'] : []),
+  ].join('; ');
 }

@@ -7,7 +7,10 @@ import { z } from 'zod';
  */
 
 /** Why an operator does what changes something; required by the action layer (400 REASON_REQUIRED without it). */
-export const reasonSchema = z.string().max(2000, 'expected at most 2000 characters').describe('Why: recorded in the audit trail (required, except from a service client registering an order)');
+export const reasonSchema = z
+  .string()
+  .max(2000, 'expected at most 2000 characters')
+  .describe('Why: recorded in the audit trail (required, except from a service client registering an order)');
 
 export const problemSchema = z.object({ field: z.string(), message: z.string() });
 
@@ -20,6 +23,9 @@ export const errorBodySchema = z
     platformCode: z.number().optional().describe("The platform's own error code (502)"),
     platformMessage: z.string().optional().describe("The platform's own message (502)"),
     requestId: z.string().optional(),
-    requiredRole: z.enum(['viewer', 'operator', 'admin']).optional().describe('The role the refused action needs (403)'),
+    requiredRole: z
+      .enum(['viewer', 'operator', 'admin'])
+      .optional()
+      .describe('The role the refused action needs (403)'),
   })
   .describe('Error');

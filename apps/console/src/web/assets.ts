@@ -56,7 +56,8 @@ td,dd,code{overflow-wrap:anywhere}
 `;
 
 /** The console's icon: a small square, so browsers stop asking for /favicon.ico and logging 404s. */
-const FAVICON_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0b5cad"/><path d="M4 8.5l2.5 2.5L12 5" stroke="#fff" stroke-width="2" fill="none"/></svg>';
+const FAVICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0b5cad"/><path d="M4 8.5l2.5 2.5L12 5" stroke="#fff" stroke-width="2" fill="none"/></svg>';
 
 /**
  * `/assets/console.css`, `/assets/replay-progress.js` and `/assets/favicon.svg`, served without authentication (the
@@ -67,10 +68,16 @@ export const assetsPlugin: FastifyPluginAsync = async (app) => {
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CONSOLE_CSS),
   );
   app.get('/assets/replay-progress.js', { schema: { hide: true } }, async (_req, reply) =>
-    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').header('x-content-type-options', 'nosniff').send(REPLAY_PROGRESS_JS),
+    reply
+      .type('text/javascript; charset=utf-8')
+      .header('cache-control', 'public, max-age=300')
+      .header('x-content-type-options', 'nosniff')
+      .send(REPLAY_PROGRESS_JS),
   );
   app.get('/assets/favicon.svg', { schema: { hide: true } }, async (_req, reply) =>
     reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(FAVICON_SVG),
   );
-  app.get('/favicon.ico', { schema: { hide: true } }, async (_req, reply) => reply.code(204).header('cache-control', 'public, max-age=86400').send());
+  app.get('/favicon.ico', { schema: { hide: true } }, async (_req, reply) =>
+    reply.code(204).header('cache-control', 'public, max-age=86400').send(),
+  );
 };

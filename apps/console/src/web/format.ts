@@ -8,7 +8,8 @@ export function when(iso: string | null | undefined): string {
 }
 
 /** A status word, coloured by class (`status-credited`, `status-failed`, ...). */
-export const status = (word: string): Html => html`<span class="status status-${word.replace(/[^a-z-]/gi, '')}">${word}</span>`;
+export const status = (word: string): Html =>
+  html`<span class="status status-${word.replace(/[^a-z-]/gi, '')}">${word}</span>`;
 
 /** A value of a review's `details` (compared amounts, states, waited time) as one line of text. */
 export function detailValue(v: unknown): string {

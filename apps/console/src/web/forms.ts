@@ -4,9 +4,13 @@ import { redirectWithFlash } from './send.ts';
 
 /** Parse HTML form posts (urlencoded) in this plugin scope only; the API stays JSON-only. */
 export function acceptForms(app: FastifyInstance): void {
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)));
-  });
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: 16_384 },
+    (_req, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    },
+  );
 }
 
 /**
@@ -18,7 +22,8 @@ export async function formAction(reply: FastifyReply, back: string, run: () => P
     return redirectWithFlash(reply, back, { kind: 'ok', text: await run() });
   } catch (e) {
     // A role refusal stays a 403 (the page never offered the control); other refusals go back to the page.
-    if (isAppError(e) && e.code !== ErrorCodes.FORBIDDEN && !isServerSide(e.code)) return redirectWithFlash(reply, back, { kind: 'error', text: e.message });
+    if (isAppError(e) && e.code !== ErrorCodes.FORBIDDEN && !isServerSide(e.code))
+      return redirectWithFlash(reply, back, { kind: 'error', text: e.message });
     throw e;
   }
 }

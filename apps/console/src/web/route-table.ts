@@ -1,4 +1,13 @@
-import type { FastifyInstance, FastifyRequest, FastifySchema, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault, RouteGenericInterface, RouteHandlerMethod } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyRequest,
+  FastifySchema,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteGenericInterface,
+  RouteHandlerMethod,
+} from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { authorize, forbidden, type ActionDeps } from '../audit/perform.ts';
 import { can, CHANGES_NOTHING, requiredRole, type Action, type PersonRole } from '../operators/roles.ts';
@@ -18,7 +27,15 @@ export interface RouteRow<S extends FastifySchema = FastifySchema> {
   /** What an action is done to, for the audit row of a refusal (`order:MO-1`, `sweep`); from the unvalidated request. */
   target?: (req: FastifyRequest) => string;
   schema: S;
-  handler: RouteHandlerMethod<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, RouteGenericInterface, unknown, S, ZodTypeProvider>;
+  handler: RouteHandlerMethod<
+    RawServerDefault,
+    RawRequestDefaultExpression,
+    RawReplyDefaultExpression,
+    RouteGenericInterface,
+    unknown,
+    S,
+    ZodTypeProvider
+  >;
 }
 
 /** The least role of a row (for the docs and the tests): the action table's, never compared by hand. */
@@ -40,7 +57,18 @@ declare module 'fastify' {
 
 /** Register every row, in one loop: the row's action travels in the route's config for the role check. */
 export function registerRoutes(app: FastifyInstance, rows: readonly RouteRow[]): void {
-  for (const r of rows) app.route({ method: r.method, url: r.url, schema: r.schema, config: { action: r.action, ...(r.actionOf ? { actionOf: r.actionOf } : {}), ...(r.target ? { target: r.target } : {}) }, handler: r.handler as RouteHandlerMethod });
+  for (const r of rows)
+    app.route({
+      method: r.method,
+      url: r.url,
+      schema: r.schema,
+      config: {
+        action: r.action,
+        ...(r.actionOf ? { actionOf: r.actionOf } : {}),
+        ...(r.target ? { target: r.target } : {}),
+      },
+      handler: r.handler as RouteHandlerMethod,
+    });
 }
 
 /**
@@ -56,6 +84,10 @@ export function installRoleCheck(app: FastifyInstance, deps: ActionDeps): void {
     if (action === undefined || !req.operator || can(req.operator.role, action)) return;
     if (CHANGES_NOTHING.has(action)) throw forbidden(req.operator, action);
     const body = (req.body ?? {}) as { reason?: unknown };
-    await authorize(deps, { operator: req.operator, requestId: req.id }, { action, target: target?.(req) ?? req.routeOptions.url ?? '', reason: body.reason });
+    await authorize(
+      deps,
+      { operator: req.operator, requestId: req.id },
+      { action, target: target?.(req) ?? req.routeOptions.url ?? '', reason: body.reason },
+    );
   });
 }

@@ -9,7 +9,10 @@ export function withFrameAncestors(csp: unknown): string {
   if (current === '') return FRAME_ANCESTORS;
   if (/(^|;)\s*frame-ancestors\s+'none'\s*(;|$)/i.test(current)) return current;
   // Any other frame-ancestors directive is replaced: none of our pages is meant to be framed.
-  const rest = current.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^frame-ancestors\b/i.test(d));
+  const rest = current
+    .split(';')
+    .map((d) => d.trim())
+    .filter((d) => d !== '' && !/^frame-ancestors\b/i.test(d));
   return [...rest, FRAME_ANCESTORS].join('; ');
 }
 

@@ -9,11 +9,18 @@ export const PAGE_HEADERS = {
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
-  'content-security-policy': "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 };
 
 /** Send a page in the layout (or only its body to an `HX-Request`, should a page ever be fetched in part). */
-export function sendPage(req: FastifyRequest, reply: FastifyReply, frame: Omit<PageFrame, 'operator'>, body: Html, status = 200) {
+export function sendPage(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  frame: Omit<PageFrame, 'operator'>,
+  body: Html,
+  status = 200,
+) {
   const page = req.headers['hx-request'] === 'true' ? body : layout({ ...frame, operator: req.operator }, body);
   return reply.code(status).headers(PAGE_HEADERS).send(page.value);
 }

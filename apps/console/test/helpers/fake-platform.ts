@@ -30,8 +30,22 @@ export const WIRE_CATALOG = {
           name: 'Bank transfer',
           kind: 'bank',
           fields: [
-            { key: 'accountName', apiParam: 'accountName', label: 'Account name', required: true, pattern: '', hint: '' },
-            { key: 'accountNo', apiParam: 'bankAccount', label: 'Account number', required: true, pattern: '^[0-9]{10,16}$', hint: '10 to 16 digits' },
+            {
+              key: 'accountName',
+              apiParam: 'accountName',
+              label: 'Account name',
+              required: true,
+              pattern: '',
+              hint: '',
+            },
+            {
+              key: 'accountNo',
+              apiParam: 'bankAccount',
+              label: 'Account number',
+              required: true,
+              pattern: '^[0-9]{10,16}$',
+              hint: '10 to 16 digits',
+            },
             { key: 'bank', apiParam: 'bankName', label: 'Bank', required: true, pattern: '', hint: '' },
           ],
           banks: [
@@ -43,7 +57,16 @@ export const WIRE_CATALOG = {
           paymentMethod: 2,
           name: 'GCash',
           kind: 'wallet',
-          fields: [{ key: 'mobile', apiParam: 'accountNo', label: 'Mobile', required: true, pattern: '(a+)+$', hint: 'evil pattern' }],
+          fields: [
+            {
+              key: 'mobile',
+              apiParam: 'accountNo',
+              label: 'Mobile',
+              required: true,
+              pattern: '(a+)+$',
+              hint: 'evil pattern',
+            },
+          ],
         },
         {
           paymentMethod: 3,
@@ -103,15 +126,35 @@ export async function startConsole(opts: {
   env?: Record<string, string>;
 }): Promise<TestConsole> {
   const config = loadConfig(
-    { MERCHANT_NO: 'M100', PLATFORM_BASE_URL: opts.baseUrl, PLATFORM_ALLOW_HTTP: 'true', CONSOLE_TOKEN: TOKEN, CONSOLE_SESSION_SECRET: SESSION_SECRET, DATABASE_URL: opts.databaseUrl, LOG_LEVEL: 'silent' , ...AUTH_LIMITS_OFF, ...opts.env },
+    {
+      MERCHANT_NO: 'M100',
+      PLATFORM_BASE_URL: opts.baseUrl,
+      PLATFORM_ALLOW_HTTP: 'true',
+      CONSOLE_TOKEN: TOKEN,
+      CONSOLE_SESSION_SECRET: SESSION_SECRET,
+      DATABASE_URL: opts.databaseUrl,
+      LOG_LEVEL: 'silent',
+      ...AUTH_LIMITS_OFF,
+      ...opts.env,
+    },
     'console',
   );
   const logger = createLogger({ name: 'console-test', level: 'silent' });
   const platform = createPlatformClient({ baseUrl: opts.baseUrl, merchantNo: 'M100', timeoutMs: 2000 });
   const catalog = createCatalogCache({ db: opts.db, platform, logger, now: opts.now, freshForMs: opts.freshForMs });
   const redis = opts.redis ? createRedis(opts.redis.url, 'worker') : undefined;
-  const queue = opts.redis && redis ? new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: opts.redis.prefix }) : undefined;
-  const app = await buildApp({ config, db: opts.db, platform, logger, catalog, redis, queue, operators: opts.operators });
+  const queue =
+    opts.redis && redis ? new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: opts.redis.prefix }) : undefined;
+  const app = await buildApp({
+    config,
+    db: opts.db,
+    platform,
+    logger,
+    catalog,
+    redis,
+    queue,
+    operators: opts.operators,
+  });
   await app.ready();
   return {
     app,

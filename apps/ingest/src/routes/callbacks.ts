@@ -32,7 +32,11 @@ export interface CallbackRouteDeps {
    * Whether Redis may take callbacks now as last read (durable, or volatile allowed; memory headroom left), why not,
    * and how each batch proves that Redis keeps it (the batch's own check, whatever was last read).
    */
-  durability: () => { acceptWrites: boolean; check: BatchDurabilityCheck; refusal: 'REDIS_NOT_DURABLE' | 'REDIS_MEMORY_LOW' | 'REDIS_REPLICAS_OFFLINE' };
+  durability: () => {
+    acceptWrites: boolean;
+    check: BatchDurabilityCheck;
+    refusal: 'REDIS_NOT_DURABLE' | 'REDIS_MEMORY_LOW' | 'REDIS_REPLICAS_OFFLINE';
+  };
   /** Told when a batch found that Redis no longer keeps it: re-read durability now. */
   onNotDurable?: (problems: string[]) => void;
   /** Budget of one enqueue, in ms. */
@@ -58,7 +62,10 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
   // Through Sentinel, a batch is acknowledged only while the sentinels still name the node it went to (a stale primary's
   // writes would be dropped when it is demoted).
   const target = redisTargetOf(config);
-  const fence = target.kind === 'sentinel' ? createSentinelFence(deps.redis as Redis, target, { timeoutMs: deps.enqueueTimeoutMs }) : undefined;
+  const fence =
+    target.kind === 'sentinel'
+      ? createSentinelFence(deps.redis as Redis, target, { timeoutMs: deps.enqueueTimeoutMs })
+      : undefined;
   if (fence) app.addHook('onClose', async () => fence.close());
   const enqueuer = createEnqueuer(deps.queue, deps.redis, {
     fence,
@@ -69,12 +76,22 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
     onNotDurable: deps.onNotDurable,
   });
 
-  async function handle(request: FastifyRequest, reply: FastifyReply, route: string, expectedKind: CallbackKind | undefined, span: Span | undefined) {
+  async function handle(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    route: string,
+    expectedKind: CallbackKind | undefined,
+    span: Span | undefined,
+  ) {
     const started = process.hrtime.bigint();
     const done = (outcome: string, status: number, body: 'success' | 'fail', code = '') => {
       metrics.requests.inc({ route, outcome, code });
       metrics.latency.observe({ route, outcome }, Number(process.hrtime.bigint() - started) / 1e9);
-      span?.setAttributes({ 'mcb.outcome': outcome, 'http.response.status_code': status, ...(code ? { 'error.code': code } : {}) });
+      span?.setAttributes({
+        'mcb.outcome': outcome,
+        'http.response.status_code': status,
+        ...(code ? { 'error.code': code } : {}),
+      });
       return sendText(reply, status, body);
     };
 
@@ -82,7 +99,12 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
     try {
       // The decrypt span says how many blocks and which key, never what they held.
       decoded = inSpanSync('callback decrypt', {}, (decryptSpan) => {
-        const d = decodeCallbackDetailed(parseBody(request.body), { keyRing: deps.keyRing, merchantNo: config.MERCHANT_NO ?? '', expectedKind, maxBlocks: config.INGEST_MAX_BLOCKS });
+        const d = decodeCallbackDetailed(parseBody(request.body), {
+          keyRing: deps.keyRing,
+          merchantNo: config.MERCHANT_NO ?? '',
+          expectedKind,
+          maxBlocks: config.INGEST_MAX_BLOCKS,
+        });
         decryptSpan?.setAttribute('mcb.key_index', d.keyIndex);
         return d;
       });
@@ -94,7 +116,14 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
     }
     const { job, keyIndex } = decoded;
     metrics.keyUsed.inc({ key_index: String(keyIndex) });
-    const ids = { route, reqId: request.id, kind: job.kind, orderNo: job.orderNo, merchantOrderNo: job.merchantOrderNo, state: job.state };
+    const ids = {
+      route,
+      reqId: request.id,
+      kind: job.kind,
+      orderNo: job.orderNo,
+      merchantOrderNo: job.merchantOrderNo,
+      state: job.state,
+    };
     span?.setAttributes(orderAttributes(job));
 
     const durability = deps.durability();
@@ -129,13 +158,18 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
     } catch (e) {
       metrics.enqueueFailures.inc();
       const err = coerceError(e);
-      logger.error({ ...ids, outcome: 'enqueue-failed', err: err.cause ?? err }, 'callback not acknowledged: enqueue failed');
+      logger.error(
+        { ...ids, outcome: 'enqueue-failed', err: err.cause ?? err },
+        'callback not acknowledged: enqueue failed',
+      );
       return done('unavailable', UNAVAILABLE_STATUS, 'fail', isAppError(e) ? e.code : 'ENQUEUE_FAILED');
     }
   }
 
   for (const [route, kind] of Object.entries(CALLBACK_ROUTES)) {
     // One trace per callback starts here (a SERVER span); without tracing, inSpan calls straight through.
-    app.post(route, (request, reply) => inSpan('callback receive', { 'http.route': route }, (span) => handle(request, reply, route, kind, span)));
+    app.post(route, (request, reply) =>
+      inSpan('callback receive', { 'http.route': route }, (span) => handle(request, reply, route, kind, span)),
+    );
   }
 }

@@ -16,7 +16,10 @@ export { DURABLE_REDIS_ARGS, freePort, startOwnRedis, type OwnRedis } from '@mcb
 export const MERCHANT_NO = 'M100001';
 
 export function ingestConfig(env: Record<string, string>): Config {
-  return loadConfig({ MERCHANT_NO, MERCHANT_PRIVATE_KEY_FILE: '/unused-in-tests.pem', LOG_LEVEL: 'silent', ...env }, 'ingest');
+  return loadConfig(
+    { MERCHANT_NO, MERCHANT_PRIVATE_KEY_FILE: '/unused-in-tests.pem', LOG_LEVEL: 'silent', ...env },
+    'ingest',
+  );
 }
 
 /** A logger whose lines the test can read back. */

@@ -65,7 +65,9 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
       signal: AbortSignal.timeout(15_000),
     });
   } catch (e) {
-    throw new Error(`cannot reach the sandbox at ${base} (${coerceError(e).message}); start it with \`pnpm start:sandbox\``);
+    throw new Error(
+      `cannot reach the sandbox at ${base} (${coerceError(e).message}); start it with \`pnpm start:sandbox\``,
+    );
   }
   const text = await res.text();
   if (!res.ok) {
@@ -88,7 +90,9 @@ function describeAttempt(a: AttemptView): string {
 
 function print(view: OrderView): void {
   const o = view.order;
-  console.log(`${o.type} ${o.orderNo} (merchant order ${o.merchantOrderNo}): ${o.amount} ${o.currency}, state ${o.state}, created via ${o.createdVia}`);
+  console.log(
+    `${o.type} ${o.orderNo} (merchant order ${o.merchantOrderNo}): ${o.amount} ${o.currency}, state ${o.state}, created via ${o.createdVia}`,
+  );
   if (view.deliveries.length === 0) console.log('  no callback (only pay-in 6 and API payouts 4/5 send one)');
   for (const d of view.deliveries) {
     console.log(`callback ${d.id} [${d.event}, state ${d.state}] → ${d.url}: ${d.status}`);
@@ -145,25 +149,37 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
   const step = (text: string) => {
     if (!values.json) console.log(`+${String(Date.now() - started).padStart(6)} ms  ${text}`);
   };
-  const merchantOrderNo = values['merchant-order-no'] ?? `T${Date.now().toString(36).toUpperCase()}${Math.random().toString(36).slice(2, 6).toUpperCase()}`;
+  const merchantOrderNo =
+    values['merchant-order-no'] ??
+    `T${Date.now().toString(36).toUpperCase()}${Math.random().toString(36).slice(2, 6).toUpperCase()}`;
 
   // 1. Register with our console, as the merchant's system does before sending the customer to pay.
   const api = values.unregistered ? undefined : merchantConsole();
   if (api) {
-    const body: Record<string, unknown> = { merchantOrderNo, currency: values.currency, amount: values.amount, reason: 'sandbox trigger: test order' };
+    const body: Record<string, unknown> = {
+      merchantOrderNo,
+      currency: values.currency,
+      amount: values.amount,
+      reason: 'sandbox trigger: test order',
+    };
     if (kind === 'payout') {
       const catalog = await api.call<{ currencies?: { methods: Parameters<typeof samplePayout>[0] }[] }>(
         'GET',
         `/api/payment-methods?currency=${encodeURIComponent(values.currency)}`,
       );
-      if (catalog.status !== 200) throw new Error(`our console's catalog: ${describeError(catalog.status, catalog.body)}`);
+      if (catalog.status !== 200)
+        throw new Error(`our console's catalog: ${describeError(catalog.status, catalog.body)}`);
       const chosen = samplePayout(catalog.body.currencies?.[0]?.methods ?? [], given);
-      if ('problem' in chosen) throw new Error(`no payout method of ${values.currency} can be filled in: ${chosen.problem}`);
+      if ('problem' in chosen)
+        throw new Error(`no payout method of ${values.currency} can be filled in: ${chosen.problem}`);
       Object.assign(body, { paymentMethod: chosen.paymentMethod, params: chosen.params });
     }
     const registered = await api.call('POST', `/api/${kind}s`, body);
-    if (registered.status !== 201 && registered.status !== 200) throw new Error(`registering with our console: ${describeError(registered.status, registered.body)}`);
-    step(`registered ${kind} ${merchantOrderNo} (${values.amount} ${values.currency}) with our console at ${api.url}${kind === 'payout' ? ` (method ${String(body.paymentMethod)})` : ''}`);
+    if (registered.status !== 201 && registered.status !== 200)
+      throw new Error(`registering with our console: ${describeError(registered.status, registered.body)}`);
+    step(
+      `registered ${kind} ${merchantOrderNo} (${values.amount} ${values.currency}) with our console at ${api.url}${kind === 'payout' ? ` (method ${String(body.paymentMethod)})` : ''}`,
+    );
   }
 
   // 2. The platform's side: create the order on the sandbox and move it to its final state.
@@ -186,7 +202,11 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
     // A payout record carries no amount: its forgery claims the final state the payout did not reach.
     const what = kind === 'payout' ? 'state' : 'amount';
     await call('POST', '/control/forge', { what, ref: order.orderNo });
-    step(kind === 'payout' ? 'sent a forged callback (the other final state) for the same order' : 'sent a forged callback (wrong amount) for the same order');
+    step(
+      kind === 'payout'
+        ? 'sent a forged callback (the other final state) for the same order'
+        : 'sent a forged callback (wrong amount) for the same order',
+    );
   }
 
   // 3. Follow the callback: its delivery on the sandbox, then (registered) the order in our console.
@@ -195,7 +215,10 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
   let status = 'pending';
   let orderBody: Record<string, unknown> = {};
   const deliveryDone = (v: OrderView) =>
-    v.deliveries.every((d) => ['delivered', 'gave-up', 'cancelled'].includes(d.status) || (!values.wait && !api && d.attempts.length > 0));
+    v.deliveries.every(
+      (d) =>
+        ['delivered', 'gave-up', 'cancelled'].includes(d.status) || (!values.wait && !api && d.attempts.length > 0),
+    );
   while (Date.now() < deadline) {
     view = await call<OrderView>('GET', `/control/orders/${encodeURIComponent(order.orderNo)}`);
     const reply = view.deliveries.flatMap((d) => d.attempts).find((a) => a.outcome === 'success');
@@ -229,17 +252,24 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
   }
 
   type Trail = { receipts?: Record<string, unknown>[]; reviews?: Record<string, unknown>[] };
-  const readTrail = () => api.call<Trail>('GET', `/api/callbacks?merchantOrderNo=${encodeURIComponent(merchantOrderNo)}`);
+  const readTrail = () =>
+    api.call<Trail>('GET', `/api/callbacks?merchantOrderNo=${encodeURIComponent(merchantOrderNo)}`);
   const trail = await readTrail();
   if (values.forge) {
     const forged = view.deliveries.filter((d) => d.event !== 'genuine');
-    for (const d of forged) step(`forged callback ${d.id} [${d.event}]: ${d.status}${d.attempts[0] ? ` (${d.attempts[0].status} ${JSON.stringify(d.attempts[0].bodySnippet)})` : ''}`);
+    for (const d of forged)
+      step(
+        `forged callback ${d.id} [${d.event}]: ${d.status}${d.attempts[0] ? ` (${d.attempts[0].status} ${JSON.stringify(d.attempts[0].bodySnippet)})` : ''}`,
+      );
   }
   const receipt = trail.body.receipts?.find((r) => r.orderNo === order.orderNo);
   if (receipt) {
-    step(`job ${String(receipt.jobId ?? '(sweep)')} received at ${String(receipt.receivedAt)}; Get order confirmed ${String(receipt.confirmedAmount)}`);
+    step(
+      `job ${String(receipt.jobId ?? '(sweep)')} received at ${String(receipt.receivedAt)}; Get order confirmed ${String(receipt.confirmedAmount)}`,
+    );
   }
-  for (const r of trail.body.reviews ?? []) step(`review ${String(r.reasonCode)} (${String(r.status)}): ${String(r.reason)}`);
+  for (const r of trail.body.reviews ?? [])
+    step(`review ${String(r.reasonCode)} (${String(r.status)}): ${String(r.reason)}`);
   if (values.json) console.log(JSON.stringify({ sandbox: view, order: orderBody, callbacks: trail.body }, null, 2));
   const ledger = (orderBody.ledger as { entryType: string; amount: string; currency: string }[] | undefined) ?? [];
   if (ledger.length > 1) {
@@ -247,18 +277,24 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
     return 1;
   }
   if (status === expected) {
-    step(`${status}${ledger.length ? ` (ledger: ${ledger.map((l) => `${l.entryType} ${l.amount} ${l.currency}`).join(', ')})` : ''}`);
+    step(
+      `${status}${ledger.length ? ` (ledger: ${ledger.map((l) => `${l.entryType} ${l.amount} ${l.currency}`).join(', ')})` : ''}`,
+    );
     return 0;
   }
   const why = status === 'pending' ? `still pending after ${values.timeout}` : `ended ${status}, expected ${expected}`;
-  console.error(`${kind} ${merchantOrderNo}: ${why}; see \`pnpm sandbox order ${order.orderNo}\` and GET /api/callbacks?merchantOrderNo=${merchantOrderNo}`);
+  console.error(
+    `${kind} ${merchantOrderNo}: ${why}; see \`pnpm sandbox order ${order.orderNo}\` and GET /api/callbacks?merchantOrderNo=${merchantOrderNo}`,
+  );
   return 1;
 }
 
 /** Our console, from CONSOLE_TOKEN / CONSOLE_HOST / CONSOLE_PORT (the .env `pnpm dev` writes has them). */
 function merchantConsole() {
   if (!config.CONSOLE_TOKEN) {
-    throw new Error('CONSOLE_TOKEN is unset: start the stack with `pnpm dev` (it writes .env), export it, or pass --unregistered');
+    throw new Error(
+      'CONSOLE_TOKEN is unset: start the stack with `pnpm dev` (it writes .env), export it, or pass --unregistered',
+    );
   }
   const host = config.CONSOLE_HOST === '0.0.0.0' ? '127.0.0.1' : config.CONSOLE_HOST;
   return consoleApi(`http://${host}:${config.CONSOLE_PORT}`, config.CONSOLE_TOKEN);
@@ -275,7 +311,11 @@ async function main(argv: string[]): Promise<number> {
     case 'trigger':
       return trigger(rest[0], rest.slice(1));
     case 'order': {
-      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { json: { type: 'boolean', default: false } } });
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: { json: { type: 'boolean', default: false } },
+      });
       if (!positionals[0]) {
         console.error(USAGE);
         return 2;

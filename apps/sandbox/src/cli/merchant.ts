@@ -17,12 +17,17 @@ export function consoleApi(url: string, token: string): ConsoleApi {
       try {
         res = await fetch(`${url}${path}`, {
           method,
-          headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          headers: {
+            authorization: `Bearer ${token}`,
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
           body: body === undefined ? undefined : JSON.stringify(body),
           signal: AbortSignal.timeout(15_000),
         });
       } catch (e) {
-        throw new Error(`cannot reach our console at ${url} (${coerceError(e).message}); is \`pnpm dev\` running? (or pass --unregistered)`);
+        throw new Error(
+          `cannot reach our console at ${url} (${coerceError(e).message}); is \`pnpm dev\` running? (or pass --unregistered)`,
+        );
       }
       const text = await res.text();
       let parsed: unknown = text;
@@ -57,7 +62,17 @@ interface CatalogMethod {
 }
 
 /** Sample values tried, in order, for a field of a catalog method: the first its pattern accepts is used. */
-const SAMPLES = ['Test Customer', '123456789012', 'SBIN0001234', '09171234567', '+639171234567', 'test@example.com', '1234567890', 'ABCD1234', 'test'];
+const SAMPLES = [
+  'Test Customer',
+  '123456789012',
+  'SBIN0001234',
+  '09171234567',
+  '+639171234567',
+  'test@example.com',
+  '1234567890',
+  'ABCD1234',
+  'test',
+];
 
 /**
  * A payout the catalog accepts for `currency`: the first method every required field of which can be filled through
@@ -80,10 +95,14 @@ export function samplePayout(
       }
       const value =
         given[f.key] ??
-        (f.apiParam === 'bankName' && m.banks?.length ? m.banks[0]!.name : SAMPLES.find((s) => !f.pattern || new RegExp(f.pattern).test(s)));
+        (f.apiParam === 'bankName' && m.banks?.length
+          ? m.banks[0]!.name
+          : SAMPLES.find((s) => !f.pattern || new RegExp(f.pattern).test(s)));
       if (value === undefined) {
         ok = false;
-        problems.push(`method ${m.paymentMethod}: no sample value matches ${f.key} (${f.pattern}); pass --param ${f.key}=...`);
+        problems.push(
+          `method ${m.paymentMethod}: no sample value matches ${f.key} (${f.pattern}); pass --param ${f.key}=...`,
+        );
         break;
       }
       params[f.key] = value;

@@ -10,7 +10,11 @@ import type { Delivery, SandboxOrder, Simulator } from '../simulator.ts';
 
 const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'expected a decimal string such as "1000.10"');
 const orderFaults = z
-  .object({ duplicate: z.number().int().min(1).max(10), minBlocks: z.number().int().min(1).max(16), stale: z.boolean() })
+  .object({
+    duplicate: z.number().int().min(1).max(10),
+    minBlocks: z.number().int().min(1).max(16),
+    stale: z.boolean(),
+  })
   .partial()
   .strict();
 const createBase = z
@@ -54,9 +58,13 @@ function parse<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
   const r = schema.safeParse(value ?? {});
   if (r.success) return r.data;
   const issues = r.error.issues.map((i) => ({ field: i.path.join('.') || '(body)', message: i.message }));
-  throw new AppError(ErrorCodes.REQUEST_INVALID, `invalid request: ${issues.map((i) => `${i.field}: ${i.message}`).join('; ')}`, {
-    details: { issues },
-  });
+  throw new AppError(
+    ErrorCodes.REQUEST_INVALID,
+    `invalid request: ${issues.map((i) => `${i.field}: ${i.message}`).join('; ')}`,
+    {
+      details: { issues },
+    },
+  );
 }
 
 /** An order with its deliveries, as the control API shows it. */
@@ -89,7 +97,9 @@ export function registerControlRoutes(app: FastifyInstance, sim: Simulator): voi
   app.get('/control/faults', async () => sim.faults());
   app.put('/control/faults', async (req) => sim.setFaults(parse(globalFaults, req.body)));
   app.post('/control/release', async () => ({ deliveries: await sim.release() }));
-  app.post('/control/forge', async (req, reply) => reply.code(201).send({ delivery: sim.forge(parse(forgeBody, req.body)) }));
+  app.post('/control/forge', async (req, reply) =>
+    reply.code(201).send({ delivery: sim.forge(parse(forgeBody, req.body)) }),
+  );
   app.get('/control/settings', async () => ({ merchantNo: sim.merchantNo, ...sim.settings() }));
   app.put('/control/settings', async (req) => {
     sim.setCallbackUrls(parse(settingsBody, req.body));

@@ -55,12 +55,16 @@ export function registerPlatformRoutes(app: FastifyInstance, sim: Simulator, clo
     if (!(await applyApiFaults(req, reply))) return reply;
     const merchantNo = field(req.body, 'merchantNo');
     if (!merchantNo || merchantNo !== sim.merchantNo) {
-      return envelope(PLATFORM_CODES.merchantUnknown, merchantNo ? 'merchant does not exist' : 'merchantNo is required');
+      return envelope(
+        PLATFORM_CODES.merchantUnknown,
+        merchantNo ? 'merchant does not exist' : 'merchantNo is required',
+      );
     }
     const currencyType = field(req.body, 'currencyType');
     if (currencyType !== undefined && currencyType !== '') {
       const entry = findCurrency(currencyType);
-      if (!entry) return envelope(PLATFORM_CODES.currencyNotEnabled, `currency ${currencyType.slice(0, 16)} is not enabled`);
+      if (!entry)
+        return envelope(PLATFORM_CODES.currencyNotEnabled, `currency ${currencyType.slice(0, 16)} is not enabled`);
       return envelope(PLATFORM_CODES.ok, 'success', { currencies: [entry] });
     }
     return envelope(PLATFORM_CODES.ok, 'success', { currencies: CATALOG });
@@ -70,7 +74,10 @@ export function registerPlatformRoutes(app: FastifyInstance, sim: Simulator, clo
     if (!(await applyApiFaults(req, reply))) return reply;
     const merchantNo = field(req.body, 'merchantNo');
     if (!merchantNo || merchantNo !== sim.merchantNo) {
-      return envelope(PLATFORM_CODES.merchantUnknown, merchantNo ? 'merchant does not exist' : 'merchantNo is required');
+      return envelope(
+        PLATFORM_CODES.merchantUnknown,
+        merchantNo ? 'merchant does not exist' : 'merchantNo is required',
+      );
     }
     const merchantOrderNo = field(req.body, 'merchantOrderNo');
     const order = merchantOrderNo ? sim.find(merchantOrderNo) : undefined;
@@ -90,8 +97,6 @@ export function registerPlatformRoutes(app: FastifyInstance, sim: Simulator, clo
     if (!sim.faults().amountAsNumber) return envelope(PLATFORM_CODES.ok, 'success', data);
     // A JSON number with the exact decimal text, as a platform serialising BigDecimal would write it.
     const text = JSON.stringify(envelope(PLATFORM_CODES.ok, 'success', { ...data, amount: '\u0000AMOUNT\u0000' }));
-    return reply
-      .type('application/json; charset=utf-8')
-      .send(text.replace('"\\u0000AMOUNT\\u0000"', order.amount));
+    return reply.type('application/json; charset=utf-8').send(text.replace('"\\u0000AMOUNT\\u0000"', order.amount));
   });
 }

@@ -15,13 +15,18 @@ export function testKeys(): GeneratedKeyPair {
 export const MERCHANT_NO = 'M10001';
 
 /** Decrypt a callback body the way the spec describes: Base64, then RSA PKCS#1 v1.5 block by block. */
-export function decryptBody(body: string, privateKeyPem = testKeys().privateKeyPem): { blocks: number; record: string } {
+export function decryptBody(
+  body: string,
+  privateKeyPem = testKeys().privateKeyPem,
+): { blocks: number; record: string } {
   const { encryptedData } = JSON.parse(body) as { encryptedData: string };
   const ciphertext = Buffer.from(encryptedData, 'base64');
   const k = 256;
   const parts: Buffer[] = [];
   for (let at = 0; at < ciphertext.length; at += k) {
-    parts.push(privateDecrypt({ key: privateKeyPem, padding: constants.RSA_PKCS1_PADDING }, ciphertext.subarray(at, at + k)));
+    parts.push(
+      privateDecrypt({ key: privateKeyPem, padding: constants.RSA_PKCS1_PADDING }, ciphertext.subarray(at, at + k)),
+    );
   }
   return { blocks: parts.length, record: Buffer.concat(parts).toString('utf8') };
 }
@@ -42,7 +47,9 @@ export interface Received {
 }
 
 /** A local HTTP callback receiver whose replies a test scripts; n is the 0-based index of the request. */
-export async function startReceiver(reply: (n: number, received: Received) => ScriptedReply = () => ({ status: 200, body: 'success' })) {
+export async function startReceiver(
+  reply: (n: number, received: Received) => ScriptedReply = () => ({ status: 200, body: 'success' }),
+) {
   const received: Received[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -52,9 +59,25 @@ export async function startReceiver(reply: (n: number, received: Received) => Sc
       let entry: Received;
       try {
         const { blocks, record } = decryptBody(body);
-        entry = { at: Date.now(), method: req.method ?? '', contentType: req.headers['content-type'], body, record, blocks, parsed: JSON.parse(record) };
+        entry = {
+          at: Date.now(),
+          method: req.method ?? '',
+          contentType: req.headers['content-type'],
+          body,
+          record,
+          blocks,
+          parsed: JSON.parse(record),
+        };
       } catch {
-        entry = { at: Date.now(), method: req.method ?? '', contentType: req.headers['content-type'], body, record: '', blocks: 0, parsed: {} };
+        entry = {
+          at: Date.now(),
+          method: req.method ?? '',
+          contentType: req.headers['content-type'],
+          body,
+          record: '',
+          blocks: 0,
+          parsed: {},
+        };
       }
       const n = received.length;
       received.push(entry);
@@ -93,8 +116,16 @@ export async function startSandbox(opts: Partial<SandboxOptions> = {}): Promise<
 }
 
 /** POST JSON to a running sandbox's platform API and parse the reply. */
-export async function postJson(base: string, path: string, body: unknown): Promise<{ status: number; json: unknown; text: string }> {
-  const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+export async function postJson(
+  base: string,
+  path: string,
+  body: unknown,
+): Promise<{ status: number; json: unknown; text: string }> {
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   let json: unknown;
   try {

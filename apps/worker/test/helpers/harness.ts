@@ -1,7 +1,12 @@
 import { createDb, type Db } from '@mcb/core/db';
 import { createLogger, type Logger } from '@mcb/core/logger';
 import { createMetricsRegistry } from '@mcb/core/metrics';
-import { createPlatformClient, guardPlatform, type PlatformClient, type PlatformGuardOptions } from '@mcb/core/platform';
+import {
+  createPlatformClient,
+  guardPlatform,
+  type PlatformClient,
+  type PlatformGuardOptions,
+} from '@mcb/core/platform';
 import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { MERCHANT_NO, waitFor, type TestEnv } from '@mcb/testkit';
@@ -38,9 +43,15 @@ export interface Harness {
 }
 
 export async function startHarness(env: TestEnv, platformUrl: string, options: HarnessOptions = {}): Promise<Harness> {
-  const logger = options.logger ?? createLogger({ name: 'worker-test', level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent' });
+  const logger =
+    options.logger ??
+    createLogger({ name: 'worker-test', level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent' });
   const { platformGuard, ...workerOptions } = options;
-  const direct = createPlatformClient({ baseUrl: platformUrl, merchantNo: MERCHANT_NO, timeoutMs: options.platformTimeoutMs ?? 2000 });
+  const direct = createPlatformClient({
+    baseUrl: platformUrl,
+    merchantNo: MERCHANT_NO,
+    timeoutMs: options.platformTimeoutMs ?? 2000,
+  });
   const platform = platformGuard ? guardPlatform(direct, platformGuard) : direct;
   const metrics = createWorkerMetrics(createMetricsRegistry('worker-test'));
   const queueConnection = createRedis(env.redisUrl, 'worker');
@@ -79,7 +90,10 @@ export async function startHarness(env: TestEnv, platformUrl: string, options: H
     metrics,
     logger,
     add: (event, jobId) =>
-      queue.add(event.kind, event, { ...callbackJobOptions, jobId: jobId ?? callbackJobId(event.kind, event.orderNo, event.state) }),
+      queue.add(event.kind, event, {
+        ...callbackJobOptions,
+        jobId: jobId ?? callbackJobId(event.kind, event.orderNo, event.state),
+      }),
     async settled(jobId, timeoutMs = 15_000) {
       return waitFor(
         async () => {

@@ -10,13 +10,29 @@ import type { JobsOptions } from 'bullmq';
 export async function releasedPayins(env: TestEnv, platform: FakePlatform, tag: string, n: number): Promise<string[]> {
   const run = uid();
   const nos = Array.from({ length: n }, (_, i) => `${tag}-${run}-${i}`);
-  await env.db.db.insert(orders).values(nos.map((no) => ({ merchantOrderNo: no, kind: 'payin' as const, amount: '10', currency: 'PHP', requestHash: `t-${no}` })));
-  for (const no of nos) platform.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '10' }));
+  await env.db.db
+    .insert(orders)
+    .values(
+      nos.map((no) => ({
+        merchantOrderNo: no,
+        kind: 'payin' as const,
+        amount: '10',
+        currency: 'PHP',
+        requestHash: `t-${no}`,
+      })),
+    );
+  for (const no of nos)
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '10' }),
+    );
   return nos;
 }
 
 /** Their callbacks' jobs as ingest stores them (the contract's job ids), for `queue.addBulk`. */
-export function payinJobs(nos: readonly string[], opts: JobsOptions): { name: string; data: CallbackJobInput; opts: JobsOptions }[] {
+export function payinJobs(
+  nos: readonly string[],
+  opts: JobsOptions,
+): { name: string; data: CallbackJobInput; opts: JobsOptions }[] {
   return nos.map((no) => ({
     name: 'payin',
     data: payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '10' }),

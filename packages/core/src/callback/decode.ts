@@ -31,7 +31,11 @@ export interface DecodedCallback {
   keyIndex: number;
 }
 
-function fail(code: (typeof ErrorCodes)[keyof typeof ErrorCodes], message: string, details?: Record<string, unknown>): AppError {
+function fail(
+  code: (typeof ErrorCodes)[keyof typeof ErrorCodes],
+  message: string,
+  details?: Record<string, unknown>,
+): AppError {
   return new AppError(code, message, { details });
 }
 
@@ -45,7 +49,9 @@ function ciphertextOf(body: unknown, ring: KeyRing, maxBlocks: number): Buffer {
   // Longer than the most blocks of the ring's largest key could be: refused before it is even Base64-decoded.
   const largest = Math.max(...ring.keys.map((k) => k.blockBytes));
   if (encrypted.length > Math.ceil((maxBlocks * largest) / 3) * 4) {
-    throw fail(ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH, `ciphertext has more than ${maxBlocks} blocks`, { chars: encrypted.length });
+    throw fail(ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH, `ciphertext has more than ${maxBlocks} blocks`, {
+      chars: encrypted.length,
+    });
   }
   const ciphertext = decodeStrictBase64(encrypted);
   if (ciphertext === undefined) throw fail(ErrorCodes.CALLBACK_BASE64_INVALID, 'encryptedData is not strict Base64');
@@ -61,18 +67,28 @@ const PROGRESS: Partial<Record<string, number>> = {
 };
 
 /** Try the ring's keys in order (current first); the first that yields a valid record wins. */
-function openWithRing(ciphertext: Buffer, ring: KeyRing, maxBlocks: number): { record: CallbackRecord; key: RingKey; index: number } {
+function openWithRing(
+  ciphertext: Buffer,
+  ring: KeyRing,
+  maxBlocks: number,
+): { record: CallbackRecord; key: RingKey; index: number } {
   const candidates = ring.keys
     .map((key, index) => ({ key, index }))
     .filter(({ key }) => ciphertext.length > 0 && ciphertext.length % key.blockBytes === 0);
   if (candidates.length === 0) {
-    throw fail(ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH, `ciphertext of ${ciphertext.length} bytes is not a whole number of key-size blocks`, {
-      bytes: ciphertext.length,
-    });
+    throw fail(
+      ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH,
+      `ciphertext of ${ciphertext.length} bytes is not a whole number of key-size blocks`,
+      {
+        bytes: ciphertext.length,
+      },
+    );
   }
   // Before any RSA work: a ciphertext of more blocks than allowed costs one length check, not N decryptions.
   if (candidates.every(({ key }) => ciphertext.length / key.blockBytes > maxBlocks)) {
-    throw fail(ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH, `ciphertext has more than ${maxBlocks} blocks`, { bytes: ciphertext.length });
+    throw fail(ErrorCodes.CALLBACK_CIPHERTEXT_LENGTH, `ciphertext has more than ${maxBlocks} blocks`, {
+      bytes: ciphertext.length,
+    });
   }
   let best: AppError | undefined;
   for (const { key, index } of candidates) {
@@ -92,7 +108,10 @@ function openWithRing(ciphertext: Buffer, ring: KeyRing, maxBlocks: number): { r
     if (best === undefined || (PROGRESS[error.code] ?? 0) > (PROGRESS[best.code] ?? 0)) best = error;
   }
   if (best?.code === ErrorCodes.CALLBACK_JSON_INVALID && candidates.length > 1) {
-    best = fail(ErrorCodes.CALLBACK_JSON_INVALID, `no key of the ring (${candidates.length} tried) yields a JSON record: wrong key, tampered ciphertext or non-JSON plaintext`);
+    best = fail(
+      ErrorCodes.CALLBACK_JSON_INVALID,
+      `no key of the ring (${candidates.length} tried) yields a JSON record: wrong key, tampered ciphertext or non-JSON plaintext`,
+    );
   }
   throw best ?? fail(ErrorCodes.CALLBACK_DECRYPT_FAILED, 'no key of the ring decrypts the ciphertext');
 }
@@ -103,7 +122,10 @@ export function decodeCallbackDetailed(body: unknown, opts: DecodeCallbackOption
   const { record, key, index } = openWithRing(ciphertextOf(body, opts.keyRing, maxBlocks), opts.keyRing, maxBlocks);
   const ids = { kind: record.kind, orderNo: record.orderNo, state: record.state };
   if (record.merchantNo !== opts.merchantNo) {
-    throw fail(ErrorCodes.CALLBACK_MERCHANT_MISMATCH, 'MerchantNo is not ours', { ...ids, merchantNo: record.merchantNo.slice(0, 32) });
+    throw fail(ErrorCodes.CALLBACK_MERCHANT_MISMATCH, 'MerchantNo is not ours', {
+      ...ids,
+      merchantNo: record.merchantNo.slice(0, 32),
+    });
   }
   if (opts.expectedKind !== undefined && record.kind !== opts.expectedKind) {
     throw fail(ErrorCodes.CALLBACK_KIND_MISMATCH, `a ${record.kind} record on the ${opts.expectedKind} route`, ids);

@@ -38,7 +38,8 @@ export function probeImplicitRejection(decrypt: Decrypt = nodeDecrypt): string |
       const msg = firstLineOf(e);
       return `${runtime} rejects malformed RSA PKCS#1 v1.5 padding with an error ("${msg}") instead of implicit rejection`;
     }
-    if (!first.equals(second)) return `${runtime} returns non-deterministic output for malformed RSA PKCS#1 v1.5 padding`;
+    if (!first.equals(second))
+      return `${runtime} returns non-deterministic output for malformed RSA PKCS#1 v1.5 padding`;
   }
   return undefined;
 }

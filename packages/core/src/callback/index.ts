@@ -15,5 +15,18 @@ export { loadKeyRing, loadKeyRingFromFiles, type KeyRing, type RingKey } from '.
 export { generateKeyPair, parsePublicKey, type GeneratedKeyPair } from './keys.ts';
 export { platformTimeToIso } from './pay-time.ts';
 export { CALLBACK_STATES, parseRecord, type CallbackRecord } from './record.ts';
-export { blockDecryptor, encryptRecord, PKCS1_OVERHEAD, prepareDecryption, type BlockDecrypt, type EncryptRecordOptions } from './rsa-blocks.ts';
-export { formatPayTime, payinRecordJson, payoutRecordJson, type PayinRecordFields, type PayoutRecordFields } from './records.ts';
+export {
+  blockDecryptor,
+  encryptRecord,
+  PKCS1_OVERHEAD,
+  prepareDecryption,
+  type BlockDecrypt,
+  type EncryptRecordOptions,
+} from './rsa-blocks.ts';
+export {
+  formatPayTime,
+  payinRecordJson,
+  payoutRecordJson,
+  type PayinRecordFields,
+  type PayoutRecordFields,
+} from './records.ts';

@@ -70,7 +70,9 @@ export function loadKeyRing(pems: string[]): KeyRing {
   pems.forEach((pem, i) => {
     const blocks = privateKeyBlocks(pem);
     if (blocks.length === 0) throw invalid(`key #${i + 1}`, 'holds no PEM private key block');
-    blocks.forEach((block, j) => keys.push(toRingKey(block, blocks.length > 1 ? `key #${i + 1}.${j + 1}` : `key #${i + 1}`)));
+    blocks.forEach((block, j) =>
+      keys.push(toRingKey(block, blocks.length > 1 ? `key #${i + 1}.${j + 1}` : `key #${i + 1}`)),
+    );
   });
   return ring(keys);
 }
@@ -80,7 +82,10 @@ export function loadKeyRing(pems: string[]): KeyRing {
  * first. @throws AppError KEY_FILE_INVALID naming the file (and the key's position in it), never its content.
  */
 export function loadKeyRingFromFiles(paths: string[]): KeyRing {
-  const files = paths.flatMap((p) => p.split(',')).map((p) => p.trim()).filter((p) => p !== '');
+  const files = paths
+    .flatMap((p) => p.split(','))
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
   const keys: RingKey[] = [];
   for (const file of files) {
     let text: string;

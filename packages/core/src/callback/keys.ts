@@ -33,6 +33,8 @@ export function parsePublicKey(text: string): KeyObject {
     if (key.asymmetricKeyType !== 'rsa') throw new Error(`not an RSA key (${key.asymmetricKeyType})`);
     return key;
   } catch (e) {
-    throw new AppError(ErrorCodes.KEY_FILE_INVALID, 'not a usable RSA public key (PEM or Base64 DER SPKI expected)', { cause: e });
+    throw new AppError(ErrorCodes.KEY_FILE_INVALID, 'not a usable RSA public key (PEM or Base64 DER SPKI expected)', {
+      cause: e,
+    });
   }
 }

@@ -21,7 +21,9 @@ export type CallbackRecord = WithoutEnvelope<CallbackJob>;
 const orderNo = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected 1-64 letters, digits, "_", "." or "-"');
 const token = z.string().regex(/^[\x21-\x7e]{1,128}$/, 'expected 1-128 printable ASCII characters');
 const jsonNumber = z.custom<LosslessNumber>((v) => isLosslessNumber(v), 'expected a JSON number');
-const int = jsonNumber.refine((n) => /^-?\d{1,9}$/.test(n.value), 'expected an integer').transform((n) => Number(n.value));
+const int = jsonNumber
+  .refine((n) => /^-?\d{1,9}$/.test(n.value), 'expected an integer')
+  .transform((n) => Number(n.value));
 // Exact decimal text: kept as sent when it is a plain decimal, exponent forms (1e3) spelled out exactly.
 const amount = jsonNumber
   .transform((n, ctx) => {
@@ -62,7 +64,11 @@ const payoutSchema = z.object({
   state: int,
 });
 
-function fail(code: (typeof ErrorCodes)[keyof typeof ErrorCodes], message: string, details?: Record<string, unknown>): AppError {
+function fail(
+  code: (typeof ErrorCodes)[keyof typeof ErrorCodes],
+  message: string,
+  details?: Record<string, unknown>,
+): AppError {
   return new AppError(code, message, { details });
 }
 
@@ -84,7 +90,9 @@ function parseObject(plaintext: Buffer): Record<string, unknown> {
   for (const [name, v] of Object.entries(value)) {
     const lower = name.toLowerCase();
     if (lower in out) {
-      throw fail(ErrorCodes.CALLBACK_SCHEMA_INVALID, 'a field appears twice (names differ only in case)', { field: lower });
+      throw fail(ErrorCodes.CALLBACK_SCHEMA_INVALID, 'a field appears twice (names differ only in case)', {
+        field: lower,
+      });
     }
     out[lower] = v;
   }
@@ -96,7 +104,10 @@ function kindOf(fields: Record<string, unknown>): CallbackKind {
   const payin = 'orderstate' in fields;
   const payout = 'state' in fields;
   if (payin === payout) {
-    throw fail(ErrorCodes.CALLBACK_SCHEMA_INVALID, payin ? 'record has both OrderState and state' : 'record has no OrderState or state');
+    throw fail(
+      ErrorCodes.CALLBACK_SCHEMA_INVALID,
+      payin ? 'record has both OrderState and state' : 'record has no OrderState or state',
+    );
   }
   return payin ? 'payin' : 'payout';
 }
@@ -106,7 +117,11 @@ function schemaError(error: z.ZodError, fields: Record<string, unknown>): AppErr
     const field = i.path.join('.');
     return { field, problem: i.path.length === 1 && !(field in fields) ? 'missing' : i.message };
   });
-  return fail(ErrorCodes.CALLBACK_SCHEMA_INVALID, `record fails validation: ${issues.map((i) => `${i.field}: ${i.problem}`).join('; ')}`, { issues });
+  return fail(
+    ErrorCodes.CALLBACK_SCHEMA_INVALID,
+    `record fails validation: ${issues.map((i) => `${i.field}: ${i.problem}`).join('; ')}`,
+    { issues },
+  );
 }
 
 /**
@@ -122,12 +137,28 @@ export function parseRecord(plaintext: Buffer): CallbackRecord {
     const r = payinSchema.safeParse(fields);
     if (!r.success) throw schemaError(r.error, fields);
     const d = r.data;
-    record = { kind, orderNo: d.orderno, merchantNo: d.merchantno, merchantOrderNo: d.merchantorderno, state: d.orderstate, payTime: d.paytime, quantity: d.quantity, fiatAmount: d.fiatcurrency };
+    record = {
+      kind,
+      orderNo: d.orderno,
+      merchantNo: d.merchantno,
+      merchantOrderNo: d.merchantorderno,
+      state: d.orderstate,
+      payTime: d.paytime,
+      quantity: d.quantity,
+      fiatAmount: d.fiatcurrency,
+    };
   } else {
     const r = payoutSchema.safeParse(fields);
     if (!r.success) throw schemaError(r.error, fields);
     const d = r.data;
-    record = { kind, orderNo: d.orderno, merchantNo: d.merchantno, merchantOrderNo: d.merchantorderno, state: d.state, payTime: d.paytime };
+    record = {
+      kind,
+      orderNo: d.orderno,
+      merchantNo: d.merchantno,
+      merchantOrderNo: d.merchantorderno,
+      state: d.state,
+      payTime: d.paytime,
+    };
   }
   if (!CALLBACK_STATES[kind].includes(record.state)) {
     throw fail(ErrorCodes.CALLBACK_STATE_INVALID, `state ${record.state} is not a ${kind} state the spec defines`, {

@@ -4,7 +4,6 @@
  * written with their exact decimal text ("1000.10" stays 1000.10), which JSON.stringify of a number cannot do.
  */
 
-
 const UTC8_MS = 8 * 3600_000;
 
 /** `yyyy-MM-ddTHH:mm:ss` in UTC+8, the spec's PayTime format. */

@@ -1,4 +1,12 @@
-import { constants, createPrivateKey, createPublicKey, privateDecrypt, publicEncrypt, randomBytes, type KeyObject } from 'node:crypto';
+import {
+  constants,
+  createPrivateKey,
+  createPublicKey,
+  privateDecrypt,
+  publicEncrypt,
+  randomBytes,
+  type KeyObject,
+} from 'node:crypto';
 import { malformedPkcs1Blocks } from './implicit-rejection.ts';
 import type { RingKey } from './key-ring.ts';
 import { parsePublicKey } from './keys.ts';
@@ -19,10 +27,16 @@ export interface EncryptRecordOptions {
  *   bytes (tests of wrong encodings; empty bytes make one block)
  * @param publicKeyPem the merchant's public key: PEM, or Base64 DER SPKI as uploaded to the console
  */
-export function encryptRecord(record: object | string | Buffer, publicKeyPem: string, opts: EncryptRecordOptions = {}): string {
+export function encryptRecord(
+  record: object | string | Buffer,
+  publicKeyPem: string,
+  opts: EncryptRecordOptions = {},
+): string {
   const key = parsePublicKey(publicKeyPem);
   const k = Math.ceil((key.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
-  const plaintext = Buffer.isBuffer(record) ? record : Buffer.from(typeof record === 'string' ? record : JSON.stringify(record), 'utf8');
+  const plaintext = Buffer.isBuffer(record)
+    ? record
+    : Buffer.from(typeof record === 'string' ? record : JSON.stringify(record), 'utf8');
   const minBlocks = Math.max(1, Math.floor(opts.minBlocks ?? 1));
   if (plaintext.length < minBlocks && plaintext.length > 0) {
     throw new RangeError(`cannot split ${plaintext.length} bytes into ${minBlocks} non-empty blocks`);
@@ -54,7 +68,10 @@ type PrivateDecrypt = (key: KeyObject | { key: KeyObject; padding: number }, blo
  * the same padding mode). Any difference, or any error, and the documented call is used instead.
  * @param decrypt injectable for tests of the fallback
  */
-export function blockDecryptor(privateKey: KeyObject, decrypt: PrivateDecrypt = privateDecrypt as PrivateDecrypt): { decrypt: BlockDecrypt; fast: boolean } {
+export function blockDecryptor(
+  privateKey: KeyObject,
+  decrypt: PrivateDecrypt = privateDecrypt as PrivateDecrypt,
+): { decrypt: BlockDecrypt; fast: boolean } {
   const options = { key: privateKey, padding: constants.RSA_PKCS1_PADDING };
   const documented: BlockDecrypt = (block) => decrypt(options, block);
   try {
@@ -66,7 +83,8 @@ export function blockDecryptor(privateKey: KeyObject, decrypt: PrivateDecrypt = 
     const fast: BlockDecrypt = (block) => decrypt(copy, block);
     const publicKey = createPublicKey(privateKey);
     const plaintext = randomBytes(32);
-    if (!fast(publicEncrypt({ key: publicKey, padding: constants.RSA_PKCS1_PADDING }, plaintext)).equals(plaintext)) return { decrypt: documented, fast: false };
+    if (!fast(publicEncrypt({ key: publicKey, padding: constants.RSA_PKCS1_PADDING }, plaintext)).equals(plaintext))
+      return { decrypt: documented, fast: false };
     for (const block of malformedPkcs1Blocks(publicKey)) {
       if (!fast(block).equals(documented(block))) return { decrypt: documented, fast: false };
     }

@@ -61,17 +61,25 @@ const scopeOf = (currency: string | undefined) => currency ?? '';
 
 /** `currency` is not enabled for this merchant; `refusal` is the platform's own answer, when it gave one. */
 function currencyNotEnabled(currency: string, refusal?: PlatformCodeError, basis?: string): AppError {
-  const said = refusal ? ` (platform code ${refusal.platformCode}: ${refusal.platformMessage || 'no message'})` : basis ? ` (${basis})` : '';
+  const said = refusal
+    ? ` (platform code ${refusal.platformCode}: ${refusal.platformMessage || 'no message'})`
+    : basis
+      ? ` (${basis})`
+      : '';
   return new AppError(ErrorCodes.CURRENCY_NOT_ENABLED, `currency ${currency} is not enabled for this merchant${said}`, {
     cause: refusal,
-    details: { currency, ...(refusal ? { platformCode: refusal.platformCode, platformMessage: refusal.platformMessage } : {}) },
+    details: {
+      currency,
+      ...(refusal ? { platformCode: refusal.platformCode, platformMessage: refusal.platformMessage } : {}),
+    },
   });
 }
 
 /** The platform's refusals of the catalog query with a meaning of their own (spec: 40010, 40017); others as they are. */
 function meaningOf(e: unknown, currency: string | undefined): unknown {
   if (!(e instanceof PlatformCodeError)) return e;
-  if (e.platformCode === PLATFORM_CODES.currencyNotEnabled && currency !== undefined) return currencyNotEnabled(currency, e);
+  if (e.platformCode === PLATFORM_CODES.currencyNotEnabled && currency !== undefined)
+    return currencyNotEnabled(currency, e);
   if (e.platformCode === PLATFORM_CODES.merchantUnknown) {
     return new AppError(
       ErrorCodes.MERCHANT_UNKNOWN,
@@ -163,7 +171,8 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
         catalog = await platform.getPaymentMethods({ currencyType: currency, signal });
       } catch (e) {
         const meant = meaningOf(e, currency);
-        if (isAppError(meant) && meant.code === ErrorCodes.CURRENCY_NOT_ENABLED) refusals.set(scope, { error: meant, at: now() });
+        if (isAppError(meant) && meant.code === ErrorCodes.CURRENCY_NOT_ENABLED)
+          refusals.set(scope, { error: meant, at: now() });
         throw meant;
       }
       refusals.delete(scope);
@@ -190,7 +199,8 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
       if (raced && raced.seq > before) return view(raced.catalog, raced.fetchedAt, false);
       // A stored copy without the currency is not an answer: the currency may have been enabled since.
       const answers = stored !== undefined && (currency === undefined || stored.catalog.currencies.length > 0);
-      if (answers && now() - stored.fetchedAt.getTime() < freshForMs) return view(stored.catalog, stored.fetchedAt, false);
+      if (answers && now() - stored.fetchedAt.getTime() < freshForMs)
+        return view(stored.catalog, stored.fetchedAt, false);
       const refused = refusals.get(scopeOf(currency));
       if (refused && now() - refused.at < freshForMs) throw refused.error;
       try {
@@ -199,19 +209,30 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
         if (!platformGaveNoCatalog(e)) throw e;
         const err = e as AppError;
         if (stored && !answers) {
-          throw currencyNotEnabled(currency!, undefined, `not in the catalog stored ${stored.fetchedAt.toISOString()}; the platform could not be asked (${err.code})`);
+          throw currencyNotEnabled(
+            currency!,
+            undefined,
+            `not in the catalog stored ${stored.fetchedAt.toISOString()}; the platform could not be asked (${err.code})`,
+          );
         }
         if (stored) {
           const served = view(stored.catalog, stored.fetchedAt, true);
-          logger.warn({ code: err.code, ageSeconds: served.ageSeconds }, 'catalog: platform gave no catalog; serving the stored copy');
+          logger.warn(
+            { code: err.code, ageSeconds: served.ageSeconds },
+            'catalog: platform gave no catalog; serving the stored copy',
+          );
           return served;
         }
         if (!err.transient) throw err;
-        throw new AppError(ErrorCodes.CATALOG_UNAVAILABLE, `no catalog is stored and the platform is unavailable (${err.code})`, {
-          cause: err,
-          details: { platformError: err.code },
-          transient: true,
-        });
+        throw new AppError(
+          ErrorCodes.CATALOG_UNAVAILABLE,
+          `no catalog is stored and the platform is unavailable (${err.code})`,
+          {
+            cause: err,
+            details: { platformError: err.code },
+            transient: true,
+          },
+        );
       }
     },
     refresh(options = {}) {

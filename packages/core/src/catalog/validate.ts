@@ -20,9 +20,7 @@ export interface PayoutProblem {
   message: string;
 }
 
-export type PayoutValidation =
-  | { ok: true; apiParams: Record<string, string> }
-  | { ok: false; errors: PayoutProblem[] };
+export type PayoutValidation = { ok: true; apiParams: Record<string, string> } | { ok: false; errors: PayoutProblem[] };
 
 /** The create-payout parameter that must name one of `banks[]` (spec: Method entry). */
 export const BANK_NAME_PARAM = 'bankName';
@@ -44,7 +42,10 @@ export function validatePayout(catalog: Catalog, input: PayoutInput): PayoutVali
   const entry = catalog.currencies.find((c) => c.currency === input.currency);
   if (!entry) {
     const enabled = catalog.currencies.map((c) => c.currency).join(', ') || 'none';
-    errors.push({ field: 'currency', message: `currency ${input.currency} is not enabled for this merchant (enabled: ${enabled})` });
+    errors.push({
+      field: 'currency',
+      message: `currency ${input.currency} is not enabled for this merchant (enabled: ${enabled})`,
+    });
     return { ok: false, errors };
   }
   if (amountOk && decimalPlaces(input.amount) > entry.decimals) {
@@ -80,7 +81,11 @@ function checkAmount(amount: string, errors: PayoutProblem[]): boolean {
   return true;
 }
 
-function checkParams(method: MethodEntry, params: Record<string, string>, errors: PayoutProblem[]): Record<string, string> {
+function checkParams(
+  method: MethodEntry,
+  params: Record<string, string>,
+  errors: PayoutProblem[],
+): Record<string, string> {
   const apiParams: Record<string, string> = {};
   const sourceOf = new Map<string, string>();
   const known = new Set(method.fields.map((f) => f.key));
@@ -96,7 +101,10 @@ function checkParams(method: MethodEntry, params: Record<string, string>, errors
           message: `${describe(f)} is required by method ${method.paymentMethod} but has no apiParam: it cannot be sent through the API, so this method cannot be used for API payouts`,
         });
       } else if (!isBlank(value)) {
-        errors.push({ field, message: `${describe(f)} has no apiParam: it cannot be sent through the API; leave it out` });
+        errors.push({
+          field,
+          message: `${describe(f)} has no apiParam: it cannot be sent through the API; leave it out`,
+        });
       }
       continue;
     }
@@ -109,7 +117,10 @@ function checkParams(method: MethodEntry, params: Record<string, string>, errors
 
     const previous = sourceOf.get(f.apiParam);
     if (previous !== undefined && apiParams[f.apiParam] !== value) {
-      errors.push({ field, message: `${describe(f)} and ${previous} both map to apiParam ${f.apiParam} with different values` });
+      errors.push({
+        field,
+        message: `${describe(f)} and ${previous} both map to apiParam ${f.apiParam} with different values`,
+      });
       continue;
     }
     sourceOf.set(f.apiParam, f.key);
@@ -122,7 +133,10 @@ function checkParams(method: MethodEntry, params: Record<string, string>, errors
     const field = `params.${BANK_NAME_PARAM}`;
     const value = Object.hasOwn(params, BANK_NAME_PARAM) ? params[BANK_NAME_PARAM] : undefined;
     if (isBlank(value)) {
-      errors.push({ field, message: `bankName is required: method ${method.paymentMethod} lists the banks to choose from` });
+      errors.push({
+        field,
+        message: `bankName is required: method ${method.paymentMethod} lists the banks to choose from`,
+      });
     } else if (value.length <= MAX_PARAM_LENGTH && checkBank(method, value, field, errors)) {
       apiParams[BANK_NAME_PARAM] = value;
     } else if (value.length > MAX_PARAM_LENGTH) {
@@ -134,7 +148,10 @@ function checkParams(method: MethodEntry, params: Record<string, string>, errors
     if (known.has(key)) continue;
     const byApiParam = method.fields.find((f) => f.apiParam === key && f.key !== '');
     const suggestion = byApiParam ? `; ${key} is the apiParam of field ${byApiParam.key}: send it under that key` : '';
-    errors.push({ field: `params.${key}`, message: `${key} is not a field of method ${method.paymentMethod} (${method.name})${suggestion}` });
+    errors.push({
+      field: `params.${key}`,
+      message: `${key} is not a field of method ${method.paymentMethod} (${method.name})${suggestion}`,
+    });
   }
   return apiParams;
 }

@@ -89,7 +89,8 @@ const sourceRanges = optionalString.transform((v, ctx): readonly SourceRange[] |
   return ranges.length > 0 ? ranges : undefined;
 });
 /** An optional URL of `protocols`, blank meaning unset. */
-const optionalUrl = (protocols: readonly string[], what: string) => optionalString.pipe(url(protocols, what).optional());
+const optionalUrl = (protocols: readonly string[], what: string) =>
+  optionalString.pipe(url(protocols, what).optional());
 
 /**
  * Every environment variable the pipeline reads, with its default. The public ones are docs/design.md's contract;
@@ -341,7 +342,12 @@ const schema = z.object({
    * oauth2-proxy). Honoured only from CONSOLE_TRUSTED_PROXIES; the role comes from CONSOLE_OPERATORS_FILE by name.
    * @defaultValue unset (no proxy identity)
    */
-  CONSOLE_AUTH_PROXY_HEADER: optionalString.pipe(z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'expected an HTTP header name').optional()),
+  CONSOLE_AUTH_PROXY_HEADER: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9-]{1,64}$/, 'expected an HTTP header name')
+      .optional(),
+  ),
   /**
    * Addresses (IPs or CIDR blocks, comma-separated) whose CONSOLE_AUTH_PROXY_HEADER and `X-Forwarded-Proto` are
    * believed. @defaultValue unset
@@ -429,7 +435,9 @@ const REQUIRED: Record<AppRole, readonly (keyof z.output<typeof schema>)[]> = {
 };
 
 /** Settings a role needs one of: the first is named in the error, the second is its fallback. */
-const REQUIRED_EITHER: Partial<Record<AppRole, readonly (readonly [keyof z.output<typeof schema>, keyof z.output<typeof schema>])[]>> = {
+const REQUIRED_EITHER: Partial<
+  Record<AppRole, readonly (readonly [keyof z.output<typeof schema>, keyof z.output<typeof schema>])[]>
+> = {
   console: [['CONSOLE_TOKEN', 'CONSOLE_OPERATORS_FILE']],
   sandbox: [
     ['SANDBOX_MERCHANT_NO', 'MERCHANT_NO'],
@@ -448,7 +456,11 @@ export interface ConfigVariable {
 function defaultOf(entry: z.ZodType): string | undefined {
   const queue: unknown[] = [entry];
   for (let seen = 0; queue.length > 0 && seen < 20; seen++) {
-    const def = (queue.shift() as { _zod: { def: { type: string; defaultValue?: unknown; in?: unknown; out?: unknown; innerType?: unknown } } })._zod.def;
+    const def = (
+      queue.shift() as {
+        _zod: { def: { type: string; defaultValue?: unknown; in?: unknown; out?: unknown; innerType?: unknown } };
+      }
+    )._zod.def;
     if (def.type === 'default') return String(def.defaultValue);
     queue.push(...[def.in, def.innerType, def.out].filter(Boolean));
   }
@@ -460,7 +472,9 @@ export function configVariables(): ConfigVariable[] {
   return Object.entries(schema.shape).map(([name, entry]) => ({
     name,
     defaultValue: defaultOf(entry as z.ZodType),
-    requiredFor: (Object.keys(REQUIRED) as AppRole[]).filter((role) => (REQUIRED[role] as readonly string[]).includes(name)),
+    requiredFor: (Object.keys(REQUIRED) as AppRole[]).filter((role) =>
+      (REQUIRED[role] as readonly string[]).includes(name),
+    ),
   }));
 }
 
@@ -483,11 +497,15 @@ function redisTopologyProblems(values: z.output<typeof schema>, env: Record<stri
     values.REDIS_SENTINELS !== undefined ? 'REDIS_SENTINELS' : undefined,
     values.REDIS_CLUSTER_NODES !== undefined ? 'REDIS_CLUSTER_NODES' : undefined,
   ].filter((v): v is string => v !== undefined);
-  if (chosen.length > 1) problems.push(`${chosen.join(', ')}: set exactly one Redis topology (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES), not ${chosen.length}`);
+  if (chosen.length > 1)
+    problems.push(
+      `${chosen.join(', ')}: set exactly one Redis topology (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES), not ${chosen.length}`,
+    );
   if (values.REDIS_SENTINELS !== undefined) {
     const nodes = parseRedisNodes(values.REDIS_SENTINELS);
     if (typeof nodes === 'string') problems.push(`REDIS_SENTINELS: ${nodes}`);
-    if (values.REDIS_SENTINEL_NAME === undefined) problems.push('REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the master group name) (unset)');
+    if (values.REDIS_SENTINEL_NAME === undefined)
+      problems.push('REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the master group name) (unset)');
   } else if (values.REDIS_SENTINEL_NAME !== undefined) {
     problems.push('REDIS_SENTINEL_NAME: only with REDIS_SENTINELS (unset)');
   }
@@ -495,9 +513,19 @@ function redisTopologyProblems(values: z.output<typeof schema>, env: Record<stri
     problems.push('REDIS_SENTINEL_PASSWORD: only with REDIS_SENTINELS (unset)');
   }
   if (values.REDIS_TLS && values.REDIS_SENTINELS === undefined && values.REDIS_CLUSTER_NODES === undefined) {
-    problems.push('REDIS_TLS: only with REDIS_SENTINELS or REDIS_CLUSTER_NODES; for a single node write a rediss:// REDIS_URL');
+    problems.push(
+      'REDIS_TLS: only with REDIS_SENTINELS or REDIS_CLUSTER_NODES; for a single node write a rediss:// REDIS_URL',
+    );
   }
-  if (values.REDIS_TLS_CA_FILE !== undefined && !values.REDIS_TLS && !(values.REDIS_SENTINELS === undefined && values.REDIS_CLUSTER_NODES === undefined && values.REDIS_URL.startsWith('rediss:'))) {
+  if (
+    values.REDIS_TLS_CA_FILE !== undefined &&
+    !values.REDIS_TLS &&
+    !(
+      values.REDIS_SENTINELS === undefined &&
+      values.REDIS_CLUSTER_NODES === undefined &&
+      values.REDIS_URL.startsWith('rediss:')
+    )
+  ) {
     problems.push('REDIS_TLS_CA_FILE: only with TLS to Redis (a rediss:// REDIS_URL, or REDIS_TLS=true)');
   }
   if (values.REDIS_CLUSTER_NODES !== undefined) {
@@ -526,12 +554,22 @@ function isLoopbackUrl(raw: string): boolean {
  */
 function consoleAuthProblems(values: z.output<typeof schema>, role: string): string[] {
   const problems: string[] = [];
-  if (role === 'console' && values.CONSOLE_OPERATORS_FILE !== undefined && values.CONSOLE_SESSION_SECRET === undefined) {
-    problems.push('CONSOLE_SESSION_SECRET: required with CONSOLE_OPERATORS_FILE (the key of the operators\' sessions, 32+ random characters; never CONSOLE_TOKEN) (unset)');
+  if (
+    role === 'console' &&
+    values.CONSOLE_OPERATORS_FILE !== undefined &&
+    values.CONSOLE_SESSION_SECRET === undefined
+  ) {
+    problems.push(
+      "CONSOLE_SESSION_SECRET: required with CONSOLE_OPERATORS_FILE (the key of the operators' sessions, 32+ random characters; never CONSOLE_TOKEN) (unset)",
+    );
   }
   if (values.CONSOLE_AUTH_PROXY_HEADER !== undefined) {
-    if (values.CONSOLE_TRUSTED_PROXIES === undefined) problems.push('CONSOLE_TRUSTED_PROXIES: required with CONSOLE_AUTH_PROXY_HEADER (the proxy addresses) (unset)');
-    if (values.CONSOLE_OPERATORS_FILE === undefined) problems.push('CONSOLE_OPERATORS_FILE: required with CONSOLE_AUTH_PROXY_HEADER (roles come from it by name) (unset)');
+    if (values.CONSOLE_TRUSTED_PROXIES === undefined)
+      problems.push('CONSOLE_TRUSTED_PROXIES: required with CONSOLE_AUTH_PROXY_HEADER (the proxy addresses) (unset)');
+    if (values.CONSOLE_OPERATORS_FILE === undefined)
+      problems.push(
+        'CONSOLE_OPERATORS_FILE: required with CONSOLE_AUTH_PROXY_HEADER (roles come from it by name) (unset)',
+      );
   }
   return problems;
 }
@@ -578,7 +616,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (values) problems.push(...redisTopologyProblems(values, env));
     if (values) problems.push(...consoleAuthProblems(values, role));
     if (values && values.INGEST_HEADERS_TIMEOUT > values.INGEST_REQUEST_TIMEOUT) {
-      problems.push('INGEST_HEADERS_TIMEOUT: must not exceed INGEST_REQUEST_TIMEOUT (the request bound includes its headers)');
+      problems.push(
+        'INGEST_HEADERS_TIMEOUT: must not exceed INGEST_REQUEST_TIMEOUT (the request bound includes its headers)',
+      );
     }
     for (const [name, fallback] of REQUIRED_EITHER[role] ?? []) {
       const set = (n: string) => (values ? values[n as keyof typeof values] !== undefined : Boolean(env[n]?.trim()));
@@ -601,15 +641,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 export function configWarnings(config: Config): string[] {
   const warnings: string[] = [];
   if (config.role === 'console' && !config.CONSOLE_SESSION_SECRET) {
-    warnings.push('CONSOLE_SESSION_SECRET unset: a random session key per start, so dashboard sessions end when the console restarts and are not shared by several consoles');
+    warnings.push(
+      'CONSOLE_SESSION_SECRET unset: a random session key per start, so dashboard sessions end when the console restarts and are not shared by several consoles',
+    );
   }
-  if (config.role === 'console' && config.PLATFORM_MAX_RPS > 0 && config.CONSOLE_REPLAY_MAX_RATE > config.PLATFORM_MAX_RPS) {
+  if (
+    config.role === 'console' &&
+    config.PLATFORM_MAX_RPS > 0 &&
+    config.CONSOLE_REPLAY_MAX_RATE > config.PLATFORM_MAX_RPS
+  ) {
     warnings.push(
       `CONSOLE_REPLAY_MAX_RATE (${config.CONSOLE_REPLAY_MAX_RATE}) is above PLATFORM_MAX_RPS (${config.PLATFORM_MAX_RPS}): a replay's Get orders come out of the fleet's budget, so it cannot go faster`,
     );
   }
   if (config.PLATFORM_ALLOW_HTTP && config.PLATFORM_BASE_URL?.startsWith('http:')) {
-    warnings.push('PLATFORM_ALLOW_HTTP=true: Get order goes over plain http; anyone on that path could confirm a forged callback (local stacks only)');
+    warnings.push(
+      'PLATFORM_ALLOW_HTTP=true: Get order goes over plain http; anyone on that path could confirm a forged callback (local stacks only)',
+    );
   }
   return warnings;
 }

@@ -51,7 +51,8 @@ export function parseSourceRanges(text: string): SourceRange[] | string {
     const family = isIPv4(address) ? 'ipv4' : isIPv6(address) ? 'ipv6' : undefined;
     if (!family || extra !== undefined) return `${JSON.stringify(entry)} is not an IPv4 or IPv6 address or CIDR range`;
     const width = family === 'ipv4' ? 32 : 128;
-    if (prefixText !== undefined && !/^\d{1,3}$/.test(prefixText)) return `${JSON.stringify(entry)}: the prefix length must be a number from 0 to ${width}`;
+    if (prefixText !== undefined && !/^\d{1,3}$/.test(prefixText))
+      return `${JSON.stringify(entry)}: the prefix length must be a number from 0 to ${width}`;
     const prefix = prefixText === undefined ? width : Number(prefixText);
     if (prefix > width) return `${JSON.stringify(entry)}: the prefix length must be a number from 0 to ${width}`;
     const words = family === 'ipv4' ? ipv4Bytes(address) : ipv6Groups(address)!;

@@ -1,4 +1,10 @@
 export * from './schema.ts';
 export { createDb, type CreateDbOptions, type Database, type Db, type Schema } from './client.ts';
 export { ensureDatabase, migrateDatabase, MIGRATIONS_FOLDER, type MigrateResult } from './migrate.ts';
-export { readSchemaStatus, requireMigratedSchema, shippedMigrations, type SchemaStatus, type ShippedMigration } from './schema-version.ts';
+export {
+  readSchemaStatus,
+  requireMigratedSchema,
+  shippedMigrations,
+  type SchemaStatus,
+  type ShippedMigration,
+} from './schema-version.ts';

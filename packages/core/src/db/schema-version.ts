@@ -33,7 +33,9 @@ export interface SchemaStatus {
 
 /** The migrations this build ships, in order. */
 export function shippedMigrations(folder = MIGRATIONS_FOLDER): ShippedMigration[] {
-  const journal = JSON.parse(readFileSync(join(folder, 'meta', '_journal.json'), 'utf8')) as { entries: { tag: string; when: number }[] };
+  const journal = JSON.parse(readFileSync(join(folder, 'meta', '_journal.json'), 'utf8')) as {
+    entries: { tag: string; when: number }[];
+  };
   const files = readMigrationFiles({ migrationsFolder: folder });
   return journal.entries.map((entry, i) => ({ tag: entry.tag, when: entry.when, hash: files[i]!.hash }));
 }
@@ -41,9 +43,15 @@ export function shippedMigrations(folder = MIGRATIONS_FOLDER): ShippedMigration[
 /** Compare the database's applied migrations with this build's. Throws what the query throws (Postgres down). */
 export async function readSchemaStatus(pool: pg.Pool, folder = MIGRATIONS_FOLDER): Promise<SchemaStatus> {
   const shipped = shippedMigrations(folder);
-  const table = await pool.query<{ found: boolean }>(`select to_regclass('drizzle.__drizzle_migrations') is not null as found`);
+  const table = await pool.query<{ found: boolean }>(
+    `select to_regclass('drizzle.__drizzle_migrations') is not null as found`,
+  );
   const applied = table.rows[0]?.found
-    ? (await pool.query<{ hash: string; created_at: string }>('select hash, created_at::text from drizzle.__drizzle_migrations')).rows
+    ? (
+        await pool.query<{ hash: string; created_at: string }>(
+          'select hash, created_at::text from drizzle.__drizzle_migrations',
+        )
+      ).rows
     : [];
   const byWhen = new Map(applied.map((r) => [Number(r.created_at), r.hash]));
   const known = new Set(shipped.map((m) => m.when));
@@ -59,7 +67,9 @@ export async function readSchemaStatus(pool: pg.Pool, folder = MIGRATIONS_FOLDER
 function isConnectionError(e: unknown): boolean {
   const code = (e as { code?: unknown }).code;
   return (
-    (typeof code === 'string' && (['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', '57P03'].includes(code) || code.startsWith('08'))) ||
+    (typeof code === 'string' &&
+      (['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', '57P03'].includes(code) ||
+        code.startsWith('08'))) ||
     /timeout exceeded when trying to connect|Connection terminated/i.test((e as Error)?.message ?? '')
   );
 }
@@ -91,9 +101,14 @@ export async function requireMigratedSchema(pool: pg.Pool, options: RequireSchem
     } catch (e) {
       if (!isConnectionError(e)) throw e;
       if (Date.now() >= deadline) {
-        throw new AppError(ErrorCodes.DB_UNAVAILABLE, `Postgres did not answer within ${Math.round((options.waitMs ?? 60_000) / 1000)} s: ${(e as Error).message}`, { cause: e });
+        throw new AppError(
+          ErrorCodes.DB_UNAVAILABLE,
+          `Postgres did not answer within ${Math.round((options.waitMs ?? 60_000) / 1000)} s: ${(e as Error).message}`,
+          { cause: e },
+        );
       }
-      if (attempt % 10 === 0) options.logger.warn({ err: e }, `${options.app}: waiting for Postgres to check the schema version`);
+      if (attempt % 10 === 0)
+        options.logger.warn({ err: e }, `${options.app}: waiting for Postgres to check the schema version`);
       await new Promise((r) => setTimeout(r, 1000));
     }
   }
@@ -109,10 +124,16 @@ export async function requireMigratedSchema(pool: pg.Pool, options: RequireSchem
     );
   }
   if (status.changed.length > 0) {
-    options.logger.warn({ changed: status.changed.map((m) => m.tag) }, 'migration files differ from the ones applied to this database (edited after they were applied?)');
+    options.logger.warn(
+      { changed: status.changed.map((m) => m.tag) },
+      'migration files differ from the ones applied to this database (edited after they were applied?)',
+    );
   }
   if (status.newer > 0) {
-    options.logger.info({ newer: status.newer, latest }, 'the database holds migrations newer than this build (a newer release is rolling out)');
+    options.logger.info(
+      { newer: status.newer, latest },
+      'the database holds migrations newer than this build (a newer release is rolling out)',
+    );
   }
   return status;
 }

@@ -44,10 +44,15 @@ export const orders = pgTable(
   },
   (t) => [
     uniqueIndex('orders_merchant_order_no_key').on(t.merchantOrderNo),
-    index('orders_pending_created_idx').on(t.createdAt).where(sql`${t.status} = 'pending'`),
+    index('orders_pending_created_idx')
+      .on(t.createdAt)
+      .where(sql`${t.status} = 'pending'`),
     check('orders_amount_positive', sql`${t.amount} > 0`),
-    check('orders_kind_status', sql`(${t.kind} = 'payin' and ${t.status} in ('pending','credited'))
-      or (${t.kind} = 'payout' and ${t.status} in ('pending','succeeded','refused'))`),
+    check(
+      'orders_kind_status',
+      sql`(${t.kind} = 'payin' and ${t.status} in ('pending','credited'))
+      or (${t.kind} = 'payout' and ${t.status} in ('pending','succeeded','refused'))`,
+    ),
   ],
 );
 
@@ -251,7 +256,9 @@ export const callbackArrivals = pgTable(
     /** Attempts made, the current one included. */
     attempts: integer('attempts').notNull(),
     /** active (an attempt runs), waiting / retrying (will run again), failed (for good), applied, duplicate, review. */
-    status: text('status', { enum: ['active', 'waiting', 'retrying', 'failed', 'applied', 'duplicate', 'review'] }).notNull(),
+    status: text('status', {
+      enum: ['active', 'waiting', 'retrying', 'failed', 'applied', 'duplicate', 'review'],
+    }).notNull(),
     /** The last attempt's outcome: credited / succeeded / refused when applied, the duplicate's reason, else null. */
     outcome: text('outcome'),
     /** The last attempt's error or review code (VERIFY_AMOUNT_MISMATCH, PLATFORM_HTTP_ERROR, ...). */
@@ -267,7 +274,9 @@ export const callbackArrivals = pgTable(
     index('callback_arrivals_order_no_idx').on(t.orderNo),
     index('callback_arrivals_status_idx').on(t.status, t.receivedAt, t.jobId),
     index('callback_arrivals_kind_idx').on(t.kind, t.receivedAt, t.jobId),
-    index('callback_arrivals_code_idx').on(t.lastCode, t.receivedAt, t.jobId).where(sql`${t.lastCode} is not null`),
+    index('callback_arrivals_code_idx')
+      .on(t.lastCode, t.receivedAt, t.jobId)
+      .where(sql`${t.lastCode} is not null`),
     index('callback_arrivals_amount_idx').on(t.amount),
   ],
 );
@@ -305,7 +314,11 @@ export const replays = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
     finishedAt: timestamp('finished_at', { withTimezone: true }),
   },
-  (t) => [index('replays_running_idx').on(t.id).where(sql`${t.status} = 'running'`)],
+  (t) => [
+    index('replays_running_idx')
+      .on(t.id)
+      .where(sql`${t.status} = 'running'`),
+  ],
 );
 
 /**

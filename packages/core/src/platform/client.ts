@@ -62,7 +62,10 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
  * `loadConfig` with role worker or console already requires both; a caller with another role gets the same error.
  */
 export function createPlatformClientFromConfig(
-  config: Pick<Config, 'PLATFORM_BASE_URL' | 'MERCHANT_NO' | 'PLATFORM_GET_ORDER_PATH' | 'PLATFORM_CONTENT_TYPE' | 'PLATFORM_TIMEOUT'>,
+  config: Pick<
+    Config,
+    'PLATFORM_BASE_URL' | 'MERCHANT_NO' | 'PLATFORM_GET_ORDER_PATH' | 'PLATFORM_CONTENT_TYPE' | 'PLATFORM_TIMEOUT'
+  >,
   extra: Pick<PlatformClientOptions, 'authenticate' | 'dispatcher' | 'connections'> = {},
 ): PlatformClient {
   const missing = (['MERCHANT_NO', 'PLATFORM_BASE_URL'] as const).filter((name) => config[name] === undefined);

@@ -67,7 +67,14 @@ export interface ReserveReply {
 }
 
 export function decodeReserveReply(raw: unknown): ReserveReply {
-  if (!Array.isArray(raw) || raw.length < 4) throw new Error(`fleet budget script: unexpected reply ${JSON.stringify(raw)?.slice(0, 80)}`);
+  if (!Array.isArray(raw) || raw.length < 4)
+    throw new Error(`fleet budget script: unexpected reply ${JSON.stringify(raw)?.slice(0, 80)}`);
   const n = raw.map(Number);
-  return { retryMs: n[0]! / 1000, alive: n[1]!, breakerOpen: n[2] === 1, throttled: n[3] === 1, delaysMs: n.slice(4).map((us) => us / 1000) };
+  return {
+    retryMs: n[0]! / 1000,
+    alive: n[1]!,
+    breakerOpen: n[2] === 1,
+    throttled: n[3] === 1,
+    delaysMs: n.slice(4).map((us) => us / 1000),
+  };
 }

@@ -127,7 +127,18 @@ export function createFleet(options: FleetOptions): Fleet {
   const reserve = async (want: number): Promise<ReserveReply> => {
     const seq = reportSeq;
     const raw = await withTimeout(
-      reserveCommand(keys.budget, keys.alive, keys.breaker, intervalUs, toleranceUs, horizonUs, want, processId, ALIVE_WINDOW_MS, KEYS_TTL_MS),
+      reserveCommand(
+        keys.budget,
+        keys.alive,
+        keys.breaker,
+        intervalUs,
+        toleranceUs,
+        horizonUs,
+        want,
+        processId,
+        ALIVE_WINDOW_MS,
+        KEYS_TTL_MS,
+      ),
     );
     const reply = decodeReserveReply(raw);
     alive = Math.max(1, reply.alive);
@@ -146,7 +157,10 @@ export function createFleet(options: FleetOptions): Fleet {
     if (fallback) return;
     fallback = true;
     metrics?.fallback.set(1);
-    options.logger?.warn({ scope, alive, shareRps: share(), err: e }, 'fleet budget: Redis unreachable; keeping to this process\'s last fair share');
+    options.logger?.warn(
+      { scope, alive, shareRps: share(), err: e },
+      "fleet budget: Redis unreachable; keeping to this process's last fair share",
+    );
     reschedule();
   };
 
@@ -248,7 +262,8 @@ export function createFleet(options: FleetOptions): Fleet {
         }
         // Ask again half a horizon before the lease is spent (so that a late timer does not let the budget's next
         // start times pass unused), or when the budget has room again.
-        const wait = reply.delaysMs.length === 0 ? reply.retryMs + Math.random() * (intervalUs / 1000) : last - horizonUs / 2000;
+        const wait =
+          reply.delaysMs.length === 0 ? reply.retryMs + Math.random() * (intervalUs / 1000) : last - horizonUs / 2000;
         if (wait >= 1) await pause(wait);
       }
     } finally {
@@ -278,8 +293,13 @@ export function createFleet(options: FleetOptions): Fleet {
             reject(e);
           },
         };
-        if (signal?.aborted) return w.fail(new AppError(ErrorCodes.PLATFORM_ABORTED, 'aborted while waiting for a request slot'));
-        signal?.addEventListener('abort', () => w.fail(new AppError(ErrorCodes.PLATFORM_ABORTED, 'aborted while waiting for a request slot')), { once: true });
+        if (signal?.aborted)
+          return w.fail(new AppError(ErrorCodes.PLATFORM_ABORTED, 'aborted while waiting for a request slot'));
+        signal?.addEventListener(
+          'abort',
+          () => w.fail(new AppError(ErrorCodes.PLATFORM_ABORTED, 'aborted while waiting for a request slot')),
+          { once: true },
+        );
         waiters.push(w);
         void pump();
       });
@@ -314,7 +334,8 @@ export function createFleet(options: FleetOptions): Fleet {
     async close() {
       closed = true;
       clearTimeout(beat);
-      for (let w = nextWaiter(); w; w = nextWaiter()) w.fail(new AppError(ErrorCodes.PLATFORM_ABORTED, 'the platform client is closing'));
+      for (let w = nextWaiter(); w; w = nextWaiter())
+        w.fail(new AppError(ErrorCodes.PLATFORM_ABORTED, 'the platform client is closing'));
       await withTimeout(redis.zrem(keys.alive, processId)).catch(() => undefined);
     },
   };
@@ -323,7 +344,11 @@ export function createFleet(options: FleetOptions): Fleet {
 /** The budget's and the shared breaker's metrics of one process. */
 function fleetMetrics(registry: Registry, maxRps: number) {
   const registers = [registry];
-  const budget = new Gauge({ name: 'mcb_platform_budget_rps', help: 'Get order requests per second the whole fleet may send (PLATFORM_MAX_RPS; 0 = none)', registers });
+  const budget = new Gauge({
+    name: 'mcb_platform_budget_rps',
+    help: 'Get order requests per second the whole fleet may send (PLATFORM_MAX_RPS; 0 = none)',
+    registers,
+  });
   budget.set(maxRps);
   const granted = new Counter({
     name: 'mcb_platform_budget_granted_total',
@@ -335,12 +360,36 @@ function fleetMetrics(registry: Registry, maxRps: number) {
   granted.inc({ mode: 'local' }, 0);
   return {
     granted,
-    refusals: new Counter({ name: 'mcb_platform_budget_refusals_total', help: 'Reservations the fleet budget refused or cut short: the fleet asked for more than the budget (throttled)', registers }),
-    fallback: new Gauge({ name: 'mcb_platform_budget_fallback', help: '1 while Redis is unreachable and this process keeps to its last fair share of the budget', registers }),
-    shareRps: new Gauge({ name: 'mcb_platform_budget_share_rps', help: "This process's share of the budget while Redis is unreachable (budget / processes last seen alive)", registers }),
-    processes: new Gauge({ name: 'mcb_platform_fleet_processes', help: 'Processes sharing the Get order budget, as last seen (alive within 10 s)', registers }),
-    breakerOpen: new Gauge({ name: 'mcb_platform_fleet_breaker_open', help: "1 while the fleet's shared circuit breaker is open (as this process last saw it)", registers }),
-    probes: new Counter({ name: 'mcb_platform_fleet_probes_total', help: 'Probes of an open breaker this process sent (the fleet sends a few a second in all)', registers }),
+    refusals: new Counter({
+      name: 'mcb_platform_budget_refusals_total',
+      help: 'Reservations the fleet budget refused or cut short: the fleet asked for more than the budget (throttled)',
+      registers,
+    }),
+    fallback: new Gauge({
+      name: 'mcb_platform_budget_fallback',
+      help: '1 while Redis is unreachable and this process keeps to its last fair share of the budget',
+      registers,
+    }),
+    shareRps: new Gauge({
+      name: 'mcb_platform_budget_share_rps',
+      help: "This process's share of the budget while Redis is unreachable (budget / processes last seen alive)",
+      registers,
+    }),
+    processes: new Gauge({
+      name: 'mcb_platform_fleet_processes',
+      help: 'Processes sharing the Get order budget, as last seen (alive within 10 s)',
+      registers,
+    }),
+    breakerOpen: new Gauge({
+      name: 'mcb_platform_fleet_breaker_open',
+      help: "1 while the fleet's shared circuit breaker is open (as this process last saw it)",
+      registers,
+    }),
+    probes: new Counter({
+      name: 'mcb_platform_fleet_probes_total',
+      help: 'Probes of an open breaker this process sent (the fleet sends a few a second in all)',
+      registers,
+    }),
   };
 }
 
@@ -354,9 +403,19 @@ export interface FleetState {
 }
 
 /** Read the fleet's state of `scope` (one round trip; Redis's clock). */
-export async function readFleetState(redis: RedisClient, prefix: string, options: { scope?: string; recentMs?: number } = {}): Promise<FleetState> {
+export async function readFleetState(
+  redis: RedisClient,
+  prefix: string,
+  options: { scope?: string; recentMs?: number } = {},
+): Promise<FleetState> {
   const keys = fleetKeys(prefix, options.scope);
-  const replies = await redis.pipeline().exists(keys.breaker).hget(keys.budget, 'throttled').zcard(keys.alive).time().exec();
+  const replies = await redis
+    .pipeline()
+    .exists(keys.breaker)
+    .hget(keys.budget, 'throttled')
+    .zcard(keys.alive)
+    .time()
+    .exec();
   const value = (i: number) => {
     const [err, v] = replies?.[i] ?? [new Error('no reply'), undefined];
     if (err) throw err;
@@ -365,5 +424,9 @@ export async function readFleetState(redis: RedisClient, prefix: string, options
   const [sec, usec] = (value(3) as [string, string]).map(Number) as [number, number];
   const nowMs = sec * 1000 + Math.floor(usec / 1000);
   const throttledAt = Number(value(1) ?? 0);
-  return { breakerOpen: value(0) === 1, throttled: throttledAt > 0 && nowMs - throttledAt <= (options.recentMs ?? 10_000), processes: Number(value(2)) };
+  return {
+    breakerOpen: value(0) === 1,
+    throttled: throttledAt > 0 && nowMs - throttledAt <= (options.recentMs ?? 10_000),
+    processes: Number(value(2)),
+  };
 }

@@ -79,7 +79,10 @@ export async function getOrder(
   if (!params.merchantOrderNo) {
     throw new AppError(ErrorCodes.REQUEST_INVALID, 'getOrder needs a merchant order number');
   }
-  const body = { kind: 'json' as const, value: { merchantNo: params.merchantNo, merchantOrderNo: params.merchantOrderNo } };
+  const body = {
+    kind: 'json' as const,
+    value: { merchantNo: params.merchantNo, merchantOrderNo: params.merchantOrderNo },
+  };
   return http.post(params.path ?? GET_ORDER_PATH, body, platformOrderSchema, {
     signal: options.signal,
     parseJson: parseJsonExact,

@@ -1,4 +1,12 @@
-import { BrokenCircuitError, circuitBreaker, CircuitState, ConsecutiveBreaker, ExponentialBackoff, handleWhen, IsolatedCircuitError } from 'cockatiel';
+import {
+  BrokenCircuitError,
+  circuitBreaker,
+  CircuitState,
+  ConsecutiveBreaker,
+  ExponentialBackoff,
+  handleWhen,
+  IsolatedCircuitError,
+} from 'cockatiel';
 import { AppError, ErrorCodes } from '../errors.ts';
 import type { PlatformClient } from './client.ts';
 import { shareBreaker } from './fleet-breaker.ts';
@@ -99,7 +107,11 @@ export function createRateSpacer(rps: number, windowMs = 1100): { take(signal?: 
   return {
     take(signal) {
       return new Promise<void>((resolve, reject) => {
-        signal?.addEventListener('abort', () => reject(new AppError(ErrorCodes.PLATFORM_ABORTED, 'aborted while waiting for a request slot')), { once: true });
+        signal?.addEventListener(
+          'abort',
+          () => reject(new AppError(ErrorCodes.PLATFORM_ABORTED, 'aborted while waiting for a request slot')),
+          { once: true },
+        );
         waiters.push({ go: resolve, signal });
         if (!timer) pump();
       });
@@ -126,7 +138,10 @@ export function guardPlatform(client: PlatformClient, options: PlatformGuardOpti
   const maxWaitMs = options.maxWaitMs ?? 30_000;
   const breaker = circuitBreaker(handleWhen(isPlatformOutage), {
     breaker: new ConsecutiveBreaker(options.failuresToOpen ?? 10),
-    halfOpenAfter: new ExponentialBackoff({ initialDelay: options.openMs?.initial ?? 1000, maxDelay: options.openMs?.max ?? 30_000 }),
+    halfOpenAfter: new ExponentialBackoff({
+      initialDelay: options.openMs?.initial ?? 1000,
+      maxDelay: options.openMs?.max ?? 30_000,
+    }),
   });
   // Told once per change: a breaker held open for the fleet goes Open then Isolated, both 'open'.
   let told: BreakerState = 'closed';
@@ -162,7 +177,8 @@ export function guardPlatform(client: PlatformClient, options: PlatformGuardOpti
         } catch (e) {
           // A failure that opened (or re-opened, as a failed probe) the circuit is the outage itself: wait it out
           // like the callers behind it. Any other failure, or one while the circuit stays closed, is the caller's.
-          const outage = e instanceof BrokenCircuitError || (isPlatformOutage(e) && breaker.state !== CircuitState.Closed);
+          const outage =
+            e instanceof BrokenCircuitError || (isPlatformOutage(e) && breaker.state !== CircuitState.Closed);
           if (!outage) throw e;
           // The fleet's breaker is open: one of its few probes a second, when this process holds the token.
           if (shared && (await shared.mayProbe())) {
@@ -170,10 +186,14 @@ export function guardPlatform(client: PlatformClient, options: PlatformGuardOpti
             if (probed) return probed.value;
           }
           if (Date.now() >= giveUpAt || callOpts.signal?.aborted) {
-            throw new AppError(ErrorCodes.PLATFORM_CIRCUIT_OPEN, `Get order paused: the platform failed repeatedly and has not recovered within ${maxWaitMs} ms`, {
-              transient: true,
-              details: { merchantOrderNo },
-            });
+            throw new AppError(
+              ErrorCodes.PLATFORM_CIRCUIT_OPEN,
+              `Get order paused: the platform failed repeatedly and has not recovered within ${maxWaitMs} ms`,
+              {
+                transient: true,
+                details: { merchantOrderNo },
+              },
+            );
           }
           // Open (or half-open with its probe out): wait and ask again; one probe at a time tests the platform.
           await pause(Math.min(250, Math.max(1, giveUpAt - Date.now())));

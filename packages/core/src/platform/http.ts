@@ -87,8 +87,7 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
     dataSchema: T,
     callOptions: { signal?: AbortSignal; parseJson?: (text: string) => unknown } = {},
   ): Promise<z.output<T>> {
-    const encoded =
-      body.kind === 'json' ? JSON.stringify(body.value) : new URLSearchParams(body.value).toString();
+    const encoded = body.kind === 'json' ? JSON.stringify(body.value) : new URLSearchParams(body.value).toString();
     const headers: Record<string, string> = {
       'content-type': body.kind === 'json' ? 'application/json' : 'application/x-www-form-urlencoded',
       accept: 'application/json',
@@ -122,10 +121,14 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
         received += chunk.length;
         if (received > maxBytes) {
           res.body.destroy();
-          throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply is over the limit of ${maxBytes} bytes`, {
-            details: where,
-            transient: true,
-          });
+          throw new AppError(
+            ErrorCodes.PLATFORM_BAD_RESPONSE,
+            `platform reply is over the limit of ${maxBytes} bytes`,
+            {
+              details: where,
+              transient: true,
+            },
+          );
         }
         chunks.push(chunk);
       }
@@ -133,9 +136,16 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
     } catch (e) {
       if (e instanceof AppError) throw e;
       if (callOptions.signal?.aborted) {
-        throw new AppError(ErrorCodes.PLATFORM_ABORTED, `platform request ${path} aborted`, { cause: e, details: where });
+        throw new AppError(ErrorCodes.PLATFORM_ABORTED, `platform request ${path} aborted`, {
+          cause: e,
+          details: where,
+        });
       }
-      if (deadline.aborted || e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError) {
+      if (
+        deadline.aborted ||
+        e instanceof undiciErrors.HeadersTimeoutError ||
+        e instanceof undiciErrors.BodyTimeoutError
+      ) {
         throw new AppError(ErrorCodes.PLATFORM_TIMEOUT, `platform request ${path} timed out after ${timeoutMs} ms`, {
           cause: e,
           details: where,
@@ -177,26 +187,43 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
     try {
       json = (callOptions.parseJson ?? JSON.parse)(text);
     } catch {
-      throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply to ${path} is not JSON (HTTP ${statusCode}, content-type ${contentType || 'none'})`, {
-        details: { ...where, status: statusCode, contentType },
-        transient: true,
-      });
+      throw new AppError(
+        ErrorCodes.PLATFORM_BAD_RESPONSE,
+        `platform reply to ${path} is not JSON (HTTP ${statusCode}, content-type ${contentType || 'none'})`,
+        {
+          details: { ...where, status: statusCode, contentType },
+          transient: true,
+        },
+      );
     }
     const envelope = envelopeSchema.safeParse(json);
     if (!envelope.success) {
-      throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply to ${path} is not an envelope {code, message, data}`, {
-        details: { ...where, status: statusCode, contentType, issues: envelope.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) },
-        transient: true,
-      });
+      throw new AppError(
+        ErrorCodes.PLATFORM_BAD_RESPONSE,
+        `platform reply to ${path} is not an envelope {code, message, data}`,
+        {
+          details: {
+            ...where,
+            status: statusCode,
+            contentType,
+            issues: envelope.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`),
+          },
+          transient: true,
+        },
+      );
     }
     if (envelope.data.code !== 0) {
       throw new PlatformCodeError(envelope.data.code, envelope.data.message ?? '', path);
     }
     const data = dataSchema.safeParse(envelope.data.data);
     if (!data.success) {
-      throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform data from ${path} does not match the expected shape`, {
-        details: { ...where, issues: data.error.issues.slice(0, 20).map((i) => `${i.path.join('.')}: ${i.message}`) },
-      });
+      throw new AppError(
+        ErrorCodes.PLATFORM_BAD_RESPONSE,
+        `platform data from ${path} does not match the expected shape`,
+        {
+          details: { ...where, issues: data.error.issues.slice(0, 20).map((i) => `${i.path.join('.')}: ${i.message}`) },
+        },
+      );
     }
     return data.data;
   }
@@ -215,9 +242,13 @@ export class PlatformCodeError extends AppError {
   readonly platformMessage: string;
 
   constructor(platformCode: number, platformMessage: string, path: string) {
-    super(ErrorCodes.PLATFORM_ERROR_CODE, `platform error ${platformCode} from ${path}: ${platformMessage || '(no message)'}`, {
-      details: { path, platformCode, platformMessage },
-    });
+    super(
+      ErrorCodes.PLATFORM_ERROR_CODE,
+      `platform error ${platformCode} from ${path}: ${platformMessage || '(no message)'}`,
+      {
+        details: { path, platformCode, platformMessage },
+      },
+    );
     this.name = 'PlatformCodeError';
     this.platformCode = platformCode;
     this.platformMessage = platformMessage;

@@ -11,12 +11,15 @@ export {
   type PlatformClient,
   type PlatformClientOptions,
 } from './client.ts';
-export { GET_ORDER_PATH, getOrder, parseJsonExact, platformOrderSchema, type GetOrderParams, type PlatformOrder } from './get-order.ts';
 export {
-  GET_PAYMENT_METHODS_PATH,
-  getPaymentMethods,
-  type GetPaymentMethodsParams,
-} from './payment-methods.ts';
+  GET_ORDER_PATH,
+  getOrder,
+  parseJsonExact,
+  platformOrderSchema,
+  type GetOrderParams,
+  type PlatformOrder,
+} from './get-order.ts';
+export { GET_PAYMENT_METHODS_PATH, getPaymentMethods, type GetPaymentMethodsParams } from './payment-methods.ts';
 export {
   createRateSpacer,
   guardPlatform,

@@ -121,8 +121,18 @@ export function jobNote(note: Omit<JobNote, 'at'> & { at?: string }): string {
  * `state`, and then there is nothing to note); it carries the old run's time, so the timeline orders it right even
  * if the new attempt already ran.
  */
-export async function retryKeepingStory(job: Job, state: 'failed' | 'completed', opts: Parameters<Job['retry']>[1] = {}): Promise<void> {
-  const before = { attemptsMade: job.attemptsMade, finishedOn: job.finishedOn, processedOn: job.processedOn, returnvalue: job.returnvalue as unknown, failedReason: job.failedReason };
+export async function retryKeepingStory(
+  job: Job,
+  state: 'failed' | 'completed',
+  opts: Parameters<Job['retry']>[1] = {},
+): Promise<void> {
+  const before = {
+    attemptsMade: job.attemptsMade,
+    finishedOn: job.finishedOn,
+    processedOn: job.processedOn,
+    returnvalue: job.returnvalue as unknown,
+    failedReason: job.failedReason,
+  };
   await job.retry(state, { ...REPLAY_RETRY_OPTIONS, ...opts });
   await job.log(runEndNote(state, before)).catch(() => 0); // a note that cannot be written changes nothing about the job
 }
@@ -135,10 +145,21 @@ export function runEndNote(
   const attempt = j.attemptsMade || 1;
   if (state === 'failed') {
     const at = new Date(j.finishedOn ?? Date.now()).toISOString();
-    return jobNote({ at, event: 'job-failed', attempt: j.attemptsMade, detail: `failed for good after ${j.attemptsMade} attempt(s), kept for replay: ${j.failedReason ?? ''}`.trim() });
+    return jobNote({
+      at,
+      event: 'job-failed',
+      attempt: j.attemptsMade,
+      detail: `failed for good after ${j.attemptsMade} attempt(s), kept for replay: ${j.failedReason ?? ''}`.trim(),
+    });
   }
   const value = (j.returnvalue ?? null) as { status?: string; outcome?: string; code?: string } | null;
   const result = value?.status === 'applied' ? `${value.outcome}` : (value?.status ?? 'done');
   const at = new Date(j.processedOn ?? j.finishedOn ?? Date.now()).toISOString();
-  return jobNote({ at, event: 'attempt-settled', attempt, ...(value?.code ? { code: value.code } : {}), detail: `attempt ${attempt} settled it: ${result}` });
+  return jobNote({
+    at,
+    event: 'attempt-settled',
+    attempt,
+    ...(value?.code ? { code: value.code } : {}),
+    detail: `attempt ${attempt} settled it: ${result}`,
+  });
 }

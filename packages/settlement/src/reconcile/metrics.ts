@@ -22,17 +22,40 @@ export interface ReconcileMetrics {
 export function createReconcileMetrics(registry: Registry): ReconcileMetrics {
   const registers = [registry];
   const metrics: ReconcileMetrics = {
-    sweeps: new Counter({ name: 'mcb_reconcile_sweeps_total', help: 'Reconciliation sweeps by trigger and result', labelNames: ['trigger', 'result'], registers }),
-    scanned: new Counter({ name: 'mcb_reconcile_orders_scanned_total', help: 'Pending orders looked up by the sweep', labelNames: ['kind'], registers }),
+    sweeps: new Counter({
+      name: 'mcb_reconcile_sweeps_total',
+      help: 'Reconciliation sweeps by trigger and result',
+      labelNames: ['trigger', 'result'],
+      registers,
+    }),
+    scanned: new Counter({
+      name: 'mcb_reconcile_orders_scanned_total',
+      help: 'Pending orders looked up by the sweep',
+      labelNames: ['kind'],
+      registers,
+    }),
     recovered: new Counter({
       name: 'mcb_reconcile_recovered_total',
       help: 'Orders finalised by the sweep (their callbacks never arrived)',
       labelNames: ['kind', 'outcome'],
       registers,
     }),
-    errors: new Counter({ name: 'mcb_reconcile_errors_total', help: 'Orders the sweep could not decide, by error code', labelNames: ['code'], registers }),
-    lastSweepTimestamp: new Gauge({ name: 'mcb_reconcile_last_sweep_timestamp_seconds', help: 'When the last sweep finished', registers }),
-    lastSweepDuration: new Gauge({ name: 'mcb_reconcile_last_sweep_duration_seconds', help: 'Duration of the last sweep', registers }),
+    errors: new Counter({
+      name: 'mcb_reconcile_errors_total',
+      help: 'Orders the sweep could not decide, by error code',
+      labelNames: ['code'],
+      registers,
+    }),
+    lastSweepTimestamp: new Gauge({
+      name: 'mcb_reconcile_last_sweep_timestamp_seconds',
+      help: 'When the last sweep finished',
+      registers,
+    }),
+    lastSweepDuration: new Gauge({
+      name: 'mcb_reconcile_last_sweep_duration_seconds',
+      help: 'Duration of the last sweep',
+      registers,
+    }),
     pendingBeyondMaxAge: new Gauge({
       name: 'mcb_reconcile_pending_beyond_max_age',
       help: 'Pending orders older than RECONCILE_MAX_AGE (no longer swept)',
@@ -41,6 +64,11 @@ export function createReconcileMetrics(registry: Registry): ReconcileMetrics {
   };
   // Every recovered series exists at 0 from the start: increase() cannot see a counter's first increment when its
   // series appears already at 1, so the first lost callback of a process would never fire CallbacksLost.
-  for (const [kind, outcome] of [['payin', 'credited'], ['payout', 'succeeded'], ['payout', 'refused']] as const) metrics.recovered.inc({ kind, outcome }, 0);
+  for (const [kind, outcome] of [
+    ['payin', 'credited'],
+    ['payout', 'succeeded'],
+    ['payout', 'refused'],
+  ] as const)
+    metrics.recovered.inc({ kind, outcome }, 0);
   return metrics;
 }

@@ -35,7 +35,14 @@ export async function pendingOrdersBatch(
       createdAtText: sql<string>`${orders.createdAt}::text`,
     })
     .from(orders)
-    .where(and(eq(orders.status, 'pending'), gte(orders.createdAt, params.oldest), lte(orders.createdAt, params.newest), after))
+    .where(
+      and(
+        eq(orders.status, 'pending'),
+        gte(orders.createdAt, params.oldest),
+        lte(orders.createdAt, params.newest),
+        after,
+      ),
+    )
     .orderBy(asc(orders.createdAt), asc(orders.id))
     .limit(params.limit);
 }

@@ -10,8 +10,12 @@ export interface RateLimiter {
  * An interval limiter: each `take()` reserves the next free slot, `1000 / ratePerSecond` ms after the previous one.
  * A token bucket without a burst allowance: the platform sees a steady trickle, never a spike after an idle spell.
  */
-export function createRateLimiter(ratePerSecond: number, now: () => number = performance.now.bind(performance)): RateLimiter {
-  if (!(Number.isFinite(ratePerSecond) && ratePerSecond > 0)) throw new RangeError('ratePerSecond must be a positive number');
+export function createRateLimiter(
+  ratePerSecond: number,
+  now: () => number = performance.now.bind(performance),
+): RateLimiter {
+  if (!(Number.isFinite(ratePerSecond) && ratePerSecond > 0))
+    throw new RangeError('ratePerSecond must be a positive number');
   const intervalMs = 1000 / ratePerSecond;
   let nextSlot = -Infinity;
   return {

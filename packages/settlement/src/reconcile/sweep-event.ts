@@ -14,7 +14,11 @@ export function isFinal(confirmed: PlatformOrder): boolean {
  * answer. Get order reports no USDT quantity and no pay time, so the receipt records neither (NULL, not a made-up
  * zero; its `source` says 'reconcile').
  */
-export function sweepEvent(confirmed: PlatformOrder, asked: { merchantNo: string; merchantOrderNo: string }, at: Date): CallbackJob {
+export function sweepEvent(
+  confirmed: PlatformOrder,
+  asked: { merchantNo: string; merchantOrderNo: string },
+  at: Date,
+): CallbackJob {
   const common = {
     orderNo: confirmed.orderNo,
     merchantNo: asked.merchantNo,

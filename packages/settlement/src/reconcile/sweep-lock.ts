@@ -42,18 +42,24 @@ export async function acquireSweepLock(redis: RedisClient, options: SweepLockOpt
 
   const lost = new AbortController();
   let renewing: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    renewing = redis
-      .eval(RENEW, 1, options.key, token, String(ttlMs))
-      .then((extended) => {
-        if (extended !== 1) throw new Error('the lock expired or was taken over');
-      })
-      .catch((e: unknown) => {
-        clearInterval(timer);
-        options.logger?.error({ err: coerceError(e), key: options.key }, 'reconciliation lock lost; stopping the sweep');
-        lost.abort(new Error('reconciliation lock lost'));
-      });
-  }, Math.max(10, Math.floor(ttlMs / 3)));
+  const timer = setInterval(
+    () => {
+      renewing = redis
+        .eval(RENEW, 1, options.key, token, String(ttlMs))
+        .then((extended) => {
+          if (extended !== 1) throw new Error('the lock expired or was taken over');
+        })
+        .catch((e: unknown) => {
+          clearInterval(timer);
+          options.logger?.error(
+            { err: coerceError(e), key: options.key },
+            'reconciliation lock lost; stopping the sweep',
+          );
+          lost.abort(new Error('reconciliation lock lost'));
+        });
+    },
+    Math.max(10, Math.floor(ttlMs / 3)),
+  );
   timer.unref();
 
   return {

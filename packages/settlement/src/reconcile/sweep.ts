@@ -98,14 +98,20 @@ export async function runSweep(deps: SweepDeps, options: SweepOptions = {}): Pro
   try {
     lock = await acquireSweepLock(deps.redis, { key: deps.lockKey, ttlMs: deps.lockTtlMs, logger: log });
   } catch (e) {
-    throw new AppError(ErrorCodes.RECONCILE_UNAVAILABLE, 'the reconciliation lock could not be asked for (Redis unreachable)', {
-      cause: e,
-      transient: true,
-    });
+    throw new AppError(
+      ErrorCodes.RECONCILE_UNAVAILABLE,
+      'the reconciliation lock could not be asked for (Redis unreachable)',
+      {
+        cause: e,
+        transient: true,
+      },
+    );
   }
   if (!lock) {
     deps.reconcileMetrics?.sweeps.inc({ trigger, result: 'busy' });
-    throw new AppError(ErrorCodes.RECONCILE_IN_PROGRESS, 'a reconciliation sweep is already running', { transient: true });
+    throw new AppError(ErrorCodes.RECONCILE_IN_PROGRESS, 'a reconciliation sweep is already running', {
+      transient: true,
+    });
   }
   try {
     const signal = options.signal ? AbortSignal.any([options.signal, lock.lost]) : lock.lost;
@@ -265,7 +271,11 @@ async function reconcileOne(deps: SweepDeps, order: PendingOrder, ctx: OneContex
     return;
   }
 
-  const event = sweepEvent(confirmed, { merchantNo: deps.merchantNo, merchantOrderNo: order.merchantOrderNo }, ctx.startedAt);
+  const event = sweepEvent(
+    confirmed,
+    { merchantNo: deps.merchantNo, merchantOrderNo: order.merchantOrderNo },
+    ctx.startedAt,
+  );
   try {
     // The answer is in hand: decide on it, with no second Get order.
     const applied = await applyConfirmed(event, confirmed, deps, {
@@ -281,7 +291,10 @@ async function reconcileOne(deps: SweepDeps, order: PendingOrder, ctx: OneContex
     // Sanitised: drizzle's errors carry the query's parameters.
     const err = toJobError(e);
     const code = jobErrorCode(err);
-    log.error({ code, err, orderNo: event.orderNo, state: event.state }, `reconcile: applying the confirmed state failed: ${err.message}`);
+    log.error(
+      { code, err, orderNo: event.orderNo, state: event.state },
+      `reconcile: applying the confirmed state failed: ${err.message}`,
+    );
     ctx.failed(code);
   }
 }

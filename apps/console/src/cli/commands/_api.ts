@@ -14,7 +14,10 @@ export interface CliApi {
 export function cliApi(env: Record<string, string | undefined>): CliApi {
   const config = loadConfig(env, 'cli');
   const token = config.CONSOLE_OPERATOR_TOKEN ?? config.CONSOLE_TOKEN;
-  if (!token) throw new Error('no token: set CONSOLE_OPERATOR_TOKEN to your operator token (or CONSOLE_TOKEN for the admin) in the environment or .env');
+  if (!token)
+    throw new Error(
+      'no token: set CONSOLE_OPERATOR_TOKEN to your operator token (or CONSOLE_TOKEN for the admin) in the environment or .env',
+    );
   const host = config.CONSOLE_HOST === '0.0.0.0' ? '127.0.0.1' : config.CONSOLE_HOST;
   const url = (config.CONSOLE_URL ?? `http://${host}:${config.CONSOLE_PORT}`).replace(/\/+$/, '');
   return {
@@ -24,12 +27,17 @@ export function cliApi(env: Record<string, string | undefined>): CliApi {
       try {
         res = await fetch(`${url}${path}`, {
           method,
-          headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          headers: {
+            authorization: `Bearer ${token}`,
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
           body: body === undefined ? undefined : JSON.stringify(body),
           signal: AbortSignal.timeout(60_000),
         });
       } catch (e) {
-        throw new Error(`cannot reach the console at ${url} (${coerceError(e).message}); set CONSOLE_URL, or start it (pnpm dev)`);
+        throw new Error(
+          `cannot reach the console at ${url} (${coerceError(e).message}); set CONSOLE_URL, or start it (pnpm dev)`,
+        );
       }
       const text = await res.text();
       let parsed: unknown = text;
@@ -45,14 +53,25 @@ export function cliApi(env: Record<string, string | undefined>): CliApi {
 
 /** The console's error body in one line (code, message, the role it needs, each field's problem). */
 export function describeRefusal(status: number, body: unknown): string {
-  const b = (body ?? {}) as { code?: string; message?: string; requiredRole?: string; errors?: { field: string; message: string }[] };
+  const b = (body ?? {}) as {
+    code?: string;
+    message?: string;
+    requiredRole?: string;
+    errors?: { field: string; message: string }[];
+  };
   const problems = b.errors?.map((e) => `${e.field}: ${e.message}`).join('; ');
   const role = b.requiredRole ? ` (needs the role ${b.requiredRole})` : '';
-  return `${status} ${b.code ?? ''} ${b.message ?? String(body)}${role}${problems ? ` [${problems}]` : ''}`.replace(/\s+/g, ' ').trim();
+  return `${status} ${b.code ?? ''} ${b.message ?? String(body)}${role}${problems ? ` [${problems}]` : ''}`
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /** Print the console's answer: JSON as is with --json, else `render`; a refusal on stderr. Returns the exit status. */
-export function answer<T>(res: { status: number; body: T }, json: boolean | undefined, render: (body: T) => string): number {
+export function answer<T>(
+  res: { status: number; body: T },
+  json: boolean | undefined,
+  render: (body: T) => string,
+): number {
   if (res.status >= 400) {
     console.error(describeRefusal(res.status, res.body));
     return 1;

@@ -19,7 +19,11 @@ export function openCatalog(env: Record<string, string | undefined>): CliCatalog
   const config = loadConfig(env, 'cli');
   // First: it refuses a missing MERCHANT_NO or PLATFORM_BASE_URL before anything is opened.
   const platform = createPlatformClientFromConfig(config);
-  const logger = createLogger({ name: 'cli', level: env.LOG_LEVEL ? config.LOG_LEVEL : 'warn', destination: process.stderr });
+  const logger = createLogger({
+    name: 'cli',
+    level: env.LOG_LEVEL ? config.LOG_LEVEL : 'warn',
+    destination: process.stderr,
+  });
   const db = createDb(config.DATABASE_URL, { max: 2, applicationName: 'mcb-cli', connectionTimeoutMs: 3000 });
   return {
     catalog: createCatalogCache({ db, platform, logger }),

@@ -38,19 +38,29 @@ const NAMES: Record<keyof typeof FILTER_OPTIONS, string> = {
 const LISTS = new Set(['status', 'code']);
 
 /** The API's filter object from parsed options (unset options are left out; `--code A,B` is a list). */
-export function filterOf(values: Partial<Record<keyof typeof FILTER_OPTIONS, string | boolean | undefined>>): Record<string, string | string[]> {
+export function filterOf(
+  values: Partial<Record<keyof typeof FILTER_OPTIONS, string | boolean | undefined>>,
+): Record<string, string | string[]> {
   const filter: Record<string, string | string[]> = {};
   for (const [option, name] of Object.entries(NAMES)) {
     const v = values[option as keyof typeof FILTER_OPTIONS];
     if (typeof v !== 'string') continue;
-    const list = LISTS.has(name) ? v.split(',').map((x) => x.trim()).filter(Boolean) : [];
+    const list = LISTS.has(name)
+      ? v
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : [];
     filter[name] = list.length > 1 ? list : v.trim();
   }
   return filter;
 }
 
 /** The filter as a query string (a list as the parameter repeated). */
-export function filterQuery(filter: Record<string, string | string[]>, extra: Record<string, string> = {}): URLSearchParams {
+export function filterQuery(
+  filter: Record<string, string | string[]>,
+  extra: Record<string, string> = {},
+): URLSearchParams {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(filter)) for (const one of Array.isArray(v) ? v : [v]) q.append(k, one);
   for (const [k, v] of Object.entries(extra)) q.set(k, v);

@@ -3,7 +3,8 @@ import type { AuditPage } from '../../audit/queries.ts';
 import { answer, at, cliApi } from './_api.ts';
 import { table } from './methods.ts';
 
-export const summary = 'the audit trail: audit [--operator NAME] [--action A] [--target T] [--from ISO] [--to ISO] [--services hide|show|only] [--limit N] [--before ID] [--json]';
+export const summary =
+  'the audit trail: audit [--operator NAME] [--action A] [--target T] [--from ISO] [--to ISO] [--services hide|show|only] [--limit N] [--before ID] [--json]';
 
 const USAGE = `usage: pnpm cli audit [--operator NAME] [--action reviews.reverify] [--target review:42] [--from 2026-11-24T00:00:00Z] [--to ISO] [--services hide|show|only] [--limit N] [--before ID] [--json]
   Newest first. An admin reads everyone's actions; others read their own. Rows of service clients (the shop
@@ -25,7 +26,8 @@ const OPTIONS = {
 export function renderAudit(page: AuditPage): string {
   if (page.entries.length === 0) return 'no actions recorded';
   const rows = [['when (UTC)', 'operator', 'role', 'action', 'target', 'outcome', 'reason']];
-  for (const e of page.entries) rows.push([at(e.at), e.operator, e.role, e.action, e.target, e.outcome, e.reason || '(none)']);
+  for (const e of page.entries)
+    rows.push([at(e.at), e.operator, e.role, e.action, e.target, e.outcome, e.reason || '(none)']);
   return [...table(rows), ...(page.nextBefore !== null ? [`(more: --before ${page.nextBefore})`] : [])].join('\n');
 }
 

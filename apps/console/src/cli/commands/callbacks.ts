@@ -3,7 +3,8 @@ import { cliApi, describeRefusal } from './_api.ts';
 import { table } from './methods.ts';
 import { FILTER_OPTIONS, FILTER_USAGE, filterOf, filterQuery } from './_filter.ts';
 
-export const summary = 'search callbacks: callbacks search --merchant-order-no MO-1 | --status failed --from ... [--json]';
+export const summary =
+  'search callbacks: callbacks search --merchant-order-no MO-1 | --status failed --from ... [--json]';
 
 const USAGE = `usage: pnpm cli callbacks search [filter] [--limit N] [--cursor C | --all] [--timeline] [--json]
 ${FILTER_USAGE}
@@ -44,12 +45,24 @@ function refused(res: { status: number; body: unknown }): number {
 export async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
   const [sub, ...rest] = args;
   if (sub !== 'search') {
-    console.error(sub === undefined || sub === '--help' || sub === '-h' ? USAGE : `unknown subcommand "${sub}"\n${USAGE}`);
+    console.error(
+      sub === undefined || sub === '--help' || sub === '-h' ? USAGE : `unknown subcommand "${sub}"\n${USAGE}`,
+    );
     return sub === '--help' || sub === '-h' ? 0 : 2;
   }
   let values: ReturnType<typeof parse>['values'];
   const parse = (a: string[]) =>
-    parseArgs({ args: a, options: { ...FILTER_OPTIONS, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' }, timeline: { type: 'boolean' }, json: { type: 'boolean' } } });
+    parseArgs({
+      args: a,
+      options: {
+        ...FILTER_OPTIONS,
+        limit: { type: 'string' },
+        cursor: { type: 'string' },
+        all: { type: 'boolean' },
+        timeline: { type: 'boolean' },
+        json: { type: 'boolean' },
+      },
+    });
   try {
     ({ values } = parse(rest));
   } catch (e) {
@@ -65,7 +78,10 @@ export async function run(args: string[], env: Record<string, string | undefined
   let cursor = values.cursor;
   let found = 0;
   for (let first = true; ; first = false) {
-    const query = filterQuery(filter, { ...(values.limit ? { limit: values.limit } : {}), ...(cursor ? { cursor } : {}) });
+    const query = filterQuery(filter, {
+      ...(values.limit ? { limit: values.limit } : {}),
+      ...(cursor ? { cursor } : {}),
+    });
     const res = await api.call<Page>('GET', `/api/callbacks?${query}`);
     if (res.status !== 200) return refused(res);
     const page = res.body;
@@ -75,8 +91,30 @@ export async function run(args: string[], env: Record<string, string | undefined
       if (page.callbacks.length > 0) {
         console.log(
           table([
-            ['received', 'status', 'kind', 'merchant order', 'platform order', 'state', 'amount', 'tries', 'code / outcome', 'job'],
-            ...page.callbacks.map((c) => [c.receivedAt, c.status, c.kind, c.merchantOrderNo, c.orderNo, String(c.state), c.amount ?? '-', String(c.attempts), c.code ?? c.outcome ?? '', c.jobId]),
+            [
+              'received',
+              'status',
+              'kind',
+              'merchant order',
+              'platform order',
+              'state',
+              'amount',
+              'tries',
+              'code / outcome',
+              'job',
+            ],
+            ...page.callbacks.map((c) => [
+              c.receivedAt,
+              c.status,
+              c.kind,
+              c.merchantOrderNo,
+              c.orderNo,
+              String(c.state),
+              c.amount ?? '-',
+              String(c.attempts),
+              c.code ?? c.outcome ?? '',
+              c.jobId,
+            ]),
           ]).join('\n'),
         );
       } else if (first) console.log('no callback matched');

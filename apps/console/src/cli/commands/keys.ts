@@ -49,7 +49,9 @@ export async function run(args: string[]): Promise<number> {
   };
   const existing = Object.values(files).filter((f) => existsSync(f));
   if (existing.length > 0 && !values.force) {
-    console.error(`refusing to overwrite ${existing.join(', ')} (pass --force to replace; an overwritten private key is gone for good)`);
+    console.error(
+      `refusing to overwrite ${existing.join(', ')} (pass --force to replace; an overwritten private key is gone for good)`,
+    );
     return 1;
   }
   let pair;

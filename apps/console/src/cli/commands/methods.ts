@@ -12,7 +12,12 @@ const USAGE = `usage: pnpm cli methods [--currency CODE] [--refresh] [--json]
 /** Left-aligned columns separated by two spaces. */
 export function table(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 function methodLines(m: MethodEntry): string[] {
@@ -21,7 +26,14 @@ function methodLines(m: MethodEntry): string[] {
   else {
     const rows = [['key', 'apiParam', 'required', 'pattern', 'label', 'hint']];
     for (const f of m.fields) {
-      rows.push([f.key, f.apiParam || '(none: not via API)', f.required ? 'yes' : 'no', f.pattern || '-', f.label || '-', f.hint || '-']);
+      rows.push([
+        f.key,
+        f.apiParam || '(none: not via API)',
+        f.required ? 'yes' : 'no',
+        f.pattern || '-',
+        f.label || '-',
+        f.hint || '-',
+      ]);
     }
     lines.push(...table(rows).map((l) => `    ${l}`));
   }
@@ -39,7 +51,10 @@ export function renderCatalog(view: CatalogView): string {
   ];
   if (view.catalog.currencies.length === 0) lines.push('', 'no currencies');
   for (const c of view.catalog.currencies) {
-    lines.push('', `${c.currency}  ${c.symbol}  ${c.decimals} decimal${c.decimals === 1 ? '' : 's'}  ${c.methods.length} method${c.methods.length === 1 ? '' : 's'}`);
+    lines.push(
+      '',
+      `${c.currency}  ${c.symbol}  ${c.decimals} decimal${c.decimals === 1 ? '' : 's'}  ${c.methods.length} method${c.methods.length === 1 ? '' : 's'}`,
+    );
     for (const m of c.methods) lines.push(...methodLines(m));
   }
   return lines.join('\n');
@@ -50,7 +65,12 @@ export async function run(args: string[], env: Record<string, string | undefined
   try {
     ({ values } = parseArgs({
       args,
-      options: { currency: { type: 'string' }, refresh: { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        currency: { type: 'string' },
+        refresh: { type: 'boolean' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
     }));
   } catch (e) {
     console.error(`${(e as Error).message}\n${USAGE}`);
@@ -64,7 +84,15 @@ export async function run(args: string[], env: Record<string, string | undefined
   try {
     const options = { currency: values.currency };
     const view = values.refresh ? await catalog.refresh(options) : await catalog.get(options);
-    console.log(values.json ? JSON.stringify({ ...view.catalog, fetchedAt: view.fetchedAt, ageSeconds: view.ageSeconds, stale: view.stale }, null, 2) : renderCatalog(view));
+    console.log(
+      values.json
+        ? JSON.stringify(
+            { ...view.catalog, fetchedAt: view.fetchedAt, ageSeconds: view.ageSeconds, stale: view.stale },
+            null,
+            2,
+          )
+        : renderCatalog(view),
+    );
     return 0;
   } catch (e) {
     return reportCatalogFailure(e);

@@ -3,7 +3,8 @@ import type { OrderDetail } from '../../orders/queries.ts';
 import { answer, at, cliApi } from './_api.ts';
 import { table } from './methods.ts';
 
-export const summary = 'an order with its ledger, open review and callback timeline: orders get <merchantOrderNo> [--json]';
+export const summary =
+  'an order with its ledger, open review and callback timeline: orders get <merchantOrderNo> [--json]';
 
 const USAGE = `usage: pnpm cli orders get <merchantOrderNo> [--json]
   The order as GET /api/orders/{no} answers it: status, amount, ledger, open review, and its timeline.`;
@@ -14,7 +15,9 @@ export function renderOrder(o: OrderDetail): string {
     o.review ? `open review since ${at(o.review.at)}: ${o.review.reason}` : 'no open review',
     '',
     'ledger:',
-    ...(o.ledger.length === 0 ? ['  nothing posted'] : o.ledger.map((l) => `  ${at(l.createdAt)}  ${l.entryType}  ${l.amount} ${l.currency}`)),
+    ...(o.ledger.length === 0
+      ? ['  nothing posted']
+      : o.ledger.map((l) => `  ${at(l.createdAt)}  ${l.entryType}  ${l.amount} ${l.currency}`)),
     '',
     'timeline (UTC, oldest first):',
   ];
@@ -22,7 +25,14 @@ export function renderOrder(o: OrderDetail): string {
   else {
     const rows = [['when', 'event', 'order/state', 'job#attempt', 'code', 'detail']];
     for (const e of o.timeline) {
-      rows.push([at(e.at), e.event, `${e.orderNo ?? '-'}/${e.state ?? '-'}`, `${e.jobId ?? '-'}${e.attempt !== null ? `#${e.attempt}` : ''}`, e.code ?? '-', e.detail]);
+      rows.push([
+        at(e.at),
+        e.event,
+        `${e.orderNo ?? '-'}/${e.state ?? '-'}`,
+        `${e.jobId ?? '-'}${e.attempt !== null ? `#${e.attempt}` : ''}`,
+        e.code ?? '-',
+        e.detail,
+      ]);
     }
     lines.push(...table(rows).map((l) => `  ${l}`));
   }
@@ -30,9 +40,15 @@ export function renderOrder(o: OrderDetail): string {
 }
 
 export async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
-  let parsed: ReturnType<typeof parseArgs<{ options: { json: { type: 'boolean' }; help: { type: 'boolean' } }; allowPositionals: true }>>;
+  let parsed: ReturnType<
+    typeof parseArgs<{ options: { json: { type: 'boolean' }; help: { type: 'boolean' } }; allowPositionals: true }>
+  >;
   try {
-    parsed = parseArgs({ args, options: { json: { type: 'boolean' }, help: { type: 'boolean' } }, allowPositionals: true });
+    parsed = parseArgs({
+      args,
+      options: { json: { type: 'boolean' }, help: { type: 'boolean' } },
+      allowPositionals: true,
+    });
   } catch (e) {
     console.error(`${(e as Error).message}\n${USAGE}`);
     return 2;
@@ -47,5 +63,9 @@ export async function run(args: string[], env: Record<string, string | undefined
     return 2;
   }
   const api = cliApi(env);
-  return answer(await api.call<OrderDetail>('GET', `/api/orders/${encodeURIComponent(no)}`), parsed.values.json, renderOrder);
+  return answer(
+    await api.call<OrderDetail>('GET', `/api/orders/${encodeURIComponent(no)}`),
+    parsed.values.json,
+    renderOrder,
+  );
 }

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { validatePayout } from '@mcb/core/catalog';
 import { openCatalog, reportCatalogFailure } from './_catalog.ts';
 
-export const summary = 'validate a payout against the catalog: payout validate --currency PHP --amount 100.00 --method 1 --param key=value ...';
+export const summary =
+  'validate a payout against the catalog: payout validate --currency PHP --amount 100.00 --method 1 --param key=value ...';
 
 const USAGE = `usage: pnpm cli payout validate --currency CODE --amount DECIMAL --method N [--param key=value ...] [--json]
   --param key=value  a field value, keyed by the catalog field's key (repeat for each field)
@@ -25,7 +26,9 @@ export function parseParams(pairs: string[]): { params: Record<string, string> }
 export async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
   const [sub, ...rest] = args;
   if (sub !== 'validate') {
-    console.error(sub === undefined || sub === '--help' || sub === '-h' ? USAGE : `unknown subcommand "${sub}"\n${USAGE}`);
+    console.error(
+      sub === undefined || sub === '--help' || sub === '-h' ? USAGE : `unknown subcommand "${sub}"\n${USAGE}`,
+    );
     return sub === '--help' || sub === '-h' ? 0 : 2;
   }
   let values: { currency?: string; amount?: string; method?: string; param?: string[]; json?: boolean };
@@ -70,7 +73,13 @@ export async function run(args: string[], env: Record<string, string | undefined
     });
     const age = `catalog ${view.ageSeconds}s old${view.stale ? ', STALE (platform unreachable)' : ''}`;
     if (values.json) {
-      console.log(JSON.stringify({ ...result, catalog: { fetchedAt: view.fetchedAt, ageSeconds: view.ageSeconds, stale: view.stale } }, null, 2));
+      console.log(
+        JSON.stringify(
+          { ...result, catalog: { fetchedAt: view.fetchedAt, ageSeconds: view.ageSeconds, stale: view.stale } },
+          null,
+          2,
+        ),
+      );
     } else if (result.ok) {
       console.log(`valid (${age}); create-payout parameters:`);
       for (const [k, v] of Object.entries(result.apiParams)) console.log(`  ${k}=${v}`);

@@ -5,7 +5,8 @@ import { at, cliApi, describeRefusal, type CliApi } from './_api.ts';
 import { table } from './methods.ts';
 import { FILTER_OPTIONS, FILTER_USAGE, filterOf } from './_filter.ts';
 
-export const summary = 'replay failed jobs by filter: replay list|plan|start|status|cancel (replays and their outcomes, dry run, start with --reason, progress, cancel)';
+export const summary =
+  'replay failed jobs by filter: replay list|plan|start|status|cancel (replays and their outcomes, dry run, start with --reason, progress, cancel)';
 
 const USAGE = `usage:
   pnpm cli replay list   [--json]                                  replays, newest first, with what became of their jobs
@@ -31,7 +32,14 @@ interface Plan {
   classified: number;
   counts: Record<string, number>;
   samples: Record<string, Sample[]>;
-  totals: { cls: string; kind: string; target: string | null; currency: string | null; orders: number; amount: string }[];
+  totals: {
+    cls: string;
+    kind: string;
+    target: string | null;
+    currency: string | null;
+    orders: number;
+    amount: string;
+  }[];
 }
 interface Outcome {
   outcome: string;
@@ -63,22 +71,42 @@ const CLASSES: [string, string][] = [
   ['notReplayable', 'not replayable (gone, no longer failed)'],
 ];
 
-
 function printPlan(plan: Plan): void {
-  console.log(`${plan.matched} failed job(s) match${plan.classified < plan.matched ? `; the first ${plan.classified} classified` : ''}`);
+  console.log(
+    `${plan.matched} failed job(s) match${plan.classified < plan.matched ? `; the first ${plan.classified} classified` : ''}`,
+  );
   console.log(planSentence(plan as Parameters<typeof planSentence>[0]));
-  console.log(table(CLASSES.map(([k, label]) => [`  ${label}`, String(plan.counts[k] ?? 0), amounts(plan.totals.filter((t) => t.cls === k))])).join('\n'));
+  console.log(
+    table(
+      CLASSES.map(([k, label]) => [
+        `  ${label}`,
+        String(plan.counts[k] ?? 0),
+        amounts(plan.totals.filter((t) => t.cls === k)),
+      ]),
+    ).join('\n'),
+  );
   for (const [k, label] of CLASSES) {
     const samples = plan.samples[k] ?? [];
     if (samples.length === 0) continue;
     console.log(`\n${label}, e.g.:`);
-    console.log(table(samples.map((s) => [`  ${s.merchantOrderNo}`, s.amount ?? '-', s.code ?? '', s.detail, s.jobId])).join('\n'));
+    console.log(
+      table(samples.map((s) => [`  ${s.merchantOrderNo}`, s.amount ?? '-', s.code ?? '', s.detail, s.jobId])).join(
+        '\n',
+      ),
+    );
   }
 }
 
 /** What became of a replay's jobs, in the pages' words: "38 credited, 36,790.00 INR; 3 failed again". */
 const outcomesLine = (r: Replay) =>
-  r.outcomes.length === 0 ? 'none sent back yet' : r.outcomes.map((o) => `${o.jobs} ${OUTCOME_WORDS[o.outcome as ReplayOutcome] ?? o.outcome}${o.currency && o.amount !== '0' ? `, ${money(o)}` : ''}`).join('; ');
+  r.outcomes.length === 0
+    ? 'none sent back yet'
+    : r.outcomes
+        .map(
+          (o) =>
+            `${o.jobs} ${OUTCOME_WORDS[o.outcome as ReplayOutcome] ?? o.outcome}${o.currency && o.amount !== '0' ? `, ${money(o)}` : ''}`,
+        )
+        .join('; ');
 
 const progressLine = (r: Replay) =>
   `replay ${r.id} ${r.status}: ${r.replayed} of ${r.total} sent back, ${r.skipped} skipped, ${r.remaining} to go at ${r.ratePerSecond}/s (by ${r.operator})${r.error ? `; last error: ${r.error}` : ''}\n  what became of them: ${outcomesLine(r)}`;
@@ -98,7 +126,15 @@ async function list(api: CliApi, json: boolean): Promise<number> {
   console.log(
     table([
       ['replay', 'status', 'sent back / total', 'what became of them', 'by', 'reason', 'started (UTC)'],
-      ...res.body.replays.map((r) => [String(r.id), r.status, `${r.replayed} / ${r.total}`, outcomesLine(r), r.operator, r.reason.slice(0, 60), at(r.createdAt)]),
+      ...res.body.replays.map((r) => [
+        String(r.id),
+        r.status,
+        `${r.replayed} / ${r.total}`,
+        outcomesLine(r),
+        r.operator,
+        r.reason.slice(0, 60),
+        at(r.createdAt),
+      ]),
     ]).join('\n'),
   );
   return 0;
@@ -127,7 +163,9 @@ function refused(res: { status: number; body: unknown }): number {
 export async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
   const [sub, ...rest] = args;
   if (!sub || !['list', 'plan', 'start', 'status', 'cancel'].includes(sub)) {
-    console.error(sub === undefined || sub === '--help' || sub === '-h' ? USAGE : `unknown subcommand "${sub}"\n${USAGE}`);
+    console.error(
+      sub === undefined || sub === '--help' || sub === '-h' ? USAGE : `unknown subcommand "${sub}"\n${USAGE}`,
+    );
     return sub === '--help' || sub === '-h' ? 0 : 2;
   }
   let parsed;
@@ -135,7 +173,13 @@ export async function run(args: string[], env: Record<string, string | undefined
     parsed = parseArgs({
       args: rest,
       allowPositionals: true,
-      options: { ...FILTER_OPTIONS, reason: { type: 'string' }, rate: { type: 'string' }, wait: { type: 'boolean' }, json: { type: 'boolean' } },
+      options: {
+        ...FILTER_OPTIONS,
+        reason: { type: 'string' },
+        rate: { type: 'string' },
+        wait: { type: 'boolean' },
+        json: { type: 'boolean' },
+      },
     });
   } catch (e) {
     console.error(`${(e as Error).message}\n${USAGE}`);
@@ -166,7 +210,10 @@ export async function run(args: string[], env: Record<string, string | undefined
       return 2;
     }
     const api = cliApi(env);
-    const body = sub === 'plan' ? { filter, dryRun: true } : { filter, reason: values.reason, ...(values.rate ? { ratePerSecond: Number(values.rate) } : {}) };
+    const body =
+      sub === 'plan'
+        ? { filter, dryRun: true }
+        : { filter, reason: values.reason, ...(values.rate ? { ratePerSecond: Number(values.rate) } : {}) };
     const res = await api.call<{ plan?: Plan; replay?: Replay }>('POST', '/api/replays', body);
     if (res.status !== 200 && res.status !== 202) return refused(res);
     if (res.body.plan) {
@@ -176,7 +223,10 @@ export async function run(args: string[], env: Record<string, string | undefined
     }
     const replay = res.body.replay!;
     if (json && !values.wait) console.log(JSON.stringify(replay));
-    else if (!json) console.log(`started ${progressLine(replay)}\nfollow: pnpm cli replay status ${replay.id} --wait   stop: pnpm cli replay cancel ${replay.id} --reason "..."`);
+    else if (!json)
+      console.log(
+        `started ${progressLine(replay)}\nfollow: pnpm cli replay status ${replay.id} --wait   stop: pnpm cli replay cancel ${replay.id} --reason "..."`,
+      );
     return values.wait ? follow(api, replay.id, json) : 0;
   }
 

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import type { ReviewList, ReviewView } from '../../reviews/queries.ts';
 import { answer, at, cliApi } from './_api.ts';
 
-export const summary = 'reviews list [--all | --status S] [--order MO] | reverify <id> --reason "..." | dismiss <id> --reason "..." [--note "..."]';
+export const summary =
+  'reviews list [--all | --status S] [--order MO] | reverify <id> --reason "..." | dismiss <id> --reason "..." [--note "..."]';
 
 const USAGE = `usage: pnpm cli reviews list [--all | --status open|resolved|dismissed] [--order <merchantOrderNo>] [--limit N] [--before ID] [--json]
          (open reviews by default, as the Reviews page; --all: every status)
@@ -23,7 +24,9 @@ const OPTIONS = {
 } as const;
 
 export function renderReview(r: ReviewView): string {
-  const details = Object.entries(r.details ?? {}).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
+  const details = Object.entries(r.details ?? {})
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join(' ');
   return [
     `review ${r.id}  ${r.status.toUpperCase()}  ${r.reasonCode}  order ${r.merchantOrderNo} (platform ${r.orderNo}, ${r.kind} state ${r.state})  opened ${at(r.createdAt)}${r.occurrences > 1 ? `  x${r.occurrences}` : ''}`,
     `  ${r.reason}`,
@@ -66,7 +69,9 @@ export async function run(args: string[], env: Record<string, string | undefined
     const res = await cliApi(env).call<ReviewList>('GET', `/api/reviews${q.size ? `?${q}` : ''}`);
     return answer(res, v.json, (list) =>
       [
-        ...(list.reviews.length === 0 ? [v.all ? 'no reviews' : `no ${v.status ?? 'open'} reviews`] : list.reviews.map(renderReview)),
+        ...(list.reviews.length === 0
+          ? [v.all ? 'no reviews' : `no ${v.status ?? 'open'} reviews`]
+          : list.reviews.map(renderReview)),
         ...(list.nextBefore !== null ? [`(more: --before ${list.nextBefore})`] : []),
       ].join('\n'),
     );
@@ -74,8 +79,17 @@ export async function run(args: string[], env: Record<string, string | undefined
   if ((sub === 'reverify' || sub === 'dismiss') && id && /^\d+$/.test(id) && rest.length === 0) {
     // The reason is sent as given (even absent): the console refuses an action without one, in one place.
     const body = sub === 'reverify' ? { reason: v.reason } : { reason: v.reason, ...(v.note ? { note: v.note } : {}) };
-    const res = await cliApi(env).call<{ outcome?: string; review: ReviewView }>('POST', `/api/reviews/${id}/${sub}`, body);
-    return answer(res, v.json, (b) => `${sub === 'reverify' ? `re-verified: ${REVERIFIED[b.outcome ?? ''] ?? b.outcome}` : 'dismissed: nothing credited'}\n${renderReview(b.review)}`);
+    const res = await cliApi(env).call<{ outcome?: string; review: ReviewView }>(
+      'POST',
+      `/api/reviews/${id}/${sub}`,
+      body,
+    );
+    return answer(
+      res,
+      v.json,
+      (b) =>
+        `${sub === 'reverify' ? `re-verified: ${REVERIFIED[b.outcome ?? ''] ?? b.outcome}` : 'dismissed: nothing credited'}\n${renderReview(b.review)}`,
+    );
   }
   console.error(USAGE);
   return 2;

@@ -27,7 +27,12 @@ import {
 } from '@mcb/settlement';
 import { alertOnReviewOpened, type Alerter } from './alerts.ts';
 import type { AdaptiveLimit } from './adaptive-concurrency.ts';
-import { attemptReport, createArrivalRecorder, type ArrivalRecorder } from './arrival-recorder.ts';
+import {
+  attemptReport,
+  createArrivalRecorder,
+  WORKER_ARRIVAL_WAITS,
+  type ArrivalRecorder,
+} from './arrival-recorder.ts';
 import { groupFetchLoops, shareOf, type FetchLoopGroup } from './fetch-loops.ts';
 import type { WorkerMetrics } from './metrics.ts';
 
@@ -155,7 +160,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     ...(deps.alerts && !deps.onReviewOpened ? { onReviewOpened: alertOnReviewOpened(deps.alerts) } : {}),
   };
 
-  const arrivals = deps.arrivals ?? createArrivalRecorder(deps.db, logger);
+  const arrivals = deps.arrivals ?? createArrivalRecorder(deps.db, logger, WORKER_ARRIVAL_WAITS);
   const prefix = deps.prefix ?? 'mcb';
   const unknownKey = `${prefix}:${CALLBACKS_QUEUE}:unknown-order-waiting`;
   const maxUnknown = deps.maxUnknownWaiting ?? 10_000;

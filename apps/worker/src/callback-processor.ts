@@ -99,6 +99,7 @@ async function processCallback(
   }
 }
 
+/** Start timing the attempt, in BullMQ's process span (tracing on). */
 function beginAttempt(deps: CallbackProcessorDeps, job: CallbackJobOf): Attempt {
   const started = performance.now();
   const kind = job.name === 'payin' || job.name === 'payout' ? job.name : 'unknown';

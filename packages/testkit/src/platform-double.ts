@@ -39,7 +39,7 @@ export interface FakePlatform {
   setDelay(ms: number): void;
   /** Every Get order answers HTTP `status` from now on (an outage); `undefined` ends it. */
   setOutage(status: number | undefined): void;
-  /** The next `count` Get orders are answered together, once all `count` have arrived (a barrier for batching tests). */
+  /** The next `count` Get orders are answered together, once all `count` have arrived (a barrier: batching tests). */
   holdReplies(count: number): void;
   /** Every Get order's arrival time (performance.now(), ms), for rate checks. */
   arrivals: number[];

@@ -28,8 +28,8 @@ export interface MetricsServer {
 }
 
 /**
- * An app's ops listener: `GET /metrics` (Prometheus text), `GET /healthz` and (given a readiness) `GET /readyz`, on its own port and never on the
- * public one, so nobody on the callback path can read our traffic and failure counts.
+ * An app's ops listener: `GET /metrics` (Prometheus text), `GET /healthz` and (given a readiness) `GET /readyz`, on
+ * its own port and never on the public one, so nobody on the callback path can read our traffic and failure counts.
  */
 export async function startMetricsServer(opts: MetricsServerOptions): Promise<MetricsServer> {
   const { source } = opts;

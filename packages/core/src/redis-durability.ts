@@ -119,7 +119,9 @@ async function checkNode(redis: Redis, options: { minReplicas?: number }): Promi
           required,
           online,
           ok: false,
-          problem: `${online} replica(s) online, INGEST_MIN_REPLICAS is ${required}: a callback would not be held by a replica before its success`,
+          problem:
+            `${online} replica(s) online, INGEST_MIN_REPLICAS is ${required}: ` +
+            'a callback would not be held by a replica before its success',
         };
   return { durable: problems.length === 0, mode, problems, settings, replication };
 }

@@ -38,7 +38,8 @@ export function ownServicesSwitch(env: Record<string, string | undefined>): 'alw
   if (['1', 'true', 'yes'].includes(raw)) return 'always';
   if (['0', 'false', 'no'].includes(raw)) return 'never';
   throw new Error(
-    `${OWN_SERVICES_SWITCH}: expected 1 (always start own Postgres and Redis), 0 (never) or auto (got ${JSON.stringify(env[OWN_SERVICES_SWITCH])})`,
+    `${OWN_SERVICES_SWITCH}: expected 1 (always start own Postgres and Redis), 0 (never) or auto ` +
+      `(got ${JSON.stringify(env[OWN_SERVICES_SWITCH])})`,
   );
 }
 

@@ -15,7 +15,10 @@ import type { Fleet } from './fleet.ts';
 /** Get order's outcome as flow control sees it: how long the platform took, and whether it was an outage. */
 export interface PlatformSample {
   ms: number;
-  /** False for an outage-like failure (timeout, unreachable, 5xx/429/408, a reply that is not the envelope); a business answer counts as ok. */
+  /**
+   * False for an outage-like failure (timeout, unreachable, 5xx/429/408, a reply that is not the envelope); a
+   * business answer counts as ok.
+   */
   ok: boolean;
 }
 

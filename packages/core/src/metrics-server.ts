@@ -10,7 +10,10 @@ export type MetricsSource = Registry | (() => Promise<{ contentType: string; bod
 export interface MetricsServerOptions {
   source: MetricsSource;
   port: number;
-  /** Listen address: loopback unless the caller says otherwise (an ops listener is never public). @defaultValue '127.0.0.1' */
+  /**
+   * Listen address: loopback unless the caller says otherwise (an ops listener is never public).
+   * @defaultValue '127.0.0.1'
+   */
   host?: string;
   /** Told when rendering fails. */
   logger?: Logger;

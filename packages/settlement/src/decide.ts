@@ -98,6 +98,20 @@ export function decideEvent(event: CallbackJob, facts: EventFacts): Verdict {
 }
 
 /**
+ * {@link decideEvent} with Get order asked when, and only when, the decision needs its answer: `ask` is the worker's
+ * call to the platform, or the dry run's cached and rate-limited one.
+ */
+export async function decideAsking(
+  event: CallbackJob,
+  facts: EventFacts,
+  ask: () => Promise<Settled<PlatformOrder>>,
+): Promise<Verdict> {
+  const before = decideEvent(event, facts);
+  if (before.verdict !== 'confirm') return before;
+  return decideEvent(event, { ...facts, getOrder: await ask() });
+}
+
+/**
  * Steps 3–5 for an event whose order was already judged (steps 1–2): what Get order's answer makes of it. The
  * console's re-verify enters here with the event of its review that Get order confirms.
  */

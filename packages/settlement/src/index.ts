@@ -5,6 +5,7 @@ export type { CommitInput, CommitOptions, CommitResult } from './commit-types.ts
 export { inDoubtReceiptOf } from './commit-in-doubt.ts';
 export {
   conflictFinding,
+  decideAsking,
   decideConfirmed,
   decideEvent,
   waitedSince,

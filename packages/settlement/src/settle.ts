@@ -6,7 +6,14 @@ import type { CallbackJob } from '@mcb/core/queue';
 import { runAlone, type Settled } from '@mcb/core/batcher';
 import { commitEvents } from './commit.ts';
 import type { CommitInput } from './commit-types.ts';
-import { conflictFinding, decideConfirmed, decideEvent, type EventFacts, type Verdict } from './decide.ts';
+import {
+  conflictFinding,
+  decideAsking,
+  decideConfirmed,
+  decideEvent,
+  type EventFacts,
+  type Verdict,
+} from './decide.ts';
 import { EventContext } from './event-context.ts';
 import { lookUpEvent } from './lookup.ts';
 import type { ApplyDeps, ApplyOptions, ApplyOutcome, Confirmation } from './settle-types.ts';
@@ -34,11 +41,9 @@ export async function applyEvent(
   options: ApplyOptions = {},
 ): Promise<ApplyOutcome> {
   const ctx = new EventContext(event, deps, options);
-  const facts = await lookUp(ctx); // steps 1–2 read: the pair's receipt, our order
-  const before = decideEvent(event, facts);
-  if (before.verdict !== 'confirm') return act(ctx, before);
-  const getOrder = await askPlatform(ctx); // step 3
-  return act(ctx, decideEvent(event, { ...facts, getOrder })); // steps 4–5
+  const facts = await lookUp(ctx); // what steps 1–2 read: the pair's receipt, our order
+  const verdict = await decideAsking(event, facts, () => askPlatform(ctx)); // Get order only when needed
+  return act(ctx, verdict);
 }
 
 /**

@@ -4,6 +4,7 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { PlatformCodeError, type PlatformOrder } from '@mcb/core/platform';
 import { callbackJobSchema, type CallbackJob } from '@mcb/core/queue';
 import {
+  decideAsking,
   decideConfirmed,
   decideEvent,
   waitedSince,
@@ -238,6 +239,20 @@ describe('entering at step 4 (a re-verify holds our order and Get order’s answ
     });
     expect(decideConfirmed(event, ours(), answered({ state: 1 }), waiting)).toMatchObject({ verdict: 'review' });
     expect(decideConfirmed({ ...event, state: 9 }, ours(), answered(), waiting)).toMatchObject({ verdict: 'invalid' });
+  });
+});
+
+describe('asking Get order', () => {
+  it('happens only when steps 1–2 leave the event undecided, and its answer is decided in the same order', async () => {
+    let asked = 0;
+    const ask = async () => (asked++, answered());
+    expect(await decideAsking(event, facts({ found: { applied: true, receipt } }), ask)).toMatchObject({
+      verdict: 'duplicate',
+    });
+    expect(await decideAsking(event, facts({ found: { order: undefined } }), ask)).toMatchObject({ verdict: 'wait' });
+    expect(asked).toBe(0);
+    expect(await decideAsking(event, facts(), ask)).toMatchObject({ verdict: 'apply' });
+    expect(asked).toBe(1);
   });
 });
 

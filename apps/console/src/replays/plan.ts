@@ -246,13 +246,11 @@ async function askGetOrder(deps: PlanDeps, event: CallbackJob, limiter: RateLimi
 function previewOf(event: CallbackJob, v: Verdict): Preview {
   const ours = v.ours ? { order: v.ours.order, target: v.ours.target } : {};
   switch (v.verdict) {
-    case 'apply':
-      return {
-        cls: 'willApply',
-        code: null,
-        detail: `Get order confirms state ${v.confirmed.state} and ${v.confirmed.amount}: it would ${event.kind === 'payin' ? 'credit' : 'finalise'} the order`,
-        ...ours,
-      };
+    case 'apply': {
+      const effect = event.kind === 'payin' ? 'credit' : 'finalise';
+      const confirms = `Get order confirms state ${v.confirmed.state} and ${v.confirmed.amount}`;
+      return { cls: 'willApply', code: null, detail: `${confirms}: it would ${effect} the order`, ...ours };
+    }
     case 'duplicate':
       return {
         cls: 'alreadyApplied',

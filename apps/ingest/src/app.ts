@@ -4,7 +4,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Queue } from 'bullmq';
 import type { KeyRing } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
-import { coerceError } from '@mcb/core/errors';
+import { coerceError, ErrorCodes } from '@mcb/core/errors';
 import { createLogThrottle, type Logger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
 import { batchDurabilityCheckOf, checkRedisDurability, checkRedisMemory, type RedisClient } from '@mcb/core/redis';
@@ -256,7 +256,11 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     durability: () => ({
       acceptWrites: (report.durable || allowVolatile) && report.replication.ok && !memoryLow,
       check: batchDurabilityCheckOf(report, allowVolatile),
-      refusal: memoryLow ? 'REDIS_MEMORY_LOW' : !report.replication.ok ? 'REDIS_REPLICAS_OFFLINE' : 'REDIS_NOT_DURABLE',
+      refusal: memoryLow
+        ? ErrorCodes.REDIS_MEMORY_LOW
+        : !report.replication.ok
+          ? ErrorCodes.REDIS_REPLICAS_OFFLINE
+          : ErrorCodes.REDIS_NOT_DURABLE,
     }),
     onNotDurable: (problems) => {
       logThrottled(

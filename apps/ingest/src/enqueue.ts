@@ -61,7 +61,6 @@ interface Add extends IdAdd {
 /** A batch Redis does not keep now (its own check said so): not acknowledged, and not a Redis outage either. */
 function notDurable(problems: string[]): AppError {
   return new AppError(ErrorCodes.REDIS_NOT_DURABLE, `Redis does not keep this batch now: ${problems.join('; ')}`, {
-    transient: true,
     details: { problems },
   });
 }
@@ -241,7 +240,6 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
         if (e instanceof AppError && e.code === ErrorCodes.REDIS_NOT_DURABLE) throw e;
         throw new AppError(ErrorCodes.ENQUEUE_FAILED, `could not store job ${jobId} durably`, {
           cause: e,
-          transient: true,
           details: { jobId },
         });
       }

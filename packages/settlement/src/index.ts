@@ -14,6 +14,7 @@ export {
   describeJobError,
   discardsConnection,
   giveUp,
+  isDatabaseDown,
   jobErrorCode,
   toJobError,
   TRANSIENT_SQLSTATES,

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { redisTargetOf, type BatchDurabilityCheck, type RedisClient } from '@mcb/core/redis';
 import { decodeCallbackDetailed, type KeyRing } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
-import { coerceError, isAppError } from '@mcb/core/errors';
+import { coerceError, ErrorCodes, isAppError, type ErrorCode } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import type { CallbackKind } from '@mcb/core/queue';
 import { inSpan, inSpanSync, orderAttributes, type Span } from '@mcb/core/tracing';
@@ -19,6 +19,10 @@ export const CALLBACK_ROUTES: Readonly<Record<string, CallbackKind | undefined>>
   '/callbacks/payin': 'payin',
   '/callbacks/payout': 'payout',
 };
+
+/** Why Redis may not take callbacks now (each a code of the error catalogue, answered 503). */
+export type RedisRefusal =
+  typeof ErrorCodes.REDIS_NOT_DURABLE | typeof ErrorCodes.REDIS_MEMORY_LOW | typeof ErrorCodes.REDIS_REPLICAS_OFFLINE;
 
 /** What the callback routes need. */
 export interface CallbackRouteDeps {
@@ -35,7 +39,7 @@ export interface CallbackRouteDeps {
   durability: () => {
     acceptWrites: boolean;
     check: BatchDurabilityCheck;
-    refusal: 'REDIS_NOT_DURABLE' | 'REDIS_MEMORY_LOW' | 'REDIS_REPLICAS_OFFLINE';
+    refusal: RedisRefusal;
   };
   /** Told when a batch found that Redis no longer keeps it: re-read durability now. */
   onNotDurable?: (problems: string[]) => void;
@@ -84,7 +88,7 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
     span: Span | undefined,
   ) {
     const started = process.hrtime.bigint();
-    const done = (outcome: string, status: number, body: 'success' | 'fail', code = '') => {
+    const done = (outcome: string, status: number, body: 'success' | 'fail', code: ErrorCode | '' = '') => {
       metrics.requests.inc({ route, outcome, code });
       metrics.latency.observe({ route, outcome }, Number(process.hrtime.bigint() - started) / 1e9);
       span?.setAttributes({
@@ -134,9 +138,9 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
       if (Date.now() - lastRefusalLog >= 10_000) {
         logger.error(
           { ...ids, outcome: 'unavailable', code: durability.refusal, refusedSinceLastLine: refusedSinceLog },
-          durability.refusal === 'REDIS_MEMORY_LOW'
+          durability.refusal === ErrorCodes.REDIS_MEMORY_LOW
             ? 'callbacks not acknowledged: Redis memory headroom is low (see readyz); the platform retries'
-            : durability.refusal === 'REDIS_REPLICAS_OFFLINE'
+            : durability.refusal === ErrorCodes.REDIS_REPLICAS_OFFLINE
               ? 'callbacks not acknowledged: fewer Redis replicas online than INGEST_MIN_REPLICAS (see readyz); the platform retries'
               : 'callbacks not acknowledged: Redis is not durable now (see readyz)',
         );
@@ -162,7 +166,7 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
         { ...ids, outcome: 'enqueue-failed', err: err.cause ?? err },
         'callback not acknowledged: enqueue failed',
       );
-      return done('unavailable', UNAVAILABLE_STATUS, 'fail', isAppError(e) ? e.code : 'ENQUEUE_FAILED');
+      return done('unavailable', UNAVAILABLE_STATUS, 'fail', isAppError(e) ? e.code : ErrorCodes.ENQUEUE_FAILED);
     }
   }
 

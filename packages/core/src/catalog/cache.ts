@@ -230,7 +230,6 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
           {
             cause: err,
             details: { platformError: err.code },
-            transient: true,
           },
         );
       }

@@ -149,20 +149,17 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
         throw new AppError(ErrorCodes.PLATFORM_TIMEOUT, `platform request ${path} timed out after ${timeoutMs} ms`, {
           cause: e,
           details: where,
-          transient: true,
         });
       }
       if (isTransientNetworkError(e)) {
         throw new AppError(ErrorCodes.PLATFORM_UNREACHABLE, `platform unreachable (${(e as Error).message})`, {
           cause: e,
           details: where,
-          transient: true,
         });
       }
       throw new AppError(ErrorCodes.PLATFORM_UNREACHABLE, `platform request ${path} failed: ${(e as Error).message}`, {
         cause: e,
         details: where,
-        transient: true,
       });
     }
 

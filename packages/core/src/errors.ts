@@ -75,7 +75,10 @@ const CATALOGUE = {
   VERIFY_CURRENCY_MISMATCH: permanent(),
   VERIFY_CONFLICTING_FINAL_STATE: permanent(),
   VERIFY_MERCHANT_MISMATCH: permanent(),
-  /** A callback for a pair already applied (or an order already final) whose content differs from what was applied: a forgery. */
+  /**
+   * A callback for a pair already applied (or an order already final) whose content differs from what was applied:
+   * a forgery.
+   */
   VERIFY_DIFFERS_FROM_APPLIED: permanent(),
   JOB_PAYLOAD_INVALID: permanent(),
 

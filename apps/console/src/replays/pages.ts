@@ -3,7 +3,7 @@
  * cancel). They call the same actions and queries as the JSON API (STYLE 17) and ask `can` before rendering a
  * control (STYLE 18); a refused or invalid form comes back as a flash line on the same page.
  */
-import { AppError, ErrorCodes, isAppError, type ErrorCode } from '@mcb/core/errors';
+import { AppError, ErrorCodes, isAppError, isRefusal } from '@mcb/core/errors';
 import type { FastifyPluginAsync } from 'fastify';
 import { FILTER_FIELDS, filterOfForm, filterParams, formValues } from '../callbacks/form.ts';
 import type { CallbackFilter } from '../callbacks/queries.ts';
@@ -16,15 +16,6 @@ import { flashOf, redirectWithFlash, sendPage } from '../web/send.ts';
 import { cancelReplay, planReplayAction, startReplay, type ReplayDeps } from './actions.ts';
 import { getReplay, listReplays } from './queries.ts';
 import { filterFormView, listView, planView, progressView } from './views.ts';
-
-/** What an operator is told on the page itself (anything else goes to the error boundary). */
-const REFUSALS = new Set<ErrorCode>([
-  ErrorCodes.REQUEST_INVALID,
-  ErrorCodes.REASON_REQUIRED,
-  ErrorCodes.FORBIDDEN,
-  ErrorCodes.REPLAY_NOT_RUNNING,
-  ErrorCodes.NOT_FOUND,
-]);
 
 const idOf = (params: unknown): number => {
   const id = Number((params as { id?: string }).id);
@@ -91,8 +82,8 @@ export const replaysPages: FastifyPluginAsync<ReplayDeps> = async (app, deps) =>
         text: `replay ${replay.id} started: ${replay.total} job(s) at ${replay.ratePerSecond} per second`,
       });
     } catch (e) {
-      if (isAppError(e) && REFUSALS.has(e.code))
-        return redirectWithFlash(reply, back, { kind: 'error', text: e.message });
+      // A refusal (a 4xx code of the error catalogue) is told on the page itself; anything else goes to the boundary.
+      if (isAppError(e) && isRefusal(e.code)) return redirectWithFlash(reply, back, { kind: 'error', text: e.message });
       throw e;
     }
   });

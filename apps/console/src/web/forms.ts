@@ -1,4 +1,4 @@
-import { ErrorCodes, isAppError } from '@mcb/core/errors';
+import { ErrorCodes, isAppError, isRefusal } from '@mcb/core/errors';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { redirectWithFlash } from './send.ts';
 
@@ -15,18 +15,16 @@ export function acceptForms(app: FastifyInstance): void {
 
 /**
  * A form post from a page: run the action, then go back to `back` with what it did, or with why it was refused (a
- * refusal of ours, 4xx but 403, comes back as a flash line on the same page; anything else goes to the error boundary).
+ * refusal of ours, a code the error catalogue answers 4xx but 403, comes back as a flash line on the same page;
+ * anything else goes to the error boundary).
  */
 export async function formAction(reply: FastifyReply, back: string, run: () => Promise<string>) {
   try {
     return redirectWithFlash(reply, back, { kind: 'ok', text: await run() });
   } catch (e) {
     // A role refusal stays a 403 (the page never offered the control); other refusals go back to the page.
-    if (isAppError(e) && e.code !== ErrorCodes.FORBIDDEN && !isServerSide(e.code))
+    if (isAppError(e) && e.code !== ErrorCodes.FORBIDDEN && isRefusal(e.code))
       return redirectWithFlash(reply, back, { kind: 'error', text: e.message });
     throw e;
   }
 }
-
-const SERVER_SIDE = /UNAVAILABLE|UNREACHABLE|TIMEOUT|INTERNAL|PLATFORM_/;
-const isServerSide = (code: string) => SERVER_SIDE.test(code);

@@ -17,7 +17,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { auditRows } from './audit/api.ts';
-import { auditPages } from './audit/pages.ts';
+import { auditPageRows } from './audit/pages.ts';
 import { installAuth } from './auth.ts';
 import { installServiceGate } from './operators/service-gate.ts';
 import { installRoleCheck, registerRoutes, type RouteRow } from './web/route-table.ts';
@@ -26,7 +26,7 @@ import { installErrorHandler } from './error-handler.ts';
 import { whoamiRows } from './operators/api.ts';
 import { createOperatorDirectory, loadOperatorsFile, type OperatorEntry } from './operators/directory.ts';
 import { trustedProxies } from './operators/trusted-proxies.ts';
-import { callbacksPages } from './callbacks/pages.ts';
+import { callbacksPageRows } from './callbacks/pages.ts';
 import { callbacksRows } from './callbacks/api.ts';
 import type { RouteDeps } from './web/route-deps.ts';
 import { eventsRows } from './events/api.ts';
@@ -37,14 +37,14 @@ import { reconcileRouteDeps, reconcileRows } from './reconcile/api.ts';
 import { replaysRows } from './replays/api.ts';
 import type { ReplayDeps } from './replays/actions.ts';
 import { startReplayDriver } from './replays/driver.ts';
-import { replaysPages } from './replays/pages.ts';
+import { replaysPageRows } from './replays/pages.ts';
 import { createGetOrderCache } from './replays/plan.ts';
 import { createAuthFailureLimiter } from './session/auth-failures.ts';
 import { loginRoutes } from './session/login-routes.ts';
 import { reviewsRows } from './reviews/api.ts';
-import { reviewsPages } from './reviews/pages.ts';
-import { searchPages } from './search/pages.ts';
-import { ordersPages } from './orders/pages.ts';
+import { reviewsPageRows } from './reviews/pages.ts';
+import { searchPageRows } from './search/pages.ts';
+import { ordersPageRows } from './orders/pages.ts';
 import { createSessionRevocations } from './session/revocations.ts';
 import { createSessionCodec } from './session/session-cookie.ts';
 import { installSecurityHeaders, setSecurityHeaders } from './web/security-headers.ts';
@@ -89,7 +89,7 @@ export interface ConsoleDeps {
  * The console: an internal JSON API behind a bearer token, and its pages. Every area exports its API rows
  * (`<area>/api.ts`, web/route-table.ts), registered here in one loop; the auth hook, the service gate, the role
  * check and the error handler sit on the root instance, so they cover the routes and plugins registered after them
- * as well (a new area: add its rows to {@link apiRows}; its pages to the pages scope below).
+ * as well (a new area: add its rows to {@link apiRows}, its page rows to {@link pageRows}).
  */
 export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const { config } = deps;
@@ -188,23 +188,11 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     if (replayDeps.close) app.addHook('onClose', replayDeps.close);
     registerRoutes(app, replaysRows(replayDeps));
   }
-  // Server-rendered pages (STYLE 16-21): one scope that accepts HTML form posts; each area registers its pages here.
+  // Server-rendered pages (STYLE 16-21): one scope that accepts HTML form posts; the areas' page rows, registered by
+  // the same loop and checked by the same role hook as the API's (web/page-route.ts).
   await app.register(async (pages) => {
     acceptForms(pages);
-    pages.get('/', { schema: { hide: true } }, async (_req, reply) =>
-      reply.code(302).header('location', '/search').send(),
-    );
-    const redis = deps.redis;
-    await pages.register(searchPages, {
-      db: deps.db,
-      queue: deps.queue,
-      platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
-    });
-    await pages.register(callbacksPages, { db: deps.db.db, logger: deps.logger, queue: deps.queue });
-    await pages.register(ordersPages, { db: deps.db, queue: deps.queue, logger: deps.logger });
-    await pages.register(reviewsPages, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
-    await pages.register(auditPages, { db: deps.db.db });
-    if (replayDeps) await pages.register(replaysPages, replayDeps);
+    registerRoutes(pages, pageRows(deps, replayDeps), 'page');
   });
   if (deps.queue)
     await app.register(dashboardPlugin, {
@@ -231,6 +219,23 @@ function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): 
     ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
     ...callbacksRows({ db: deps.db.db, queue: deps.queue }),
     ...reviewsRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
+  ];
+}
+
+/** Every area's page rows (the replay wizard's only with the queue, as its API). */
+function pageRows(deps: ConsoleDeps & { config: Config }, replayDeps: ReplayDeps | undefined): RouteRow[] {
+  const redis = deps.redis;
+  return [
+    ...searchPageRows({
+      db: deps.db,
+      queue: deps.queue,
+      platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
+    }),
+    ...callbacksPageRows({ db: deps.db.db, logger: deps.logger, queue: deps.queue }),
+    ...ordersPageRows({ db: deps.db, queue: deps.queue, logger: deps.logger }),
+    ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
+    ...auditPageRows({ db: deps.db.db }),
+    ...(replayDeps ? replaysPageRows(replayDeps) : []),
   ];
 }
 

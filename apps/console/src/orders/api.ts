@@ -22,6 +22,10 @@ export const jobParams = z.object({ merchantOrderNo: merchantOrderNoSchema, jobI
 export const targetOfBody = (req: FastifyRequest): string =>
   orderTarget(String((req.body as { merchantOrderNo?: unknown } | undefined)?.merchantOrderNo ?? ''));
 
+/** The audit target of a job's replay, from the request as sent (for a refusal before validation). */
+export const jobTarget = (queueName: string, req: FastifyRequest): string =>
+  `job:${queueName}/${String((req.params as { jobId?: unknown } | undefined)?.jobId ?? '')}`;
+
 /** Pay-in registration and the order view. */
 export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
   const deps = { db: db.db, logger };
@@ -84,8 +88,7 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
             method: 'POST',
             url: '/api/orders/:merchantOrderNo/jobs/:jobId/replay',
             action: 'queue.retry',
-            target: (req) =>
-              `job:${queue.name}/${String((req.params as { jobId?: unknown } | undefined)?.jobId ?? '')}`,
+            target: (req) => jobTarget(queue.name, req),
             schema: {
               summary: 'Replay one failed job of the order',
               description:

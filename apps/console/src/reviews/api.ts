@@ -7,7 +7,8 @@ import { listReviews, reviewFilterSchema, reviewListSchema, reviewViewSchema } f
 import { route, type RouteRow } from '../web/route-table.ts';
 
 /** The audit target of a review action, from the request as sent (for a refusal before validation). */
-const reviewTarget = (req: FastifyRequest): string => `review:${String((req.params as { id?: unknown }).id ?? '')}`;
+export const reviewTarget = (req: FastifyRequest): string =>
+  `review:${String((req.params as { id?: unknown }).id ?? '')}`;
 
 const idParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
 

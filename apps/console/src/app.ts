@@ -24,7 +24,12 @@ import { installRoleCheck, registerRoutes, type RouteRow } from './web/route-tab
 import { dashboardPlugin } from './dashboard/dashboard.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { whoamiRows } from './operators/api.ts';
-import { createOperatorDirectory, loadOperatorsFile, type OperatorEntry } from './operators/directory.ts';
+import {
+  createOperatorDirectory,
+  loadOperatorsFile,
+  type OperatorDirectory,
+  type OperatorEntry,
+} from './operators/directory.ts';
 import { trustedProxies } from './operators/trusted-proxies.ts';
 import { callbacksPageRows } from './callbacks/pages.ts';
 import { callbacksRows } from './callbacks/api.ts';
@@ -93,63 +98,13 @@ export interface ConsoleDeps {
  */
 export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const { config } = deps;
-  const operators =
-    deps.operators ?? (config.CONSOLE_OPERATORS_FILE ? loadOperatorsFile(config.CONSOLE_OPERATORS_FILE) : []);
-  const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators });
-  if (directory.size === 0)
-    throw new AppError(
-      ErrorCodes.CONFIG_INVALID,
-      'CONSOLE_TOKEN: required for console, or CONSOLE_OPERATORS_FILE with at least one operator (unset)',
-    );
-  // A session key that is someone's bearer token would let that person sign a session naming any operator.
-  if (config.CONSOLE_SESSION_SECRET !== undefined && directory.byToken(config.CONSOLE_SESSION_SECRET)) {
-    throw new AppError(
-      ErrorCodes.CONFIG_INVALID,
-      "CONSOLE_SESSION_SECRET: must not be a bearer token (CONSOLE_TOKEN or an operator's): generate its own random value (value hidden)",
-    );
-  }
-
+  const directory = directoryOf(deps);
   // Errors fastify raises before routing (a path parameter over maxParamLength, a malformed URL) would answer
   // before the authentication hook, telling a stranger which routes exist: authenticate first, then answer.
   const auth: { check?: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> } = {};
-  const base = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
-    frameworkErrors: async (error, req, reply) => {
-      // No onSend hook runs for these replies: the security headers are set here (web/security-headers.ts).
-      setSecurityHeaders(reply as unknown as FastifyReply);
-      await auth.check?.(req as unknown as FastifyRequest, reply as unknown as FastifyReply);
-      if (reply.sent) return;
-      const r = reply as unknown as FastifyReply;
-      const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
-      return r
-        .code(status)
-        .send({ code: ErrorCodes.REQUEST_INVALID, message: 'malformed request URL', requestId: req.id });
-    },
-    bodyLimit: deps.bodyLimit ?? 65_536,
-    // Routes are matched exactly; no trailing-slash or case variants that could slip past a reviewer's eye.
-    routerOptions: { ignoreTrailingSlash: false, caseSensitive: true },
-  });
-  // JSON only: a text/plain body would otherwise reach the schemas as a string.
-  base.removeContentTypeParser('text/plain');
-  base.setValidatorCompiler(validatorCompiler);
-  base.setSerializerCompiler(serializerCompiler);
-  installErrorHandler(base);
-  installSecurityHeaders(base);
-  // Never derived from a bearer token (its holder could mint a session for any operator). Without a configured secret
-  // (allowed only without an operators file: loadConfig), a random one: sessions last until this process ends.
-  const sessionSecret = config.CONSOLE_SESSION_SECRET ?? randomBytes(32).toString('base64url');
-  const sessions = createSessionCodec({ secret: sessionSecret, ttlMs: deps.sessionTtlMs });
-  const revocations = createSessionRevocations(deps.db.db);
-  const limiter = createAuthFailureLimiter({
-    perAddress: deps.config.CONSOLE_AUTH_MAX_FAILURES,
-    global: deps.config.CONSOLE_AUTH_MAX_FAILURES_GLOBAL,
-    windowMs: deps.config.CONSOLE_AUTH_FAILURE_WINDOW,
-  });
-  const trusted = config.CONSOLE_TRUSTED_PROXIES ? trustedProxies(config.CONSOLE_TRUSTED_PROXIES) : undefined;
-  const proxy =
-    config.CONSOLE_AUTH_PROXY_HEADER && trusted
-      ? { header: config.CONSOLE_AUTH_PROXY_HEADER.toLowerCase(), trusted }
-      : undefined;
+  const base = createServer(deps, auth);
+  const identity = identityOf(deps);
+  const { sessions, revocations, limiter, proxy } = identity;
   auth.check = installAuth(base, { directory, sessions, revocations, limiter, proxy });
   installServiceGate(base);
   installRoleCheck(base, { db: deps.db.db, logger: deps.logger });
@@ -178,7 +133,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     sessions,
     revocations,
     cookieSecure: deps.cookieSecure ?? config.CONSOLE_COOKIE_SECURE,
-    trustedProxies: trusted,
+    trustedProxies: identity.trusted,
     limiter,
   });
   await app.register(assetsPlugin);
@@ -205,6 +160,79 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     throw new AppError(ErrorCodes.NOT_FOUND, `no route ${req.method} ${req.url.split('?')[0]}`);
   });
   return base;
+}
+
+/** The operators (the file's, or the test's) and CONSOLE_TOKEN's admin; a configuration error when there are none. */
+function directoryOf({ config, operators: given }: ConsoleDeps): OperatorDirectory {
+  const operators = given ?? (config.CONSOLE_OPERATORS_FILE ? loadOperatorsFile(config.CONSOLE_OPERATORS_FILE) : []);
+  const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators });
+  if (directory.size === 0)
+    throw new AppError(
+      ErrorCodes.CONFIG_INVALID,
+      'CONSOLE_TOKEN: required for console, or CONSOLE_OPERATORS_FILE with at least one operator (unset)',
+    );
+  // A session key that is someone's bearer token would let that person sign a session naming any operator.
+  if (config.CONSOLE_SESSION_SECRET !== undefined && directory.byToken(config.CONSOLE_SESSION_SECRET)) {
+    throw new AppError(
+      ErrorCodes.CONFIG_INVALID,
+      "CONSOLE_SESSION_SECRET: must not be a bearer token (CONSOLE_TOKEN or an operator's): " +
+        'generate its own random value (value hidden)',
+    );
+  }
+  return directory;
+}
+
+/** The root instance: JSON and zod only, the one error boundary, and the security headers on every response. */
+function createServer(
+  deps: ConsoleDeps,
+  auth: { check?: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> },
+): FastifyInstance {
+  const base = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    frameworkErrors: async (error, req, reply) => {
+      // No onSend hook runs for these replies: the security headers are set here (web/security-headers.ts).
+      setSecurityHeaders(reply as unknown as FastifyReply);
+      await auth.check?.(req as unknown as FastifyRequest, reply as unknown as FastifyReply);
+      if (reply.sent) return;
+      const r = reply as unknown as FastifyReply;
+      const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
+      return r
+        .code(status)
+        .send({ code: ErrorCodes.REQUEST_INVALID, message: 'malformed request URL', requestId: req.id });
+    },
+    bodyLimit: deps.bodyLimit ?? 65_536,
+    // Routes are matched exactly; no trailing-slash or case variants that could slip past a reviewer's eye.
+    routerOptions: { ignoreTrailingSlash: false, caseSensitive: true },
+  });
+  // JSON only: a text/plain body would otherwise reach the schemas as a string.
+  base.removeContentTypeParser('text/plain');
+  base.setValidatorCompiler(validatorCompiler);
+  base.setSerializerCompiler(serializerCompiler);
+  installErrorHandler(base);
+  installSecurityHeaders(base);
+  return base;
+}
+
+/** How a person is known besides their token: sessions, the failed-authentication limit, the SSO proxy. */
+function identityOf({ config, db, sessionTtlMs }: ConsoleDeps) {
+  // Never derived from a bearer token (its holder could mint a session for any operator). Without a configured secret
+  // (allowed only without an operators file: loadConfig), a random one: sessions last until this process ends.
+  const sessionSecret = config.CONSOLE_SESSION_SECRET ?? randomBytes(32).toString('base64url');
+  const trusted = config.CONSOLE_TRUSTED_PROXIES ? trustedProxies(config.CONSOLE_TRUSTED_PROXIES) : undefined;
+  return {
+    sessions: createSessionCodec({ secret: sessionSecret, ttlMs: sessionTtlMs }),
+    revocations: createSessionRevocations(db.db),
+    limiter: createAuthFailureLimiter({
+      perAddress: config.CONSOLE_AUTH_MAX_FAILURES,
+      global: config.CONSOLE_AUTH_MAX_FAILURES_GLOBAL,
+      windowMs: config.CONSOLE_AUTH_FAILURE_WINDOW,
+    }),
+    trusted,
+    proxy:
+      config.CONSOLE_AUTH_PROXY_HEADER && trusted
+        ? { header: config.CONSOLE_AUTH_PROXY_HEADER.toLowerCase(), trusted }
+        : undefined,
+  };
 }
 
 /** Every area's API rows but the replays' (registered with the replay driver, which needs the queue). */

@@ -60,7 +60,9 @@ import { acceptForms } from './web/forms.ts';
 export interface ConsoleDeps {
   /** Loaded with role 'console': `CONSOLE_TOKEN` or `CONSOLE_OPERATORS_FILE` is set. */
   config: Config;
-  /** The operators; read from CONSOLE_OPERATORS_FILE when omitted (tests pass them). @defaultValue the file's, or none */
+  /**
+   * The operators; read from CONSOLE_OPERATORS_FILE when omitted (tests pass them). @defaultValue the file's, or none
+   */
   operators?: readonly OperatorEntry[];
   db: Db;
   platform: PlatformClient;
@@ -71,9 +73,15 @@ export interface ConsoleDeps {
   registry?: Registry;
   /** Largest request body, in bytes. @defaultValue 65536 */
   bodyLimit?: number;
-  /** Redis for the reconciliation lock (shared with the workers): enables `POST /api/reconcile`. @defaultValue none (no such route) */
+  /**
+   * Redis for the reconciliation lock (shared with the workers): enables `POST /api/reconcile`. @defaultValue none
+   * (no such route)
+   */
   redis?: RedisClient;
-  /** The callbacks queue: enables the dashboard at /queues and job lookups in GET /api/callbacks. @defaultValue none (no dashboard) */
+  /**
+   * The callbacks queue: enables the dashboard at /queues and job lookups in GET /api/callbacks. @defaultValue none
+   * (no dashboard)
+   */
   queue?: Queue;
   /** Further queues to show on the dashboard (e.g. maintenance). @defaultValue none */
   extraQueues?: Queue[];

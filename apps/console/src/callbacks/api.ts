@@ -55,7 +55,8 @@ export function callbacksRows({ db, queue }: CallbacksDeps): RouteRow[] {
       schema: {
         summary: 'Search callbacks',
         description:
-          "At least one filter is required; all narrow together. `receipts`, `reviews`, `jobs` and `timeline` are filled when `orderNo` (the platform's) or `merchantOrderNo` (ours) is given.",
+          'At least one filter is required; all narrow together. `receipts`, `reviews`, `jobs` and ' +
+          "`timeline` are filled when `orderNo` (the platform's) or `merchantOrderNo` (ours) is given.",
         tags: ['callbacks'],
         querystring: callbackFilterSchema.extend({
           cursor: z.string().max(200).optional().describe('`nextCursor` of the previous page'),

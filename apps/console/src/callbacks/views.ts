@@ -19,7 +19,10 @@ export interface Preset {
   help: string;
 }
 
-/** The presets. "Suspected forgeries": callbacks in review whose content contradicts Get order or a receipt (FORGERY_CODES). */
+/**
+ * The presets. "Suspected forgeries": callbacks in review whose content contradicts Get order or a receipt
+ * (FORGERY_CODES).
+ */
 export const PRESETS: readonly Preset[] = [
   {
     label: 'Failed',

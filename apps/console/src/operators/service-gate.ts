@@ -52,7 +52,9 @@ export function installServiceGate(app: FastifyInstance): void {
     );
     return reply.code(403).send({
       code: ErrorCodes.FORBIDDEN,
-      message: `${req.operator.name} is a service client: it may register orders (POST /api/payins, /api/payouts) and read the API (GET /api/...), nothing else`,
+      message:
+        `${req.operator.name} is a service client: it may register orders (POST /api/payins, /api/payouts) ` +
+        'and read the API (GET /api/...), nothing else',
       requiredRole: 'operator',
       requestId: req.id,
     });

@@ -38,7 +38,9 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
       schema: {
         summary: 'Register a pay-in',
         description:
-          'Idempotent: the same body again answers 200 with the order; a different body for the same number answers 409. Needs the role operator and a `reason` (not part of what makes two registrations the same), or the role service (no reason).',
+          'Idempotent: the same body again answers 200 with the order; a different body for the same ' +
+          'number answers 409. Needs the role operator and a `reason` (not part of what makes two ' +
+          'registrations the same), or the role service (no reason).',
         tags: ['orders'],
         body: payinBodySchema,
         response: {
@@ -92,7 +94,9 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
             schema: {
               summary: 'Replay one failed job of the order',
               description:
-                'Sends the job, failed for good, back to the queue with a fresh retry budget (the attempt count reset). Role operator; `reason` required; audited as `queue.retry` (details `via: order-page`). 409 JOB_NOT_FAILED when the job is not failed.',
+                'Sends the job, failed for good, back to the queue with a fresh retry budget (the attempt ' +
+                'count reset). Role operator; `reason` required; audited as `queue.retry` (details `via: ' +
+                'order-page`). 409 JOB_NOT_FAILED when the job is not failed.',
               tags: ['orders'],
               params: jobParams,
               body: z.strictObject({ reason: reasonSchema.optional() }).optional(),

@@ -467,6 +467,8 @@ async function operatorEntries(
         ? 'replayed from the order page'
         : (ACTION_WORDS[a.action] ?? a.action);
     const what = review ? `review ${review.id} ${words}` : `job ${words}`;
+    const outcome = a.outcome === 'pending' ? 'outcome not recorded' : a.outcome;
+    const how = QUIET_OUTCOMES.has(a.outcome) ? '' : ` (${outcome})`;
     return {
       at: a.at.toISOString(),
       source: 'operator',
@@ -476,11 +478,7 @@ async function operatorEntries(
       jobId,
       attempt: null,
       code: a.outcome.startsWith('failed:') ? a.outcome.slice('failed:'.length) : null,
-      detail:
-        `${what} by ${a.operator}${QUIET_OUTCOMES.has(a.outcome) ? '' : ` (${a.outcome === 'pending' ? 'outcome not recorded' : a.outcome})`}: ${a.reason}`.slice(
-          0,
-          500,
-        ),
+      detail: `${what} by ${a.operator}${how}: ${a.reason}`.slice(0, 500),
       operator: a.operator,
       reason: a.reason,
       link: `/audit?target=${encodeURIComponent(a.target)}`,

@@ -41,7 +41,10 @@ export function reviewsRows(deps: ReviewActionDeps): RouteRow[] {
       schema: {
         summary: 'Re-verify a review now',
         description:
-          'Runs the event through the worker\'s applyEvent (source "review", no waiting): Get order is asked now; if it confirms, the order is credited or finalised once and the review is resolved in the same transaction. Otherwise the review stays open with the new reason. Role operator; `reason` required.',
+          'Runs the event through the worker\'s applyEvent (source "review", no waiting): Get order is ' +
+          'asked now; if it confirms, the order is credited or finalised once and the review is resolved ' +
+          'in the same transaction. Otherwise the review stays open with the new reason. Role operator; ' +
+          '`reason` required.',
         tags: ['reviews'],
         params: idParams,
         body: z.strictObject({ reason: reasonSchema.optional() }).optional(),
@@ -70,7 +73,9 @@ export function reviewsRows(deps: ReviewActionDeps): RouteRow[] {
       schema: {
         summary: 'Dismiss a review with a note',
         description:
-          'Closes an open review without applying its event (for example a forged callback). `reason` is required (the audit trail); `note` is kept on the review (the reason when omitted). Role operator.',
+          'Closes an open review without applying its event (for example a forged callback). `reason` is ' +
+          'required (the audit trail); `note` is kept on the review (the reason when omitted). Role ' +
+          'operator.',
         tags: ['reviews'],
         params: idParams,
         body: z.strictObject({ reason: reasonSchema.optional(), note: z.string().max(2000).optional() }).optional(),

@@ -73,7 +73,10 @@ export type ReviewList = z.output<typeof reviewListSchema>;
 
 const iso = (d: Date | null | undefined) => (d instanceof Date ? d.toISOString() : null);
 
-/** Row to view, with its history (distinct events and attempts); fields a later schema may add or rename are read defensively. */
+/**
+ * Row to view, with its history (distinct events and attempts); fields a later schema may add or rename are read
+ * defensively.
+ */
 export function reviewView(
   r: ReviewRow,
   history: ReviewHistory = { events: new Map(), attempts: new Map() },

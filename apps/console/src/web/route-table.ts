@@ -24,7 +24,9 @@ export interface RouteRow<S extends FastifySchema = FastifySchema> {
   action: Action;
   /** The action of this request when the body decides it (`POST /api/replays`: a dry run or a start). */
   actionOf?: (req: FastifyRequest) => Action;
-  /** What an action is done to, for the audit row of a refusal (`order:MO-1`, `sweep`); from the unvalidated request. */
+  /**
+   * What an action is done to, for the audit row of a refusal (`order:MO-1`, `sweep`); from the unvalidated request.
+   */
   target?: (req: FastifyRequest) => string;
   schema: S;
   handler: RouteHandlerMethod<

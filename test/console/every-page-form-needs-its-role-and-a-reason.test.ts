@@ -131,6 +131,10 @@ describe("the pages' route table", () => {
     expect(denied.map((d) => d.target)).toEqual(
       expect.arrayContaining([`review:${reviewId}`, `job:callbacks/${failedJobId}`, `replay:${replayId}`]),
     );
+    // The role hook decides before the form is read: a viewer's invalid form is refused, not sent back to be fixed.
+    const invalid = await post('viewer', '/callbacks/run-now', { from: 'yesterday', reason: 'r' });
+    expect(invalid.statusCode).toBe(403);
+    expect(await unchanged()).toEqual(before);
   });
 
   it('sends each post without a reason back to its page saying a reason is required, and changes nothing', async () => {

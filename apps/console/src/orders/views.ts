@@ -44,33 +44,18 @@ const TONE: Record<TimelineEntry['event'], string> = {
 export function timelineTable(entries: readonly TimelineEntry[]): Html {
   if (entries.length === 0) return html`<p>No callback for this order has been recorded yet.</p>`;
   return html`<table class="stack"><caption class="muted">Oldest first. Times in UTC.</caption>
-<thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Platform order · state</th>\
-<th scope="col">Job · attempt</th><th scope="col">Code</th><th scope="col">Detail</th></tr></thead>
+<thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Platform order · state</th><th \
+scope="col">Job · attempt</th><th scope="col">Code</th><th scope="col">Detail</th></tr></thead>
 <tbody>${entries.map(
-    (e) => html`<tr><td data-label="When" class="mono">${when(e.at)}</td><td data-label="What">\
-<span class="status status-${TONE[e.event]}">${EVENT_LABELS[e.event] ?? e.event}</span></td>
+    (e) => html`<tr><td data-label="When" class="mono">${when(e.at)}</td><td data-label="What"><span class="status \
+status-${TONE[e.event]}">${EVENT_LABELS[e.event] ?? e.event}</span></td>
 <td data-label="Platform order · state" class="mono">${e.orderNo ?? '—'}${
-      e.state !== null
-        ? html` \
-· ${e.state}`
-        : ''
+      e.state !== null ? html` · ${e.state}` : ''
     }</td><td data-label="Job · attempt" class="mono">${
-      e.jobId
-        ? html`<a \
-href="/queues/queue/callbacks/${encodeURIComponent(e.jobId)}">${e.jobId}</a>`
-        : '—'
-    }${
-      e.attempt !== null
-        ? html` · \
-#${e.attempt}`
-        : ''
-    }</td>
-<td data-label="Code">${e.code ? html`<code>${e.code}</code>` : ''}</td>\
-<td data-label="Detail">${e.detail}${
-      e.link
-        ? html` <a \
-href="${e.link}">${e.source === 'replay' ? 'the replay' : 'audit'}</a>`
-        : ''
+      e.jobId ? html`<a href="/queues/queue/callbacks/${encodeURIComponent(e.jobId)}">${e.jobId}</a>` : '—'
+    }${e.attempt !== null ? html` · #${e.attempt}` : ''}</td>
+<td data-label="Code">${e.code ? html`<code>${e.code}</code>` : ''}</td><td data-label="Detail">${e.detail}${
+      e.link ? html` <a href="${e.link}">${e.source === 'replay' ? 'the replay' : 'audit'}</a>` : ''
     }</td></tr>`,
   )}</tbody></table>`;
 }
@@ -159,19 +144,19 @@ export function orderPage(o: OrderDetail, openReviews: readonly ReviewView[], vi
 ${
   o.ledger.length === 0
     ? html`<p>${nothingPosted(o)}</p>`
-    : html`<table class="stack"><thead><tr><th scope="col">Entry</th><th scope="col" class="num">Amount</th>\
-<th scope="col">Currency</th><th scope="col">Posted</th></tr></thead>
+    : html`<table class="stack"><thead><tr><th scope="col">Entry</th><th scope="col" class="num">Amount</th><th \
+scope="col">Currency</th><th scope="col">Posted</th></tr></thead>
 <tbody>${o.ledger.map(
-        (l) => html`<tr><td data-label="Entry">${l.entryType}</td>\
-<td data-label="Amount" class="num mono">${l.amount}</td><td data-label="Currency">${l.currency}</td>\
-<td data-label="Posted" class="mono">${when(l.createdAt)}</td></tr>`,
+        (l) => html`<tr><td data-label="Entry">${l.entryType}</td><td data-label="Amount" class="num \
+mono">${l.amount}</td><td data-label="Currency">${l.currency}</td><td data-label="Posted" \
+class="mono">${when(l.createdAt)}</td></tr>`,
       )}</tbody></table>`
 }
 ${openReviews.length > 0 ? html`<h2>Open reviews</h2>${openReviews.map((r) => reviewCard(r, viewer, back))}` : ''}
 <h2>Timeline</h2>
 ${replayForms(o, viewer)}
 ${timelineTable(o.timeline)}
-<p>\
-<a href="/reviews?status=resolved&amp;merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}">Closed reviews of this \
-order</a> · <a href="/audit?target=${encodeURIComponent(`order:${o.merchantOrderNo}`)}">Audit of this order</a></p>`;
+<p><a href="/reviews?status=resolved&amp;merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}">Closed reviews of \
+this order</a> · <a href="/audit?target=${encodeURIComponent(`order:${o.merchantOrderNo}`)}">Audit of this order</a>\
+</p>`;
 }

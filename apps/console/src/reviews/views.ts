@@ -39,9 +39,8 @@ forged: platform never had this order"></label>
 <h2 id="review-${r.id}-title">Review ${r.id} ${status(r.status)} <code>${r.reasonCode}</code></h2>
 <p>${r.reason}</p>
 <dl class="facts">
-<dt>Order</dt><dd>\
-<a href="${orderHref(r.merchantOrderNo)}">${r.merchantOrderNo}</a> · platform <code>${r.orderNo}</code> · ${r.kind} \
-state ${r.state}</dd>
+<dt>Order</dt><dd><a href="${orderHref(r.merchantOrderNo)}">${r.merchantOrderNo}</a> · platform \
+<code>${r.orderNo}</code> · ${r.kind} state ${r.state}</dd>
 <dt>Opened</dt><dd>${when(r.createdAt)}${r.occurrences > 1 ? html` · landed here ${r.occurrences} times` : ''}</dd>
 ${r.closedAt ? html`<dt>Closed</dt><dd>${when(r.closedAt)}</dd>` : ''}
 ${r.note ? html`<dt>Note</dt><dd>${r.note}</dd>` : ''}
@@ -60,8 +59,8 @@ function eventsTable(r: ReviewView): Html {
 <thead><tr><th>First seen</th><th>Amount claimed</th><th>State</th><th>Copies</th><th>Finding</th></tr></thead>
 <tbody>${r.events.map(
     (e) =>
-      html`<tr><td>${when(e.firstSeenAt)}</td><td class="num">${e.fiatAmount ?? '—'}</td><td>${e.state ?? '—'}</td>\
-<td class="num">${e.seen}</td><td><code>${e.reasonCode}</code> ${e.reason}</td></tr>`,
+      html`<tr><td>${when(e.firstSeenAt)}</td><td class="num">${e.fiatAmount ?? '—'}</td><td>${e.state ?? '—'}</td><td \
+class="num">${e.seen}</td><td><code>${e.reasonCode}</code> ${e.reason}</td></tr>`,
   )}</tbody>
 </table>`;
 }
@@ -92,13 +91,7 @@ export function reviewsInbox(list: ReviewList, filter: ReviewFilter, viewer: Ope
 once if it now confirms; dismiss closes a review without crediting.</p>
 <form class="inline" method="get" action="/reviews" role="search">
 <label>Status <select name="status">${STATUSES.map(
-    (s) =>
-      html`<option value="${s}"${
-        filter.status === s
-          ? html` \
-selected`
-          : ''
-      }>${s}</option>`,
+    (s) => html`<option value="${s}"${filter.status === s ? html` selected` : ''}>${s}</option>`,
   )}</select></label>
 <label>Merchant order no. <input name="merchantOrderNo" value="${filter.merchantOrderNo ?? ''}" size="20"></label>
 <button type="submit">Filter</button>
@@ -106,17 +99,11 @@ selected`
 ${
   list.reviews.length === 0
     ? html`<p>No ${filter.status ?? ''} reviews${
-        filter.merchantOrderNo
-          ? html` \
-for ${filter.merchantOrderNo}`
-          : ''
+        filter.merchantOrderNo ? html` for ${filter.merchantOrderNo}` : ''
       }.</p>`
     : list.reviews.map((r) => reviewCard(r, viewer, back))
 }
 ${
-  list.nextBefore !== null
-    ? html`<p class="pager"><a href="/reviews?${next.toString()}">Older reviews →</a>\
-</p>`
-    : ''
+  list.nextBefore !== null ? html`<p class="pager"><a href="/reviews?${next.toString()}">Older reviews →</a></p>` : ''
 }`;
 }

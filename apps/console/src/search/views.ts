@@ -20,8 +20,8 @@ maxlength="64" placeholder="our order no. or the platform's"></label>
 </form>
 ${
   waiting
-    ? html`<h2>What waits</h2>${countsLine(waiting)}<p class="muted">Each is a list: failed callbacks can be \
-dry-run and replayed from theirs, retrying and waiting ones run now.</p>`
+    ? html`<h2>What waits</h2>${countsLine(waiting)}<p class="muted">Each is a list: failed callbacks can be dry-run \
+and replayed from theirs, retrying and waiting ones run now.</p>`
     : ''
 }
 ${
@@ -43,13 +43,13 @@ number).</p>${timelineTable(found.timeline)}`
 /** Said only when Get order is held back: the fleet's breaker is open, or the fleet asks beyond PLATFORM_MAX_RPS. */
 function platformNotice(p: FleetState): Html | '' {
   if (p.breakerOpen) {
-    return html`<p class="flash flash-error" role="status">\
-<strong>Platform breaker open:</strong> Get order failed repeatedly, so callbacks wait
+    return html`<p class="flash flash-error" role="status"><strong>Platform breaker open:</strong> Get order failed \
+repeatedly, so callbacks wait
 (they are not lost) while the workers probe the platform a few times a second; they resume once it answers.</p>`;
   }
   if (p.throttled) {
-    return html`<p class="flash flash-error" role="status">\
-<strong>Platform throttled:</strong> the workers ask Get order faster than
+    return html`<p class="flash flash-error" role="status"><strong>Platform throttled:</strong> the workers ask Get \
+order faster than
 PLATFORM_MAX_RPS allows, so callbacks wait their turn (a backlog drains at that rate).</p>`;
   }
   return '';

@@ -32,7 +32,9 @@ export const auditFilterSchema = z.strictObject({
     .enum(['hide', 'show', 'only'])
     .default('hide')
     .describe(
-      "Rows of `service` clients (the shop registering orders): hidden by default so that people's actions stand out; `show` adds them, `only` lists them alone. Ignored with `operator` (that name's rows are listed whatever its role)",
+      "Rows of `service` clients (the shop registering orders): hidden by default so that people's actions " +
+        "stand out; `show` adds them, `only` lists them alone. Ignored with `operator` (that name's rows are " +
+        'listed whatever its role)',
     ),
   before: z.coerce
     .number()

@@ -30,7 +30,8 @@ export const callbackFilterSchema = z.strictObject({
     .union([z.enum(ARRIVAL_STATUSES), z.array(z.enum(ARRIVAL_STATUSES)).min(1).max(ARRIVAL_STATUSES.length)])
     .optional()
     .describe(
-      'Where the callback is: active, waiting, retrying, failed (for good), applied, duplicate, review; several: any of them (repeat the parameter)',
+      'Where the callback is: active, waiting, retrying, failed (for good), applied, duplicate, review; ' +
+        'several: any of them (repeat the parameter)',
     ),
   kind: z.enum(['payin', 'payout']).optional(),
   code: z

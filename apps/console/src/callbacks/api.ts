@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf, type FoundJob } from '../orders/timeline.ts';
 import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks } from './queries.ts';
 import { errorBodySchema } from '../web/api-schemas.ts';
+import { iso } from '../web/format.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
 
 /** Options of {@link callbacksRoutes}. */
@@ -13,8 +14,6 @@ export interface CallbacksDeps {
   /** The callbacks queue; when given and `orderNo` is asked, the jobs of that order are listed too. */
   queue?: Queue;
 }
-
-const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 const receiptSchema = z.object({
   orderNo: z.string(),

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { GET_ORDER_PATH, GET_PAYMENT_METHODS_PATH } from '@mcb/core/platform';
 
 /** What the fake Get order answers for one merchant order number. */
 export interface FakeOrder {
@@ -55,14 +56,14 @@ export interface FakePlatform {
 
 /** Options of {@link startFakePlatform}. */
 export interface FakePlatformOptions {
-  /** Path of Get order. @defaultValue '/api/open/order/getOrder' */
+  /** Path of Get order. @defaultValue GET_ORDER_PATH (`/api/open/order/getOrder`) */
   getOrderPath?: string;
   /** What getPaymentMethods serves (its `data.currencies`). @defaultValue none: the route answers 404 */
   currencies?: readonly { currency: string }[];
 }
 
 export async function startFakePlatform(options: FakePlatformOptions | string = {}): Promise<FakePlatform> {
-  const { getOrderPath: path = '/api/open/order/getOrder', currencies } =
+  const { getOrderPath: path = GET_ORDER_PATH, currencies } =
     typeof options === 'string' ? { getOrderPath: options } : options;
   const catalog: FakePlatform['catalog'] = { mode: { kind: 'ok' }, requests: [] };
   const orders = new Map<string, FakeOrder>();
@@ -83,7 +84,7 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
         res.writeHead(status, { 'content-type': type });
         res.end(text);
       };
-      if (currencies && req.method === 'POST' && req.url === '/api/open/order/getPaymentMethods') {
+      if (currencies && req.method === 'POST' && req.url === GET_PAYMENT_METHODS_PATH) {
         let asked: Record<string, string> = {};
         try {
           asked = (body ? JSON.parse(body) : {}) as Record<string, string>;

@@ -28,16 +28,14 @@ async function acknowledgeAndCrash(
     // 1. N callbacks, CONCURRENCY at a time; every one must be acknowledged.
     for (let i = 0; i < N; i += CONCURRENCY) {
       const replies = await Promise.all(
-        bodies
-          .slice(i, i + CONCURRENCY)
-          .map((payload) =>
-            ingest!.app.inject({
-              method: 'POST',
-              url: '/callbacks',
-              headers: { 'content-type': 'application/json' },
-              payload,
-            }),
-          ),
+        bodies.slice(i, i + CONCURRENCY).map((payload) =>
+          ingest!.app.inject({
+            method: 'POST',
+            url: '/callbacks',
+            headers: { 'content-type': 'application/json' },
+            payload,
+          }),
+        ),
       );
       for (const r of replies) expect([r.statusCode, r.body]).toEqual([200, 'success']);
     }

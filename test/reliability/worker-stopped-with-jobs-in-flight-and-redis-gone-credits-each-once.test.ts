@@ -47,15 +47,13 @@ describe('a worker stopped with jobs in flight while Redis is gone', () => {
       for (let i = 0; i < COMMITTED + WAITING; i++) {
         const merchantOrderNo = `FS-${run}-${i < COMMITTED ? 'c' : 'w'}-${i}`;
         const orderNo = `P${merchantOrderNo}`;
-        await env.db.db
-          .insert(orders)
-          .values({
-            merchantOrderNo,
-            kind: 'payin',
-            amount: '12.50',
-            currency: 'PHP',
-            requestHash: `t-${merchantOrderNo}`,
-          });
+        await env.db.db.insert(orders).values({
+          merchantOrderNo,
+          kind: 'payin',
+          amount: '12.50',
+          currency: 'PHP',
+          requestHash: `t-${merchantOrderNo}`,
+        });
         platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '"12.50"' }));
         events.push(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '12.50' }));
       }

@@ -152,16 +152,14 @@ describe('GET /api/orders/{merchantOrderNo}', () => {
       })
       .returning();
     const creditedAt = new Date('2026-01-02T03:04:05.000Z');
-    await env.db.db
-      .insert(ledgerEntries)
-      .values({
-        orderId: order!.id,
-        entryType: 'payin_credit',
-        amount: '250.00',
-        currency: 'PHP',
-        receiptId: receipt!.id,
-        createdAt: creditedAt,
-      });
+    await env.db.db.insert(ledgerEntries).values({
+      orderId: order!.id,
+      entryType: 'payin_credit',
+      amount: '250.00',
+      currency: 'PHP',
+      receiptId: receipt!.id,
+      createdAt: creditedAt,
+    });
     const reviewedAt = new Date('2026-01-02T04:00:00.000Z');
     const event = { orderNo: 'P-777', state: 6 };
     await env.db.db.insert(reviews).values([

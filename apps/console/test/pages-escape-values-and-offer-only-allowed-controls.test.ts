@@ -33,16 +33,14 @@ beforeAll(async () => {
     })
     .returning();
   reviewId = row!.id;
-  await env.db.db
-    .insert(operatorActions)
-    .values({
-      operator: 'ada.admin@example.com',
-      role: 'admin',
-      action: 'reviews.dismiss',
-      target: `review:${reviewId}`,
-      reason: EVIL_TEXT,
-      outcome: 'failed:REVIEW_NOT_OPEN',
-    });
+  await env.db.db.insert(operatorActions).values({
+    operator: 'ada.admin@example.com',
+    role: 'admin',
+    action: 'reviews.dismiss',
+    target: `review:${reviewId}`,
+    reason: EVIL_TEXT,
+    outcome: 'failed:REVIEW_NOT_OPEN',
+  });
 });
 afterAll(async () => {
   await c?.close();

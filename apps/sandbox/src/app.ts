@@ -118,13 +118,11 @@ export async function buildApp(opts: SandboxOptions): Promise<FastifyInstance> {
     if (isAppError(err)) {
       const status = STATUS[err.code] ?? 500;
       if (status >= 500) req.log.error({ err }, 'sandbox error');
-      return reply
-        .code(status)
-        .send({
-          error: err.code,
-          message: status >= 500 ? 'internal error' : err.message,
-          details: status >= 500 ? undefined : err.details,
-        });
+      return reply.code(status).send({
+        error: err.code,
+        message: status >= 500 ? 'internal error' : err.message,
+        details: status >= 500 ? undefined : err.details,
+      });
     }
     const e = coerceError(err);
     const status = (err as { statusCode?: number }).statusCode;

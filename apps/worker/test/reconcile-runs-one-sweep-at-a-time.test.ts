@@ -81,16 +81,14 @@ beforeAll(async () => {
   // Three pending orders that Get order reports not final: every sweep looks them up and leaves them.
   for (let i = 0; i < 3; i++) {
     const no = `PO-${uid()}`;
-    await env.db.db
-      .insert(orders)
-      .values({
-        merchantOrderNo: no,
-        kind: 'payout',
-        amount: '5',
-        currency: 'PHP',
-        requestHash: `t-${no}`,
-        createdAt: sql`now() - interval '1 hour'`,
-      });
+    await env.db.db.insert(orders).values({
+      merchantOrderNo: no,
+      kind: 'payout',
+      amount: '5',
+      currency: 'PHP',
+      requestHash: `t-${no}`,
+      createdAt: sql`now() - interval '1 hour'`,
+    });
     fake.setOrder(platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payout', state: 1, amountJson: '5' }));
   }
 });

@@ -119,13 +119,11 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
     if (!action) {
       if (req.method === 'GET' || req.method === 'HEAD') return;
       // An allowed route with no action of ours would be an allow-list bug: refuse rather than act unrecorded.
-      return reply
-        .code(403)
-        .send({
-          code: ErrorCodes.FORBIDDEN,
-          message: 'this dashboard action is not recorded, so it is refused',
-          requestId: req.id,
-        });
+      return reply.code(403).send({
+        code: ErrorCodes.FORBIDDEN,
+        message: 'this dashboard action is not recorded, so it is refused',
+        requestId: req.id,
+      });
     }
     // Refusals are sent from the hook: bull-board's own error handler would turn a thrown error into a 500.
     let auth: Authorized;

@@ -43,42 +43,15 @@ const TONE: Record<TimelineEntry['event'], string> = {
 /** The timeline as a table, oldest first: what arrived, each attempt, and what it did to the ledger. */
 export function timelineTable(entries: readonly TimelineEntry[]): Html {
   if (entries.length === 0) return html`<p>No callback for this order has been recorded yet.</p>`;
-  return html`<table class="stack">
-    <caption class="muted">
-      Oldest first. Times in UTC.
-    </caption>
-    <thead>
-      <tr>
-        <th scope="col">When</th>
-        <th scope="col">What</th>
-        <th scope="col">Platform order · state</th>
-        <th scope="col">Job · attempt</th>
-        <th scope="col">Code</th>
-        <th scope="col">Detail</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${entries.map(
-        (e) =>
-          html`<tr>
-            <td data-label="When" class="mono">${when(e.at)}</td>
-            <td data-label="What">
-              <span class="status status-${TONE[e.event]}">${EVENT_LABELS[e.event] ?? e.event}</span>
-            </td>
-            <td data-label="Platform order · state" class="mono">
-              ${e.orderNo ?? '—'}${e.state !== null ? html` · ${e.state}` : ''}
-            </td>
-            <td data-label="Job · attempt" class="mono">
-              ${e.jobId ? html`<a href="/queues/queue/callbacks/${encodeURIComponent(e.jobId)}">${e.jobId}</a>` : '—'}${e.attempt !== null ? html` · #${e.attempt}` : ''}
-            </td>
-            <td data-label="Code">${e.code ? html`<code>${e.code}</code>` : ''}</td>
-            <td data-label="Detail">
-              ${e.detail}${e.link ? html` <a href="${e.link}">${e.source === 'replay' ? 'the replay' : 'audit'}</a>` : ''}
-            </td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  return html`<table class="stack"><caption class="muted">Oldest first. Times in UTC.</caption>
+<thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Platform order · state</th><th scope="col">Job · attempt</th><th scope="col">Code</th><th scope="col">Detail</th></tr></thead>
+<tbody>${entries.map(
+    (
+      e,
+    ) => html`<tr><td data-label="When" class="mono">${when(e.at)}</td><td data-label="What"><span class="status status-${TONE[e.event]}">${EVENT_LABELS[e.event] ?? e.event}</span></td>
+<td data-label="Platform order · state" class="mono">${e.orderNo ?? '—'}${e.state !== null ? html` · ${e.state}` : ''}</td><td data-label="Job · attempt" class="mono">${e.jobId ? html`<a href="/queues/queue/callbacks/${encodeURIComponent(e.jobId)}">${e.jobId}</a>` : '—'}${e.attempt !== null ? html` · #${e.attempt}` : ''}</td>
+<td data-label="Code">${e.code ? html`<code>${e.code}</code>` : ''}</td><td data-label="Detail">${e.detail}${e.link ? html` <a href="${e.link}">${e.source === 'replay' ? 'the replay' : 'audit'}</a>` : ''}</td></tr>`,
+  )}</tbody></table>`;
 }
 
 /** The platform's number: ours once a callback applied, else the one its callbacks name (not applied yet). */
@@ -136,84 +109,36 @@ function replayForms(o: OrderDetail, viewer: Operator): Html | string {
   const failed = o.jobs.filter((j) => j.state === 'failed');
   if (failed.length === 0) return '';
   if (!can(viewer.role, 'queue.retry'))
-    return html`<p class="muted">
-      ${failed.length} job(s) of this order failed for good; replaying needs the role operator (you are ${viewer.role}).
-    </p>`;
-  return html`<div class="actions">
-    ${failed.map(
-      (j) =>
-        html`<form
-          class="inline"
-          method="post"
-          action="/orders/${encodeURIComponent(o.merchantOrderNo)}/jobs/${encodeURIComponent(j.jobId)}/replay"
-        >
-          <label
-            >Why replay job <span class="mono">${j.jobId}</span> (failed after ${j.attemptsMade} attempts)?
-            <input
-              name="reason"
-              required
-              maxlength="2000"
-              size="40"
-              placeholder="e.g. platform back up after the outage"
-          /></label>
-          <button class="primary" type="submit">Replay this job</button>
-        </form>`,
-    )}
-  </div>`;
+    return html`<p class="muted">${failed.length} job(s) of this order failed for good; replaying needs the role operator (you are ${viewer.role}).</p>`;
+  return html`<div class="actions">${failed.map(
+    (
+      j,
+    ) => html`<form class="inline" method="post" action="/orders/${encodeURIComponent(o.merchantOrderNo)}/jobs/${encodeURIComponent(j.jobId)}/replay">
+<label>Why replay job <span class="mono">${j.jobId}</span> (failed after ${j.attemptsMade} attempts)? <input name="reason" required maxlength="2000" size="40" placeholder="e.g. platform back up after the outage"></label>
+<button class="primary" type="submit">Replay this job</button></form>`,
+  )}</div>`;
 }
 
 /** The order page: facts and amounts, the ledger, its reviews (with their actions), and the timeline. */
 export function orderPage(o: OrderDetail, openReviews: readonly ReviewView[], viewer: Operator, back: string): Html {
   return html`<h1>Order <span class="mono">${o.merchantOrderNo}</span> ${status(o.status)}</h1>
-    <p class="customer-line" id="customer-line"><strong>For the customer:</strong> ${customerLine(o)}</p>
-    <dl class="facts">
-      <dt>Kind</dt>
-      <dd>${o.kind}</dd>
-      <dt>Amount</dt>
-      <dd class="mono">${o.amount} ${o.currency}</dd>
-      <dt>Platform order</dt>
-      <dd class="mono">${platformOrderOf(o)}</dd>
-      <dt>Open review</dt>
-      <dd>${o.review ? html`${o.review.reason} (since ${when(o.review.at)})` : 'none'}</dd>
-    </dl>
-    <h2>Ledger</h2>
-    ${
-      o.ledger.length === 0
-        ? html`<p>${nothingPosted(o)}</p>`
-        : html`<table class="stack">
-            <thead>
-              <tr>
-                <th scope="col">Entry</th>
-                <th scope="col" class="num">Amount</th>
-                <th scope="col">Currency</th>
-                <th scope="col">Posted</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${o.ledger.map(
-                (l) =>
-                  html`<tr>
-                    <td data-label="Entry">${l.entryType}</td>
-                    <td data-label="Amount" class="num mono">${l.amount}</td>
-                    <td data-label="Currency">${l.currency}</td>
-                    <td data-label="Posted" class="mono">${when(l.createdAt)}</td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>`
-    }
-    ${
-      openReviews.length > 0
-        ? html`<h2>Open reviews</h2>
-            ${openReviews.map((r) => reviewCard(r, viewer, back))}`
-        : ''
-    }
-    <h2>Timeline</h2>
-    ${replayForms(o, viewer)} ${timelineTable(o.timeline)}
-    <p>
-      <a href="/reviews?status=resolved&amp;merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}"
-        >Closed reviews of this order</a
-      >
-      · <a href="/audit?target=${encodeURIComponent(`order:${o.merchantOrderNo}`)}">Audit of this order</a>
-    </p>`;
+<p class="customer-line" id="customer-line"><strong>For the customer:</strong> ${customerLine(o)}</p>
+<dl class="facts">
+<dt>Kind</dt><dd>${o.kind}</dd>
+<dt>Amount</dt><dd class="mono">${o.amount} ${o.currency}</dd>
+<dt>Platform order</dt><dd class="mono">${platformOrderOf(o)}</dd>
+<dt>Open review</dt><dd>${o.review ? html`${o.review.reason} (since ${when(o.review.at)})` : 'none'}</dd>
+</dl>
+<h2>Ledger</h2>
+${
+  o.ledger.length === 0
+    ? html`<p>${nothingPosted(o)}</p>`
+    : html`<table class="stack"><thead><tr><th scope="col">Entry</th><th scope="col" class="num">Amount</th><th scope="col">Currency</th><th scope="col">Posted</th></tr></thead>
+<tbody>${o.ledger.map((l) => html`<tr><td data-label="Entry">${l.entryType}</td><td data-label="Amount" class="num mono">${l.amount}</td><td data-label="Currency">${l.currency}</td><td data-label="Posted" class="mono">${when(l.createdAt)}</td></tr>`)}</tbody></table>`
+}
+${openReviews.length > 0 ? html`<h2>Open reviews</h2>${openReviews.map((r) => reviewCard(r, viewer, back))}` : ''}
+<h2>Timeline</h2>
+${replayForms(o, viewer)}
+${timelineTable(o.timeline)}
+<p><a href="/reviews?status=resolved&amp;merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}">Closed reviews of this order</a> · <a href="/audit?target=${encodeURIComponent(`order:${o.merchantOrderNo}`)}">Audit of this order</a></p>`;
 }

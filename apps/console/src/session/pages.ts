@@ -29,18 +29,10 @@ export function safeNext(next: unknown): string {
  */
 function barePage(title: string, body: Html): string {
   return html`<!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <title>${title} · Merchant console</title>
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <link rel="stylesheet" href="/assets/console.css" />
-        <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml" />
-      </head>
-      <body>
-        <main id="main" class="bare">${body}</main>
-      </body>
-    </html>`.value;
+<html lang="en"><head><meta charset="utf-8"><title>${title} · Merchant console</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/assets/console.css"><link rel="icon" href="/assets/favicon.svg" type="image/svg+xml"></head>
+<body><main id="main" class="bare">${body}</main></body></html>`.value;
 }
 
 /** The login form; `error` says why the last attempt failed. */
@@ -48,13 +40,13 @@ export function loginPage(next: string, error?: string): string {
   return barePage(
     'Log in',
     html`<h1>Merchant console</h1>
-      ${error ? html`<p class="flash flash-error" role="alert">${error}</p>` : ''}
-      <form class="login" method="post" action="/login">
-        <label for="token">Your token (from your admin; CONSOLE_TOKEN signs in as admin)</label>
-        <input id="token" name="token" type="password" autocomplete="current-password" required autofocus />
-        <input type="hidden" name="next" value="${next}" />
-        <button class="primary" type="submit">Log in</button>
-      </form>`,
+${error ? html`<p class="flash flash-error" role="alert">${error}</p>` : ''}
+<form class="login" method="post" action="/login">
+<label for="token">Your token (from your admin; CONSOLE_TOKEN signs in as admin)</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+<input type="hidden" name="next" value="${next}">
+<button class="primary" type="submit">Log in</button>
+</form>`,
   );
 }
 
@@ -62,7 +54,6 @@ export function loginPage(next: string, error?: string): string {
 export function loginRequiredPage(next: string): string {
   return barePage(
     'Log in first',
-    html`<h1>401: log in first</h1>
-      <p><a id="login" href="/login?next=${encodeURIComponent(next)}">Log in to the console</a></p>`,
+    html`<h1>401: log in first</h1><p><a id="login" href="/login?next=${encodeURIComponent(next)}">Log in to the console</a></p>`,
   );
 }

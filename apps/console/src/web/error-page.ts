@@ -6,9 +6,7 @@ import { layout } from './layout.ts';
 export function errorPage(status: number, code: string, message: string, requestId: string, operator?: Operator): Html {
   return layout(
     { title: `${status} ${code}`, operator },
-    html`<h1>${status}: ${code}</h1>
-      <p>${message}</p>
-      <p class="muted">Request <code>${requestId}</code> (quote it when asking for help).</p>
-      <p><a href="/search">Search</a> · <a href="/reviews">Reviews</a></p>`,
+    html`<h1>${status}: ${code}</h1><p>${message}</p><p class="muted">Request <code>${requestId}</code> (quote it when asking for help).</p>
+<p><a href="/search">Search</a> · <a href="/reviews">Reviews</a></p>`,
   );
 }

@@ -31,42 +31,18 @@ export interface PageFrame {
  */
 export function layout(frame: PageFrame, body: Html): Html {
   const nav = NAV.map(
-    (n) => html`<li><a href="${n.href}" ${n.area === frame.area ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
+    (n) => html`<li><a href="${n.href}"${n.area === frame.area ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
   );
   return html`<!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <title>${frame.title} · Merchant console</title>
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <link rel="stylesheet" href="/assets/console.css" />
-        <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml" />
-      </head>
-      <body>
-        <a class="skip" href="#main">Skip to content</a>
-        <header>
-          <nav aria-label="Console">
-            <strong class="brand">Merchant console</strong>
-            <ul>
-              ${nav}
-            </ul>
-          </nav>
-          ${
-            frame.operator
-              ? html`<form class="who" method="post" action="/logout">
-                  <span
-                    >${frame.operator.name}
-                    <span class="role role-${frame.operator.role}">${frame.operator.role}</span></span
-                  >
-                  <button type="submit">Log out</button>
-                </form>`
-              : ''
-          }
-        </header>
-        <main id="main">
-          ${frame.flash ? html`<p class="flash flash-${frame.flash.kind}" role="${frame.flash.kind === 'error' ? 'alert' : 'status'}">${frame.flash.text}</p>` : ''}
-          ${body}
-        </main>
-      </body>
-    </html>`;
+<html lang="en"><head><meta charset="utf-8"><title>${frame.title} · Merchant console</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/assets/console.css"><link rel="icon" href="/assets/favicon.svg" type="image/svg+xml"></head>
+<body><a class="skip" href="#main">Skip to content</a>
+<header><nav aria-label="Console"><strong class="brand">Merchant console</strong><ul>${nav}</ul></nav>
+${frame.operator ? html`<form class="who" method="post" action="/logout"><span>${frame.operator.name} <span class="role role-${frame.operator.role}">${frame.operator.role}</span></span> <button type="submit">Log out</button></form>` : ''}
+</header>
+<main id="main">
+${frame.flash ? html`<p class="flash flash-${frame.flash.kind}" role="${frame.flash.kind === 'error' ? 'alert' : 'status'}">${frame.flash.text}</p>` : ''}
+${body}
+</main></body></html>`;
 }

@@ -10,17 +10,15 @@ import type { JobsOptions } from 'bullmq';
 export async function releasedPayins(env: TestEnv, platform: FakePlatform, tag: string, n: number): Promise<string[]> {
   const run = uid();
   const nos = Array.from({ length: n }, (_, i) => `${tag}-${run}-${i}`);
-  await env.db.db
-    .insert(orders)
-    .values(
-      nos.map((no) => ({
-        merchantOrderNo: no,
-        kind: 'payin' as const,
-        amount: '10',
-        currency: 'PHP',
-        requestHash: `t-${no}`,
-      })),
-    );
+  await env.db.db.insert(orders).values(
+    nos.map((no) => ({
+      merchantOrderNo: no,
+      kind: 'payin' as const,
+      amount: '10',
+      currency: 'PHP',
+      requestHash: `t-${no}`,
+    })),
+  );
   for (const no of nos)
     platform.setOrder(
       platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '10' }),

@@ -38,6 +38,7 @@ const schema = z.object({
 type ConfigValues = z.output<typeof schema>;
 export type Config = Readonly<ConfigValues> & { readonly role: AppRole };
 
+/** Variables a role cannot start without. */
 const REQUIRED: Record<AppRole, readonly (keyof ConfigValues)[]> = {
   ingest: ['MERCHANT_NO', 'MERCHANT_PRIVATE_KEY_FILE'],
   worker: ['MERCHANT_NO', 'PLATFORM_BASE_URL'],
@@ -110,7 +111,10 @@ function describeIssues(issues: readonly z.core.$ZodIssue[], env: Record<string,
   });
 }
 
-/** The problems of a parsed environment beyond each variable's own: required ones unset, cross checks. */
+/**
+ * `problems` (each variable's own, from the parse) followed by what the role adds: required variables unset, the
+ * checks across variables, and the pairs of which the role needs one.
+ */
 function roleProblems(
   values: ConfigValues | undefined,
   env: Record<string, string | undefined>,

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GET_ORDER_PATH, GET_PAYMENT_METHODS_PATH } from '@mcb/core/platform';
 
@@ -62,42 +62,87 @@ export interface FakePlatformOptions {
   currencies?: readonly { currency: string }[];
 }
 
+/** Sends one reply: status, body, content type (JSON unless said). */
+type Send = (status: number, text: string, type?: string) => void;
+
+/** What Get order answers per merchant order number, as the test scripted it. */
+interface Scripted {
+  orders: Map<string, FakeOrder>;
+  failures: Map<string, { count: number; status: number }>;
+  refusals: Map<string, { code: number; message: string }>;
+  /** Maintenance pages still to serve. */
+  pages: Map<string, number>;
+}
+
+/** getPaymentMethods: the catalog filtered by `currencyType`, or the scripted failure. */
+function serveCatalog(
+  catalog: FakePlatform['catalog'],
+  currencies: readonly { currency: string }[],
+  body: string,
+  send: Send,
+  res: ServerResponse,
+): void {
+  let asked: Record<string, string> = {};
+  try {
+    asked = (body ? JSON.parse(body) : {}) as Record<string, string>;
+  } catch {
+    return send(400, '{"code":400,"message":"bad json"}');
+  }
+  catalog.requests.push(asked);
+  const mode = catalog.mode;
+  if (mode.kind === 'http') return void res.writeHead(mode.status).end('unavailable');
+  if (mode.kind === 'code') return send(200, JSON.stringify({ code: mode.code, message: mode.message, data: null }));
+  const listed = currencies.filter((c) => !asked.currencyType || c.currency === asked.currencyType);
+  return send(200, JSON.stringify({ code: 0, message: 'success', data: { currencies: listed } }));
+}
+
+/** Get order's answer for one order: a maintenance page, a scripted failure or refusal, the order, or not found. */
+function answerGetOrder(scripted: Scripted, merchantOrderNo: string, send: Send): void {
+  const page = scripted.pages.get(merchantOrderNo) ?? 0;
+  if (page > 0) {
+    scripted.pages.set(merchantOrderNo, page - 1);
+    return send(
+      200,
+      '<!doctype html><html><body><h1>Down for maintenance</h1></body></html>',
+      'text/html; charset=utf-8',
+    );
+  }
+  const failure = scripted.failures.get(merchantOrderNo);
+  if (failure && failure.count > 0) {
+    failure.count -= 1;
+    return send(failure.status, '{"code":500,"message":"scripted failure"}');
+  }
+  const refusal = scripted.refusals.get(merchantOrderNo);
+  if (refusal) return send(200, JSON.stringify({ code: refusal.code, message: refusal.message, data: null }));
+  const o = scripted.orders.get(merchantOrderNo);
+  if (!o) return send(200, '{"code":40404,"message":"order not found","data":null}');
+  const { amountJson, ...rest } = o;
+  const data = JSON.stringify(rest).slice(0, -1) + `,"amount":${amountJson}}`;
+  send(200, `{"code":0,"message":"success","data":${data}}`);
+}
+
 export async function startFakePlatform(options: FakePlatformOptions | string = {}): Promise<FakePlatform> {
   const { getOrderPath: path = GET_ORDER_PATH, currencies } =
     typeof options === 'string' ? { getOrderPath: options } : options;
   const catalog: FakePlatform['catalog'] = { mode: { kind: 'ok' }, requests: [] };
-  const orders = new Map<string, FakeOrder>();
-  const failures = new Map<string, { count: number; status: number }>();
-  const refusals = new Map<string, { code: number; message: string }>();
+  const scripted: Scripted = { orders: new Map(), failures: new Map(), refusals: new Map(), pages: new Map() };
+  const { orders, failures, refusals, pages } = scripted;
   const hits = new Map<string, number>();
   const arrivals: number[] = [];
   let delayMs = 0;
   let outage: number | undefined;
-  const pages = new Map<string, number>();
   let held: { count: number; release: Array<() => void> } | undefined;
   const holds: { accepts: (merchantOrderNo: string) => boolean; waiting: (() => void)[] }[] = [];
   const server: Server = createServer((req, res) => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
     req.on('end', () => {
-      let send = (status: number, text: string, type = 'application/json') => {
+      let send: Send = (status, text, type = 'application/json') => {
         res.writeHead(status, { 'content-type': type });
         res.end(text);
       };
       if (currencies && req.method === 'POST' && req.url === GET_PAYMENT_METHODS_PATH) {
-        let asked: Record<string, string> = {};
-        try {
-          asked = (body ? JSON.parse(body) : {}) as Record<string, string>;
-        } catch {
-          return send(400, '{"code":400,"message":"bad json"}');
-        }
-        catalog.requests.push(asked);
-        const mode = catalog.mode;
-        if (mode.kind === 'http') return void res.writeHead(mode.status).end('unavailable');
-        if (mode.kind === 'code')
-          return send(200, JSON.stringify({ code: mode.code, message: mode.message, data: null }));
-        const listed = currencies.filter((c) => !asked.currencyType || c.currency === asked.currencyType);
-        return send(200, JSON.stringify({ code: 0, message: 'success', data: { currencies: listed } }));
+        return serveCatalog(catalog, currencies, body, send, res);
       }
       if (req.method !== 'POST' || req.url !== path) return send(404, '{"code":404,"message":"no such route"}');
       let merchantOrderNo = '';
@@ -124,33 +169,10 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
       }
       if (outage !== undefined) return send(outage, '{"code":503,"message":"platform outage"}');
       const hold = holds.find((h) => h.accepts(merchantOrderNo));
-      if (hold) return void hold.waiting.push(() => answer(merchantOrderNo, send));
-      answer(merchantOrderNo, send);
+      if (hold) return void hold.waiting.push(() => answerGetOrder(scripted, merchantOrderNo, send));
+      answerGetOrder(scripted, merchantOrderNo, send);
     });
   });
-  const answer = (merchantOrderNo: string, send: (status: number, text: string, type?: string) => void) => {
-    const page = pages.get(merchantOrderNo) ?? 0;
-    if (page > 0) {
-      pages.set(merchantOrderNo, page - 1);
-      return send(
-        200,
-        '<!doctype html><html><body><h1>Down for maintenance</h1></body></html>',
-        'text/html; charset=utf-8',
-      );
-    }
-    const failure = failures.get(merchantOrderNo);
-    if (failure && failure.count > 0) {
-      failure.count -= 1;
-      return send(failure.status, '{"code":500,"message":"scripted failure"}');
-    }
-    const refusal = refusals.get(merchantOrderNo);
-    if (refusal) return send(200, JSON.stringify({ code: refusal.code, message: refusal.message, data: null }));
-    const o = orders.get(merchantOrderNo);
-    if (!o) return send(200, '{"code":40404,"message":"order not found","data":null}');
-    const { amountJson, ...rest } = o;
-    const data = JSON.stringify(rest).slice(0, -1) + `,"amount":${amountJson}}`;
-    send(200, `{"code":0,"message":"success","data":${data}}`);
-  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

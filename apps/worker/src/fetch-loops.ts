@@ -1,4 +1,4 @@
-import type { Worker } from 'bullmq';
+import type { Worker, WorkerListener, WorkerOptions } from 'bullmq';
 
 /**
  * Why one worker process runs several BullMQ Workers on the same queue when its limit adapts.
@@ -13,58 +13,64 @@ import type { Worker } from 'bullmq';
  * fetches of all of them) and each is a fraction as long.
  */
 
-/** Jobs in flight of fetch loop `i` of `n` when the process may run `total`: shares differ by at most one, none below 1. */
+/**
+ * Jobs in flight of fetch loop `i` of `n` when the process may run `total`: shares differ by at most one, none below
+ * 1.
+ */
 export function shareOf(total: number, n: number, i: number): number {
   return Math.max(1, Math.floor(total / n) + (i < total % n ? 1 : 0));
 }
 
-/** The job events of every fetch loop, seen on the first one. */
-const FORWARDED = ['active', 'progress', 'completed', 'failed', 'stalled', 'error'] as const;
-
-/** A BullMQ Worker that stands for itself and the other fetch loops of its process. */
-export type FetchLoopGroup<W extends Worker> = W & {
-  /** Every fetch loop, this one first; their concurrencies add up to the process's jobs in flight. */
-  readonly fetchLoops: readonly W[];
-};
+/** The job events a listener on a {@link FetchLoopGroup} hears from every one of its loops. */
+export type JobEvent = 'active' | 'progress' | 'completed' | 'failed' | 'stalled' | 'error';
 
 /**
- * Make `first` stand for all `loops` (itself first): the other loops' job events are re-emitted on it, and its
- * lifecycle methods (run, waitUntilReady, pause, resume, cancelJob, cancelAllJobs, close, disconnect) act on every loop. With
- * a single loop it is returned as it is.
+ * The fetch loops of one process, owned and acting as one worker (graphile-worker's `Runner`): a listener hears
+ * every loop's job events, and each lifecycle method acts on every loop. The BullMQ Workers stay as BullMQ built
+ * them; nothing of theirs is overwritten.
  */
-export function groupFetchLoops<W extends Worker>(loops: readonly [W, ...W[]]): FetchLoopGroup<W> {
-  const [first, ...others] = loops;
-  const group = Object.assign(first, { fetchLoops: loops });
-  if (others.length === 0) return group;
-  for (const other of others) {
-    for (const event of FORWARDED) {
-      other.on(event, (...args: unknown[]) => (first.emit as (e: string, ...a: unknown[]) => boolean)(event, ...args));
-    }
-  }
-  const own = {
-    run: first.run.bind(first),
-    waitUntilReady: first.waitUntilReady.bind(first),
-    pause: first.pause.bind(first),
-    resume: first.resume.bind(first),
-    cancelJob: first.cancelJob.bind(first),
-    cancelAllJobs: first.cancelAllJobs.bind(first),
-    close: first.close.bind(first),
-    disconnect: first.disconnect.bind(first),
+export interface FetchLoopGroup<D, R> {
+  /** Every fetch loop; their concurrencies add up to the process's jobs in flight. */
+  readonly fetchLoops: readonly Worker<D, R>[];
+  /** The queue's name (as a BullMQ Worker's `name`). */
+  readonly name: string;
+  /** The options the loops were built with (the first loop's: they differ only in their concurrency). */
+  readonly opts: WorkerOptions;
+  /** Listen to a job event of every loop. */
+  on<E extends JobEvent>(event: E, listener: WorkerListener<D, R>[E]): void;
+  /** Stop listening (a listener given to {@link FetchLoopGroup.on}). */
+  off<E extends JobEvent>(event: E, listener: WorkerListener<D, R>[E]): void;
+  /** Start the loops built with `autorun: false`; resolves when they stop. */
+  run(): Promise<void>;
+  waitUntilReady(): Promise<void>;
+  /** Stop fetching; `doNotWaitActive` does not wait for the jobs in progress. */
+  pause(doNotWaitActive?: boolean): Promise<void>;
+  resume(): Promise<void>;
+  /** Abort one job's processor, in whichever loop runs it; false when none does. */
+  cancelJob(jobId: string, reason?: string): boolean;
+  cancelAllJobs(reason?: string): void;
+  /** Stop every loop: waits for the jobs in progress unless `force`. */
+  close(force?: boolean): Promise<void>;
+  /** Drop the loops' connections now. */
+  disconnect(): Promise<void>;
+}
+
+/** Own `loops` (at least one) as one {@link FetchLoopGroup}. */
+export function groupFetchLoops<D, R>(loops: readonly [Worker<D, R>, ...Worker<D, R>[]]): FetchLoopGroup<D, R> {
+  const all = async (act: (loop: Worker<D, R>) => Promise<unknown>) => void (await Promise.all(loops.map(act)));
+  return {
+    fetchLoops: loops,
+    name: loops[0].name,
+    opts: loops[0].opts,
+    on: (event, listener) => loops.forEach((l) => l.on(event, listener)),
+    off: (event, listener) => loops.forEach((l) => l.off(event, listener)),
+    run: () => all((l) => l.run()),
+    waitUntilReady: () => all((l) => l.waitUntilReady()),
+    pause: (doNotWaitActive) => all((l) => l.pause(doNotWaitActive)),
+    resume: () => all((l) => l.resume()),
+    cancelJob: (jobId, reason) => loops.some((l) => l.cancelJob(jobId, reason)),
+    cancelAllJobs: (reason) => loops.forEach((l) => l.cancelAllJobs(reason)),
+    close: (force) => all((l) => l.close(force)),
+    disconnect: () => all((l) => l.disconnect()),
   };
-  first.run = async () => void (await Promise.all([own.run(), ...others.map((o) => o.run())]));
-  first.waitUntilReady = async () =>
-    void (await Promise.all([own.waitUntilReady(), ...others.map((o) => o.waitUntilReady())]));
-  first.pause = async (doNotWaitActive?: boolean) =>
-    void (await Promise.all([own.pause(doNotWaitActive), ...others.map((o) => o.pause(doNotWaitActive))]));
-  first.resume = async () => void (await Promise.all([own.resume(), ...others.map((o) => o.resume())]));
-  first.cancelJob = (jobId: string, reason?: string) =>
-    own.cancelJob(jobId, reason) || others.some((o) => o.cancelJob(jobId, reason));
-  first.cancelAllJobs = (reason?: string) => {
-    own.cancelAllJobs(reason);
-    for (const o of others) o.cancelAllJobs(reason);
-  };
-  first.close = async (force?: boolean) =>
-    void (await Promise.all([own.close(force), ...others.map((o) => o.close(force))]));
-  first.disconnect = async () => void (await Promise.all([own.disconnect(), ...others.map((o) => o.disconnect())]));
-  return group;
 }

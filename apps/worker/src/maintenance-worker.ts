@@ -8,9 +8,15 @@ import { runSweep, type SweepDeps, type SweepReport } from '@mcb/settlement';
 
 /** What {@link createMaintenanceWorker} needs. */
 export interface MaintenanceWorkerDeps extends SweepDeps {
-  /** A `worker`-role Redis connection; the caller closes it after the worker. Also holds the sweep lock when `redis` is it. */
+  /**
+   * A `worker`-role Redis connection; the caller closes it after the worker. Also holds the sweep lock when `redis`
+   * is it.
+   */
   connection: RedisClient;
-  /** Where the worker's and its queue's errors are logged; without it, here, at most one line per 10 s each. @defaultValue none */
+  /**
+   * Where the worker's and its queue's errors are logged; without it, here, at most one line per 10 s each.
+   * @defaultValue none
+   */
   redisHealth?: RedisHealth;
   /** BullMQ key prefix (QUEUE_PREFIX). @defaultValue 'mcb' */
   prefix?: string;
@@ -49,40 +55,7 @@ export async function createMaintenanceWorker(deps: MaintenanceWorkerDeps): Prom
   // Aborts a running sweep on close, so shutdown does not wait for thousands of Get order calls.
   const closing = new AbortController();
 
-  const processor = async (job: Job, _token?: string, signal?: AbortSignal): Promise<MaintenanceResult> => {
-    const stop = signal ? AbortSignal.any([signal, closing.signal]) : closing.signal;
-    if (job.name === MaintenanceJobs.reconcile) {
-      try {
-        return await runSweep(deps, { trigger: 'schedule', signal: stop });
-      } catch (e) {
-        if (isAppError(e, ErrorCodes.RECONCILE_IN_PROGRESS)) {
-          logger.info({ jobId: job.id }, 'reconciliation skipped: another sweep is running');
-          return { skipped: 'sweep-in-progress' };
-        }
-        // Only the lock's Redis calls get here (the sweep reports everything else); the next interval tries again.
-        logger.error({ err: coerceError(e), jobId: job.id }, 'reconciliation could not start');
-        throw e;
-      }
-    }
-    if (job.name === MaintenanceJobs.catalogRefresh) {
-      try {
-        const fresh = await refreshCatalog({ db: deps.db, platform: deps.platform, logger }, { signal: stop });
-        logger.info({ currencies: fresh.currencies }, 'catalog refreshed');
-        return { fetchedAt: fresh.fetchedAt.toISOString(), currencies: fresh.currencies };
-      } catch (e) {
-        // Never fatal: the stored copy stays, the next interval tries again.
-        const err = coerceError(e);
-        logger.warn(
-          { err, code: isAppError(err) ? err.code : undefined },
-          `catalog refresh failed; next try in one interval: ${err.message}`,
-        );
-        throw err;
-      }
-    }
-    throw new UnrecoverableError(`unknown maintenance job ${job.name}`);
-  };
-
-  const worker = new Worker(MAINTENANCE_QUEUE, processor, {
+  const worker = new Worker(MAINTENANCE_QUEUE, maintenanceProcessor(deps, closing.signal), {
     connection: deps.connection,
     prefix,
     name: deps.name,
@@ -99,47 +72,9 @@ export async function createMaintenanceWorker(deps: MaintenanceWorkerDeps): Prom
   worker.on('error', onError('maintenance worker'));
   queue.on('error', onError('maintenance queue'));
 
-  const upsertSchedulers = async () => {
-    await queue.upsertJobScheduler(
-      MaintenanceJobs.reconcile,
-      { every: deps.reconcileEveryMs ?? 300_000 },
-      {
-        name: MaintenanceJobs.reconcile,
-        data: {},
-        opts: templateOpts,
-      },
-    );
-    await queue.upsertJobScheduler(
-      MaintenanceJobs.catalogRefresh,
-      { every: deps.catalogRefreshEveryMs ?? 900_000 },
-      {
-        name: MaintenanceJobs.catalogRefresh,
-        data: {},
-        opts: templateOpts,
-      },
-    );
-  };
   // A Redis that refuses writes for a moment (NOREPLICAS while a replica resyncs, READONLY during a failover, OOM)
-  // must not keep the worker from starting: callbacks matter more than the schedules. The first try is awaited;
-  // after a failure the schedules are written in the background, with a growing pause, once Redis takes them.
-  try {
-    await upsertSchedulers();
-  } catch (first) {
-    onError('maintenance schedulers')(coerceError(first));
-    void (async () => {
-      for (let attempt = 1; !closing.signal.aborted; attempt++) {
-        await new Promise((r) => setTimeout(r, Math.min(30_000, 250 * 2 ** attempt)).unref());
-        if (closing.signal.aborted) return;
-        try {
-          await upsertSchedulers();
-          logger.info({ attempts: attempt + 1 }, 'maintenance schedules written');
-          return;
-        } catch (e) {
-          onError('maintenance schedulers')(coerceError(e));
-        }
-      }
-    })();
-  }
+  // must not keep the worker from starting: callbacks matter more than the schedules.
+  await writeSchedules(queue, deps, closing.signal, onError('maintenance schedulers'));
 
   return {
     worker,
@@ -150,4 +85,88 @@ export async function createMaintenanceWorker(deps: MaintenanceWorkerDeps): Prom
       await queue.close();
     },
   };
+}
+
+/** Runs a maintenance job: a sweep or a catalog refresh, stopped early when the worker closes (`closing`). */
+function maintenanceProcessor(deps: MaintenanceWorkerDeps, closing: AbortSignal) {
+  return async (job: Job, _token?: string, signal?: AbortSignal): Promise<MaintenanceResult> => {
+    const stop = signal ? AbortSignal.any([signal, closing]) : closing;
+    if (job.name === MaintenanceJobs.reconcile) return reconcile(deps, job, stop);
+    if (job.name === MaintenanceJobs.catalogRefresh) return refresh(deps, stop);
+    throw new UnrecoverableError(`unknown maintenance job ${job.name}`);
+  };
+}
+
+/** A scheduled catalog refresh. Never fatal: the stored copy stays, the next interval tries again. */
+async function refresh(deps: MaintenanceWorkerDeps, stop: AbortSignal): Promise<MaintenanceResult> {
+  const { logger } = deps;
+  try {
+    const fresh = await refreshCatalog({ db: deps.db, platform: deps.platform, logger }, { signal: stop });
+    logger.info({ currencies: fresh.currencies }, 'catalog refreshed');
+    return { fetchedAt: fresh.fetchedAt.toISOString(), currencies: fresh.currencies };
+  } catch (e) {
+    const err = coerceError(e);
+    logger.warn(
+      { err, code: isAppError(err) ? err.code : undefined },
+      `catalog refresh failed; next try in one interval: ${err.message}`,
+    );
+    throw err;
+  }
+}
+
+/** A scheduled sweep; skipped when another one holds the lock. */
+async function reconcile(deps: MaintenanceWorkerDeps, job: Job, stop: AbortSignal): Promise<MaintenanceResult> {
+  try {
+    return await runSweep(deps, { trigger: 'schedule', signal: stop });
+  } catch (e) {
+    if (isAppError(e, ErrorCodes.RECONCILE_IN_PROGRESS)) {
+      deps.logger.info({ jobId: job.id }, 'reconciliation skipped: another sweep is running');
+      return { skipped: 'sweep-in-progress' };
+    }
+    // Only the lock's Redis calls get here (the sweep reports everything else); the next interval tries again.
+    deps.logger.error({ err: coerceError(e), jobId: job.id }, 'reconciliation could not start');
+    throw e;
+  }
+}
+
+/**
+ * Upsert the two job schedulers. The first try is awaited; after a failure (reported to `onError`) they are written
+ * in the background, with a growing pause, once Redis takes them, until `closing` aborts.
+ */
+async function writeSchedules(
+  queue: Queue,
+  deps: MaintenanceWorkerDeps,
+  closing: AbortSignal,
+  onError: (e: Error) => void,
+): Promise<void> {
+  const upsertSchedulers = async () => {
+    await queue.upsertJobScheduler(
+      MaintenanceJobs.reconcile,
+      { every: deps.reconcileEveryMs ?? 300_000 },
+      { name: MaintenanceJobs.reconcile, data: {}, opts: templateOpts },
+    );
+    await queue.upsertJobScheduler(
+      MaintenanceJobs.catalogRefresh,
+      { every: deps.catalogRefreshEveryMs ?? 900_000 },
+      { name: MaintenanceJobs.catalogRefresh, data: {}, opts: templateOpts },
+    );
+  };
+  try {
+    await upsertSchedulers();
+  } catch (first) {
+    onError(coerceError(first));
+    void (async () => {
+      for (let attempt = 1; !closing.aborted; attempt++) {
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 250 * 2 ** attempt)).unref());
+        if (closing.aborted) return;
+        try {
+          await upsertSchedulers();
+          deps.logger.info({ attempts: attempt + 1 }, 'maintenance schedules written');
+          return;
+        } catch (e) {
+          onError(coerceError(e));
+        }
+      }
+    })();
+  }
 }

@@ -1,3 +1,4 @@
+import { Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakePlatform, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
@@ -36,13 +37,14 @@ describe('a worker process with several fetch loops', () => {
     expect([0, 1, 2, 3].map((i) => shareOf(2, 4, i))).toEqual([1, 1, 1, 1]);
     const worker = h.workers[0]!;
     expect(worker.fetchLoops).toHaveLength(4); // the default with an adaptive limit
-    expect(worker.fetchLoops[0]).toBe(worker);
+    // The worker owns its loops (issue 39): each is a BullMQ Worker, none of them the composite itself.
+    expect(worker.fetchLoops.every((l) => l instanceof Worker)).toBe(true);
     expect(worker.fetchLoops.map((l) => l.concurrency).reduce((a, b) => a + b)).toBe(42);
   });
 
   it('credits every order once, each loop taking a share, and every completion reaches the worker', async () => {
     const worker = h.workers[0]!;
-    // The first loop is the worker itself: what it sees is every loop's; the others see their own only.
+    // The composite's listeners hear every loop; a loop's own listeners hear that loop only.
     const others = worker.fetchLoops.slice(1).map(() => 0);
     worker.fetchLoops.slice(1).forEach((l, i) => l.on('completed', () => others[i]!++));
     let seen = 0;

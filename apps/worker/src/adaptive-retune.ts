@@ -1,0 +1,30 @@
+import type { Worker } from 'bullmq';
+import type { AdaptiveLimit } from './adaptive-concurrency.ts';
+import { shareOf } from './fetch-loops.ts';
+import type { WorkerMetrics } from './metrics.ts';
+
+/**
+ * How often the adaptive limit folds its samples into a new limit. 100 ms: a full limit doubles per window, so at
+ * 500 ms of Get order it reaches ~throughput x latency within about 0.3 s of the first replies (250 ms windows took
+ * 0.75 s, a quarter of a 3,000-callback burst).
+ */
+export const LIMIT_WINDOW_MS = 100;
+
+/**
+ * Every {@link LIMIT_WINDOW_MS}, fold the adaptive limit's samples into a new limit (it follows Get order's latency
+ * and failures, Little's law) and spread it over the fetch loops; BullMQ reads each loop's share before each fetch.
+ * Returns the stop.
+ */
+export function retuneFetchLoops(
+  fetchLoops: readonly Worker[],
+  adaptive: AdaptiveLimit,
+  metrics: WorkerMetrics | undefined,
+): () => void {
+  const retune = setInterval(() => {
+    const limit = adaptive.update();
+    fetchLoops.forEach((l, i) => (l.concurrency = shareOf(limit, fetchLoops.length, i)));
+    metrics?.inFlightLimit.set(limit);
+  }, LIMIT_WINDOW_MS);
+  retune.unref();
+  return () => clearInterval(retune);
+}

@@ -39,6 +39,8 @@ function fieldsOf(reply: unknown): Record<string, string> {
   return out;
 }
 
+type SentinelTarget = Extract<RedisTarget, { kind: 'sentinel' }>;
+
 /**
  * A fence for a connection made through Redis Sentinel (`target.kind === 'sentinel'`). The node's run id is read once
  * per connection (`INFO server`, again after each reconnect); each check asks every sentinel `SENTINEL MASTER` in
@@ -46,10 +48,9 @@ function fieldsOf(reply: unknown): Record<string, string> {
  */
 export function createSentinelFence(
   redis: Redis,
-  target: Extract<RedisTarget, { kind: 'sentinel' }>,
+  target: SentinelTarget,
   options: SentinelFenceOptions = {},
 ): PrimaryFence {
-  const timeoutMs = options.timeoutMs ?? 1000;
   // Each (re)connection is a new generation: a batch whose connection changed between its writes and its check may
   // have written to a node other than the one the check would ask about.
   let generation = 0;
@@ -60,7 +61,35 @@ export function createSentinelFence(
   };
   redis.on('ready', onReady);
   if (redis.status === 'ready') generation = 1;
+  const sentinels = connectSentinels(target, options);
 
+  async function runIdFor(gen: number): Promise<string> {
+    if (known?.generation === gen) return known.runId;
+    const runId = infoField(String(await redis.info('server')), 'run_id');
+    if (!runId) throw new Error('fence: INFO server named no run_id');
+    if (generation !== gen) throw new Error('fence: the connection moved to another node during the batch');
+    known = { generation: gen, runId };
+    return runId;
+  }
+
+  return {
+    begin() {
+      const gen = generation;
+      return async () => {
+        if (generation !== gen) throw new Error('fence: the connection moved to another node during the batch');
+        await askSentinels(sentinels, target.name, await runIdFor(gen));
+      };
+    },
+    close() {
+      redis.off('ready', onReady);
+      for (const s of sentinels) s.disconnect();
+    },
+  };
+}
+
+/** One connection to each sentinel, each question bounded by `timeoutMs`. */
+function connectSentinels(target: SentinelTarget, options: SentinelFenceOptions): Redis[] {
+  const timeoutMs = options.timeoutMs ?? 1000;
   const sentinels = target.sentinels.map(
     (s) =>
       new Redis({
@@ -77,81 +106,63 @@ export function createSentinelFence(
   );
   // A sentinel that is down is simply one that does not agree; its errors are not the enqueue's to log.
   for (const s of sentinels) s.on('error', () => {});
+  return sentinels;
+}
+
+/**
+ * Resolves when every sentinel that answers names `runId` as the healthy primary of `name` and they are a majority;
+ * rejects as soon as one names anything else, and when too few answer. Unanimity, not a majority: right after a
+ * failover only its leader knows the new primary (the others learn it from the leader's hello messages, up to 2 s
+ * later) and a resumed old primary looks healthy again to them at once; the fault run lost 8 acknowledged callbacks
+ * that way with a majority rule.
+ */
+function askSentinels(sentinels: readonly Redis[], name: string, runId: string): Promise<void> {
   const majority = Math.floor(sentinels.length / 2) + 1;
-
-  async function runIdFor(gen: number): Promise<string> {
-    if (known?.generation === gen) return known.runId;
-    const runId = infoField(String(await redis.info('server')), 'run_id');
-    if (!runId) throw new Error('fence: INFO server named no run_id');
-    if (generation !== gen) throw new Error('fence: the connection moved to another node during the batch');
-    known = { generation: gen, runId };
-    return runId;
-  }
-
-  /**
-   * Resolves when every sentinel that answers names `runId` as the healthy primary and they are a majority; rejects as
-   * soon as one names anything else, and when too few answer. Unanimity, not a majority: right after a failover only
-   * its leader knows the new primary (the others learn it from the leader's hello messages, up to 2 s later) and a
-   * resumed old primary looks healthy again to them at once; the fault run lost 8 acknowledged callbacks that way with
-   * a majority rule.
-   */
-  function askSentinels(runId: string): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let agree = 0;
-      let settled = 0;
-      let failed = false;
-      const named: string[] = [];
-      const refuse = (why: string) => {
-        if (failed) return;
-        failed = true;
-        reject(new Error(`fence: ${why} (node written to: run id ${runId.slice(0, 8)}; ${named.join('; ')})`));
-      };
-      const settle = () => {
-        if (failed || ++settled < sentinels.length) return;
-        if (agree >= majority) resolve();
-        else refuse(`${agree} of ${sentinels.length} sentinel(s) answered; a majority (${majority}) must`);
-      };
-      for (const s of sentinels) {
-        // A sentinel whose connection is known broken is not waited for: it does not answer.
-        if (s.status === 'reconnecting' || s.status === 'close' || s.status === 'end') {
-          named.push(`${s.options.host}:${s.options.port} not connected`);
-          settle();
-          continue;
-        }
-        s.call('SENTINEL', 'MASTER', target.name).then(
-          (reply) => {
-            const m = fieldsOf(reply);
-            // Exactly `master`: not s_down, o_down or failover_in_progress, when a write may be about to be dropped.
-            if (m.runid === runId && m.flags === 'master') {
-              agree++;
-              settle();
-            } else {
-              named.push(
-                `a sentinel names ${m.ip ?? '?'}:${m.port ?? '?'} ${(m.runid ?? '').slice(0, 8) || 'no run id'} ${m.flags ?? ''}`.trim(),
-              );
-              refuse('a sentinel does not name the node written to as the healthy primary');
-            }
-          },
-          (e: unknown) => {
-            named.push(`${s.options.host}:${s.options.port} no answer (${e instanceof Error ? e.message : String(e)})`);
-            settle();
-          },
-        );
+  return new Promise<void>((resolve, reject) => {
+    let agree = 0;
+    let settled = 0;
+    let failed = false;
+    const named: string[] = [];
+    const refuse = (why: string) => {
+      if (failed) return;
+      failed = true;
+      reject(new Error(`fence: ${why} (node written to: run id ${runId.slice(0, 8)}; ${named.join('; ')})`));
+    };
+    const settle = () => {
+      if (failed || ++settled < sentinels.length) return;
+      if (agree >= majority) resolve();
+      else refuse(`${agree} of ${sentinels.length} sentinel(s) answered; a majority (${majority}) must`);
+    };
+    for (const s of sentinels) {
+      // A sentinel whose connection is known broken is not waited for: it does not answer.
+      if (s.status === 'reconnecting' || s.status === 'close' || s.status === 'end') {
+        named.push(`${s.options.host}:${s.options.port} not connected`);
+        settle();
+        continue;
       }
-    });
-  }
+      s.call('SENTINEL', 'MASTER', name).then(
+        (reply) => {
+          const m = fieldsOf(reply);
+          // Exactly `master`: not s_down, o_down or failover_in_progress, when a write may be about to be dropped.
+          if (m.runid === runId && m.flags === 'master') {
+            agree++;
+            settle();
+          } else {
+            named.push(describeMaster(m));
+            refuse('a sentinel does not name the node written to as the healthy primary');
+          }
+        },
+        (e: unknown) => {
+          named.push(`${s.options.host}:${s.options.port} no answer (${e instanceof Error ? e.message : String(e)})`);
+          settle();
+        },
+      );
+    }
+  });
+}
 
-  return {
-    begin() {
-      const gen = generation;
-      return async () => {
-        if (generation !== gen) throw new Error('fence: the connection moved to another node during the batch');
-        await askSentinels(await runIdFor(gen));
-      };
-    },
-    close() {
-      redis.off('ready', onReady);
-      for (const s of sentinels) s.disconnect();
-    },
-  };
+/** What a sentinel named instead: address, run id, flags. */
+function describeMaster(m: Record<string, string>): string {
+  const runId = (m.runid ?? '').slice(0, 8) || 'no run id';
+  return `a sentinel names ${m.ip ?? '?'}:${m.port ?? '?'} ${runId} ${m.flags ?? ''}`.trim();
 }

@@ -109,3 +109,17 @@ export class Batcher<I, O> {
     });
   }
 }
+
+/**
+ * Run one item through a batch function as a batch of one (what a caller without a {@link Batcher} does): its
+ * value, or the error it alone failed with.
+ */
+export async function runAlone<I, O>(
+  run: (items: readonly I[]) => Promise<readonly Settled<O>[]>,
+  item: I,
+): Promise<O> {
+  const [result] = await run([item]);
+  if (!result) throw new Error('a batch of one returned no result');
+  if (!result.ok) throw result.error;
+  return result.value;
+}

@@ -1,6 +1,6 @@
 import type { Database } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
-import type { CommitResult } from './commit.ts';
+import type { CommitResult } from './commit-types.ts';
 import { poolOf } from './sql.ts';
 
 // A COMMIT whose reply never came: the transaction may or may not have committed. Its receipts say which: their ids

@@ -1,4 +1,4 @@
-import type { CommitInput } from './commit.ts';
+import type { CommitInput } from './commit-types.ts';
 
 /**
  * The statements of the group commit (see commit.ts), apart so that tests can run them directly: each one must

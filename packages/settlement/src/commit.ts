@@ -1,9 +1,7 @@
 import type { Database, Order } from '@mcb/core/db';
 import { ErrorCodes, isAppError } from '@mcb/core/errors';
-import type { PlatformOrder } from '@mcb/core/platform';
-import type { CallbackJob } from '@mcb/core/queue';
 import type pg from 'pg';
-import type { Settled } from '@mcb/core/batcher';
+import { runAlone, type Settled } from '@mcb/core/batcher';
 import {
   LEDGER_OUTBOX_REVIEWS_SQL,
   LOCK_ORDERS_SQL,
@@ -16,35 +14,7 @@ import { committedAfterAll, inDoubt } from './commit-in-doubt.ts';
 import { classifyError } from './retry-policy.ts';
 import { heldOrders, isLockWait } from './lock-wait.ts';
 import { inTransaction } from './sql.ts';
-import type { TargetStatus } from './verify.ts';
-
-/** What the transaction did for one event. */
-export type CommitResult =
-  | { status: 'applied'; outcome: TargetStatus; receiptId: number; ledgerEntryId: number | undefined; eventId: number }
-  /** The pair was applied before (receipt exists), or the order already has this outcome through another pair. */
-  | { status: 'duplicate'; reason: 'receipt-exists' | 'already-final' }
-  /** The order is no longer pending and not in the target status (e.g. payout succeeded, event says refused). */
-  | { status: 'conflict'; currentStatus: Order['status']; currentPlatformOrderNo: string | null };
-
-/** A verified event, our order and Get order's confirmation: what {@link commitEvents} writes. */
-export interface CommitInput {
-  event: CallbackJob;
-  order: Order;
-  confirmed: PlatformOrder;
-  target: TargetStatus;
-  jobId?: string | undefined;
-}
-
-/** Options of {@link commitEvents}. */
-export interface CommitOptions {
-  /**
-   * Longest wait for a row lock held by another transaction, in ms (Postgres `lock_timeout`, per transaction). A
-   * committing batch holds its orders for milliseconds; a longer wait is a row held elsewhere (an operator's open
-   * transaction, a stuck session), and the batch is split around it instead of waiting for the statement timeout.
-   * 0 leaves the server's setting. @defaultValue 5000
-   */
-  lockTimeoutMs?: number;
-}
+import type { CommitInput, CommitOptions, CommitResult } from './commit-types.ts';
 
 const DEFAULT_LOCK_TIMEOUT_MS = 5000;
 
@@ -303,7 +273,5 @@ export async function commitEvent(
   input: CommitInput,
   options: CommitOptions = {},
 ): Promise<CommitResult> {
-  const [result] = await commitEvents(db, [input], options);
-  if (!result!.ok) throw result!.error;
-  return result!.value;
+  return runAlone((inputs) => commitEvents(db, inputs, options), input);
 }

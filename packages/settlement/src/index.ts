@@ -1,9 +1,22 @@
 // The money path, shared by the worker (callback jobs, scheduled sweeps) and the console (re-verify, sweep now).
 export { Batcher, type BatcherOptions, type Settled } from '@mcb/core/batcher';
-export { commitEvent, commitEvents, type CommitInput, type CommitOptions, type CommitResult } from './commit.ts';
+export { commitEvent, commitEvents } from './commit.ts';
+export type { CommitInput, CommitOptions, CommitResult } from './commit-types.ts';
 export { inDoubtReceiptOf } from './commit-in-doubt.ts';
+export {
+  conflictFinding,
+  decideAsking,
+  decideConfirmed,
+  decideEvent,
+  waitedSince,
+  type EventFacts,
+  type Finding,
+  type Ours,
+  type Verdict,
+  type WaitFacts,
+} from './decide.ts';
 export { commitStarted, commitWaits, type CommitWaits } from './commit-watch.ts';
-export { findOrder, lookUpEvents, type LookupKey, type LookupResult } from './lookup.ts';
+export { findOrder, lookUpEvent, lookUpEvents, type LookupKey, type LookupResult } from './lookup.ts';
 export type { SettlementMetrics } from './metrics.ts';
 export { poolOf } from './sql.ts';
 export { recordReview, recordReviewAttempt, type RecordedReview, type ReviewAttemptInput } from './record-review.ts';

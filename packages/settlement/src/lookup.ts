@@ -1,6 +1,6 @@
 import { orders, type Database, type Order } from '@mcb/core/db';
 import { eq } from 'drizzle-orm';
-import type { Settled } from '@mcb/core/batcher';
+import { runAlone, type Settled } from '@mcb/core/batcher';
 import { orderColumns, poolOf, toOrder, type OrderRow } from './sql.ts';
 
 /** What the money path reads before it calls Get order: is the pair applied, and which order of ours is it. */
@@ -92,6 +92,11 @@ export async function lookUpEvents(db: Database, keys: readonly LookupKey[]): Pr
       order: row.id === null ? undefined : toOrder(row),
     },
   }));
+}
+
+/** Both reads for one event, alone (a caller without the shared look-up batcher). */
+export async function lookUpEvent(db: Database, key: LookupKey): Promise<LookupResult> {
+  return runAlone((keys) => lookUpEvents(db, keys), key);
 }
 
 /** Our own order by its merchant order number, or undefined. */

@@ -1,15 +1,25 @@
 /**
- * The dry run of a replay: what each failed job matching the filter would do to the ledger if it ran now, decided
- * by settlement's own checks (checkOwnOrder, verifyConfirmation, targetStatus) against our order, its receipt and
- * Get order's answer (cached a minute per order, asked at most at CONSOLE_REPLAY_MAX_RATE). Changes nothing.
+ * The dry run of a replay: what each failed job matching the filter would do to the ledger if it ran now. The
+ * verdict is settlement's own (`decideEvent`, the decision the worker acts on) from the pair's receipt, our order and
+ * Get order's answer (cached a minute per order, asked at most at CONSOLE_REPLAY_MAX_RATE); this file only words it.
+ * Changes nothing.
  */
-import { callbackArrivals, callbackReceipts, orders, type Database, type Order } from '@mcb/core/db';
+import type { Settled } from '@mcb/core/batcher';
+import { callbackArrivals, type Database, type Order } from '@mcb/core/db';
 import { AppError, ErrorCodes, coerceError, firstLineOf } from '@mcb/core/errors';
 import type { PlatformClient, PlatformOrder } from '@mcb/core/platform';
 import { callbackJobSchema, type CallbackJob } from '@mcb/core/queue';
-import { checkOwnOrder, createRateLimiter, targetStatus, verifyConfirmation } from '@mcb/settlement';
+import {
+  createRateLimiter,
+  decideAsking,
+  lookUpEvent,
+  waitedSince,
+  type EventFacts,
+  type RateLimiter,
+  type Verdict,
+} from '@mcb/settlement';
 import type { Queue } from 'bullmq';
-import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import { and, asc, gt, sql } from 'drizzle-orm';
 import { sumDecimals } from '@mcb/core/money';
 import { z } from 'zod';
 import { filterWhere, listOf, type CallbackFilter } from '../callbacks/queries.ts';
@@ -89,6 +99,10 @@ export interface PlanDeps {
   cache: GetOrderCache;
   /** Get order requests per second (CONSOLE_REPLAY_MAX_RATE). */
   maxRate: number;
+  /** The worker's ORDER_GRACE_PERIOD, in ms. @defaultValue settlement's (15 minutes) */
+  orderGracePeriodMs?: number;
+  /** The worker's CONFIRM_MAX_WAIT, in ms. @defaultValue settlement's (2 hours) */
+  confirmMaxWaitMs?: number;
 }
 
 /** The filter of a replay: the search's, on failed jobs only (a replay re-runs jobs that failed for good). */
@@ -133,7 +147,8 @@ export async function countCandidates(db: Database, filter: CallbackFilter): Pro
 }
 
 type Candidate = Awaited<ReturnType<typeof replayCandidates>>[number];
-type Verdict = { cls: PlanClass; code: string | null; detail: string; order?: Order; target?: PlanTotal['target'] };
+/** A job's line in the preview: its class, why, and our order with the status the event gives it (when known). */
+type Preview = { cls: PlanClass; code: string | null; detail: string; order?: Order; target?: PlanTotal['target'] };
 
 /** Classify every failed job matching `filter` (up to {@link PLAN_LIMIT}). */
 export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promise<ReplayPlan> {
@@ -152,7 +167,7 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
   const queue = [...candidates];
   const work = async () => {
     for (let c = queue.shift(); c; c = queue.shift()) {
-      const v = await classify(deps, c, limiter).catch((e: unknown): Verdict => ({
+      const v = await classify(deps, c, limiter).catch((e: unknown): Preview => ({
         cls: 'stillPending',
         code: 'ERROR',
         detail: firstLineOf(coerceError(e)),
@@ -189,7 +204,8 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
   return plan;
 }
 
-async function classify(deps: PlanDeps, c: Candidate, limiter: ReturnType<typeof createRateLimiter>): Promise<Verdict> {
+/** What replaying this job now would do, as settlement decides it for the worker; the queue's own checks first. */
+async function classify(deps: PlanDeps, c: Candidate, limiter: RateLimiter): Promise<Preview> {
   const job = await deps.queue.getJob(c.jobId);
   if (!job)
     return { cls: 'notReplayable', code: null, detail: 'no longer in the queue (failed jobs are kept 30 days)' };
@@ -203,68 +219,67 @@ async function classify(deps: PlanDeps, c: Candidate, limiter: ReturnType<typeof
       detail: 'the job payload is not a callback event',
     };
   const event = parsed.data;
-  const target = targetStatus(event);
-  if (!target)
-    return {
-      cls: 'willReview',
-      code: ErrorCodes.JOB_PAYLOAD_INVALID,
-      detail: `state ${event.state} is not a final ${event.kind} state`,
-    };
-
-  const [receipt] = await deps.db
-    .select({ id: callbackReceipts.id })
-    .from(callbackReceipts)
-    .where(and(eq(callbackReceipts.orderNo, event.orderNo), eq(callbackReceipts.state, event.state)));
-  if (receipt)
-    return { cls: 'alreadyApplied', code: null, detail: `receipt ${receipt.id} exists: replaying is a no-op` };
-  const [order] = await deps.db.select().from(orders).where(eq(orders.merchantOrderNo, event.merchantOrderNo));
-  if (!order)
-    return {
-      cls: 'willReview',
-      code: ErrorCodes.VERIFY_ORDER_UNKNOWN,
-      detail: `no order of ours has merchant order number ${event.merchantOrderNo}`,
-    };
-  const ours = (v: Verdict): Verdict => ({ ...v, order, target });
-  const own = checkOwnOrder(event, order);
-  if (own) return ours({ cls: 'willReview', code: own.code, detail: own.reason });
-  if (order.status === target && order.platformOrderNo === event.orderNo)
-    return ours({ cls: 'alreadyApplied', code: null, detail: `order already ${order.status}` });
-  if (order.status !== 'pending')
-    return ours({
-      cls: 'willReview',
-      code: ErrorCodes.VERIFY_CONFLICTING_FINAL_STATE,
-      detail: `our order is already ${order.status}; the event would make it ${target}`,
-    });
-  return ours(verdictOf(event, order, await askGetOrder(deps, event, limiter)));
+  // A replayed job runs with a fresh retry budget: it may still wait, within the bounds counted from its arrival.
+  const facts: EventFacts = {
+    found: await lookUpEvent(deps.db, event),
+    waitedMs: waitedSince(event, Date.now()),
+    orderGracePeriodMs: deps.orderGracePeriodMs,
+    confirmMaxWaitMs: deps.confirmMaxWaitMs,
+  };
+  return previewOf(event, await decideAsking(event, facts, () => askGetOrder(deps, event, limiter)));
 }
 
-async function askGetOrder(
-  deps: PlanDeps,
-  event: CallbackJob,
-  limiter: ReturnType<typeof createRateLimiter>,
-): Promise<PlatformOrder | Verdict> {
+/** Get order's answer for the event's order, from the cache or at the dry run's rate; never throws. */
+async function askGetOrder(deps: PlanDeps, event: CallbackJob, limiter: RateLimiter): Promise<Settled<PlatformOrder>> {
   try {
-    return await deps.cache.get(event.merchantOrderNo, async () => {
+    const value = await deps.cache.get(event.merchantOrderNo, async () => {
       await limiter.take();
       return deps.platform.getOrder(event.merchantOrderNo);
     });
-  } catch (e) {
-    const err = coerceError(e);
-    const code = err instanceof AppError ? err.code : ErrorCodes.PLATFORM_ERROR_CODE;
-    return { cls: 'stillPending', code, detail: `Get order did not confirm: ${firstLineOf(err)}` };
+    return { ok: true, value };
+  } catch (error) {
+    return { ok: false, error };
   }
 }
 
-function verdictOf(event: CallbackJob, order: Order, answer: PlatformOrder | Verdict): Verdict {
-  if ('cls' in answer) return answer;
-  const problem = verifyConfirmation(event, order, answer);
-  if (!problem)
-    return {
-      cls: 'willApply',
-      code: null,
-      detail: `Get order confirms state ${answer.state} and ${answer.amount}: it would ${event.kind === 'payin' ? 'credit' : 'finalise'} the order`,
-    };
-  return problem.retry
-    ? { cls: 'stillPending', code: problem.code, detail: problem.reason }
-    : { cls: 'willReview', code: problem.code, detail: problem.reason };
+/** The verdict in the preview's words: its class, its code and a sentence, and our order when the verdict names it. */
+function previewOf(event: CallbackJob, v: Verdict): Preview {
+  const ours = v.ours ? { order: v.ours.order, target: v.ours.target } : {};
+  switch (v.verdict) {
+    case 'apply': {
+      const effect = event.kind === 'payin' ? 'credit' : 'finalise';
+      const confirms = `Get order confirms state ${v.confirmed.state} and ${v.confirmed.amount}`;
+      return { cls: 'willApply', code: null, detail: `${confirms}: it would ${effect} the order`, ...ours };
+    }
+    case 'duplicate':
+      return {
+        cls: 'alreadyApplied',
+        code: null,
+        detail:
+          v.reason === 'receipt-exists'
+            ? `receipt ${v.receiptId} exists: replaying is a no-op`
+            : `order already ${v.ours.order.status}`,
+        ...ours,
+      };
+    case 'applied':
+      return {
+        cls: 'alreadyApplied',
+        code: null,
+        detail: `receipt ${v.receipt.id} exists: replaying is a no-op`,
+        ...ours,
+      };
+    case 'review':
+      return { cls: 'willReview', code: v.finding.code, detail: v.finding.reason, ...ours };
+    case 'wait':
+      return { cls: 'stillPending', code: v.finding.code, detail: v.finding.reason, ...ours };
+    case 'retry': {
+      const err = coerceError(v.error);
+      const code = err instanceof AppError ? err.code : ErrorCodes.PLATFORM_ERROR_CODE;
+      return { cls: 'stillPending', code, detail: `Get order did not confirm: ${firstLineOf(err)}`, ...ours };
+    }
+    case 'invalid':
+      return { cls: 'notReplayable', code: v.finding.code, detail: `${v.finding.reason}: a replay fails again` };
+    case 'confirm':
+      return { cls: 'stillPending', code: null, detail: 'Get order was not asked', ...ours };
+  }
 }

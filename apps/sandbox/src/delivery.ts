@@ -47,165 +47,184 @@ export interface DeliveryScheduler {
 
 const FINAL = new Set<Delivery['status']>(['delivered', 'gave-up', 'cancelled']);
 
+/** What one scheduler holds: its options, its connection pool, the armed timers and the deliveries not settled. */
+interface SchedulerState {
+  readonly opts: DeliverySchedulerOptions;
+  readonly agent: Agent;
+  readonly timers: Map<string, NodeJS.Timeout>;
+  readonly live: Map<string, Delivery>;
+  /** Aborted to cut the replies being awaited; replaced after each cancel. */
+  closing: AbortController;
+}
+
 export function createDeliveryScheduler(opts: DeliverySchedulerOptions): DeliveryScheduler {
-  const { timeScale, logger, events } = opts;
-  const agent = new Agent({
-    connect: { timeout: opts.replyTimeoutMs },
-    headersTimeout: opts.replyTimeoutMs,
-    bodyTimeout: opts.replyTimeoutMs,
-    keepAliveTimeout: 4_000,
-  });
-  const timers = new Map<string, NodeJS.Timeout>();
-  const live = new Map<string, Delivery>();
-  let closing = new AbortController();
-
-  const real = (platformMs: number) => Math.max(0, platformMs / timeScale);
-
-  function settle(d: Delivery, status: 'delivered' | 'gave-up' | 'cancelled'): void {
-    d.status = status;
-    d.nextAttemptAt = null;
-    live.delete(d.id);
-    logger.info(
-      { delivery: d.id, orderNo: d.orderNo, event: d.event, attempts: d.attempts.length, status },
-      'callback delivery settled',
-    );
-    events.emit(status, d);
-    events.emit('settled', d);
-  }
-
-  function arm(d: Delivery, delayMs: number): void {
-    live.set(d.id, d);
-    d.status = 'scheduled';
-    d.nextAttemptAt = new Date(Date.now() + delayMs).toISOString();
-    const timer = setTimeout(() => {
-      timers.delete(d.id);
-      void runAttempt(d);
-    }, delayMs);
-    timers.set(d.id, timer);
-  }
-
-  async function send(d: Delivery, number: number, copy: number): Promise<Attempt> {
-    const started = Date.now();
-    const at = new Date(started).toISOString();
-    const base = { number, copy, at };
-    let body: string;
-    try {
-      body = JSON.stringify({
-        encryptedData: opts.encrypt(d.record, opts.merchantPublicKeyPem, { minBlocks: d.minBlocks }),
-      });
-    } catch (e) {
-      return {
-        ...base,
-        status: null,
-        bodySnippet: '',
-        outcome: 'failure',
-        error: `encrypt: ${coerceError(e).message}`,
-        durationMs: 0,
-      };
-    }
-    const signal = AbortSignal.any([closing.signal, AbortSignal.timeout(opts.replyTimeoutMs)]);
-    try {
-      const res = await request(d.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'mcb-sandbox' },
-        body,
-        dispatcher: agent,
-        signal,
-      });
-      const text = await res.body.text();
-      const ok = isSuccessReply(res.statusCode, text);
-      return {
-        ...base,
-        status: res.statusCode,
-        bodySnippet: text.slice(0, SNIPPET),
-        outcome: ok ? 'success' : 'failure',
-        error: ok
-          ? null
-          : res.statusCode < 200 || res.statusCode > 299
-            ? `status ${res.statusCode}`
-            : 'body not accepted',
-        durationMs: Date.now() - started,
-      };
-    } catch (e) {
-      const timedOut =
-        (signal.aborted && !closing.signal.aborted) ||
-        e instanceof undiciErrors.HeadersTimeoutError ||
-        e instanceof undiciErrors.BodyTimeoutError ||
-        e instanceof undiciErrors.ConnectTimeoutError;
-      const err = coerceError(e);
-      const code = (e as { code?: string }).code;
-      return {
-        ...base,
-        status: null,
-        bodySnippet: '',
-        outcome: 'failure',
-        error: closing.signal.aborted ? 'cancelled' : timedOut ? 'timeout' : `${code ?? err.name}: ${err.message}`,
-        durationMs: Date.now() - started,
-      };
-    }
-  }
-
-  async function runAttempt(d: Delivery): Promise<void> {
-    if (FINAL.has(d.status)) return;
-    live.set(d.id, d);
-    d.status = 'sending';
-    d.nextAttemptAt = null;
-    const number = new Set(d.attempts.map((a) => a.number)).size + 1;
-    const started = Date.now();
-    // Duplicates go out together, as a platform retrying on its own timer would race with itself.
-    const copies = await Promise.all(Array.from({ length: d.duplicate }, (_, i) => send(d, number, i + 1)));
-    if (d.status !== 'sending') return; // cancelled while waiting for replies
-    for (const a of copies) {
-      d.attempts.push(a);
-      events.emit('attempt', d, a);
-    }
-    const ok = copies.some((a) => a.outcome === 'success');
-    logger.info(
-      {
-        delivery: d.id,
-        orderNo: d.orderNo,
-        attempt: number,
-        status: copies[0]?.status,
-        outcome: ok ? 'success' : 'failure',
-      },
-      'callback attempt',
-    );
-    if (ok) return settle(d, 'delivered');
-    if (number >= MAX_ATTEMPTS) return settle(d, 'gave-up');
-    // The gap runs from the start of the previous attempt; a reply slower than the gap delays the next one.
-    const gap = real(RETRY_GAPS_MS[number - 1] ?? 0);
-    arm(d, Math.max(0, started + gap - Date.now()));
-  }
-
+  const s: SchedulerState = {
+    opts,
+    agent: new Agent({
+      connect: { timeout: opts.replyTimeoutMs },
+      headersTimeout: opts.replyTimeoutMs,
+      bodyTimeout: opts.replyTimeoutMs,
+      keepAliveTimeout: 4_000,
+    }),
+    timers: new Map(),
+    live: new Map(),
+    closing: new AbortController(),
+  };
   return {
     schedule(d) {
-      arm(d, real(opts.firstAttemptDelayMs));
+      arm(s, d, realMs(s, opts.firstAttemptDelayMs));
     },
     attemptNow(d) {
-      return runAttempt(d);
+      return runAttempt(s, d);
     },
     settled(d) {
       if (FINAL.has(d.status)) return Promise.resolve(d);
       return new Promise((resolve) => {
-        const onSettled = (s: Delivery) => {
-          if (s.id !== d.id) return;
-          events.off('settled', onSettled);
-          resolve(s);
+        const onSettled = (settled: Delivery) => {
+          if (settled.id !== d.id) return;
+          opts.events.off('settled', onSettled);
+          resolve(settled);
         };
-        events.on('settled', onSettled);
+        opts.events.on('settled', onSettled);
       });
     },
     cancelAll() {
-      for (const t of timers.values()) clearTimeout(t);
-      timers.clear();
-      closing.abort();
-      closing = new AbortController();
-      for (const d of [...live.values()]) settle(d, 'cancelled');
+      for (const t of s.timers.values()) clearTimeout(t);
+      s.timers.clear();
+      s.closing.abort();
+      s.closing = new AbortController();
+      for (const d of [...s.live.values()]) settle(s, d, 'cancelled');
     },
     async close() {
       this.cancelAll();
-      closing.abort();
-      await agent.close();
+      s.closing.abort();
+      await s.agent.close();
     },
+  };
+}
+
+/** Real ms of `platformMs` of platform time. */
+const realMs = (s: SchedulerState, platformMs: number) => Math.max(0, platformMs / s.opts.timeScale);
+
+function settle(s: SchedulerState, d: Delivery, status: 'delivered' | 'gave-up' | 'cancelled'): void {
+  d.status = status;
+  d.nextAttemptAt = null;
+  s.live.delete(d.id);
+  s.opts.logger.info(
+    { delivery: d.id, orderNo: d.orderNo, event: d.event, attempts: d.attempts.length, status },
+    'callback delivery settled',
+  );
+  s.opts.events.emit(status, d);
+  s.opts.events.emit('settled', d);
+}
+
+/** Run the next attempt of `d` after `delayMs` (real time). */
+function arm(s: SchedulerState, d: Delivery, delayMs: number): void {
+  s.live.set(d.id, d);
+  d.status = 'scheduled';
+  d.nextAttemptAt = new Date(Date.now() + delayMs).toISOString();
+  const timer = setTimeout(() => {
+    s.timers.delete(d.id);
+    void runAttempt(s, d);
+  }, delayMs);
+  s.timers.set(d.id, timer);
+}
+
+/** One attempt (every duplicate copy of it), then settle `d` or arm the next attempt on the schedule. */
+async function runAttempt(s: SchedulerState, d: Delivery): Promise<void> {
+  if (FINAL.has(d.status)) return;
+  s.live.set(d.id, d);
+  d.status = 'sending';
+  d.nextAttemptAt = null;
+  const number = new Set(d.attempts.map((a) => a.number)).size + 1;
+  const started = Date.now();
+  // Duplicates go out together, as a platform retrying on its own timer would race with itself.
+  const copies = await Promise.all(Array.from({ length: d.duplicate }, (_, i) => send(s, d, number, i + 1)));
+  if (d.status !== 'sending') return; // cancelled while waiting for replies
+  for (const a of copies) {
+    d.attempts.push(a);
+    s.opts.events.emit('attempt', d, a);
+  }
+  const ok = copies.some((a) => a.outcome === 'success');
+  s.opts.logger.info(
+    {
+      delivery: d.id,
+      orderNo: d.orderNo,
+      attempt: number,
+      status: copies[0]?.status,
+      outcome: ok ? 'success' : 'failure',
+    },
+    'callback attempt',
+  );
+  if (ok) return settle(s, d, 'delivered');
+  if (number >= MAX_ATTEMPTS) return settle(s, d, 'gave-up');
+  // The gap runs from the start of the previous attempt; a reply slower than the gap delays the next one.
+  const gap = realMs(s, RETRY_GAPS_MS[number - 1] ?? 0);
+  arm(s, d, Math.max(0, started + gap - Date.now()));
+}
+
+/** One copy of one attempt: encrypt the record, POST it, and record what came back. */
+async function send(s: SchedulerState, d: Delivery, number: number, copy: number): Promise<Attempt> {
+  const { opts } = s;
+  const started = Date.now();
+  const at = new Date(started).toISOString();
+  const base = { number, copy, at };
+  let body: string;
+  try {
+    body = JSON.stringify({
+      encryptedData: opts.encrypt(d.record, opts.merchantPublicKeyPem, { minBlocks: d.minBlocks }),
+    });
+  } catch (e) {
+    return {
+      ...base,
+      status: null,
+      bodySnippet: '',
+      outcome: 'failure',
+      error: `encrypt: ${coerceError(e).message}`,
+      durationMs: 0,
+    };
+  }
+  const signal = AbortSignal.any([s.closing.signal, AbortSignal.timeout(opts.replyTimeoutMs)]);
+  try {
+    const res = await request(d.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'user-agent': 'mcb-sandbox' },
+      body,
+      dispatcher: s.agent,
+      signal,
+    });
+    const text = await res.body.text();
+    const ok = isSuccessReply(res.statusCode, text);
+    return {
+      ...base,
+      status: res.statusCode,
+      bodySnippet: text.slice(0, SNIPPET),
+      outcome: ok ? 'success' : 'failure',
+      error: ok
+        ? null
+        : res.statusCode < 200 || res.statusCode > 299
+          ? `status ${res.statusCode}`
+          : 'body not accepted',
+      durationMs: Date.now() - started,
+    };
+  } catch (e) {
+    return { ...base, ...noReply(s, e, signal), durationMs: Date.now() - started };
+  }
+}
+
+/** A send that got no reply: cancelled, timed out, or a network error. */
+function noReply(s: SchedulerState, e: unknown, signal: AbortSignal) {
+  const timedOut =
+    (signal.aborted && !s.closing.signal.aborted) ||
+    e instanceof undiciErrors.HeadersTimeoutError ||
+    e instanceof undiciErrors.BodyTimeoutError ||
+    e instanceof undiciErrors.ConnectTimeoutError;
+  const err = coerceError(e);
+  const code = (e as { code?: string }).code;
+  return {
+    status: null,
+    bodySnippet: '',
+    outcome: 'failure' as const,
+    error: s.closing.signal.aborted ? 'cancelled' : timedOut ? 'timeout' : `${code ?? err.name}: ${err.message}`,
   };
 }

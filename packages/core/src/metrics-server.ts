@@ -10,7 +10,10 @@ export type MetricsSource = Registry | (() => Promise<{ contentType: string; bod
 export interface MetricsServerOptions {
   source: MetricsSource;
   port: number;
-  /** Listen address: loopback unless the caller says otherwise (an ops listener is never public). @defaultValue '127.0.0.1' */
+  /**
+   * Listen address: loopback unless the caller says otherwise (an ops listener is never public).
+   * @defaultValue '127.0.0.1'
+   */
   host?: string;
   /** Told when rendering fails. */
   logger?: Logger;
@@ -28,8 +31,8 @@ export interface MetricsServer {
 }
 
 /**
- * An app's ops listener: `GET /metrics` (Prometheus text), `GET /healthz` and (given a readiness) `GET /readyz`, on its own port and never on the
- * public one, so nobody on the callback path can read our traffic and failure counts.
+ * An app's ops listener: `GET /metrics` (Prometheus text), `GET /healthz` and (given a readiness) `GET /readyz`, on
+ * its own port and never on the public one, so nobody on the callback path can read our traffic and failure counts.
  */
 export async function startMetricsServer(opts: MetricsServerOptions): Promise<MetricsServer> {
   const { source } = opts;

@@ -119,7 +119,9 @@ async function checkNode(redis: Redis, options: { minReplicas?: number }): Promi
           required,
           online,
           ok: false,
-          problem: `${online} replica(s) online, INGEST_MIN_REPLICAS is ${required}: a callback would not be held by a replica before its success`,
+          problem:
+            `${online} replica(s) online, INGEST_MIN_REPLICAS is ${required}: ` +
+            'a callback would not be held by a replica before its success',
         };
   return { durable: problems.length === 0, mode, problems, settings, replication };
 }
@@ -135,16 +137,19 @@ function problemsOf(settings: DurabilityReport['settings']): string[] {
   } else if (settings.appendfsync !== 'always' && !settings.waitaof) {
     problems.push(
       settings.appendfsync === 'unknown'
-        ? 'CONFIG GET is not allowed on this Redis (renamed or disabled, as on some managed services) and it has no WAITAOF: ' +
+        ? 'CONFIG GET is not allowed on this Redis (renamed or disabled, as on some managed services) ' +
+            'and it has no WAITAOF: ' +
             'ingest can check neither that the AOF is fsynced before each reply nor, per batch, that it is still on; ' +
             'allow CONFIG GET for ingest (appendfsync always), or use Redis >= 7.2 (WAITAOF)'
-        : `appendfsync is "${settings.appendfsync}" and this Redis has no WAITAOF: the last writes before a crash are lost; ` +
+        : `appendfsync is "${settings.appendfsync}" and this Redis has no WAITAOF: ` +
+            'the last writes before a crash are lost; ' +
             'set appendfsync always (or use Redis >= 7.2)',
     );
   }
   if (settings.maxmemoryPolicy !== 'noeviction') {
     problems.push(
-      `maxmemory-policy is "${settings.maxmemoryPolicy}": Redis may evict queued callbacks; set maxmemory-policy noeviction`,
+      `maxmemory-policy is "${settings.maxmemoryPolicy}": Redis may evict queued callbacks; ` +
+        'set maxmemory-policy noeviction',
     );
   }
   return problems;

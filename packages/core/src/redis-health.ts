@@ -56,13 +56,23 @@ const NETWORK_CODES = new Set([
   'EPIPE',
 ]);
 
+/** What ioredis's messages say when the connection is missing. */
+const CONNECTION_MISSING = new RegExp(
+  [
+    'Connection is closed',
+    'connect E[A-Z]+',
+    'Reached the max retries per request',
+    'Failed to refresh slots cache',
+    'None of startup nodes is available',
+    'All sentinels are unreachable',
+  ].join('|'),
+);
+
 /** Whether an error says the connection to Redis is missing (rather than a command or script failing). */
 export function isRedisConnectionError(err: unknown): boolean {
   const e = coerceError(err) as Error & { code?: unknown };
   if (typeof e.code === 'string' && NETWORK_CODES.has(e.code)) return true;
-  return /Connection is closed|connect E[A-Z]+|Reached the max retries per request|Failed to refresh slots cache|None of startup nodes is available|All sentinels are unreachable/.test(
-    e.message,
-  );
+  return CONNECTION_MISSING.test(e.message);
 }
 
 /** See {@link RedisHealth}. */

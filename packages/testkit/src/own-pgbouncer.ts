@@ -40,6 +40,55 @@ const PGBOUNCER = existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : 'p
 /** Whether this machine has PgBouncer (`apt-get install pgbouncer`; .ci/run installs it). */
 export const hasPgBouncer = (): boolean => spawnSync(PGBOUNCER, ['--version'], { encoding: 'utf8' }).status === 0;
 
+/** The config pointing at `url`'s server: its database by name (so a RELOAD can move it), any other through `*`. */
+function pgbouncerIni(url: URL, own: { port: number; dir: string; user: string; poolSize: number }): string {
+  const server = `host=${url.hostname} port=${url.port || 5432}`;
+  const database = decodeURIComponent(url.pathname.slice(1));
+  return [
+    '[databases]',
+    ...(database ? [`${database} = ${server} dbname=${database}`] : []),
+    `* = ${server}`,
+    '[pgbouncer]',
+    'listen_addr = 127.0.0.1',
+    `listen_port = ${own.port}`,
+    'unix_socket_dir =',
+    'auth_type = trust',
+    `auth_file = ${join(own.dir, 'userlist.txt')}`,
+    'pool_mode = transaction',
+    `admin_users = ${own.user}`,
+    `default_pool_size = ${own.poolSize}`,
+    'max_client_conn = 500',
+    // node-postgres sends statement_timeout as a startup parameter; PgBouncer 1.18 cannot pass it on
+    // (docs/deployment.md).
+    'ignore_startup_parameters = statement_timeout,extra_float_digits',
+    '',
+  ].join('\n');
+}
+
+/** Resolves once something accepts connections on 127.0.0.1:`port`; throws after 10 s. */
+async function untilListening(port: number): Promise<void> {
+  await waitFor(
+    () =>
+      new Promise<boolean>((resolve) => {
+        const s = connect(port, '127.0.0.1');
+        s.once('connect', () => (s.destroy(), resolve(true)));
+        s.once('error', () => resolve(false));
+      }),
+    { timeoutMs: 10_000, intervalMs: 50, message: `pgbouncer on ${port} did not start` },
+  );
+}
+
+/** Rows of a command on PgBouncer's admin console (simple protocol only). */
+async function adminCommand<T>(port: number, user: string, command: string): Promise<T[]> {
+  const client = new pg.Client({ host: '127.0.0.1', port, user, database: 'pgbouncer' });
+  await client.connect();
+  try {
+    return (await client.query({ text: command, queryMode: 'simple' } as pg.QueryConfig)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
 export async function startOwnPgBouncer(
   databaseUrl: string,
   options: { poolSize?: number } = {},
@@ -50,32 +99,8 @@ export async function startOwnPgBouncer(
   const dir = mkdtempSync(join(tmpdir(), 'mcb-pgbouncer-'));
   writeFileSync(join(dir, 'userlist.txt'), `"${user}" ""\n`);
   const ini = join(dir, 'pgbouncer.ini');
-  /** The config pointing at `url`'s server: its database by name (so a RELOAD can move it), any other through `*`. */
-  const writeIni = (url: URL) => {
-    const server = `host=${url.hostname} port=${url.port || 5432}`;
-    const database = decodeURIComponent(url.pathname.slice(1));
-    writeFileSync(
-      ini,
-      [
-        '[databases]',
-        ...(database ? [`${database} = ${server} dbname=${database}`] : []),
-        `* = ${server}`,
-        '[pgbouncer]',
-        'listen_addr = 127.0.0.1',
-        `listen_port = ${port}`,
-        'unix_socket_dir =',
-        'auth_type = trust',
-        `auth_file = ${join(dir, 'userlist.txt')}`,
-        'pool_mode = transaction',
-        `admin_users = ${user}`,
-        `default_pool_size = ${options.poolSize ?? 4}`,
-        'max_client_conn = 500',
-        // node-postgres sends statement_timeout as a startup parameter; PgBouncer 1.18 cannot pass it on (docs/deployment.md).
-        'ignore_startup_parameters = statement_timeout,extra_float_digits',
-        '',
-      ].join('\n'),
-    );
-  };
+  const writeIni = (url: URL) =>
+    writeFileSync(ini, pgbouncerIni(url, { port, dir, user, poolSize: options.poolSize ?? 4 }));
   writeIni(target);
   // PgBouncer refuses to run as root: as root (CI machines), it is told to switch to the postgres user, which must
   // then be able to read its files.
@@ -86,31 +111,14 @@ export async function startOwnPgBouncer(
   let child: ChildProcess | undefined;
   const launch = async () => {
     child = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
-    await waitFor(
-      () =>
-        new Promise<boolean>((resolve) => {
-          const s = connect(port, '127.0.0.1');
-          s.once('connect', () => (s.destroy(), resolve(true)));
-          s.once('error', () => resolve(false));
-        }),
-      { timeoutMs: 10_000, intervalMs: 50, message: `pgbouncer on ${port} did not start` },
-    );
+    await untilListening(port);
   };
   const unregister = onProcessExit(() => {
     killQuietly(child?.pid);
     rmSync(dir, { recursive: true, force: true });
   });
   await launch();
-  /** A SHOW command on PgBouncer's admin console (simple protocol only). */
-  const admin = async <T>(command: string): Promise<T[]> => {
-    const client = new pg.Client({ host: '127.0.0.1', port, user, database: 'pgbouncer' });
-    await client.connect();
-    try {
-      return (await client.query({ text: command, queryMode: 'simple' } as pg.QueryConfig)).rows as T[];
-    } finally {
-      await client.end();
-    }
-  };
+  const admin = <T>(command: string): Promise<T[]> => adminCommand<T>(port, user, command);
   const show = <T>(what: string): Promise<T[]> => admin<T>(`SHOW ${what}`);
   return {
     port,

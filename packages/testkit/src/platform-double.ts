@@ -1,4 +1,4 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GET_ORDER_PATH, GET_PAYMENT_METHODS_PATH } from '@mcb/core/platform';
 
@@ -40,7 +40,7 @@ export interface FakePlatform {
   setDelay(ms: number): void;
   /** Every Get order answers HTTP `status` from now on (an outage); `undefined` ends it. */
   setOutage(status: number | undefined): void;
-  /** The next `count` Get orders are answered together, once all `count` have arrived (a barrier for batching tests). */
+  /** The next `count` Get orders are answered together, once all `count` have arrived (a barrier: batching tests). */
   holdReplies(count: number): void;
   /** Every Get order's arrival time (performance.now(), ms), for rate checks. */
   arrivals: number[];
@@ -62,25 +62,99 @@ export interface FakePlatformOptions {
   currencies?: readonly { currency: string }[];
 }
 
-/** Sends one reply: status, body, content type (JSON unless said). */
 type Send = (status: number, text: string, type?: string) => void;
 
-/** What Get order answers per merchant order number, as the test scripted it. */
-interface Scripted {
+/** What the double holds: the scripted answers and failures, and what it has received. */
+interface DoubleState {
+  path: string;
+  currencies: readonly { currency: string }[] | undefined;
+  catalog: FakePlatform['catalog'];
   orders: Map<string, FakeOrder>;
   failures: Map<string, { count: number; status: number }>;
   refusals: Map<string, { code: number; message: string }>;
-  /** Maintenance pages still to serve. */
+  hits: Map<string, number>;
+  arrivals: number[];
+  delayMs: number;
+  outage: number | undefined;
   pages: Map<string, number>;
+  held: { count: number; release: Array<() => void> } | undefined;
+  holds: { accepts: (merchantOrderNo: string) => boolean; waiting: (() => void)[] }[];
 }
 
-/** getPaymentMethods: the catalog filtered by `currencyType`, or the scripted failure. */
-function serveCatalog(
-  catalog: FakePlatform['catalog'],
+export async function startFakePlatform(options: FakePlatformOptions | string = {}): Promise<FakePlatform> {
+  const { getOrderPath: path = GET_ORDER_PATH, currencies } =
+    typeof options === 'string' ? { getOrderPath: options } : options;
+  const st: DoubleState = {
+    path,
+    currencies,
+    catalog: { mode: { kind: 'ok' }, requests: [] },
+    orders: new Map(),
+    failures: new Map(),
+    refusals: new Map(),
+    hits: new Map(),
+    arrivals: [],
+    delayMs: 0,
+    outage: undefined,
+    pages: new Map(),
+    held: undefined,
+    holds: [],
+  };
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    req.on('end', () => handle(st, req, res, body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    catalog: st.catalog,
+    hits: st.hits,
+    setOrder: (o) => st.orders.set(o.merchantOrderNo, o),
+    failNext: (no, count, status) => st.failures.set(no, { count, status }),
+    maintenancePageNext: (no, count) => st.pages.set(no, count),
+    refuse: (no, code, message) => st.refusals.set(no, { code, message }),
+    setDelay: (ms) => void (st.delayMs = ms),
+    setOutage: (status) => void (st.outage = status),
+    holdReplies: (count) => void (st.held = { count, release: [] }),
+    arrivals: st.arrivals,
+    hold(only = () => true) {
+      const hold = { accepts: only, waiting: [] as (() => void)[] };
+      st.holds.push(hold);
+      return () => {
+        st.holds.splice(st.holds.indexOf(hold), 1);
+        for (const go of hold.waiting.splice(0)) go();
+      };
+    },
+    held: () => st.holds.reduce((n, h) => n + h.waiting.length, 0),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** Answer one request, its body read. */
+function handle(st: DoubleState, req: IncomingMessage, res: ServerResponse, body: string): void {
+  const send: Send = (status, text, type = 'application/json') => {
+    res.writeHead(status, { 'content-type': type });
+    res.end(text);
+  };
+  if (st.currencies && req.method === 'POST' && req.url === GET_PAYMENT_METHODS_PATH) {
+    return answerCatalog(st, st.currencies, res, body, send);
+  }
+  if (req.method !== 'POST' || req.url !== st.path) return send(404, '{"code":404,"message":"no such route"}');
+  answerGetOrder(st, body, send);
+}
+
+/** getPaymentMethods: the catalog (filtered by `currencyType`) or the scripted failure. */
+function answerCatalog(
+  st: DoubleState,
   currencies: readonly { currency: string }[],
+  res: ServerResponse,
   body: string,
   send: Send,
-  res: ServerResponse,
 ): void {
   let asked: Record<string, string> = {};
   try {
@@ -88,118 +162,65 @@ function serveCatalog(
   } catch {
     return send(400, '{"code":400,"message":"bad json"}');
   }
-  catalog.requests.push(asked);
-  const mode = catalog.mode;
+  st.catalog.requests.push(asked);
+  const mode = st.catalog.mode;
   if (mode.kind === 'http') return void res.writeHead(mode.status).end('unavailable');
   if (mode.kind === 'code') return send(200, JSON.stringify({ code: mode.code, message: mode.message, data: null }));
   const listed = currencies.filter((c) => !asked.currencyType || c.currency === asked.currencyType);
   return send(200, JSON.stringify({ code: 0, message: 'success', data: { currencies: listed } }));
 }
 
-/** Get order's answer for one order: a maintenance page, a scripted failure or refusal, the order, or not found. */
-function answerGetOrder(scripted: Scripted, merchantOrderNo: string, send: Send): void {
-  const page = scripted.pages.get(merchantOrderNo) ?? 0;
+/** Get order: counted, then delayed, held at the barrier, failed by an outage or held, as scripted. */
+function answerGetOrder(st: DoubleState, body: string, send: Send): void {
+  let merchantOrderNo = '';
+  try {
+    merchantOrderNo = String((JSON.parse(body) as { merchantOrderNo?: unknown }).merchantOrderNo ?? '');
+  } catch {
+    return send(400, '{"code":400,"message":"bad json"}');
+  }
+  st.hits.set(merchantOrderNo, (st.hits.get(merchantOrderNo) ?? 0) + 1);
+  st.arrivals.push(performance.now());
+  if (st.delayMs > 0) {
+    const later = send;
+    const wait = st.delayMs;
+    send = (status, text, type) => void setTimeout(() => later(status, text, type), wait);
+  }
+  if (st.held) {
+    const barrier = st.held;
+    const answer = send;
+    send = (status, text, type) => void barrier.release.push(() => answer(status, text, type));
+    if (barrier.release.length + 1 >= barrier.count) {
+      st.held = undefined;
+      setImmediate(() => barrier.release.splice(0).forEach((go) => go()));
+    }
+  }
+  if (st.outage !== undefined) return send(st.outage, '{"code":503,"message":"platform outage"}');
+  const hold = st.holds.find((h) => h.accepts(merchantOrderNo));
+  if (hold) return void hold.waiting.push(() => answer(st, merchantOrderNo, send));
+  answer(st, merchantOrderNo, send);
+}
+
+/** Get order's answer for one order: a maintenance page, a failure, a refusal, the order, or "not found". */
+function answer(st: DoubleState, merchantOrderNo: string, send: Send): void {
+  const page = st.pages.get(merchantOrderNo) ?? 0;
   if (page > 0) {
-    scripted.pages.set(merchantOrderNo, page - 1);
+    st.pages.set(merchantOrderNo, page - 1);
     return send(
       200,
       '<!doctype html><html><body><h1>Down for maintenance</h1></body></html>',
       'text/html; charset=utf-8',
     );
   }
-  const failure = scripted.failures.get(merchantOrderNo);
+  const failure = st.failures.get(merchantOrderNo);
   if (failure && failure.count > 0) {
     failure.count -= 1;
     return send(failure.status, '{"code":500,"message":"scripted failure"}');
   }
-  const refusal = scripted.refusals.get(merchantOrderNo);
+  const refusal = st.refusals.get(merchantOrderNo);
   if (refusal) return send(200, JSON.stringify({ code: refusal.code, message: refusal.message, data: null }));
-  const o = scripted.orders.get(merchantOrderNo);
+  const o = st.orders.get(merchantOrderNo);
   if (!o) return send(200, '{"code":40404,"message":"order not found","data":null}');
   const { amountJson, ...rest } = o;
   const data = JSON.stringify(rest).slice(0, -1) + `,"amount":${amountJson}}`;
   send(200, `{"code":0,"message":"success","data":${data}}`);
-}
-
-export async function startFakePlatform(options: FakePlatformOptions | string = {}): Promise<FakePlatform> {
-  const { getOrderPath: path = GET_ORDER_PATH, currencies } =
-    typeof options === 'string' ? { getOrderPath: options } : options;
-  const catalog: FakePlatform['catalog'] = { mode: { kind: 'ok' }, requests: [] };
-  const scripted: Scripted = { orders: new Map(), failures: new Map(), refusals: new Map(), pages: new Map() };
-  const { orders, failures, refusals, pages } = scripted;
-  const hits = new Map<string, number>();
-  const arrivals: number[] = [];
-  let delayMs = 0;
-  let outage: number | undefined;
-  let held: { count: number; release: Array<() => void> } | undefined;
-  const holds: { accepts: (merchantOrderNo: string) => boolean; waiting: (() => void)[] }[] = [];
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-    req.on('end', () => {
-      let send: Send = (status, text, type = 'application/json') => {
-        res.writeHead(status, { 'content-type': type });
-        res.end(text);
-      };
-      if (currencies && req.method === 'POST' && req.url === GET_PAYMENT_METHODS_PATH) {
-        return serveCatalog(catalog, currencies, body, send, res);
-      }
-      if (req.method !== 'POST' || req.url !== path) return send(404, '{"code":404,"message":"no such route"}');
-      let merchantOrderNo = '';
-      try {
-        merchantOrderNo = String((JSON.parse(body) as { merchantOrderNo?: unknown }).merchantOrderNo ?? '');
-      } catch {
-        return send(400, '{"code":400,"message":"bad json"}');
-      }
-      hits.set(merchantOrderNo, (hits.get(merchantOrderNo) ?? 0) + 1);
-      arrivals.push(performance.now());
-      if (delayMs > 0) {
-        const later = send;
-        const wait = delayMs;
-        send = (status, text, type) => void setTimeout(() => later(status, text, type), wait);
-      }
-      if (held) {
-        const barrier = held;
-        const answer = send;
-        send = (status, text, type) => void barrier.release.push(() => answer(status, text, type));
-        if (barrier.release.length + 1 >= barrier.count) {
-          held = undefined;
-          setImmediate(() => barrier.release.splice(0).forEach((go) => go()));
-        }
-      }
-      if (outage !== undefined) return send(outage, '{"code":503,"message":"platform outage"}');
-      const hold = holds.find((h) => h.accepts(merchantOrderNo));
-      if (hold) return void hold.waiting.push(() => answerGetOrder(scripted, merchantOrderNo, send));
-      answerGetOrder(scripted, merchantOrderNo, send);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    catalog,
-    hits,
-    setOrder: (o) => orders.set(o.merchantOrderNo, o),
-    failNext: (no, count, status) => failures.set(no, { count, status }),
-    maintenancePageNext: (no, count) => pages.set(no, count),
-    refuse: (no, code, message) => refusals.set(no, { code, message }),
-    setDelay: (ms) => void (delayMs = ms),
-    setOutage: (status) => void (outage = status),
-    holdReplies: (count) => void (held = { count, release: [] }),
-    arrivals,
-    hold(only = () => true) {
-      const hold = { accepts: only, waiting: [] as (() => void)[] };
-      holds.push(hold);
-      return () => {
-        holds.splice(holds.indexOf(hold), 1);
-        for (const go of hold.waiting.splice(0)) go();
-      };
-    },
-    held: () => holds.reduce((n, h) => n + h.waiting.length, 0),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
 }

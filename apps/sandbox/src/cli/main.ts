@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { coerceError } from '@mcb/core/errors';
 import { loadConfig } from '@mcb/core/config';
 import { PayinState, PayoutState, targetStatusOf } from '@mcb/core/spec';
-import { consoleApi, describeError, samplePayout } from './merchant.ts';
+import { consoleApi, describeError, samplePayout, type ConsoleApi } from './merchant.ts';
 
 /**
  * `pnpm sandbox <command>`: drive a running sandbox over its control API, in the style of `stripe trigger`.
@@ -85,13 +85,15 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
 function describeAttempt(a: AttemptView): string {
   const copy = a.copy > 1 ? ` (copy ${a.copy})` : '';
   const reply = a.status === null ? `no reply: ${a.error}` : `${a.status} ${JSON.stringify(a.bodySnippet)}`;
-  return `  attempt ${a.number}${copy} at ${a.at}: ${reply} → ${a.outcome}${a.error && a.status !== null ? ` (${a.error})` : ''}`;
+  const why = a.error && a.status !== null ? ` (${a.error})` : '';
+  return `  attempt ${a.number}${copy} at ${a.at}: ${reply} → ${a.outcome}${why}`;
 }
 
 function print(view: OrderView): void {
   const o = view.order;
   console.log(
-    `${o.type} ${o.orderNo} (merchant order ${o.merchantOrderNo}): ${o.amount} ${o.currency}, state ${o.state}, created via ${o.createdVia}`,
+    `${o.type} ${o.orderNo} (merchant order ${o.merchantOrderNo}): ${o.amount} ${o.currency}, state ${o.state}, ` +
+      `created via ${o.createdVia}`,
   );
   if (view.deliveries.length === 0) console.log('  no callback (only pay-in 6 and API payouts 4/5 send one)');
   for (const d of view.deliveries) {
@@ -107,12 +109,8 @@ function durationMs(text: string): number {
   return Number(m[1]) * { ms: 1, s: 1000, m: 60_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm'];
 }
 
-async function trigger(kind: string | undefined, args: string[]): Promise<number> {
-  if (kind !== 'payin' && kind !== 'payout') {
-    console.error(`trigger what? expected payin or payout\n\n${USAGE}`);
-    return 2;
-  }
-  const { values } = parseArgs({
+function parseTriggerArgs(args: string[]) {
+  return parseArgs({
     args,
     options: {
       currency: { type: 'string', default: 'INR' },
@@ -131,7 +129,49 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
       timeout: { type: 'string', default: '60s' },
       json: { type: 'boolean', default: false },
     },
-  });
+  }).values;
+}
+
+/** One `trigger`: what was asked, and where it stands. */
+interface TriggerRun {
+  kind: 'payin' | 'payout';
+  values: ReturnType<typeof parseTriggerArgs>;
+  /** `--param key=value` pairs. */
+  given: Record<string, string>;
+  merchantOrderNo: string;
+  /** The state the sandbox moves the order to. */
+  state: number;
+  /** What our console should end at. */
+  expected: string;
+  deadline: number;
+  /** Print a step of the story, with the time since the start (unless --json). */
+  step: (text: string) => void;
+  /** Our console; undefined with --unregistered. */
+  api: ReturnType<typeof merchantConsole> | undefined;
+}
+
+type SandboxOrderView = OrderView['order'];
+
+async function trigger(kind: string | undefined, args: string[]): Promise<number> {
+  if (kind !== 'payin' && kind !== 'payout') {
+    console.error(`trigger what? expected payin or payout\n\n${USAGE}`);
+    return 2;
+  }
+  const run = triggerRun(kind, args);
+  if (typeof run === 'number') return run;
+  // 1. Register with our console, as the merchant's system does before sending the customer to pay.
+  if (run.api) await registerWithConsole(run, run.api);
+  // 2. The platform's side: create the order on the sandbox and move it to its final state.
+  const order = await createOnSandbox(run);
+  // 3. Follow the callback: its delivery on the sandbox, then (registered) the order in our console.
+  const followed = await follow(run, order);
+  if (!run.api) return reportDelivery(run, followed.view, order);
+  return reportCredit(run, run.api, order, followed);
+}
+
+/** The run the arguments ask for, or the exit code of a usage error. */
+function triggerRun(kind: 'payin' | 'payout', args: string[]): TriggerRun | number {
+  const values = parseTriggerArgs(args);
   const given: Record<string, string> = {};
   for (const p of values.param) {
     const eq = p.indexOf('=');
@@ -152,37 +192,44 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
   const merchantOrderNo =
     values['merchant-order-no'] ??
     `T${Date.now().toString(36).toUpperCase()}${Math.random().toString(36).slice(2, 6).toUpperCase()}`;
-
-  // 1. Register with our console, as the merchant's system does before sending the customer to pay.
   const api = values.unregistered ? undefined : merchantConsole();
-  if (api) {
-    const body: Record<string, unknown> = {
-      merchantOrderNo,
-      currency: values.currency,
-      amount: values.amount,
-      reason: 'sandbox trigger: test order',
-    };
-    if (kind === 'payout') {
-      const catalog = await api.call<{ currencies?: { methods: Parameters<typeof samplePayout>[0] }[] }>(
-        'GET',
-        `/api/payment-methods?currency=${encodeURIComponent(values.currency)}`,
-      );
-      if (catalog.status !== 200)
-        throw new Error(`our console's catalog: ${describeError(catalog.status, catalog.body)}`);
-      const chosen = samplePayout(catalog.body.currencies?.[0]?.methods ?? [], given);
-      if ('problem' in chosen)
-        throw new Error(`no payout method of ${values.currency} can be filled in: ${chosen.problem}`);
-      Object.assign(body, { paymentMethod: chosen.paymentMethod, params: chosen.params });
-    }
-    const registered = await api.call('POST', `/api/${kind}s`, body);
-    if (registered.status !== 201 && registered.status !== 200)
-      throw new Error(`registering with our console: ${describeError(registered.status, registered.body)}`);
-    step(
-      `registered ${kind} ${merchantOrderNo} (${values.amount} ${values.currency}) with our console at ${api.url}${kind === 'payout' ? ` (method ${String(body.paymentMethod)})` : ''}`,
-    );
-  }
+  return { kind, values, given, merchantOrderNo, state, expected, deadline, step, api };
+}
 
-  // 2. The platform's side: create the order on the sandbox and move it to its final state.
+/** Register the order with our console (a payout with a method its catalog accepts). */
+async function registerWithConsole(run: TriggerRun, api: ConsoleApi): Promise<void> {
+  const { kind, values, merchantOrderNo } = run;
+  const body: Record<string, unknown> = {
+    merchantOrderNo,
+    currency: values.currency,
+    amount: values.amount,
+    reason: 'sandbox trigger: test order',
+  };
+  if (kind === 'payout') {
+    const catalog = await api.call<{ currencies?: { methods: Parameters<typeof samplePayout>[0] }[] }>(
+      'GET',
+      `/api/payment-methods?currency=${encodeURIComponent(values.currency)}`,
+    );
+    if (catalog.status !== 200)
+      throw new Error(`our console's catalog: ${describeError(catalog.status, catalog.body)}`);
+    const chosen = samplePayout(catalog.body.currencies?.[0]?.methods ?? [], run.given);
+    if ('problem' in chosen)
+      throw new Error(`no payout method of ${values.currency} can be filled in: ${chosen.problem}`);
+    Object.assign(body, { paymentMethod: chosen.paymentMethod, params: chosen.params });
+  }
+  const registered = await api.call('POST', `/api/${kind}s`, body);
+  if (registered.status !== 201 && registered.status !== 200)
+    throw new Error(`registering with our console: ${describeError(registered.status, registered.body)}`);
+  const method = kind === 'payout' ? ` (method ${String(body.paymentMethod)})` : '';
+  run.step(
+    `registered ${kind} ${merchantOrderNo} (${values.amount} ${values.currency}) ` +
+      `with our console at ${api.url}${method}`,
+  );
+}
+
+/** Create the order on the sandbox, move it to its state, and (--forge) send a forged callback for it too. */
+async function createOnSandbox(run: TriggerRun): Promise<SandboxOrderView> {
+  const { kind, values, state, step } = run;
   const faults: Record<string, number | boolean> = {};
   if (values.duplicate) faults.duplicate = Number(values.duplicate);
   if (values['min-blocks']) faults.minBlocks = Number(values['min-blocks']);
@@ -190,7 +237,7 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
   const created = await call<OrderView>('POST', `/control/${kind}s`, {
     currency: values.currency,
     amount: values.amount,
-    merchantOrderNo,
+    merchantOrderNo: run.merchantOrderNo,
     callbackUrl: values['callback-url'],
     ...(kind === 'payout' && values.console ? { createdVia: 'console' } : {}),
     ...(Object.keys(faults).length > 0 ? { faults } : {}),
@@ -208,18 +255,26 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
         : 'sent a forged callback (wrong amount) for the same order',
     );
   }
+  return order;
+}
 
-  // 3. Follow the callback: its delivery on the sandbox, then (registered) the order in our console.
+/** Every callback is settled (or, unregistered and not --wait, has had an attempt). */
+function deliveryDone(run: TriggerRun, v: OrderView): boolean {
+  return v.deliveries.every(
+    (d) =>
+      ['delivered', 'gave-up', 'cancelled'].includes(d.status) ||
+      (!run.values.wait && !run.api && d.attempts.length > 0),
+  );
+}
+
+/** Poll the sandbox (and our console) until the story has ended or the deadline passes. */
+async function follow(run: TriggerRun, order: SandboxOrderView) {
+  const { api, values, step } = run;
   let view: OrderView = await call<OrderView>('GET', `/control/orders/${encodeURIComponent(order.orderNo)}`);
   let delivered = false;
   let status = 'pending';
   let orderBody: Record<string, unknown> = {};
-  const deliveryDone = (v: OrderView) =>
-    v.deliveries.every(
-      (d) =>
-        ['delivered', 'gave-up', 'cancelled'].includes(d.status) || (!values.wait && !api && d.attempts.length > 0),
-    );
-  while (Date.now() < deadline) {
+  while (Date.now() < run.deadline) {
     view = await call<OrderView>('GET', `/control/orders/${encodeURIComponent(order.orderNo)}`);
     const reply = view.deliveries.flatMap((d) => d.attempts).find((a) => a.outcome === 'success');
     if (!delivered && reply) {
@@ -227,45 +282,56 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
       step(`callback delivered: ${reply.status} ${JSON.stringify(reply.bodySnippet)}`);
     }
     if (!api) {
-      if (deliveryDone(view)) break;
+      if (deliveryDone(run, view)) break;
     } else {
-      const res = await api.call<Record<string, unknown>>('GET', `/api/orders/${encodeURIComponent(merchantOrderNo)}`);
+      const path = `/api/orders/${encodeURIComponent(run.merchantOrderNo)}`;
+      const res = await api.call<Record<string, unknown>>('GET', path);
       if (res.status === 200) {
         orderBody = res.body;
         status = String(res.body.status);
         // With --forge, also until the forged copy has been answered, so its fate is part of the story.
-        if (status !== 'pending' && (!values.forge || deliveryDone(view))) break;
+        if (status !== 'pending' && (!values.forge || deliveryDone(run, view))) break;
       }
       if (view.deliveries.some((d) => d.status === 'gave-up')) break;
     }
     await new Promise((r) => setTimeout(r, 200));
   }
+  return { view, status, orderBody };
+}
 
-  if (!api) {
-    if (values.json) console.log(JSON.stringify(view, null, 2));
-    else print(view);
-    if (!deliveryDone(view)) {
-      console.error(`still waiting after ${values.timeout}; see \`pnpm sandbox order ${order.merchantOrderNo}\``);
-      return 1;
-    }
-    return values.wait && view.deliveries.some((d) => d.status === 'gave-up') ? 1 : 0;
+/** Unregistered: print the deliveries; exit 1 if they have not ended (or, with --wait, if one was given up). */
+function reportDelivery(run: TriggerRun, view: OrderView, order: SandboxOrderView): number {
+  const { values } = run;
+  if (values.json) console.log(JSON.stringify(view, null, 2));
+  else print(view);
+  if (!deliveryDone(run, view)) {
+    console.error(`still waiting after ${values.timeout}; see \`pnpm sandbox order ${order.merchantOrderNo}\``);
+    return 1;
   }
+  return values.wait && view.deliveries.some((d) => d.status === 'gave-up') ? 1 : 0;
+}
 
+/** Registered: tell what our console made of it; exit 0 only if it ended as expected with at most one entry. */
+async function reportCredit(
+  run: TriggerRun,
+  api: ConsoleApi,
+  order: SandboxOrderView,
+  { view, status, orderBody }: Awaited<ReturnType<typeof follow>>,
+): Promise<number> {
+  const { kind, values, merchantOrderNo, expected, step } = run;
   type Trail = { receipts?: Record<string, unknown>[]; reviews?: Record<string, unknown>[] };
-  const readTrail = () =>
-    api.call<Trail>('GET', `/api/callbacks?merchantOrderNo=${encodeURIComponent(merchantOrderNo)}`);
-  const trail = await readTrail();
+  const trail = await api.call<Trail>('GET', `/api/callbacks?merchantOrderNo=${encodeURIComponent(merchantOrderNo)}`);
   if (values.forge) {
-    const forged = view.deliveries.filter((d) => d.event !== 'genuine');
-    for (const d of forged)
-      step(
-        `forged callback ${d.id} [${d.event}]: ${d.status}${d.attempts[0] ? ` (${d.attempts[0].status} ${JSON.stringify(d.attempts[0].bodySnippet)})` : ''}`,
-      );
+    for (const d of view.deliveries.filter((f) => f.event !== 'genuine')) {
+      const first = d.attempts[0] ? ` (${d.attempts[0].status} ${JSON.stringify(d.attempts[0].bodySnippet)})` : '';
+      step(`forged callback ${d.id} [${d.event}]: ${d.status}${first}`);
+    }
   }
   const receipt = trail.body.receipts?.find((r) => r.orderNo === order.orderNo);
   if (receipt) {
     step(
-      `job ${String(receipt.jobId ?? '(sweep)')} received at ${String(receipt.receivedAt)}; Get order confirmed ${String(receipt.confirmedAmount)}`,
+      `job ${String(receipt.jobId ?? '(sweep)')} received at ${String(receipt.receivedAt)}; ` +
+        `Get order confirmed ${String(receipt.confirmedAmount)}`,
     );
   }
   for (const r of trail.body.reviews ?? [])
@@ -277,14 +343,14 @@ async function trigger(kind: string | undefined, args: string[]): Promise<number
     return 1;
   }
   if (status === expected) {
-    step(
-      `${status}${ledger.length ? ` (ledger: ${ledger.map((l) => `${l.entryType} ${l.amount} ${l.currency}`).join(', ')})` : ''}`,
-    );
+    const entries = ledger.map((l) => `${l.entryType} ${l.amount} ${l.currency}`).join(', ');
+    step(`${status}${ledger.length ? ` (ledger: ${entries})` : ''}`);
     return 0;
   }
   const why = status === 'pending' ? `still pending after ${values.timeout}` : `ended ${status}, expected ${expected}`;
   console.error(
-    `${kind} ${merchantOrderNo}: ${why}; see \`pnpm sandbox order ${order.orderNo}\` and GET /api/callbacks?merchantOrderNo=${merchantOrderNo}`,
+    `${kind} ${merchantOrderNo}: ${why}; see \`pnpm sandbox order ${order.orderNo}\` ` +
+      `and GET /api/callbacks?merchantOrderNo=${merchantOrderNo}`,
   );
   return 1;
 }

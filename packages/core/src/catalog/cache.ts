@@ -75,7 +75,7 @@ function currencyNotEnabled(currency: string, refusal?: PlatformCodeError, basis
   });
 }
 
-/** The platform's refusals of the catalog query with a meaning of their own (spec: 40010, 40017); others as they are. */
+/** The platform's refusals of the catalog query with a meaning of their own (spec: 40010, 40017); others as is. */
 function meaningOf(e: unknown, currency: string | undefined): unknown {
   if (!(e instanceof PlatformCodeError)) return e;
   if (e.platformCode === PLATFORM_CODES.currencyNotEnabled && currency !== undefined)
@@ -83,7 +83,8 @@ function meaningOf(e: unknown, currency: string | undefined): unknown {
   if (e.platformCode === PLATFORM_CODES.merchantUnknown) {
     return new AppError(
       ErrorCodes.MERCHANT_UNKNOWN,
-      `the platform does not know this merchant number (platform code ${e.platformCode}: ${e.platformMessage || 'no message'}); check MERCHANT_NO`,
+      `the platform does not know this merchant number ` +
+        `(platform code ${e.platformCode}: ${e.platformMessage || 'no message'}); check MERCHANT_NO`,
       { cause: e, details: { platformCode: e.platformCode, platformMessage: e.platformMessage } },
     );
   }
@@ -101,6 +102,97 @@ function platformGaveNoCatalog(e: unknown): boolean {
   );
 }
 
+/** A catalog as a view at `nowMs`. */
+function viewOf(catalog: Catalog, fetchedAt: Date, stale: boolean, nowMs: number): CatalogView {
+  return { catalog, fetchedAt, ageSeconds: Math.max(0, Math.floor((nowMs - fetchedAt.getTime()) / 1000)), stale };
+}
+
+type Stored = { catalog: Catalog; fetchedAt: Date };
+
+/** The youngest stored copy that answers for `currency`: its own scope, or the full catalog narrowed. */
+async function readStored(
+  database: Database,
+  logger: Logger,
+  currency: string | undefined,
+): Promise<Stored | undefined> {
+  const scopes = currency === undefined ? [''] : ['', currency];
+  let rows: { scope: string; catalog: unknown; fetchedAt: Date }[];
+  try {
+    rows = await database.select().from(catalogSnapshots).where(inArray(catalogSnapshots.scope, scopes));
+  } catch (e) {
+    logger.warn({ err: coerceError(e) }, 'catalog: cannot read the stored catalog; asking the platform');
+    return undefined;
+  }
+  let best: Stored | undefined;
+  for (const row of rows) {
+    const parsed = catalogSchema.safeParse(row.catalog);
+    if (!parsed.success) {
+      logger.error({ scope: row.scope }, 'catalog: stored catalog no longer matches the schema; ignoring it');
+      continue;
+    }
+    if (!best || row.fetchedAt > best.fetchedAt) {
+      best = { catalog: narrowCatalog(parsed.data, currency), fetchedAt: row.fetchedAt };
+    }
+  }
+  return best;
+}
+
+async function store(database: Database, logger: Logger, scope: string, catalog: Catalog, fetchedAt: Date) {
+  try {
+    // Only a younger copy replaces the stored one, so a slow refresh cannot overwrite a newer answer.
+    await database
+      .insert(catalogSnapshots)
+      .values({ scope, catalog: catalog as unknown as Record<string, unknown>, fetchedAt })
+      .onConflictDoUpdate({
+        target: catalogSnapshots.scope,
+        set: { catalog: sql`excluded.catalog`, fetchedAt: sql`excluded.fetched_at` },
+        setWhere: sql`${catalogSnapshots.fetchedAt} < excluded.fetched_at`,
+      });
+  } catch (e) {
+    // The caller still gets the fresh catalog; only the fallback copy is older than it could be.
+    logger.error({ err: coerceError(e), scope }, 'catalog: cannot store the fetched catalog');
+  }
+}
+
+/**
+ * The answer when the platform gave no catalog (`err`): the stored copy served stale, or why there is none to
+ * serve. `answers` is false when the stored copy lacks `currency`.
+ */
+function fallBack(
+  err: AppError,
+  stored: Stored | undefined,
+  answers: boolean,
+  currency: string | undefined,
+  view: (catalog: Catalog, fetchedAt: Date, stale: boolean) => CatalogView,
+  logger: Logger,
+): CatalogView {
+  if (stored && !answers) {
+    throw currencyNotEnabled(
+      currency!,
+      undefined,
+      `not in the catalog stored ${stored.fetchedAt.toISOString()}; the platform could not be asked (${err.code})`,
+    );
+  }
+  if (stored) {
+    const served = view(stored.catalog, stored.fetchedAt, true);
+    logger.warn(
+      { code: err.code, ageSeconds: served.ageSeconds },
+      'catalog: platform gave no catalog; serving the stored copy',
+    );
+    return served;
+  }
+  if (!err.transient) throw err;
+  throw new AppError(
+    ErrorCodes.CATALOG_UNAVAILABLE,
+    `no catalog is stored and the platform is unavailable (${err.code})`,
+    {
+      cause: err,
+      details: { platformError: err.code },
+      transient: true,
+    },
+  );
+}
+
 export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   const { platform, logger } = deps;
   const database: Database = 'pool' in deps.db && 'close' in deps.db ? deps.db.db : deps.db;
@@ -113,53 +205,8 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   let fetches = 0;
   const lastFetch = new Map<string, { catalog: Catalog; fetchedAt: Date; seq: number }>();
 
-  const view = (catalog: Catalog, fetchedAt: Date, stale: boolean): CatalogView => ({
-    catalog,
-    fetchedAt,
-    ageSeconds: Math.max(0, Math.floor((now() - fetchedAt.getTime()) / 1000)),
-    stale,
-  });
-
-  /** The youngest stored copy that answers for `currency`: its own scope, or the full catalog narrowed. */
-  async function readStored(currency: string | undefined): Promise<{ catalog: Catalog; fetchedAt: Date } | undefined> {
-    const scopes = currency === undefined ? [''] : ['', currency];
-    let rows: { scope: string; catalog: unknown; fetchedAt: Date }[];
-    try {
-      rows = await database.select().from(catalogSnapshots).where(inArray(catalogSnapshots.scope, scopes));
-    } catch (e) {
-      logger.warn({ err: coerceError(e) }, 'catalog: cannot read the stored catalog; asking the platform');
-      return undefined;
-    }
-    let best: { catalog: Catalog; fetchedAt: Date } | undefined;
-    for (const row of rows) {
-      const parsed = catalogSchema.safeParse(row.catalog);
-      if (!parsed.success) {
-        logger.error({ scope: row.scope }, 'catalog: stored catalog no longer matches the schema; ignoring it');
-        continue;
-      }
-      if (!best || row.fetchedAt > best.fetchedAt) {
-        best = { catalog: narrowCatalog(parsed.data, currency), fetchedAt: row.fetchedAt };
-      }
-    }
-    return best;
-  }
-
-  async function store(scope: string, catalog: Catalog, fetchedAt: Date): Promise<void> {
-    try {
-      // Only a younger copy replaces the stored one, so a slow refresh cannot overwrite a newer answer.
-      await database
-        .insert(catalogSnapshots)
-        .values({ scope, catalog: catalog as unknown as Record<string, unknown>, fetchedAt })
-        .onConflictDoUpdate({
-          target: catalogSnapshots.scope,
-          set: { catalog: sql`excluded.catalog`, fetchedAt: sql`excluded.fetched_at` },
-          setWhere: sql`${catalogSnapshots.fetchedAt} < excluded.fetched_at`,
-        });
-    } catch (e) {
-      // The caller still gets the fresh catalog; only the fallback copy is older than it could be.
-      logger.error({ err: coerceError(e), scope }, 'catalog: cannot store the fetched catalog');
-    }
-  }
+  const view = (catalog: Catalog, fetchedAt: Date, stale: boolean): CatalogView =>
+    viewOf(catalog, fetchedAt, stale, now());
 
   function fetchAndStore(currency: string | undefined, signal: AbortSignal | undefined): Promise<CatalogView> {
     const scope = scopeOf(currency);
@@ -180,7 +227,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
         throw currencyNotEnabled(currency, undefined, 'the platform answered a catalog without it');
       }
       const fetchedAt = new Date(now());
-      await store(scope, catalog, fetchedAt);
+      await store(database, logger, scope, catalog, fetchedAt);
       lastFetch.set(scope, { catalog, fetchedAt, seq: ++fetches });
       logger.info({ scope: scope || '(all)', currencies: catalog.currencies.length }, 'catalog: refreshed');
       return view(catalog, fetchedAt, false);
@@ -193,7 +240,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
     async get(options = {}) {
       const { currency } = options;
       const before = fetches;
-      const stored = await readStored(currency);
+      const stored = await readStored(database, logger, currency);
       // A fetch of this scope that finished while the stored copy was being read is younger than that copy.
       const raced = lastFetch.get(scopeOf(currency));
       if (raced && raced.seq > before) return view(raced.catalog, raced.fetchedAt, false);
@@ -207,32 +254,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
         return await fetchAndStore(currency, options.signal);
       } catch (e) {
         if (!platformGaveNoCatalog(e)) throw e;
-        const err = e as AppError;
-        if (stored && !answers) {
-          throw currencyNotEnabled(
-            currency!,
-            undefined,
-            `not in the catalog stored ${stored.fetchedAt.toISOString()}; the platform could not be asked (${err.code})`,
-          );
-        }
-        if (stored) {
-          const served = view(stored.catalog, stored.fetchedAt, true);
-          logger.warn(
-            { code: err.code, ageSeconds: served.ageSeconds },
-            'catalog: platform gave no catalog; serving the stored copy',
-          );
-          return served;
-        }
-        if (!err.transient) throw err;
-        throw new AppError(
-          ErrorCodes.CATALOG_UNAVAILABLE,
-          `no catalog is stored and the platform is unavailable (${err.code})`,
-          {
-            cause: err,
-            details: { platformError: err.code },
-            transient: true,
-          },
-        );
+        return fallBack(e as AppError, stored, answers, currency, view, logger);
       }
     },
     refresh(options = {}) {

@@ -10,7 +10,7 @@ export interface PayoutInput {
   amount: string;
   /** The catalog's method number. */
   paymentMethod: number;
-  /** Field values keyed by the catalog field's `key` (plus `bankName` when the method lists banks but no field for it). */
+  /** Field values keyed by the catalog field's `key` (and `bankName` when the method lists banks but has no field). */
   params: Record<string, string>;
 }
 
@@ -51,7 +51,9 @@ export function validatePayout(catalog: Catalog, input: PayoutInput): PayoutVali
   if (amountOk && decimalPlaces(input.amount) > entry.decimals) {
     errors.push({
       field: 'amount',
-      message: `${entry.currency} allows at most ${entry.decimals} decimal place${entry.decimals === 1 ? '' : 's'}; got ${decimalPlaces(input.amount)}`,
+      message:
+        `${entry.currency} allows at most ${entry.decimals} decimal place${entry.decimals === 1 ? '' : 's'}; ` +
+        `got ${decimalPlaces(input.amount)}`,
     });
   }
 
@@ -98,7 +100,9 @@ function checkParams(
       if (f.required) {
         errors.push({
           field,
-          message: `${describe(f)} is required by method ${method.paymentMethod} but has no apiParam: it cannot be sent through the API, so this method cannot be used for API payouts`,
+          message:
+            `${describe(f)} is required by method ${method.paymentMethod} but has no apiParam: ` +
+            'it cannot be sent through the API, so this method cannot be used for API payouts',
         });
       } else if (!isBlank(value)) {
         errors.push({
@@ -166,7 +170,9 @@ function checkValue(f: FieldEntry, value: string, field: string, errors: PayoutP
   if (!compiled.ok) {
     errors.push({
       field,
-      message: `the catalog's pattern for ${describe(f)} is unusable (${compiled.reason}), so the value cannot be checked; ask the platform to fix the pattern`,
+      message:
+        `the catalog's pattern for ${describe(f)} is unusable (${compiled.reason}), so the value cannot be checked; ` +
+        'ask the platform to fix the pattern',
     });
     return false;
   }
@@ -186,7 +192,8 @@ function checkBank(method: MethodEntry, value: string, field: string, errors: Pa
       ? `method ${method.paymentMethod} lists no selectable banks, so no bankName can be accepted`
       : byCode
         ? `bankName ${value} is a bank code; send the bank's name (${byCode.name})`
-        : `bankName ${value} is not among the ${banks.length} banks of method ${method.paymentMethod} (see GET /api/payment-methods)`;
+        : `bankName ${value} is not among the ${banks.length} banks of method ${method.paymentMethod} ` +
+          '(see GET /api/payment-methods)';
   errors.push({ field, message });
   return false;
 }

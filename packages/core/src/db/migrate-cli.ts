@@ -21,7 +21,8 @@ try {
   console.error(`db:migrate: ${err.message}`);
   if ((err as { code?: string }).code === 'ECONNREFUSED' || /ECONNREFUSED/.test(err.message)) {
     console.error(
-      'db:migrate: Postgres is not reachable. Start it with `docker compose up -d postgres`, or set DATABASE_URL (DATABASE_MIGRATION_URL when DATABASE_URL points at PgBouncer).',
+      'db:migrate: Postgres is not reachable. Start it with `docker compose up -d postgres`, or set DATABASE_URL ' +
+        '(DATABASE_MIGRATION_URL when DATABASE_URL points at PgBouncer).',
     );
   }
   process.exitCode = 1;

@@ -115,10 +115,12 @@ export async function requireMigratedSchema(pool: pg.Pool, options: RequireSchem
   const latest = status.shipped.at(-1)?.tag ?? '(none)';
   if (status.missing.length > 0) {
     const names = status.missing.map((m) => m.tag);
+    const shown = `${names.slice(0, 5).join(', ')}${names.length > 5 ? ', ...' : ''}`;
     throw new AppError(
       ErrorCodes.DB_SCHEMA_OUTDATED,
-      `the database is not at the schema this ${options.app} was built for (${latest}): ${names.length} migration(s) not applied ` +
-        `(${names.slice(0, 5).join(', ')}${names.length > 5 ? ', ...' : ''}). Run the migrations first (\`pnpm db:migrate\`, or the image's ` +
+      `the database is not at the schema this ${options.app} was built for (${latest}): ` +
+        `${names.length} migration(s) not applied (${shown}). ` +
+        "Run the migrations first (`pnpm db:migrate`, or the image's " +
         '`node packages/core/src/db/migrate-cli.ts`), then start it again; it takes no job until then',
       { details: { missing: names, latest } },
     );

@@ -15,7 +15,10 @@ import type { Fleet } from './fleet.ts';
 /** Get order's outcome as flow control sees it: how long the platform took, and whether it was an outage. */
 export interface PlatformSample {
   ms: number;
-  /** False for an outage-like failure (timeout, unreachable, 5xx/429/408, a reply that is not the envelope); a business answer counts as ok. */
+  /**
+   * False for an outage-like failure (timeout, unreachable, 5xx/429/408, a reply that is not the envelope); a
+   * business answer counts as ok.
+   */
   ok: boolean;
 }
 
@@ -33,7 +36,10 @@ export interface PlatformGuardOptions {
   fleet?: Fleet;
   /** Consecutive outage-like failures that open the circuit. @defaultValue 10 */
   failuresToOpen?: number;
-  /** How long the circuit stays open before one probe is let through, growing while probes fail. @defaultValue 1 s to 30 s */
+  /**
+   * How long the circuit stays open before one probe is let through, growing while probes fail.
+   * @defaultValue 1 s to 30 s
+   */
   openMs?: { initial: number; max: number };
   /**
    * How long a call waits, in ms, for an open circuit before it fails with PLATFORM_CIRCUIT_OPEN (transient). Calls

@@ -66,6 +66,8 @@ function isTransientNetworkError(e: unknown): boolean {
   );
 }
 
+type PostBody = { kind: 'json'; value: unknown } | { kind: 'form'; value: Record<string, string> };
+
 export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const maxBytes = options.maxResponseBytes ?? 4 * 1024 * 1024;
@@ -83,15 +85,11 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
 
   async function post<T extends z.ZodType>(
     path: string,
-    body: { kind: 'json'; value: unknown } | { kind: 'form'; value: Record<string, string> },
+    body: PostBody,
     dataSchema: T,
     callOptions: { signal?: AbortSignal; parseJson?: (text: string) => unknown } = {},
   ): Promise<z.output<T>> {
-    const encoded = body.kind === 'json' ? JSON.stringify(body.value) : new URLSearchParams(body.value).toString();
-    const headers: Record<string, string> = {
-      'content-type': body.kind === 'json' ? 'application/json' : 'application/x-www-form-urlencoded',
-      accept: 'application/json',
-    };
+    const { encoded, headers } = encodeBody(body);
     await options.authenticate?.({ method: 'POST', path, headers, body: encoded });
 
     // One overall deadline on top of undici's per-phase timeouts, combined with the caller's signal.
@@ -106,116 +104,17 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
       const res = await request(`${base}${path}`, { method: 'POST', headers, body: encoded, dispatcher, signal });
       statusCode = res.statusCode;
       contentType = String(res.headers['content-type'] ?? '').slice(0, 100);
-      const declared = Number(res.headers['content-length'] ?? 0);
-      if (declared > maxBytes) {
-        res.body.destroy();
-        throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply of ${declared} bytes is over the limit`, {
-          details: where,
-          transient: true,
-        });
-      }
-      // Counted as it streams: a chunked reply declares no length and must not grow without bound either.
-      const chunks: Buffer[] = [];
-      let received = 0;
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        received += chunk.length;
-        if (received > maxBytes) {
-          res.body.destroy();
-          throw new AppError(
-            ErrorCodes.PLATFORM_BAD_RESPONSE,
-            `platform reply is over the limit of ${maxBytes} bytes`,
-            {
-              details: where,
-              transient: true,
-            },
-          );
-        }
-        chunks.push(chunk);
-      }
-      text = Buffer.concat(chunks).toString('utf8');
+      text = await readLimited(res, maxBytes, where);
     } catch (e) {
-      if (e instanceof AppError) throw e;
-      if (callOptions.signal?.aborted) {
-        throw new AppError(ErrorCodes.PLATFORM_ABORTED, `platform request ${path} aborted`, {
-          cause: e,
-          details: where,
-        });
-      }
-      if (
-        deadline.aborted ||
-        e instanceof undiciErrors.HeadersTimeoutError ||
-        e instanceof undiciErrors.BodyTimeoutError
-      ) {
-        throw new AppError(ErrorCodes.PLATFORM_TIMEOUT, `platform request ${path} timed out after ${timeoutMs} ms`, {
-          cause: e,
-          details: where,
-          transient: true,
-        });
-      }
-      if (isTransientNetworkError(e)) {
-        throw new AppError(ErrorCodes.PLATFORM_UNREACHABLE, `platform unreachable (${(e as Error).message})`, {
-          cause: e,
-          details: where,
-          transient: true,
-        });
-      }
-      throw new AppError(ErrorCodes.PLATFORM_UNREACHABLE, `platform request ${path} failed: ${(e as Error).message}`, {
-        cause: e,
-        details: where,
-        transient: true,
-      });
+      throw transportError(e, { path, timeoutMs, callerSignal: callOptions.signal, deadline });
     }
 
-    if (statusCode >= 500 || statusCode === 429 || statusCode === 408) {
-      throw new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, `platform answered HTTP ${statusCode} for ${path}`, {
-        details: { ...where, status: statusCode },
-        transient: true,
-      });
+    checkStatus(statusCode, path);
+    const envelope = parseEnvelope(text, callOptions.parseJson ?? JSON.parse, { path, statusCode, contentType });
+    if (envelope.code !== 0) {
+      throw new PlatformCodeError(envelope.code, envelope.message ?? '', path);
     }
-    if (statusCode < 200 || statusCode >= 300) {
-      // 3xx/4xx: not a confirmation, and not a transport failure either. Get order's caller waits for a bounded time
-      // (as for a refusal), then decides; it is not retried blindly and not given up at once.
-      throw new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, `platform answered HTTP ${statusCode} for ${path}`, {
-        details: { ...where, status: statusCode },
-      });
-    }
-
-    // A 2xx that is not the platform's JSON envelope (an HTML maintenance page from a proxy during a deploy, an empty
-    // or cut body) is a passing fault of the path to the platform, not an answer: transient, like a 5xx, and counted
-    // by the circuit breaker. The content type is named in the message; a JSON body is read whatever it declares.
-    let json: unknown;
-    try {
-      json = (callOptions.parseJson ?? JSON.parse)(text);
-    } catch {
-      throw new AppError(
-        ErrorCodes.PLATFORM_BAD_RESPONSE,
-        `platform reply to ${path} is not JSON (HTTP ${statusCode}, content-type ${contentType || 'none'})`,
-        {
-          details: { ...where, status: statusCode, contentType },
-          transient: true,
-        },
-      );
-    }
-    const envelope = envelopeSchema.safeParse(json);
-    if (!envelope.success) {
-      throw new AppError(
-        ErrorCodes.PLATFORM_BAD_RESPONSE,
-        `platform reply to ${path} is not an envelope {code, message, data}`,
-        {
-          details: {
-            ...where,
-            status: statusCode,
-            contentType,
-            issues: envelope.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`),
-          },
-          transient: true,
-        },
-      );
-    }
-    if (envelope.data.code !== 0) {
-      throw new PlatformCodeError(envelope.data.code, envelope.data.message ?? '', path);
-    }
-    const data = dataSchema.safeParse(envelope.data.data);
+    const data = dataSchema.safeParse(envelope.data);
     if (!data.success) {
       throw new AppError(
         ErrorCodes.PLATFORM_BAD_RESPONSE,
@@ -234,6 +133,139 @@ export function createPlatformHttp(options: PlatformHttpOptions): PlatformHttp {
       await ownAgent?.close();
     },
   };
+}
+
+/** The body as sent, and the headers that describe it. */
+function encodeBody(body: PostBody): { encoded: string; headers: Record<string, string> } {
+  const encoded = body.kind === 'json' ? JSON.stringify(body.value) : new URLSearchParams(body.value).toString();
+  const headers: Record<string, string> = {
+    'content-type': body.kind === 'json' ? 'application/json' : 'application/x-www-form-urlencoded',
+    accept: 'application/json',
+  };
+  return { encoded, headers };
+}
+
+/** The reply's text, refused (transient) once it is over `maxBytes`, whether declared or as it streams. */
+async function readLimited(res: Dispatcher.ResponseData, maxBytes: number, where: { path: string }): Promise<string> {
+  const declared = Number(res.headers['content-length'] ?? 0);
+  if (declared > maxBytes) {
+    res.body.destroy();
+    throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply of ${declared} bytes is over the limit`, {
+      details: where,
+      transient: true,
+    });
+  }
+  // Counted as it streams: a chunked reply declares no length and must not grow without bound either.
+  const chunks: Buffer[] = [];
+  let received = 0;
+  for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    received += chunk.length;
+    if (received > maxBytes) {
+      res.body.destroy();
+      throw new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, `platform reply is over the limit of ${maxBytes} bytes`, {
+        details: where,
+        transient: true,
+      });
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** What a failed request (no complete reply) means: aborted by the caller, timed out, or the platform unreachable. */
+function transportError(
+  e: unknown,
+  call: { path: string; timeoutMs: number; callerSignal: AbortSignal | undefined; deadline: AbortSignal },
+): AppError {
+  const { path, timeoutMs, deadline } = call;
+  const where = { path };
+  if (e instanceof AppError) return e;
+  if (call.callerSignal?.aborted) {
+    return new AppError(ErrorCodes.PLATFORM_ABORTED, `platform request ${path} aborted`, {
+      cause: e,
+      details: where,
+    });
+  }
+  if (deadline.aborted || e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError) {
+    return new AppError(ErrorCodes.PLATFORM_TIMEOUT, `platform request ${path} timed out after ${timeoutMs} ms`, {
+      cause: e,
+      details: where,
+      transient: true,
+    });
+  }
+  if (isTransientNetworkError(e)) {
+    return new AppError(ErrorCodes.PLATFORM_UNREACHABLE, `platform unreachable (${(e as Error).message})`, {
+      cause: e,
+      details: where,
+      transient: true,
+    });
+  }
+  return new AppError(ErrorCodes.PLATFORM_UNREACHABLE, `platform request ${path} failed: ${(e as Error).message}`, {
+    cause: e,
+    details: where,
+    transient: true,
+  });
+}
+
+/** Throw unless the HTTP status is 2xx: 5xx, 429 and 408 are transient, any other is not. */
+function checkStatus(statusCode: number, path: string): void {
+  const where = { path };
+  if (statusCode >= 500 || statusCode === 429 || statusCode === 408) {
+    throw new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, `platform answered HTTP ${statusCode} for ${path}`, {
+      details: { ...where, status: statusCode },
+      transient: true,
+    });
+  }
+  if (statusCode < 200 || statusCode >= 300) {
+    // 3xx/4xx: not a confirmation, and not a transport failure either. Get order's caller waits for a bounded time
+    // (as for a refusal), then decides; it is not retried blindly and not given up at once.
+    throw new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, `platform answered HTTP ${statusCode} for ${path}`, {
+      details: { ...where, status: statusCode },
+    });
+  }
+}
+
+/** The platform's envelope `{code, message, data}` read from a 2xx reply's text. */
+function parseEnvelope(
+  text: string,
+  parseJson: (text: string) => unknown,
+  reply: { path: string; statusCode: number; contentType: string },
+): z.output<typeof envelopeSchema> {
+  const { path, statusCode, contentType } = reply;
+  const where = { path };
+  // A 2xx that is not the platform's JSON envelope (an HTML maintenance page from a proxy during a deploy, an empty
+  // or cut body) is a passing fault of the path to the platform, not an answer: transient, like a 5xx, and counted
+  // by the circuit breaker. The content type is named in the message; a JSON body is read whatever it declares.
+  let json: unknown;
+  try {
+    json = parseJson(text);
+  } catch {
+    throw new AppError(
+      ErrorCodes.PLATFORM_BAD_RESPONSE,
+      `platform reply to ${path} is not JSON (HTTP ${statusCode}, content-type ${contentType || 'none'})`,
+      {
+        details: { ...where, status: statusCode, contentType },
+        transient: true,
+      },
+    );
+  }
+  const envelope = envelopeSchema.safeParse(json);
+  if (!envelope.success) {
+    throw new AppError(
+      ErrorCodes.PLATFORM_BAD_RESPONSE,
+      `platform reply to ${path} is not an envelope {code, message, data}`,
+      {
+        details: {
+          ...where,
+          status: statusCode,
+          contentType,
+          issues: envelope.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`),
+        },
+        transient: true,
+      },
+    );
+  }
+  return envelope.data;
 }
 
 /** The envelope's `code` was not 0: carries the platform's own code and message to the caller. */

@@ -6,6 +6,7 @@ import { loadCallbackRecords, timelineEntrySchema, timelineOf, type FoundJob } f
 import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks } from './queries.ts';
 import { reviewSummary, reviewSummarySchema } from '../reviews/queries.ts';
 import { errorBodySchema } from '../web/api-schemas.ts';
+import { iso } from '../web/format.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
 
 /** Options of {@link callbacksRoutes}. */
@@ -14,8 +15,6 @@ export interface CallbacksDeps {
   /** The callbacks queue; when given and `orderNo` is asked, the jobs of that order are listed too. */
   queue?: Queue;
 }
-
-const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 const receiptSchema = z.object({
   orderNo: z.string(),

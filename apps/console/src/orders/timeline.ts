@@ -22,6 +22,7 @@ import type { Job, Queue } from 'bullmq';
 import { and, asc, eq, inArray, ne } from 'drizzle-orm';
 import { z } from 'zod';
 import { arrivalsOf, platformOrderNosOf } from '../callbacks/queries.ts';
+import { iso } from '../web/format.ts';
 
 export const timelineEntrySchema = z.object({
   at: z.string().describe('ISO-8601 instant'),
@@ -145,8 +146,6 @@ export async function loadCallbackRecords(
   }
   return { receipts: receiptRows, reviews: reviewRows, jobs, gone };
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 async function jobEntries(queue: Queue, { job, state }: FoundJob): Promise<TimelineEntry[]> {
   const data = job.data as { orderNo?: string; state?: number; receivedAt?: string; kind?: string };

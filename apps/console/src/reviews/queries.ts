@@ -3,6 +3,7 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { and, desc, eq, lt } from 'drizzle-orm';
 import { z } from 'zod';
 import { can, type Role } from '../operators/roles.ts';
+import { iso } from '../web/format.ts';
 import {
   loadReviewHistory,
   reviewAttemptSchema,
@@ -70,8 +71,6 @@ export const reviewListSchema = z.object({
   nextBefore: z.number().int().nullable().describe('Pass as `before` for the next page; null on the last'),
 });
 export type ReviewList = z.output<typeof reviewListSchema>;
-
-const iso = (d: Date | null | undefined) => (d instanceof Date ? d.toISOString() : null);
 
 /**
  * Row to view, with its history (distinct events and attempts); fields a later schema may add or rename are read

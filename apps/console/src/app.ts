@@ -290,6 +290,9 @@ function replayDepsOf(
     cache: createGetOrderCache(),
     defaultRate: deps.config.CONSOLE_REPLAY_RATE,
     maxRate: deps.config.CONSOLE_REPLAY_MAX_RATE,
+    // The dry run decides with the worker's bounds (one shared env), so its preview is what the worker then does.
+    orderGracePeriodMs: deps.config.ORDER_GRACE_PERIOD,
+    confirmMaxWaitMs: deps.config.CONFIRM_MAX_WAIT,
     wake: () => driver?.wake(),
     close: driver && (() => driver.close()),
   };

@@ -1,21 +1,32 @@
 /**
- * `pnpm env:example`: write `.env.example` from the config schema (packages/core/src/config/index.ts): every
- * variable in schema order, its doc comment, which processes require it, and its default. A test
- * (test/env-example-matches-the-config-schema.test.ts) fails when the file and the schema drift.
+ * `pnpm env:example`: write `.env.example` from the config schema (packages/core/src/config/index.ts, composed from
+ * one file per area): every variable in schema order, its doc comment in its area's file, which processes require it,
+ * and its default. A test (test/local-env-file-and-example-follow-the-config-schema.test.ts) fails when the file and
+ * the schema drift.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { configVariables } from '@mcb/core/config';
 
-export const CONFIG_SOURCE = fileURLToPath(new URL('../packages/core/src/config/index.ts', import.meta.url));
+/** The config's folder: index.ts composes the schema from the area files beside it. */
+export const CONFIG_DIR = fileURLToPath(new URL('../packages/core/src/config/', import.meta.url));
 export const ENV_EXAMPLE = fileURLToPath(new URL('../.env.example', import.meta.url));
 
-/** The doc comment written right above each `NAME:` entry of the schema, as one line of text. */
+/** The source of every area file's fields (`export const redisFields = { ... };`), one after the other. */
+export function configSource(dir: string = CONFIG_DIR): string {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.ts'))
+    .sort()
+    .map((f) => readFileSync(join(dir, f), 'utf8'))
+    .flatMap((text) => [...text.matchAll(/^export const [a-z]+Fields = \{\n[\s\S]*?\n\};$/gm)].map((m) => m[0]))
+    .join('\n');
+}
+
+/** The doc comment written right above each `NAME:` entry of the fields, as one line of text. */
 export function schemaDocs(source: string): Map<string, string> {
-  const start = source.indexOf('const schema = z.object({');
-  const body = source.slice(start, source.indexOf('\n});', start));
   const docs = new Map<string, string>();
-  for (const m of body.matchAll(/\/\*\*([\s\S]*?)\*\/\s*\n\s{2}([A-Z][A-Z0-9_]*):/g)) {
+  for (const m of source.matchAll(/\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*\n\s{2}([A-Z][A-Z0-9_]*):/g)) {
     const text = m[1]!
       .split('\n')
       .map((l) => l.replace(/^\s*\*\s?/, '').trim())
@@ -42,7 +53,7 @@ function comment(text: string, width = 116): string[] {
   return lines;
 }
 
-export function renderEnvExample(source: string = readFileSync(CONFIG_SOURCE, 'utf8')): string {
+export function renderEnvExample(source: string = configSource()): string {
   const docs = schemaDocs(source);
   const out = [
     '# Every setting the processes read, with its default: generated from packages/core/src/config/index.ts by',

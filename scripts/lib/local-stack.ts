@@ -17,7 +17,15 @@ import {
   type StackPorts,
 } from './local-env.ts';
 import { migrate, redisDurability, requireServices, volatileRedisWarning } from './preflight.ts';
-import { spawnApp, stopAll, waitReady, type AppName, type AppProcess, type OutputMode } from './processes.ts';
+import {
+  APP_NAMES,
+  spawnApp,
+  stopAll,
+  waitReady,
+  type AppName,
+  type AppProcess,
+  type OutputMode,
+} from './processes.ts';
 
 export { stopAll, type AppProcess } from './processes.ts';
 export { readLocalSettings, type LocalSettings, type StackMode, type StackPorts } from './local-env.ts';
@@ -209,7 +217,7 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   const procs: AppProcess[] = opts.started ?? [];
   const stop = () => stopAll(procs);
   try {
-    for (const name of ['sandbox', 'ingest', 'worker', 'console'] as const) {
+    for (const name of APP_NAMES) {
       say(`starting ${name}`);
       const proc = spawnApp(name, settings.root, env, opts.output);
       procs.push(proc);

@@ -9,7 +9,8 @@ import { createInterface } from 'node:readline';
 import { commandAs } from '@mcb/testkit/own-services';
 
 /** The four apps, in start order. */
-export type AppName = 'sandbox' | 'ingest' | 'worker' | 'console';
+export const APP_NAMES = ['sandbox', 'ingest', 'worker', 'console'] as const;
+export type AppName = (typeof APP_NAMES)[number];
 
 /** Where a child's output goes. */
 export type OutputMode = { kind: 'file'; dir: string } | { kind: 'prefix'; write: (line: string) => void };

@@ -17,16 +17,21 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { auditRows } from './audit/api.ts';
-import { auditPages } from './audit/pages.ts';
+import { auditPageRows } from './audit/pages.ts';
 import { installAuth } from './auth.ts';
 import { installServiceGate } from './operators/service-gate.ts';
 import { installRoleCheck, registerRoutes, type RouteRow } from './web/route-table.ts';
 import { dashboardPlugin } from './dashboard/dashboard.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { whoamiRows } from './operators/api.ts';
-import { createOperatorDirectory, loadOperatorsFile, type OperatorEntry } from './operators/directory.ts';
+import {
+  createOperatorDirectory,
+  loadOperatorsFile,
+  type OperatorDirectory,
+  type OperatorEntry,
+} from './operators/directory.ts';
 import { trustedProxies } from './operators/trusted-proxies.ts';
-import { callbacksPages } from './callbacks/pages.ts';
+import { callbacksPageRows } from './callbacks/pages.ts';
 import { callbacksRows } from './callbacks/api.ts';
 import type { RouteDeps } from './web/route-deps.ts';
 import { eventsRows } from './events/api.ts';
@@ -37,14 +42,14 @@ import { reconcileRouteDeps, reconcileRows } from './reconcile/api.ts';
 import { replaysRows } from './replays/api.ts';
 import type { ReplayDeps } from './replays/actions.ts';
 import { startReplayDriver } from './replays/driver.ts';
-import { replaysPages } from './replays/pages.ts';
+import { replaysPageRows } from './replays/pages.ts';
 import { createGetOrderCache } from './replays/plan.ts';
 import { createAuthFailureLimiter } from './session/auth-failures.ts';
 import { loginRoutes } from './session/login-routes.ts';
 import { reviewsRows } from './reviews/api.ts';
-import { reviewsPages } from './reviews/pages.ts';
-import { searchPages } from './search/pages.ts';
-import { ordersPages } from './orders/pages.ts';
+import { reviewsPageRows } from './reviews/pages.ts';
+import { searchPageRows } from './search/pages.ts';
+import { ordersPageRows } from './orders/pages.ts';
 import { createSessionRevocations } from './session/revocations.ts';
 import { createSessionCodec } from './session/session-cookie.ts';
 import { installSecurityHeaders, setSecurityHeaders } from './web/security-headers.ts';
@@ -55,7 +60,9 @@ import { acceptForms } from './web/forms.ts';
 export interface ConsoleDeps {
   /** Loaded with role 'console': `CONSOLE_TOKEN` or `CONSOLE_OPERATORS_FILE` is set. */
   config: Config;
-  /** The operators; read from CONSOLE_OPERATORS_FILE when omitted (tests pass them). @defaultValue the file's, or none */
+  /**
+   * The operators; read from CONSOLE_OPERATORS_FILE when omitted (tests pass them). @defaultValue the file's, or none
+   */
   operators?: readonly OperatorEntry[];
   db: Db;
   platform: PlatformClient;
@@ -66,9 +73,15 @@ export interface ConsoleDeps {
   registry?: Registry;
   /** Largest request body, in bytes. @defaultValue 65536 */
   bodyLimit?: number;
-  /** Redis for the reconciliation lock (shared with the workers): enables `POST /api/reconcile`. @defaultValue none (no such route) */
+  /**
+   * Redis for the reconciliation lock (shared with the workers): enables `POST /api/reconcile`. @defaultValue none
+   * (no such route)
+   */
   redis?: RedisClient;
-  /** The callbacks queue: enables the dashboard at /queues and job lookups in GET /api/callbacks. @defaultValue none (no dashboard) */
+  /**
+   * The callbacks queue: enables the dashboard at /queues and job lookups in GET /api/callbacks. @defaultValue none
+   * (no dashboard)
+   */
   queue?: Queue;
   /** Further queues to show on the dashboard (e.g. maintenance). @defaultValue none */
   extraQueues?: Queue[];
@@ -89,67 +102,17 @@ export interface ConsoleDeps {
  * The console: an internal JSON API behind a bearer token, and its pages. Every area exports its API rows
  * (`<area>/api.ts`, web/route-table.ts), registered here in one loop; the auth hook, the service gate, the role
  * check and the error handler sit on the root instance, so they cover the routes and plugins registered after them
- * as well (a new area: add its rows to {@link apiRows}; its pages to the pages scope below).
+ * as well (a new area: add its rows to {@link apiRows}, its page rows to {@link pageRows}).
  */
 export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const { config } = deps;
-  const operators =
-    deps.operators ?? (config.CONSOLE_OPERATORS_FILE ? loadOperatorsFile(config.CONSOLE_OPERATORS_FILE) : []);
-  const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators });
-  if (directory.size === 0)
-    throw new AppError(
-      ErrorCodes.CONFIG_INVALID,
-      'CONSOLE_TOKEN: required for console, or CONSOLE_OPERATORS_FILE with at least one operator (unset)',
-    );
-  // A session key that is someone's bearer token would let that person sign a session naming any operator.
-  if (config.CONSOLE_SESSION_SECRET !== undefined && directory.byToken(config.CONSOLE_SESSION_SECRET)) {
-    throw new AppError(
-      ErrorCodes.CONFIG_INVALID,
-      "CONSOLE_SESSION_SECRET: must not be a bearer token (CONSOLE_TOKEN or an operator's): generate its own random value (value hidden)",
-    );
-  }
-
+  const directory = directoryOf(deps);
   // Errors fastify raises before routing (a path parameter over maxParamLength, a malformed URL) would answer
   // before the authentication hook, telling a stranger which routes exist: authenticate first, then answer.
   const auth: { check?: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> } = {};
-  const base = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
-    frameworkErrors: async (error, req, reply) => {
-      // No onSend hook runs for these replies: the security headers are set here (web/security-headers.ts).
-      setSecurityHeaders(reply as unknown as FastifyReply);
-      await auth.check?.(req as unknown as FastifyRequest, reply as unknown as FastifyReply);
-      if (reply.sent) return;
-      const r = reply as unknown as FastifyReply;
-      const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
-      return r
-        .code(status)
-        .send({ code: ErrorCodes.REQUEST_INVALID, message: 'malformed request URL', requestId: req.id });
-    },
-    bodyLimit: deps.bodyLimit ?? 65_536,
-    // Routes are matched exactly; no trailing-slash or case variants that could slip past a reviewer's eye.
-    routerOptions: { ignoreTrailingSlash: false, caseSensitive: true },
-  });
-  // JSON only: a text/plain body would otherwise reach the schemas as a string.
-  base.removeContentTypeParser('text/plain');
-  base.setValidatorCompiler(validatorCompiler);
-  base.setSerializerCompiler(serializerCompiler);
-  installErrorHandler(base);
-  installSecurityHeaders(base);
-  // Never derived from a bearer token (its holder could mint a session for any operator). Without a configured secret
-  // (allowed only without an operators file: loadConfig), a random one: sessions last until this process ends.
-  const sessionSecret = config.CONSOLE_SESSION_SECRET ?? randomBytes(32).toString('base64url');
-  const sessions = createSessionCodec({ secret: sessionSecret, ttlMs: deps.sessionTtlMs });
-  const revocations = createSessionRevocations(deps.db.db);
-  const limiter = createAuthFailureLimiter({
-    perAddress: deps.config.CONSOLE_AUTH_MAX_FAILURES,
-    global: deps.config.CONSOLE_AUTH_MAX_FAILURES_GLOBAL,
-    windowMs: deps.config.CONSOLE_AUTH_FAILURE_WINDOW,
-  });
-  const trusted = config.CONSOLE_TRUSTED_PROXIES ? trustedProxies(config.CONSOLE_TRUSTED_PROXIES) : undefined;
-  const proxy =
-    config.CONSOLE_AUTH_PROXY_HEADER && trusted
-      ? { header: config.CONSOLE_AUTH_PROXY_HEADER.toLowerCase(), trusted }
-      : undefined;
+  const base = createServer(deps, auth);
+  const identity = identityOf(deps);
+  const { sessions, revocations, limiter, proxy } = identity;
   auth.check = installAuth(base, { directory, sessions, revocations, limiter, proxy });
   installServiceGate(base);
   installRoleCheck(base, { db: deps.db.db, logger: deps.logger });
@@ -178,7 +141,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     sessions,
     revocations,
     cookieSecure: deps.cookieSecure ?? config.CONSOLE_COOKIE_SECURE,
-    trustedProxies: trusted,
+    trustedProxies: identity.trusted,
     limiter,
   });
   await app.register(assetsPlugin);
@@ -188,23 +151,11 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     if (replayDeps.close) app.addHook('onClose', replayDeps.close);
     registerRoutes(app, replaysRows(replayDeps));
   }
-  // Server-rendered pages (STYLE 16-21): one scope that accepts HTML form posts; each area registers its pages here.
+  // Server-rendered pages (STYLE 16-21): one scope that accepts HTML form posts; the areas' page rows, registered by
+  // the same loop and checked by the same role hook as the API's (web/page-route.ts).
   await app.register(async (pages) => {
     acceptForms(pages);
-    pages.get('/', { schema: { hide: true } }, async (_req, reply) =>
-      reply.code(302).header('location', '/search').send(),
-    );
-    const redis = deps.redis;
-    await pages.register(searchPages, {
-      db: deps.db,
-      queue: deps.queue,
-      platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
-    });
-    await pages.register(callbacksPages, { db: deps.db.db, logger: deps.logger, queue: deps.queue });
-    await pages.register(ordersPages, { db: deps.db, queue: deps.queue, logger: deps.logger });
-    await pages.register(reviewsPages, { db: deps.db.db, platform: deps.platform, logger: deps.logger });
-    await pages.register(auditPages, { db: deps.db.db });
-    if (replayDeps) await pages.register(replaysPages, replayDeps);
+    registerRoutes(pages, pageRows(deps, replayDeps), 'page');
   });
   if (deps.queue)
     await app.register(dashboardPlugin, {
@@ -219,6 +170,79 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   return base;
 }
 
+/** The operators (the file's, or the test's) and CONSOLE_TOKEN's admin; a configuration error when there are none. */
+function directoryOf({ config, operators: given }: ConsoleDeps): OperatorDirectory {
+  const operators = given ?? (config.CONSOLE_OPERATORS_FILE ? loadOperatorsFile(config.CONSOLE_OPERATORS_FILE) : []);
+  const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators });
+  if (directory.size === 0)
+    throw new AppError(
+      ErrorCodes.CONFIG_INVALID,
+      'CONSOLE_TOKEN: required for console, or CONSOLE_OPERATORS_FILE with at least one operator (unset)',
+    );
+  // A session key that is someone's bearer token would let that person sign a session naming any operator.
+  if (config.CONSOLE_SESSION_SECRET !== undefined && directory.byToken(config.CONSOLE_SESSION_SECRET)) {
+    throw new AppError(
+      ErrorCodes.CONFIG_INVALID,
+      "CONSOLE_SESSION_SECRET: must not be a bearer token (CONSOLE_TOKEN or an operator's): " +
+        'generate its own random value (value hidden)',
+    );
+  }
+  return directory;
+}
+
+/** The root instance: JSON and zod only, the one error boundary, and the security headers on every response. */
+function createServer(
+  deps: ConsoleDeps,
+  auth: { check?: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> },
+): FastifyInstance {
+  const base = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    frameworkErrors: async (error, req, reply) => {
+      // No onSend hook runs for these replies: the security headers are set here (web/security-headers.ts).
+      setSecurityHeaders(reply as unknown as FastifyReply);
+      await auth.check?.(req as unknown as FastifyRequest, reply as unknown as FastifyReply);
+      if (reply.sent) return;
+      const r = reply as unknown as FastifyReply;
+      const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
+      return r
+        .code(status)
+        .send({ code: ErrorCodes.REQUEST_INVALID, message: 'malformed request URL', requestId: req.id });
+    },
+    bodyLimit: deps.bodyLimit ?? 65_536,
+    // Routes are matched exactly; no trailing-slash or case variants that could slip past a reviewer's eye.
+    routerOptions: { ignoreTrailingSlash: false, caseSensitive: true },
+  });
+  // JSON only: a text/plain body would otherwise reach the schemas as a string.
+  base.removeContentTypeParser('text/plain');
+  base.setValidatorCompiler(validatorCompiler);
+  base.setSerializerCompiler(serializerCompiler);
+  installErrorHandler(base);
+  installSecurityHeaders(base);
+  return base;
+}
+
+/** How a person is known besides their token: sessions, the failed-authentication limit, the SSO proxy. */
+function identityOf({ config, db, sessionTtlMs }: ConsoleDeps) {
+  // Never derived from a bearer token (its holder could mint a session for any operator). Without a configured secret
+  // (allowed only without an operators file: loadConfig), a random one: sessions last until this process ends.
+  const sessionSecret = config.CONSOLE_SESSION_SECRET ?? randomBytes(32).toString('base64url');
+  const trusted = config.CONSOLE_TRUSTED_PROXIES ? trustedProxies(config.CONSOLE_TRUSTED_PROXIES) : undefined;
+  return {
+    sessions: createSessionCodec({ secret: sessionSecret, ttlMs: sessionTtlMs }),
+    revocations: createSessionRevocations(db.db),
+    limiter: createAuthFailureLimiter({
+      perAddress: config.CONSOLE_AUTH_MAX_FAILURES,
+      global: config.CONSOLE_AUTH_MAX_FAILURES_GLOBAL,
+      windowMs: config.CONSOLE_AUTH_FAILURE_WINDOW,
+    }),
+    trusted,
+    proxy:
+      config.CONSOLE_AUTH_PROXY_HEADER && trusted
+        ? { header: config.CONSOLE_AUTH_PROXY_HEADER.toLowerCase(), trusted }
+        : undefined,
+  };
+}
+
 /** Every area's API rows but the replays' (registered with the replay driver, which needs the queue). */
 function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): RouteRow[] {
   return [
@@ -231,6 +255,23 @@ function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): 
     ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
     ...callbacksRows({ db: deps.db.db, queue: deps.queue }),
     ...reviewsRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
+  ];
+}
+
+/** Every area's page rows (the replay wizard's only with the queue, as its API). */
+function pageRows(deps: ConsoleDeps & { config: Config }, replayDeps: ReplayDeps | undefined): RouteRow[] {
+  const redis = deps.redis;
+  return [
+    ...searchPageRows({
+      db: deps.db,
+      queue: deps.queue,
+      platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
+    }),
+    ...callbacksPageRows({ db: deps.db.db, logger: deps.logger, queue: deps.queue }),
+    ...ordersPageRows({ db: deps.db, queue: deps.queue, logger: deps.logger }),
+    ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
+    ...auditPageRows({ db: deps.db.db }),
+    ...(replayDeps ? replaysPageRows(replayDeps) : []),
   ];
 }
 
@@ -249,6 +290,9 @@ function replayDepsOf(
     cache: createGetOrderCache(),
     defaultRate: deps.config.CONSOLE_REPLAY_RATE,
     maxRate: deps.config.CONSOLE_REPLAY_MAX_RATE,
+    // The dry run decides with the worker's bounds (one shared env), so its preview is what the worker then does.
+    orderGracePeriodMs: deps.config.ORDER_GRACE_PERIOD,
+    confirmMaxWaitMs: deps.config.CONFIRM_MAX_WAIT,
     wake: () => driver?.wake(),
     close: driver && (() => driver.close()),
   };

@@ -1,41 +1,10 @@
-import { coerceError, ErrorCodes, isAppError, type AppError, type ErrorCode } from '@mcb/core/errors';
+import { coerceError, ErrorCodes, isAppError, statusOf, type AppError, type ErrorCode } from '@mcb/core/errors';
 import { PlatformCodeError } from '@mcb/core/platform';
+import { isDatabaseDown } from '@mcb/settlement';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorPage } from './web/error-page.ts';
-
-/**
- * The console's one HTTP error boundary. Which failure gets which status (docs/console.md):
- * 400 REQUEST_INVALID, 401 UNAUTHORIZED, 403 FORBIDDEN, 404 NOT_FOUND, 409 ORDER_CONFLICT, 422 PAYOUT_INVALID,
- * 502 the platform answered with an error code (its code and message are passed on) or a malformed reply,
- * 503 CATALOG_UNAVAILABLE / PLATFORM_UNREACHABLE / PLATFORM_CIRCUIT_OPEN / DB_UNAVAILABLE, 504 PLATFORM_TIMEOUT, 500 anything else.
- * Only our own AppError messages reach a body; stacks, SQL and causes stay in the logs.
- */
-const STATUS: Partial<Record<ErrorCode, number>> = {
-  [ErrorCodes.REQUEST_INVALID]: 400,
-  [ErrorCodes.UNAUTHORIZED]: 401,
-  [ErrorCodes.FORBIDDEN]: 403,
-  [ErrorCodes.REASON_REQUIRED]: 400,
-  [ErrorCodes.NOT_FOUND]: 404,
-  [ErrorCodes.ORDER_CONFLICT]: 409,
-  [ErrorCodes.REVIEW_NOT_OPEN]: 409,
-  [ErrorCodes.REPLAY_NOT_RUNNING]: 409,
-  [ErrorCodes.JOB_NOT_FAILED]: 409,
-  [ErrorCodes.RECONCILE_IN_PROGRESS]: 409,
-  [ErrorCodes.RECONCILE_UNAVAILABLE]: 503,
-  [ErrorCodes.PAYOUT_INVALID]: 422,
-  [ErrorCodes.CURRENCY_NOT_ENABLED]: 422,
-  [ErrorCodes.MERCHANT_UNKNOWN]: 502,
-  [ErrorCodes.PLATFORM_ERROR_CODE]: 502,
-  [ErrorCodes.PLATFORM_BAD_RESPONSE]: 502,
-  [ErrorCodes.PLATFORM_HTTP_ERROR]: 502,
-  [ErrorCodes.CATALOG_UNAVAILABLE]: 503,
-  [ErrorCodes.PLATFORM_UNREACHABLE]: 503,
-  [ErrorCodes.PLATFORM_CIRCUIT_OPEN]: 503,
-  [ErrorCodes.DB_UNAVAILABLE]: 503,
-  [ErrorCodes.PLATFORM_TIMEOUT]: 504,
-};
 
 /** Transport failures of the platform are described by code only: their messages name hosts and ports. */
 const PLATFORM_MESSAGES: Partial<Record<ErrorCode, string>> = {
@@ -44,31 +13,6 @@ const PLATFORM_MESSAGES: Partial<Record<ErrorCode, string>> = {
   [ErrorCodes.PLATFORM_HTTP_ERROR]: 'the platform answered with an HTTP error',
   [ErrorCodes.PLATFORM_BAD_RESPONSE]: 'the platform answered with a reply of an unexpected shape',
 };
-
-/** Postgres SQLSTATEs and socket errors that mean "the database is not there right now". */
-const DB_DOWN = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  '57P01',
-  '57P02',
-  '57P03',
-  '53300',
-  '08000',
-  '08001',
-  '08003',
-  '08006',
-]);
-
-function isDatabaseDown(e: unknown): boolean {
-  for (let cur: unknown = e, depth = 0; cur && depth < 5; cur = (cur as { cause?: unknown }).cause, depth++) {
-    const code = (cur as { code?: unknown }).code;
-    if (typeof code === 'string' && DB_DOWN.has(code)) return true;
-    if (cur instanceof Error && /timeout exceeded when trying to connect|Connection terminated/i.test(cur.message))
-      return true;
-  }
-  return false;
-}
 
 /** `{field, message}` for each zod issue; body fields are named by their path (`params.accountNo`). */
 function validationProblems(err: FastifyError & { validation: { instancePath: string; message?: string }[] }) {
@@ -82,6 +26,12 @@ function validationProblems(err: FastifyError & { validation: { instancePath: st
   });
 }
 
+/**
+ * The console's one HTTP error boundary. An AppError is answered with its code's status from the error catalogue
+ * (`@mcb/core/errors`, listed in docs/errors.md and docs/console.md); a status of 500 is answered INTERNAL_ERROR.
+ * A database that is not there (the retry policy's `isDatabaseDown`) is 503 DB_UNAVAILABLE.
+ * Only our own AppError messages reach a body; stacks, SQL and causes stay in the logs.
+ */
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler(async (error: unknown, req: FastifyRequest, reply: FastifyReply) => {
     const requestId = req.id;
@@ -160,7 +110,7 @@ function respond(
 }
 
 function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply) {
-  const status = STATUS[error.code] ?? 500;
+  const status = statusOf(error.code);
   const requestId = req.id;
   if (status >= 500) req.log.error({ err: error, code: error.code }, 'request failed');
   else req.log.info({ code: error.code, status }, 'request refused');

@@ -46,7 +46,8 @@ try {
   const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
   for (const q of [queue, maintenance]) redisHealth.listen(q, `${q.name} queue`);
   releasers.add('queues', () => Promise.all([queue.close(), maintenance.close()]));
-  // Re-verify, the dry run and "sweep now" ask Get order out of the fleet's budget (PLATFORM_MAX_RPS), beside the workers.
+  // Re-verify, the dry run and "sweep now" ask Get order out of the fleet's budget (PLATFORM_MAX_RPS), beside the
+  // workers.
   const fleet = createFleet({ redis, prefix: config.QUEUE_PREFIX, maxRps: config.PLATFORM_MAX_RPS, registry, logger });
   releasers.add('fleet budget', () => fleet.close());
   const platform = guardPlatform(createPlatformClientFromConfig(config), { fleet, maxWaitMs: 5000 });

@@ -67,7 +67,6 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
         if (e instanceof AppError && e.code === ErrorCodes.REDIS_NOT_DURABLE) throw e;
         throw new AppError(ErrorCodes.ENQUEUE_FAILED, `could not store job ${jobId} durably`, {
           cause: e,
-          transient: true,
           details: { jobId },
         });
       }

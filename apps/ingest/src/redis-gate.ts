@@ -5,6 +5,7 @@
  * (store-batch.ts); a batch that finds so asks the gate for a re-read at once.
  */
 import type { Config } from '@mcb/core/config';
+import { ErrorCodes } from '@mcb/core/errors';
 import { createLogThrottle, type Logger } from '@mcb/core/logger';
 import {
   batchDurabilityCheckOf,
@@ -17,7 +18,8 @@ import {
 import type { IngestMetrics } from './metrics.ts';
 
 /** Why the gate refuses callbacks (the `code` of the 503 and of its log line). */
-export type RedisRefusal = 'REDIS_NOT_DURABLE' | 'REDIS_MEMORY_LOW' | 'REDIS_REPLICAS_OFFLINE';
+export type RedisRefusal =
+  typeof ErrorCodes.REDIS_NOT_DURABLE | typeof ErrorCodes.REDIS_MEMORY_LOW | typeof ErrorCodes.REDIS_REPLICAS_OFFLINE;
 
 /** The gate's verdict for one callback, as Redis was last read. */
 export interface Acceptance {
@@ -90,10 +92,10 @@ export async function createRedisGate(redis: RedisClient, options: RedisGateOpti
         acceptWrites: (report.durable || allowVolatile) && report.replication.ok && !memoryLow,
         check: batchDurabilityCheckOf(report, allowVolatile),
         refusal: memoryLow
-          ? 'REDIS_MEMORY_LOW'
+          ? ErrorCodes.REDIS_MEMORY_LOW
           : !report.replication.ok
-            ? 'REDIS_REPLICAS_OFFLINE'
-            : 'REDIS_NOT_DURABLE',
+            ? ErrorCodes.REDIS_REPLICAS_OFFLINE
+            : ErrorCodes.REDIS_NOT_DURABLE,
       };
     },
     noteRefusal(fields, refusal) {

@@ -1,3 +1,4 @@
+import { ErrorCodes, statusOf } from '@mcb/core/errors';
 import type { FastifyReply } from 'fastify';
 
 /**
@@ -12,7 +13,10 @@ export function sendText(reply: FastifyReply, status: number, body: 'success' | 
     .send(body);
 }
 
-/** Status of a content failure (Base64, decryption, JSON, schema, merchant, kind): one for all of them. */
-export const CONTENT_FAILURE_STATUS = 400;
-/** Status when the job could not be stored durably: the platform retries later. */
-export const UNAVAILABLE_STATUS = 503;
+/**
+ * Status of a content failure (Base64, decryption, JSON, schema, merchant, kind): one for all of them, the error
+ * catalogue's status of every CALLBACK_ code (a core test holds them equal).
+ */
+export const CONTENT_FAILURE_STATUS = statusOf(ErrorCodes.CALLBACK_BAD_REQUEST);
+/** Status when the job could not be stored durably (ENQUEUE_FAILED, and the REDIS_ refusals): the platform retries. */
+export const UNAVAILABLE_STATUS = statusOf(ErrorCodes.ENQUEUE_FAILED);

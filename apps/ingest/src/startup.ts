@@ -40,11 +40,7 @@ async function waitForRedis(redis: RedisClient, where: string, timeoutMs: number
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       redis.off('ready', onReady);
-      reject(
-        new AppError(ErrorCodes.ENQUEUE_FAILED, `Redis (${where}) not reachable within ${timeoutMs} ms`, {
-          transient: true,
-        }),
-      );
+      reject(new AppError(ErrorCodes.ENQUEUE_FAILED, `Redis (${where}) not reachable within ${timeoutMs} ms`));
     }, timeoutMs);
     const onReady = () => {
       clearTimeout(timer);

@@ -62,7 +62,6 @@ interface Store {
 /** A batch Redis does not keep now (its own check said so): not acknowledged, and not a Redis outage either. */
 function notDurable(problems: string[]): AppError {
   return new AppError(ErrorCodes.REDIS_NOT_DURABLE, `Redis does not keep this batch now: ${problems.join('; ')}`, {
-    transient: true,
     details: { problems },
   });
 }

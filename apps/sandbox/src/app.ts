@@ -1,5 +1,5 @@
 import { encryptRecord, parsePublicKey } from '@mcb/core/callback';
-import { AppError, coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
+import { AppError, coerceError, ErrorCodes, isAppError, statusOf } from '@mcb/core/errors';
 import { createLogger, type Logger } from '@mcb/core/logger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { checkCallbackUrl } from './callback-url.ts';
@@ -45,12 +45,6 @@ export interface SandboxOptions {
   /** Replaces the codec's `encryptRecord` (tests of encryption failures). @defaultValue encryptRecord */
   encrypt?: EncryptRecord;
 }
-
-const STATUS: Partial<Record<string, number>> = {
-  [ErrorCodes.REQUEST_INVALID]: 400,
-  [ErrorCodes.NOT_FOUND]: 404,
-  [ErrorCodes.ORDER_CONFLICT]: 409,
-};
 
 function checkOptions(o: SandboxOptions): void {
   const problems: string[] = [];
@@ -116,7 +110,7 @@ export async function buildApp(opts: SandboxOptions): Promise<FastifyInstance> {
 
   app.setErrorHandler((err, req, reply) => {
     if (isAppError(err)) {
-      const status = STATUS[err.code] ?? 500;
+      const status = statusOf(err.code);
       if (status >= 500) req.log.error({ err }, 'sandbox error');
       return reply.code(status).send({
         error: err.code,
@@ -130,7 +124,7 @@ export async function buildApp(opts: SandboxOptions): Promise<FastifyInstance> {
       return reply.code(status).send({ error: ErrorCodes.REQUEST_INVALID, message: e.message });
     }
     req.log.error({ err: e }, 'sandbox error');
-    return reply.code(500).send({ error: 'INTERNAL', message: 'internal error' });
+    return reply.code(500).send({ error: ErrorCodes.INTERNAL_ERROR, message: 'internal error' });
   });
 
   app.get('/healthz', async () => ({ ok: true }));

@@ -1,5 +1,6 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
 import pretty from 'pino-pretty';
+import { causeChain } from './errors.ts';
 
 export type { Logger } from 'pino';
 
@@ -64,14 +65,11 @@ export function logFormatOf(env: Record<string, string | undefined>): LogFormat 
 
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
+/** The error and the causes it wraps, as far as they are objects (what the serializer can scrub). */
 function chainOf(err: unknown): Record<string, unknown>[] {
-  const chain: Record<string, unknown>[] = [];
-  let cur = err;
-  while (cur && typeof cur === 'object' && chain.length < 8 && !chain.includes(cur as Record<string, unknown>)) {
-    chain.push(cur as Record<string, unknown>);
-    cur = (cur as { cause?: unknown }).cause;
-  }
-  return chain;
+  const chain = causeChain(err);
+  const end = chain.findIndex((c) => typeof c !== 'object');
+  return (end === -1 ? chain : chain.slice(0, end)) as Record<string, unknown>[];
 }
 
 /** A Postgres message without the value it may quote last (`invalid input syntax for type integer: "12.5"`). */

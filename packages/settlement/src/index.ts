@@ -27,6 +27,7 @@ export {
   describeJobError,
   discardsConnection,
   giveUp,
+  isDatabaseDown,
   jobErrorCode,
   toJobError,
   TRANSIENT_SQLSTATES,

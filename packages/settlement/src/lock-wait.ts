@@ -1,4 +1,5 @@
 import type { Database } from '@mcb/core/db';
+import { causeChain } from '@mcb/core/errors';
 import { HELD_ORDERS_SQL } from './commit-sql.ts';
 import { inTransaction } from './sql.ts';
 
@@ -10,13 +11,10 @@ const LOCK_WAIT_SQLSTATES = new Set(['55P03', '57014']);
  * retry policy calls these transient; the group commit also splits its batch on them (commit.ts).
  */
 export function isLockWait(e: unknown): boolean {
-  let cur: unknown = e;
-  for (let depth = 0; cur && depth < 8; depth++) {
+  return causeChain(e).some((cur) => {
     const code = (cur as { code?: unknown }).code;
-    if (typeof code === 'string' && LOCK_WAIT_SQLSTATES.has(code)) return true;
-    cur = (cur as { cause?: unknown }).cause;
-  }
-  return false;
+    return typeof code === 'string' && LOCK_WAIT_SQLSTATES.has(code);
+  });
 }
 
 /** The orders among `ids` whose rows another transaction holds locked right now (nothing is kept locked). */

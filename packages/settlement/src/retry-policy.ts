@@ -1,4 +1,4 @@
-import { AppError, ErrorCodes, coerceError, firstLineOf } from '@mcb/core/errors';
+import { AppError, ErrorCodes, causeChain, coerceError, firstLineOf } from '@mcb/core/errors';
 import { scrubDatabaseMessage } from '@mcb/core/logger';
 import { TRANSIENT_NETWORK_CODES } from '@mcb/core/spec';
 import { UnrecoverableError } from 'bullmq';
@@ -48,23 +48,14 @@ const CONNECTION_LOST =
   /Connection terminated|timeout exceeded when trying to connect|not queryable|Client was closed|socket hang up|read ECONNRESET|connect ECONNREFUSED/i;
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
-function causes(e: unknown): unknown[] {
-  const chain: unknown[] = [];
-  let cur: unknown = e;
-  while (cur !== undefined && cur !== null && chain.length < 8 && !chain.includes(cur)) {
-    chain.push(cur);
-    cur = (cur as { cause?: unknown }).cause;
-  }
-  return chain;
-}
-
 /**
- * Whether retrying the same work may succeed. AppErrors carry their owner's decision; Postgres and socket errors
+ * Whether retrying the same work may succeed. AppErrors carry their code's retry class from the error catalogue
+ * (or their thrower's decision for a case that departs from it, such as a platform 5xx); Postgres and socket errors
  * are judged by code; an unknown error is transient (nothing was committed, and retrying is safe under the dedup
  * constraint) except for programming errors (TypeError and kin), which no retry will fix.
  */
 export function classifyError(e: unknown): ErrorClass {
-  for (const cur of causes(e)) {
+  for (const cur of causeChain(e)) {
     if (cur instanceof UnrecoverableError) return 'permanent';
     if (cur instanceof AppError) return cur.transient ? 'transient' : 'permanent';
     const code = (cur as { code?: unknown }).code;
@@ -91,7 +82,7 @@ export function classifyError(e: unknown): ErrorClass {
  * DISCARD_SQLSTATES): the server refused writes, ended the session, or the connection itself failed.
  */
 export function discardsConnection(e: unknown): boolean {
-  for (const cur of causes(e)) {
+  for (const cur of causeChain(e)) {
     const code = (cur as { code?: unknown }).code;
     if (typeof code === 'string' && SQLSTATE.test(code)) return DISCARD_SQLSTATES.has(code) || code.startsWith('08');
     if (typeof code === 'string' && TRANSIENT_NETWORK_CODES.has(code)) return true;
@@ -100,12 +91,31 @@ export function discardsConnection(e: unknown): boolean {
   return false;
 }
 
+/** Server states that refuse or end every session: shutting down, crashed, starting up; too many connections. */
+const SERVER_DOWN_SQLSTATES: ReadonlySet<string> = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/**
+ * Whether `e` says the database is not there right now (no connection could be had, or the one in use was lost),
+ * rather than that a statement failed: the connection-level part of what {@link classifyError} calls transient.
+ * The console answers these `503 DB_UNAVAILABLE`.
+ */
+export function isDatabaseDown(e: unknown): boolean {
+  return causeChain(e).some((cur) => {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string') {
+      if (TRANSIENT_NETWORK_CODES.has(code) || SERVER_DOWN_SQLSTATES.has(code)) return true;
+      if (SQLSTATE.test(code) && code.startsWith('08')) return true;
+    }
+    return cur instanceof Error && CONNECTION_LOST.test(cur.message);
+  });
+}
+
 /**
  * A copy of a driver error that is safe to store in Redis and show on the dashboard: drizzle's query errors carry
  * the SQL parameters (decrypted record fields), so only the driver's own message and SQLSTATE are kept.
  */
 function sanitize(err: Error, kind: ErrorClass): Error {
-  const chain = causes(err);
+  const chain = causeChain(err);
   const wrapped = chain.some((c) => c instanceof DrizzleQueryError);
   const root = chain.at(-1);
   const sqlstate = (root as { code?: unknown }).code;
@@ -113,7 +123,7 @@ function sanitize(err: Error, kind: ErrorClass): Error {
   if (!wrapped && !hasSqlstate) return err;
   const message = `${hasSqlstate ? `${sqlstate} ` : ''}${root instanceof Error ? scrubDatabaseMessage(root.message) : 'query failed'}`;
   return kind === 'transient'
-    ? new AppError(ErrorCodes.DB_UNAVAILABLE, message, { transient: true })
+    ? new AppError(ErrorCodes.DB_UNAVAILABLE, message)
     : new AppError(ErrorCodes.DB_QUERY_FAILED, message);
 }
 

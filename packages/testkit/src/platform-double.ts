@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { GET_ORDER_PATH, GET_PAYMENT_METHODS_PATH } from '@mcb/core/platform';
 
 /** What the fake Get order answers for one merchant order number. */
 export interface FakeOrder {
@@ -55,7 +56,7 @@ export interface FakePlatform {
 
 /** Options of {@link startFakePlatform}. */
 export interface FakePlatformOptions {
-  /** Path of Get order. @defaultValue '/api/open/order/getOrder' */
+  /** Path of Get order. @defaultValue GET_ORDER_PATH (`/api/open/order/getOrder`) */
   getOrderPath?: string;
   /** What getPaymentMethods serves (its `data.currencies`). @defaultValue none: the route answers 404 */
   currencies?: readonly { currency: string }[];
@@ -81,7 +82,7 @@ interface DoubleState {
 }
 
 export async function startFakePlatform(options: FakePlatformOptions | string = {}): Promise<FakePlatform> {
-  const { getOrderPath: path = '/api/open/order/getOrder', currencies } =
+  const { getOrderPath: path = GET_ORDER_PATH, currencies } =
     typeof options === 'string' ? { getOrderPath: options } : options;
   const st: DoubleState = {
     path,
@@ -140,7 +141,7 @@ function handle(st: DoubleState, req: IncomingMessage, res: ServerResponse, body
     res.writeHead(status, { 'content-type': type });
     res.end(text);
   };
-  if (st.currencies && req.method === 'POST' && req.url === '/api/open/order/getPaymentMethods') {
+  if (st.currencies && req.method === 'POST' && req.url === GET_PAYMENT_METHODS_PATH) {
     return answerCatalog(st, st.currencies, res, body, send);
   }
   if (req.method !== 'POST' || req.url !== st.path) return send(404, '{"code":404,"message":"no such route"}');

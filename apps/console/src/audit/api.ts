@@ -14,7 +14,10 @@ export function auditRows({ db }: { db: Database }): RouteRow[] {
       schema: {
         summary: 'The audit trail of operator actions, newest first',
         description:
-          "The append-only `operator_actions`: time, operator, role, action, target, reason, outcome, request id. Filters: operator, action, target, from, to, services (rows of `service` clients are hidden unless `services=show|only`); page with `before`. An admin reads every operator's; others their own (403 for someone else's).",
+          'The append-only `operator_actions`: time, operator, role, action, target, reason, outcome, ' +
+          'request id. Filters: operator, action, target, from, to, services (rows of `service` clients ' +
+          "are hidden unless `services=show|only`); page with `before`. An admin reads every operator's; " +
+          "others their own (403 for someone else's).",
         tags: ['audit'],
         querystring: z.preprocess(withoutBlanks, auditFilterSchema),
         response: { 200: auditPageSchema, 400: errorBodySchema, 403: errorBodySchema },

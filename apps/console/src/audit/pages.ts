@@ -1,19 +1,26 @@
 import type { Database } from '@mcb/core/db';
-import type { FastifyPluginAsync } from 'fastify';
+import { pageRoute } from '../web/page-route.ts';
+import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
 import { auditFilterSchema, listAudit, withoutBlanks } from './queries.ts';
 import { auditLogPage } from './views.ts';
 
 /** `/audit`: the same query as `GET /api/audit`, as a page. */
-export const auditPages: FastifyPluginAsync<{ db: Database }> = async (app, { db }) => {
-  app.get('/audit', { schema: { hide: true } }, async (req, reply) => {
-    const filter = auditFilterSchema.parse({ ...withoutBlanks(req.query), limit: 50 });
-    const page = await listAudit(db, req.operator!, filter);
-    return sendPage(
-      req,
-      reply,
-      { title: 'Audit', area: 'audit', flash: flashOf(req.query) },
-      auditLogPage(page, filter, req.operator!),
-    );
-  });
-};
+export function auditPageRows({ db }: { db: Database }): RouteRow[] {
+  return [
+    pageRoute({
+      url: '/audit',
+      action: 'read',
+      handler: async (req, reply) => {
+        const filter = auditFilterSchema.parse({ ...withoutBlanks(req.query), limit: 50 });
+        const page = await listAudit(db, req.operator!, filter);
+        return sendPage(
+          req,
+          reply,
+          { title: 'Audit', area: 'audit', flash: flashOf(req.query) },
+          auditLogPage(page, filter, req.operator!),
+        );
+      },
+    }),
+  ];
+}

@@ -74,7 +74,9 @@ const UNSTORABLE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]|\p{Cs}
  */
 const REORDERING = /[\u202A-\u202E\u2066-\u2069]/u;
 
-/** A character someone can read: a letter, digit, punctuation mark or symbol (not a space, mark or format character). */
+/**
+ * A character someone can read: a letter, digit, punctuation mark or symbol (not a space, mark or format character).
+ */
 const VISIBLE = /[\p{L}\p{N}\p{P}\p{S}]/u;
 
 /**
@@ -166,7 +168,9 @@ export async function authorize(deps: ActionDeps, actor: Actor, spec: ActionSpec
   return { actor, spec, reason };
 }
 
-/** A failed action is recorded too, after its transaction rolled back (best effort: the database may be what failed). */
+/**
+ * A failed action is recorded too, after its transaction rolled back (best effort: the database may be what failed).
+ */
 export async function recordFailure(deps: ActionDeps, auth: Authorized, error: unknown): Promise<void> {
   const code = isAppError(error) ? error.code : ErrorCodes.INTERNAL_ERROR;
   const { actor, spec, reason } = auth;

@@ -3,13 +3,14 @@ import { and, desc, eq, gte, lt, ne } from 'drizzle-orm';
 import { z } from 'zod';
 import { assertCan } from './perform.ts';
 import type { Operator } from '../operators/operator.ts';
+import { ROLES } from '../operators/roles.ts';
 
 /** One audit row as the API and the audit page show it. */
 export const auditEntrySchema = z.object({
   id: z.number().int(),
   at: z.string().describe('ISO-8601 instant'),
   operator: z.string(),
-  role: z.enum(['viewer', 'operator', 'admin', 'service']),
+  role: z.enum(ROLES),
   action: z.string().describe('e.g. reviews.reverify, queue.retry, replays.start'),
   target: z.string().describe('e.g. review:42, order:MO-1, job:callbacks/payin-P1-6'),
   reason: z.string(),
@@ -32,7 +33,9 @@ export const auditFilterSchema = z.strictObject({
     .enum(['hide', 'show', 'only'])
     .default('hide')
     .describe(
-      "Rows of `service` clients (the shop registering orders): hidden by default so that people's actions stand out; `show` adds them, `only` lists them alone. Ignored with `operator` (that name's rows are listed whatever its role)",
+      "Rows of `service` clients (the shop registering orders): hidden by default so that people's actions " +
+        "stand out; `show` adds them, `only` lists them alone. Ignored with `operator` (that name's rows are " +
+        'listed whatever its role)',
     ),
   before: z.coerce
     .number()

@@ -4,7 +4,9 @@ import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf, type FoundJob } from '../orders/timeline.ts';
 import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks } from './queries.ts';
+import { reviewSummary, reviewSummarySchema } from '../reviews/queries.ts';
 import { errorBodySchema } from '../web/api-schemas.ts';
+import { iso } from '../web/format.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
 
 /** Options of {@link callbacksRoutes}. */
@@ -13,8 +15,6 @@ export interface CallbacksDeps {
   /** The callbacks queue; when given and `orderNo` is asked, the jobs of that order are listed too. */
   queue?: Queue;
 }
-
-const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 const receiptSchema = z.object({
   orderNo: z.string(),
@@ -29,18 +29,6 @@ const receiptSchema = z.object({
   jobId: z.string().nullable(),
   receivedAt: z.string().nullable(),
   appliedAt: z.string(),
-});
-const reviewSchema = z.object({
-  id: z.number().int(),
-  orderNo: z.string(),
-  state: z.number().int(),
-  merchantOrderNo: z.string(),
-  reasonCode: z.string(),
-  reason: z.string(),
-  status: z.enum(['open', 'resolved', 'dismissed']),
-  occurrences: z.number().int(),
-  createdAt: z.string(),
-  closedAt: z.string().nullable(),
 });
 const jobSchema = z.object({
   jobId: z.string(),
@@ -66,7 +54,8 @@ export function callbacksRows({ db, queue }: CallbacksDeps): RouteRow[] {
       schema: {
         summary: 'Search callbacks',
         description:
-          "At least one filter is required; all narrow together. `receipts`, `reviews`, `jobs` and `timeline` are filled when `orderNo` (the platform's) or `merchantOrderNo` (ours) is given.",
+          'At least one filter is required; all narrow together. `receipts`, `reviews`, `jobs` and ' +
+          "`timeline` are filled when `orderNo` (the platform's) or `merchantOrderNo` (ours) is given.",
         tags: ['callbacks'],
         querystring: callbackFilterSchema.extend({
           cursor: z.string().max(200).optional().describe('`nextCursor` of the previous page'),
@@ -75,7 +64,7 @@ export function callbacksRows({ db, queue }: CallbacksDeps): RouteRow[] {
         response: {
           200: callbackPageSchema.extend({
             receipts: z.array(receiptSchema),
-            reviews: z.array(reviewSchema),
+            reviews: z.array(reviewSummarySchema),
             jobs: z.array(jobSchema),
             timeline: z.array(timelineEntrySchema).describe('Everything above and each job attempt, oldest first'),
           }),
@@ -124,18 +113,7 @@ export function callbacksRows({ db, queue }: CallbacksDeps): RouteRow[] {
             receivedAt: iso(r.receivedAt),
             appliedAt: r.appliedAt.toISOString(),
           })),
-          reviews: reviewRows.map((r) => ({
-            id: r.id,
-            orderNo: r.orderNo,
-            state: r.state,
-            merchantOrderNo: r.merchantOrderNo,
-            reasonCode: r.reasonCode,
-            reason: r.reason,
-            status: r.status,
-            occurrences: r.occurrences,
-            createdAt: r.createdAt.toISOString(),
-            closedAt: iso(r.closedAt),
-          })),
+          reviews: reviewRows.map(reviewSummary),
           jobs,
           timeline,
         };

@@ -4,6 +4,7 @@
  * the Callbacks page, the replay wizard and their forms, so a filter survives every hop between them unchanged.
  */
 import { AppError, ErrorCodes } from '@mcb/core/errors';
+import { z } from 'zod';
 import { callbackFilterSchema, listOf, type CallbackFilter } from './queries.ts';
 
 /** The filter's fields, in the order links carry them. */
@@ -65,6 +66,17 @@ export function filterOfForm(form: Record<string, unknown>): CallbackFilter {
     });
   }
   return parsed.data;
+}
+
+/**
+ * A posted form that carries the filter among its own fields (run now, start a replay), as one zod schema: the
+ * form's `shape`, and `filter` read from the filter's fields as {@link filterOfForm} reads them.
+ */
+export function formWithFilter<S extends z.ZodRawShape>(shape: S) {
+  return z.preprocess(
+    (form) => ({ ...(form as Record<string, unknown>), filter: rawFilter((form ?? {}) as Record<string, unknown>) }),
+    z.object({ ...shape, filter: callbackFilterSchema }),
+  );
 }
 
 /** What the form's fields show again: the values as typed (lists joined), whether or not they were valid. */

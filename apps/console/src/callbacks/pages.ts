@@ -5,16 +5,18 @@
 import type { Database } from '@mcb/core/db';
 import { isAppError } from '@mcb/core/errors';
 import type { Queue } from 'bullmq';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '@mcb/core/logger';
+import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
 import { safeNext } from '../session/pages.ts';
-import { formAction } from '../web/forms.ts';
+import { formRoute, pageRoute } from '../web/page-route.ts';
+import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
 import { codesOf, countMatching, waitingCounts } from './counts.ts';
-import { filterOfForm, formValues } from './form.ts';
+import { filterOfForm, formValues, formWithFilter } from './form.ts';
 import { filterWhere, hasFilter, listOf, searchCallbacks, type CallbackFilter } from './queries.ts';
-import { runNow } from './run-now.ts';
+import { runNow, runNowTarget } from './run-now.ts';
 import { callbacksPage } from './views.ts';
 
 export interface CallbacksPagesDeps {
@@ -24,48 +26,69 @@ export interface CallbacksPagesDeps {
   queue?: Queue;
 }
 
-export const callbacksPages: FastifyPluginAsync<CallbacksPagesDeps> = async (app, deps) => {
-  app.get('/callbacks', { schema: { hide: true } }, async (req, reply) => {
-    const query = (req.query ?? {}) as Record<string, unknown>;
-    const values = formValues(query);
-    let filter: CallbackFilter = {};
-    let flash = flashOf(query);
-    try {
-      filter = filterOfForm(query);
-    } catch (e) {
-      if (!isAppError(e)) throw e;
-      flash = { kind: 'error', text: e.message };
-    }
-    const cursor = typeof query.cursor === 'string' && query.cursor ? query.cursor.slice(0, 200) : undefined;
-    const listing = hasFilter(filter);
-    const [counts, codes, page, matched] = await Promise.all([
-      waitingCounts(deps.db),
-      codesOf(deps.db, listOf(filter.status)),
-      listing ? searchCallbacks(deps.db, filter, { cursor, limit: 50 }) : undefined,
-      listing ? countMatching(deps.db, filterWhere(filter)) : undefined,
-    ]);
-    const vm = { filter, values, page, matched, counts, codes, viewer: req.operator!, self: req.url };
-    return sendPage(
-      req,
-      reply,
-      { title: 'Callbacks', area: 'callbacks', flash },
-      callbacksPage(vm),
-      flash?.kind === 'error' && !flashOf(query) ? 400 : 200,
-    );
-  });
+/** The run-now form: the filter's fields, the reason, and the page it was posted from. */
+const runNowForm = formWithFilter({ reason: z.string().optional(), back: z.string().optional() });
 
-  app.post('/callbacks/run-now', { schema: { hide: true } }, async (req, reply) => {
-    const form = (req.body ?? {}) as Record<string, unknown>;
-    const back = safeNext(typeof form.back === 'string' ? form.back : '/callbacks');
-    return formAction(reply, back, async () => {
-      if (!deps.queue) throw new Error('run now needs the callbacks queue');
-      const r = await runNow(
-        { db: deps.db, logger: deps.logger, queue: deps.queue },
-        actorOf(req),
-        filterOfForm(form),
-        form.reason,
-      );
-      return `${r.promoted} job(s) run now${r.skipped > 0 ? `; ${r.skipped} no longer waiting (running or done)` : ''}${r.more ? '; more match: run it again' : ''}.`;
-    });
-  });
-};
+/** The audit target of a refused "run now", from the form as posted. */
+function runNowTargetOf(req: FastifyRequest): string {
+  try {
+    return runNowTarget(filterOfForm((req.body ?? {}) as Record<string, unknown>));
+  } catch {
+    return 'callbacks:(invalid filter)';
+  }
+}
+
+export function callbacksPageRows(deps: CallbacksPagesDeps): RouteRow[] {
+  return [
+    pageRoute({ url: '/callbacks', action: 'read', handler: (req, reply) => callbacksList(deps, req, reply) }),
+
+    formRoute({
+      url: '/callbacks/run-now',
+      action: 'queue.promote',
+      target: runNowTargetOf,
+      form: runNowForm,
+      back: (req) => safeNext((req.body as { back?: unknown } | undefined)?.back ?? '/callbacks'),
+      run: async (req, { form }) => {
+        if (!deps.queue) throw new Error('run now needs the callbacks queue');
+        const r = await runNow(
+          { db: deps.db, logger: deps.logger, queue: deps.queue },
+          actorOf(req),
+          form.filter,
+          form.reason,
+        );
+        const skipped = r.skipped > 0 ? `; ${r.skipped} no longer waiting (running or done)` : '';
+        return `${r.promoted} job(s) run now${skipped}${r.more ? '; more match: run it again' : ''}.`;
+      },
+    }),
+  ];
+}
+
+/** The list: counts, the filter form, and the page of callbacks that match (an invalid filter says why, 400). */
+async function callbacksList(deps: CallbacksPagesDeps, req: FastifyRequest, reply: FastifyReply) {
+  const query = (req.query ?? {}) as Record<string, unknown>;
+  const values = formValues(query);
+  let filter: CallbackFilter = {};
+  let flash = flashOf(query);
+  try {
+    filter = filterOfForm(query);
+  } catch (e) {
+    if (!isAppError(e)) throw e;
+    flash = { kind: 'error', text: e.message };
+  }
+  const cursor = typeof query.cursor === 'string' && query.cursor ? query.cursor.slice(0, 200) : undefined;
+  const listing = hasFilter(filter);
+  const [counts, codes, page, matched] = await Promise.all([
+    waitingCounts(deps.db),
+    codesOf(deps.db, listOf(filter.status)),
+    listing ? searchCallbacks(deps.db, filter, { cursor, limit: 50 }) : undefined,
+    listing ? countMatching(deps.db, filterWhere(filter)) : undefined,
+  ]);
+  const vm = { filter, values, page, matched, counts, codes, viewer: req.operator!, self: req.url };
+  return sendPage(
+    req,
+    reply,
+    { title: 'Callbacks', area: 'callbacks', flash },
+    callbacksPage(vm),
+    flash?.kind === 'error' && !flashOf(query) ? 400 : 200,
+  );
+}

@@ -9,6 +9,7 @@ import { callbackArrivals, callbackReceipts, type Database } from '@mcb/core/db'
 import { and, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { merchantOrderNoSchema } from '../orders/schemas.ts';
+import { iso } from '../web/format.ts';
 
 export const ARRIVAL_STATUSES = ['active', 'waiting', 'retrying', 'failed', 'applied', 'duplicate', 'review'] as const;
 
@@ -30,7 +31,8 @@ export const callbackFilterSchema = z.strictObject({
     .union([z.enum(ARRIVAL_STATUSES), z.array(z.enum(ARRIVAL_STATUSES)).min(1).max(ARRIVAL_STATUSES.length)])
     .optional()
     .describe(
-      'Where the callback is: active, waiting, retrying, failed (for good), applied, duplicate, review; several: any of them (repeat the parameter)',
+      'Where the callback is: active, waiting, retrying, failed (for good), applied, duplicate, review; ' +
+        'several: any of them (repeat the parameter)',
     ),
   kind: z.enum(['payin', 'payout']).optional(),
   code: z
@@ -118,8 +120,6 @@ function decodeCursor(cursor: string): [string, string] {
     details: { errors: [{ field: 'cursor', message: 'invalid cursor' }] },
   });
 }
-
-const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 /** One page of callbacks matching `filter`, newest first; `limit` rows at most. */
 export async function searchCallbacks(

@@ -44,6 +44,10 @@ export function runnableStatuses(filter: CallbackFilter): ArrivalStatus[] {
   return asked.length > 0 ? asked : [...RUNNABLE];
 }
 
+/** The audit target of a "run now": the filter with the statuses it runs. */
+export const runNowTarget = (filter: CallbackFilter): string =>
+  filterTarget({ ...filter, status: runnableStatuses(filter) });
+
 /** Promote the delayed jobs of the callbacks matching `filter` (retrying or waiting), oldest job id first. */
 export async function runNow(
   deps: ActionDeps & { queue: Queue },
@@ -56,7 +60,7 @@ export async function runNow(
   return performExternalAction(
     deps,
     actor,
-    { action: 'queue.promote', target: filterTarget(scoped), reason },
+    { action: 'queue.promote', target: runNowTarget(filter), reason },
     async () => {
       const rows = await deps.db
         .select({ jobId: callbackArrivals.jobId })

@@ -19,7 +19,10 @@ export interface Preset {
   help: string;
 }
 
-/** The presets. "Suspected forgeries": callbacks in review whose content contradicts Get order or a receipt (FORGERY_CODES). */
+/**
+ * The presets. "Suspected forgeries": callbacks in review whose content contradicts Get order or a receipt
+ * (FORGERY_CODES).
+ */
 export const PRESETS: readonly Preset[] = [
   {
     label: 'Failed',
@@ -65,7 +68,11 @@ const STATUS_HELP: Record<ArrivalStatus, string> = {
 export function countsLine(c: WaitingCounts): Html {
   const part = (n: number, word: string, href: string, key = word) =>
     html`<a href="${href}"><strong data-count="${key}">${n}</strong> ${word}</a>`;
-  return html`<p class="counts" aria-label="What waits">${part(c.failed, 'failed', '/callbacks?status=failed')} · ${part(c.retrying, 'retrying', '/callbacks?status=retrying')} · ${part(c.waiting, 'waiting', '/callbacks?status=waiting')} · ${part(c.openReviews, c.openReviews === 1 ? 'open review' : 'open reviews', '/reviews')} · ${part(c.suspectedForgeries, c.suspectedForgeries === 1 ? 'suspected forgery' : 'suspected forgeries', FORGERIES_HREF, 'forgeries')}</p>`;
+  return html`<p class="counts" aria-label="What waits">${part(c.failed, 'failed', '/callbacks?status=failed')} \
+· ${part(c.retrying, 'retrying', '/callbacks?status=retrying')} \
+· ${part(c.waiting, 'waiting', '/callbacks?status=waiting')} \
+· ${part(c.openReviews, c.openReviews === 1 ? 'open review' : 'open reviews', '/reviews')} \
+· ${part(c.suspectedForgeries, c.suspectedForgeries === 1 ? 'suspected forgery' : 'suspected forgeries', FORGERIES_HREF, 'forgeries')}</p>`;
 }
 
 export interface CallbacksPageModel {
@@ -91,23 +98,39 @@ function filterForm(vm: CallbacksPageModel): Html {
   return html`<form class="filter" method="get" action="/callbacks" aria-label="Filter callbacks">
 <fieldset><legend>Status (any of)</legend>${ARRIVAL_STATUSES.map(
     (s) =>
-      html`<label class="check"><input type="checkbox" name="status" value="${s}"${chosen.has(s) ? html` checked` : ''}> ${s} <span class="muted">${STATUS_HELP[s]}</span></label>`,
+      html`<label class="check"><input type="checkbox" name="status" value="${s}"${
+        chosen.has(s)
+          ? html` \
+checked`
+          : ''
+      }> ${s} <span class="muted">${STATUS_HELP[s]}</span></label>`,
   )}</fieldset>
 <fieldset><legend>Last code (any of)</legend>${
     vm.codes.length === 0
       ? html`<p class="muted">No code among ${chosen.size > 0 ? 'these statuses' : 'the callbacks'}.</p>`
       : vm.codes.map(
           (k) =>
-            html`<label class="check"><input type="checkbox" name="code" value="${k.code}"${codes.has(k.code) ? html` checked` : ''}> <code>${k.code}</code> <span class="muted">${k.n}</span></label>`,
+            html`<label class="check"><input type="checkbox" name="code" value="${k.code}"${
+              codes.has(k.code)
+                ? html` \
+checked`
+                : ''
+            }> <code>${k.code}</code> <span class="muted">${k.n}</span></label>`,
         )
   }
-<label>Other codes, comma-separated <input name="code" value="${typedCodes.join(', ')}" size="30" autocomplete="off" placeholder="any code; case does not matter"></label></fieldset>
+<label>Other codes, comma-separated <input name="code" value="${typedCodes.join(', ')}" size="30" autocomplete="off" \
+placeholder="any code; case does not matter"></label></fieldset>
 <div class="fields">
-<label>Kind <select name="kind"><option value="">any</option>${(['payin', 'payout'] as const).map((k) => html`<option value="${k}"${vm.filter.kind === k ? html` selected` : ''}>${k}</option>`)}</select></label>
-<label>Merchant order no. <input name="merchantOrderNo" value="${v.merchantOrderNo ?? ''}" size="18" placeholder="exact"></label>
+<label>Kind <select name="kind"><option value="">any</option>${(['payin', 'payout'] as const).map(
+    (k) => html`<option value="${k}"${vm.filter.kind === k ? html` selected` : ''}>${k}</option>`,
+  )}</select></label>
+<label>Merchant order no. <input name="merchantOrderNo" value="${v.merchantOrderNo ?? ''}" size="18" \
+placeholder="exact"></label>
 <label>Platform order no. <input name="orderNo" value="${v.orderNo ?? ''}" size="18" placeholder="exact"></label>
-<label>Amount from <input name="amountMin" value="${v.amountMin ?? ''}" inputmode="decimal" size="9" placeholder="decimal"></label>
-<label>Amount to <input name="amountMax" value="${v.amountMax ?? ''}" inputmode="decimal" size="9" placeholder="decimal"></label>
+<label>Amount from <input name="amountMin" value="${v.amountMin ?? ''}" inputmode="decimal" size="9" \
+placeholder="decimal"></label>
+<label>Amount to <input name="amountMax" value="${v.amountMax ?? ''}" inputmode="decimal" size="9" \
+placeholder="decimal"></label>
 <label>Received from (UTC) <input name="from" value="${v.from ?? ''}" size="19" placeholder="YYYY-MM-DD HH:MM"></label>
 <label>Received before (UTC) <input name="to" value="${v.to ?? ''}" size="19" placeholder="YYYY-MM-DD HH:MM"></label>
 </div>
@@ -126,17 +149,23 @@ function actions(vm: CallbacksPageModel): Html {
     return can(vm.viewer.role, 'replays.plan')
       ? html`<section class="card" aria-labelledby="replay-h"><h2 id="replay-h">Replay these</h2>
 <p>A dry run says what replaying them would do to the money (nothing changes); from there you start the replay.</p>
-<p><a class="button primary" href="${href}">Dry run a replay of these ${vm.matched.n}${vm.matched.more ? '+' : ''} failed job(s)</a></p></section>`
+<p><a class="button primary" href="${href}">Dry run a replay of these ${vm.matched.n}${vm.matched.more ? '+' : ''} \
+failed job(s)</a></p></section>`
       : html`<p class="muted">Replaying needs the role operator (you are ${vm.viewer.role}).</p>`;
   }
   if (runnable) {
     return can(vm.viewer.role, 'queue.promote')
-      ? html`<form class="card" method="post" action="/callbacks/run-now" aria-labelledby="run-h"><h2 id="run-h">Run now</h2>
-<p>These wait out a backoff (up to 10 minutes). Once the platform (or the database) is back, run them now instead of waiting: each runs its next attempt at once, checked as always (never credited twice). At most ${RUN_NOW_LIMIT} per click.</p>
+      ? html`<form class="card" method="post" action="/callbacks/run-now" aria-labelledby="run-h"><h2 id="run-h">Run \
+now</h2>
+<p>These wait out a backoff (up to 10 minutes). Once the platform (or the database) is back, run them now instead of \
+waiting: each runs its next attempt at once, checked as always (never credited twice). At most ${RUN_NOW_LIMIT} per \
+click.</p>
 ${[...filterParams(vm.filter)].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
 <input type="hidden" name="back" value="${vm.self}">
-<label>Reason (required, kept in the audit trail) <input name="reason" required maxlength="2000" size="50" autocomplete="off" placeholder="why now, e.g. the platform says Get order is back"></label>
-<p><button type="submit" class="primary">Run ${vm.matched.n}${vm.matched.more ? '+' : ''} job(s) now</button></p></form>`
+<label>Reason (required, kept in the audit trail) <input name="reason" required maxlength="2000" size="50" \
+autocomplete="off" placeholder="why now, e.g. the platform says Get order is back"></label>
+<p><button type="submit" class="primary">Run ${vm.matched.n}${vm.matched.more ? '+' : ''} job(s) now</button></p>\
+</form>`
       : html`<p class="muted">Running jobs now needs the role operator (you are ${vm.viewer.role}).</p>`;
   }
   return html``;
@@ -145,15 +174,24 @@ ${[...filterParams(vm.filter)].map(([k, v]) => html`<input type="hidden" name="$
 function table(vm: CallbacksPageModel, page: CallbackPage): Html {
   if (page.callbacks.length === 0) return html`<p>No callback matches this filter.</p>`;
   return html`<table class="stack"><caption class="muted">Newest first. Times in UTC.</caption>
-<thead><tr><th scope="col">Received</th><th scope="col">Status</th><th scope="col">Kind · state</th><th scope="col">Merchant order</th><th scope="col">Platform order</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Attempts</th><th scope="col">Code / outcome</th><th scope="col">Last attempt</th></tr></thead>
+<thead><tr><th scope="col">Received</th><th scope="col">Status</th><th scope="col">Kind · state</th><th \
+scope="col">Merchant order</th><th scope="col">Platform order</th><th scope="col" class="num">Amount</th><th \
+scope="col" class="num">Attempts</th><th scope="col">Code / outcome</th><th scope="col">Last attempt</th></tr></thead>
 <tbody>${page.callbacks.map(
-    (
-      c,
-    ) => html`<tr data-job="${c.jobId}"><td data-label="Received" class="mono">${when(c.receivedAt)}</td><td data-label="Status">${status(c.status)}</td><td data-label="Kind · state">${c.kind} · ${c.state}</td>
-<td data-label="Merchant order"><a href="${orderHref(c.merchantOrderNo)}">${c.merchantOrderNo}</a></td><td data-label="Platform order" class="mono">${c.orderNo}</td><td data-label="Amount" class="num mono">${c.amount ?? '—'}</td><td data-label="Attempts" class="num">${c.attempts}</td>
-<td data-label="Code / outcome">${c.code ? html`<code>${c.code}</code>` : (c.outcome ?? '')}</td><td data-label="Last attempt">${c.detail ?? ''} <span class="muted">${when(c.updatedAt)}</span></td></tr>`,
+    (c) => html`<tr data-job="${c.jobId}"><td data-label="Received" class="mono">${when(c.receivedAt)}</td><td \
+data-label="Status">${status(c.status)}</td><td data-label="Kind · state">${c.kind} · ${c.state}</td>
+<td data-label="Merchant order"><a href="${orderHref(c.merchantOrderNo)}">${c.merchantOrderNo}</a></td><td \
+data-label="Platform order" class="mono">${c.orderNo}</td><td data-label="Amount" class="num \
+mono">${c.amount ?? '—'}</td><td data-label="Attempts" class="num">${c.attempts}</td>
+<td data-label="Code / outcome">${c.code ? html`<code>${c.code}</code>` : (c.outcome ?? '')}</td><td data-label="Last \
+attempt">${c.detail ?? ''} <span class="muted">${when(c.updatedAt)}</span></td></tr>`,
   )}</tbody></table>
-${page.nextCursor ? html`<p class="pager"><a href="/callbacks?${filterParams(vm.filter, { cursor: page.nextCursor }).toString()}">Older callbacks →</a></p>` : ''}`;
+${
+  page.nextCursor
+    ? html`<p class="pager"><a \
+href="/callbacks?${filterParams(vm.filter, { cursor: page.nextCursor }).toString()}">Older callbacks →</a></p>`
+    : ''
+}`;
 }
 
 /** The whole page. Without a filter: the presets and the form, no list (listing everything helps nobody). */
@@ -162,10 +200,16 @@ export function callbacksPage(vm: CallbacksPageModel): Html {
 ${countsLine(vm.counts)}
 <nav class="presets" aria-label="Presets"><ul>${PRESETS.map(
     (p) =>
-      html`<li><a href="/callbacks?${filterParams(p.filter).toString()}"${sameFilter(p.filter, vm.filter) ? html` aria-current="page"` : ''} title="${p.help}">${p.label}</a></li>`,
+      html`<li><a href="/callbacks?${filterParams(p.filter).toString()}"${
+        sameFilter(p.filter, vm.filter) ? html` aria-current="page"` : ''
+      } title="${p.help}">${p.label}</a></li>`,
   )}</ul></nav>
 ${filterForm(vm)}
-${vm.matched ? html`<h2 id="list-h">${vm.matched.n}${vm.matched.more ? '+' : ''} callback(s) match</h2>` : html`<p class="muted">Choose a preset or a filter to list callbacks.</p>`}
+${
+  vm.matched
+    ? html`<h2 id="list-h">${vm.matched.n}${vm.matched.more ? '+' : ''} callback(s) match</h2>`
+    : html`<p class="muted">Choose a preset or a filter to list callbacks.</p>`
+}
 ${actions(vm)}
 ${vm.page ? table(vm, vm.page) : ''}`;
 }

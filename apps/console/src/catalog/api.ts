@@ -26,7 +26,8 @@ const responses = {
   200: catalogResponseSchema,
   400: errorBodySchema,
   422: errorBodySchema.describe(
-    'CURRENCY_NOT_ENABLED: the currency is not enabled for this merchant (platformCode 40017 when the platform said so)',
+    'CURRENCY_NOT_ENABLED: the currency is not enabled for this merchant (platformCode 40017 when the ' +
+      'platform said so)',
   ),
   502: errorBodySchema.describe(
     'MERCHANT_UNKNOWN (platform code 40010) or another platform error code (platformCode, platformMessage)',
@@ -45,7 +46,8 @@ export function paymentMethodsRows({ catalog, db, logger }: RouteDeps): RouteRow
       schema: {
         summary: 'The payment-method catalog',
         description:
-          'As the platform returned it, narrowed to `currency` when given. When the platform is down the last good copy is served with `stale: true` and its age.',
+          'As the platform returned it, narrowed to `currency` when given. When the platform is down the ' +
+          'last good copy is served with `stale: true` and its age.',
         tags: ['catalog'],
         querystring,
         response: responses,
@@ -61,7 +63,8 @@ export function paymentMethodsRows({ catalog, db, logger }: RouteDeps): RouteRow
       schema: {
         summary: 'Fetch the catalog from the platform now',
         description:
-          'An action (role operator, a reason, an audit row): it asks the platform and stores a new snapshot. No fallback: a platform failure is reported as such.',
+          'An action (role operator, a reason, an audit row): it asks the platform and stores a new ' +
+          'snapshot. No fallback: a platform failure is reported as such.',
         tags: ['catalog'],
         querystring,
         body: z.strictObject({ reason: reasonSchema.optional() }).optional(),

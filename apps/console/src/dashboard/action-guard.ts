@@ -26,7 +26,10 @@ export function isAllowedDashboardAction(
   return true;
 }
 
-/** The role-gated action (and audit target) of an allowed dashboard request that changes something; undefined for reads. */
+/**
+ * The role-gated action (and audit target) of an allowed dashboard request that changes something; undefined for
+ * reads.
+ */
 export function dashboardActionOf(
   method: string,
   routePattern: string,

@@ -16,16 +16,24 @@ export const BOARD_GUARD_JS = String.raw`(() => {
   ];
   if (role === 'viewer') refused.push(/^retry/i, /^promote/i);
   // A job card's actions are icons without text: known by their icon (lucide), and named here for screen readers.
-  const icons = { 'lucide-refresh-cw': 'Retry', 'lucide-files': 'Duplicate', 'lucide-pencil': 'Edit', 'lucide-trash': 'Delete', 'lucide-trash-2': 'Delete' };
+  const icons = {
+    'lucide-refresh-cw': 'Retry',
+    'lucide-files': 'Duplicate',
+    'lucide-pencil': 'Edit',
+    'lucide-trash': 'Delete',
+    'lucide-trash-2': 'Delete',
+  };
   const iconName = (el) => {
     const svg = el.querySelector('svg');
     if (!svg) return '';
     for (const c of svg.classList) if (icons[c]) return icons[c];
     return '';
   };
-  const nameOf = (el) => (el.getAttribute('aria-label') || el.getAttribute('title') || el.textContent || iconName(el) || '').trim();
+  const nameOf = (el) =>
+    (el.getAttribute('aria-label') || el.getAttribute('title') || el.textContent || iconName(el) || '').trim();
   // Retry-all is allowed for failed jobs only (the server refuses it for any other list).
-  const refusedHere = (name) => refused.some((re) => re.test(name)) || (/^retry all$/i.test(name) && !/[?&]status=failed\b/.test(location.search));
+  const refusedHere = (name) =>
+    refused.some((re) => re.test(name)) || (/^retry all$/i.test(name) && !/[?&]status=failed\b/.test(location.search));
   const hide = () => {
     for (const el of document.querySelectorAll('button, [role="menuitem"], [role="option"]')) {
       const icon = iconName(el);
@@ -44,7 +52,8 @@ export const BOARD_GUARD_JS = String.raw`(() => {
       }
     }
   };
-  new MutationObserver(hide).observe(document.documentElement, { childList: true, subtree: true, attributes: true, attributeFilter: ['title', 'aria-label'] });
+  const watched = { childList: true, subtree: true, attributes: true, attributeFilter: ['title', 'aria-label'] };
+  new MutationObserver(hide).observe(document.documentElement, watched);
   document.addEventListener('DOMContentLoaded', hide);
 
   const askReason = (method, url) => {

@@ -25,7 +25,10 @@ export interface DashboardOptions {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** A dashboard action that passed the role and reason checks, and its intent row, completed once bull-board has answered. */
+    /**
+     * A dashboard action that passed the role and reason checks, and its intent row, completed once bull-board has
+     * answered.
+     */
     dashboardAction?: Authorized & { intentId: number };
   }
 }
@@ -41,7 +44,7 @@ function reasonHeader(req: FastifyRequest): string | undefined {
   }
 }
 
-/** A job as bull-board serialises it, without its stack trace (a viewer sees the failure reason, not our code's frames). */
+/** A job as bull-board serialises it, without its stack trace (a viewer sees the failure reason, not our frames). */
 function withoutStacktrace(job: unknown) {
   if (typeof job === 'object' && job !== null && 'stacktrace' in job) (job as { stacktrace: unknown }).stacktrace = [];
 }
@@ -62,9 +65,30 @@ function sendError(req: FastifyRequest, reply: FastifyReply, e: AppError, status
  */
 export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app, opts) => {
   const basePath = opts.basePath ?? '/queues';
+  const serverAdapter = createBoard(opts.queues, basePath);
+
+  app.get('/assets/board-guard.js', { schema: { hide: true } }, async (_req, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-store').send(BOARD_GUARD_JS),
+  );
+
+  // The hooks below are this plugin's own (it is not wrapped in fastify-plugin): they run for bull-board's routes and
+  // board-guard.js only, whatever spelling of the path reached them. They decide by the route fastify matched
+  // (`routeOptions.url`), never by the raw URL: `/%71ueues/...`, `/queue%73/...` reach the same route as `/queues/...`.
+  const patternOf = (req: FastifyRequest) => {
+    const route = req.routeOptions.url ?? '';
+    return route.startsWith(basePath) ? route.slice(basePath.length) : route;
+  };
+  app.addHook('onRequest', checkAction(opts.actions, patternOf));
+  app.addHook('onResponse', completeAction(opts.actions));
+  app.addHook('onSend', readOnlyForViewers(patternOf));
+  await app.register(serverAdapter.registerPlugin(), { prefix: basePath });
+};
+
+/** bull-board on `queues`, each job's data, result and name through our formatters. */
+function createBoard(queues: readonly Queue[], basePath: string): FastifyAdapter {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(basePath);
-  const adapters = opts.queues.map((queue) => {
+  const adapters = queues.map((queue) => {
     const options: Partial<QueueAdapterOptions> & { allowCompletedRetries: boolean } = {
       allowRetries: true,
       // Retrying a completed job is how an operator replays an event on purpose; the receipt keeps it single.
@@ -90,20 +114,16 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
       },
     },
   });
+  return serverAdapter;
+}
 
-  app.get('/assets/board-guard.js', { schema: { hide: true } }, async (_req, reply) =>
-    reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-store').send(BOARD_GUARD_JS),
-  );
-
-  // The hooks below are this plugin's own (it is not wrapped in fastify-plugin): they run for bull-board's routes and
-  // board-guard.js only, whatever spelling of the path reached them. They decide by the route fastify matched
-  // (`routeOptions.url`), never by the raw URL: `/%71ueues/...`, `/queue%73/...` reach the same route as `/queues/...`.
-  const patternOf = (req: FastifyRequest) => {
-    const route = req.routeOptions.url ?? '';
-    return route.startsWith(basePath) ? route.slice(basePath.length) : route;
-  };
-
-  app.addHook('onRequest', async (req, reply) => {
+/**
+ * The onRequest hook: deny by default what is not on the allow-list, then check the role and the reason of an
+ * action and write its intent row before bull-board acts. Refusals are sent from the hook: bull-board's own error
+ * handler would turn a thrown error into a 500.
+ */
+function checkAction(actions: ActionDeps, patternOf: (req: FastifyRequest) => string) {
+  return async (req: FastifyRequest, reply: FastifyReply) => {
     const pattern = patternOf(req);
     const params = (req.params ?? {}) as Record<string, unknown>;
     // Deny by default: any method but GET/HEAD on a route not on the allow-list, for every role.
@@ -125,10 +145,9 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
         requestId: req.id,
       });
     }
-    // Refusals are sent from the hook: bull-board's own error handler would turn a thrown error into a 500.
     let auth: Authorized;
     try {
-      auth = await authorize(opts.actions, actorOf(req), { ...action, reason: reasonHeader(req) });
+      auth = await authorize(actions, actorOf(req), { ...action, reason: reasonHeader(req) });
     } catch (e) {
       if (isAppError(e, ErrorCodes.FORBIDDEN)) return sendError(req, reply, e, 403);
       if (isAppError(e, ErrorCodes.REASON_REQUIRED) || isAppError(e, ErrorCodes.REQUEST_INVALID))
@@ -138,7 +157,7 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
     // The effect is bull-board's, in Redis, outside our transactions: its audit row is written first, as an intent.
     // No row, no effect.
     try {
-      req.dashboardAction = { ...auth, intentId: await recordIntent(opts.actions, auth) };
+      req.dashboardAction = { ...auth, intentId: await recordIntent(actions, auth) };
     } catch (e) {
       req.log.error(
         { err: coerceError(e), action: action.action },
@@ -150,32 +169,38 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
         requestId: req.id,
       });
     }
-  });
+  };
+}
 
-  // bull-board's answer decides the outcome, which completes the intent row once the response is sent.
-  app.addHook('onResponse', async (req, reply) => {
+/** The onResponse hook: bull-board's answer decides the outcome, which completes the intent row. */
+function completeAction(actions: ActionDeps) {
+  return async (req: FastifyRequest, reply: FastifyReply) => {
     const auth = req.dashboardAction;
     if (!auth) return;
     const outcome = reply.statusCode < 400 ? 'done' : `failed:HTTP ${reply.statusCode}`;
     if (reply.statusCode < 400) {
-      await completeIntent(opts.actions.db, auth.intentId, outcome).catch((e: unknown) =>
+      await completeIntent(actions.db, auth.intentId, outcome).catch((e: unknown) =>
         req.log.error(
           { err: coerceError(e), action: auth.spec.action, intentId: auth.intentId },
           'audit row of a dashboard action not completed',
         ),
       );
     } else {
-      await completeIntentFailed(opts.actions, auth, auth.intentId, outcome);
+      await completeIntentFailed(actions, auth, auth.intentId, outcome);
     }
     req.log.info(
       { action: auth.spec.action, target: auth.spec.target, operator: auth.actor.operator.name, outcome },
       'operator action',
     );
-  });
+  };
+}
 
-  // Viewers get a read-only board (bull-board then offers no action) without stack traces, and every page loads
-  // board-guard.js.
-  app.addHook('onSend', async (req, reply, payload) => {
+/**
+ * The onSend hook: viewers get a read-only board (bull-board then offers no action) without stack traces, and every
+ * page loads board-guard.js.
+ */
+function readOnlyForViewers(patternOf: (req: FastifyRequest) => string) {
+  return async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     if (typeof payload !== 'string') return payload;
     const type = String(reply.getHeader('content-type') ?? '');
     if (type.startsWith('text/html')) {
@@ -194,6 +219,5 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
     }
     if (body.job) withoutStacktrace(body.job);
     return JSON.stringify(body);
-  });
-  await app.register(serverAdapter.registerPlugin(), { prefix: basePath });
-};
+  };
+}

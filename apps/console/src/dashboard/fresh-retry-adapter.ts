@@ -4,7 +4,10 @@ import type { Job } from 'bullmq';
 
 type BoardJob = NonNullable<Awaited<ReturnType<BullMQAdapter['getJob']>>>;
 
-/** The job with its `retry` giving a fresh retry budget, whatever bull-board passes, and noting how its run before ended. */
+/**
+ * The job with its `retry` giving a fresh retry budget, whatever bull-board passes, and noting how its run before
+ * ended.
+ */
 function freshRetry<T extends BoardJob | undefined>(job: T): T {
   if (!job) return job;
   const bullJob = job as unknown as Job;

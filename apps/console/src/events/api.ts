@@ -62,7 +62,8 @@ export function eventsRows(deps: EventsDeps): RouteRow[] {
       schema: {
         summary: 'The outbox feed of order changes',
         description:
-          'Events in commit-safe id order. Resume with `after=nextCursor`; an empty page means nothing new yet (poll again). Each event is delivered once per cursor walk; consumers deduplicate by id.',
+          'Events in commit-safe id order. Resume with `after=nextCursor`; an empty page means nothing new ' +
+          'yet (poll again). Each event is delivered once per cursor walk; consumers deduplicate by id.',
         tags: ['events'],
         querystring: z.strictObject({
           after: cursorSchema,

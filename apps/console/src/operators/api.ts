@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ACTIONS, can, type Action } from './roles.ts';
+import { ACTIONS, can, ROLES, type Action } from './roles.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
 
 /** `GET /api/whoami`: the operator behind this request, their role, how they signed in, and what they may do. */
@@ -17,7 +17,7 @@ export function whoamiRows(): RouteRow[] {
         response: {
           200: z.object({
             name: z.string(),
-            role: z.enum(['viewer', 'operator', 'admin', 'service']),
+            role: z.enum(ROLES),
             via: z.enum(['bearer', 'session', 'proxy']),
             may: z.array(z.string()).optional().describe('Actions this role allows (with ?actions=true)'),
           }),

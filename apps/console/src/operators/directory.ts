@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { z } from 'zod';
 import type { Operator } from './operator.ts';
+import { ROLES } from './roles.ts';
 
 /** The name CONSOLE_TOKEN's holder goes by. */
 export const TOKEN_ADMIN_NAME = 'admin';
@@ -18,7 +19,7 @@ export const operatorEntrySchema = z.strictObject({
     )
     .describe('Unique name; what the audit trail records, and what an SSO proxy sends'),
   role: z
-    .enum(['viewer', 'operator', 'admin', 'service'])
+    .enum(ROLES)
     .describe(
       'service: a machine client (the shop) that registers orders and reads the API, nothing else, and cannot log in to the pages',
     ),

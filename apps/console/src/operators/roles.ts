@@ -1,3 +1,5 @@
+import { OPERATOR_ROLES, PERSON_ROLES } from '@mcb/core/db';
+
 /**
  * Who may do what, in one place. Routes, pages and the CLI never compare roles themselves: an action asks
  * {@link can} (and the action layer, audit/perform.ts, refuses with 403 naming {@link requiredRole}); a page asks
@@ -9,13 +11,14 @@
  * `service` is not a person: a machine client (the shop's order system) that registers orders and reads the API,
  * with no reason asked, and may do nothing else ({@link SERVICE_ACTIONS}).
  */
-export type Role = 'viewer' | 'operator' | 'admin' | 'service';
+export type Role = (typeof OPERATOR_ROLES)[number];
 
-/** The people's roles, least first. */
-export const PERSON_ROLES = ['viewer', 'operator', 'admin'] as const;
+/** The people's roles, least first (the audit table's column lists the same, so they are declared beside it). */
+export { PERSON_ROLES };
 export type PersonRole = (typeof PERSON_ROLES)[number];
 
-export const ROLES: readonly Role[] = [...PERSON_ROLES, 'service'];
+/** Every role, for the schemas that accept one (the operators file, whoami, the audit trail). */
+export const ROLES = OPERATOR_ROLES;
 
 /** Everything an operator can do that the console gates by role, with the least role that may do it. */
 export const ACTIONS = {
@@ -61,8 +64,6 @@ export const CHANGES_NOTHING: ReadonlySet<Action> = new Set<Action>(['read', 're
  */
 export const SERVICE_ACTIONS: ReadonlySet<Action> = new Set<Action>(['read', 'orders.register']);
 
-const RANK: Record<PersonRole, number> = { viewer: 0, operator: 1, admin: 2 };
-
 /** The least (person's) role that may do `action`. */
 export function requiredRole(action: Action): PersonRole {
   return ACTIONS[action];
@@ -71,7 +72,7 @@ export function requiredRole(action: Action): PersonRole {
 /** Whether `role` may do `action`. */
 export function can(role: Role, action: Action): boolean {
   if (role === 'service') return SERVICE_ACTIONS.has(action);
-  return RANK[role] >= RANK[ACTIONS[action]];
+  return PERSON_ROLES.indexOf(role) >= PERSON_ROLES.indexOf(ACTIONS[action]);
 }
 
 /** Whether `role` does `action` without a reason (a service registering an order); people always give one. */

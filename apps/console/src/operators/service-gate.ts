@@ -15,7 +15,10 @@ export function serviceMayCall(method: string, route: string | undefined): boole
 export interface RegisteredRoute {
   method: string;
   url: string;
+  /** The action of its row in an API table (JSON in and out). */
   action?: string;
+  /** The action of its row in a pages table (HTML, form posts): kept apart, each surface's test walks its own rows. */
+  pageAction?: string;
 }
 
 const ROUTES = new WeakMap<FastifyInstance, RegisteredRoute[]>();
@@ -35,8 +38,9 @@ export function installServiceGate(app: FastifyInstance): void {
   const routes: RegisteredRoute[] = [];
   ROUTES.set(app, routes);
   app.addHook('onRoute', (r) => {
-    for (const method of [r.method].flat())
-      routes.push({ method, url: r.url, ...(r.config?.action ? { action: r.config.action } : {}) });
+    const { action, surface } = r.config ?? {};
+    const row = action === undefined ? {} : surface === 'page' ? { pageAction: action } : { action };
+    for (const method of [r.method].flat()) routes.push({ method, url: r.url, ...row });
   });
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.operator?.role !== 'service') return;
@@ -48,7 +52,9 @@ export function installServiceGate(app: FastifyInstance): void {
     );
     return reply.code(403).send({
       code: ErrorCodes.FORBIDDEN,
-      message: `${req.operator.name} is a service client: it may register orders (POST /api/payins, /api/payouts) and read the API (GET /api/...), nothing else`,
+      message:
+        `${req.operator.name} is a service client: it may register orders (POST /api/payins, /api/payouts) ` +
+        'and read the API (GET /api/...), nothing else',
       requiredRole: 'operator',
       requestId: req.id,
     });

@@ -22,6 +22,10 @@ export const jobParams = z.object({ merchantOrderNo: merchantOrderNoSchema, jobI
 export const targetOfBody = (req: FastifyRequest): string =>
   orderTarget(String((req.body as { merchantOrderNo?: unknown } | undefined)?.merchantOrderNo ?? ''));
 
+/** The audit target of a job's replay, from the request as sent (for a refusal before validation). */
+export const jobTarget = (queueName: string, req: FastifyRequest): string =>
+  `job:${queueName}/${String((req.params as { jobId?: unknown } | undefined)?.jobId ?? '')}`;
+
 /** Pay-in registration and the order view. */
 export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
   const deps = { db: db.db, logger };
@@ -34,7 +38,9 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
       schema: {
         summary: 'Register a pay-in',
         description:
-          'Idempotent: the same body again answers 200 with the order; a different body for the same number answers 409. Needs the role operator and a `reason` (not part of what makes two registrations the same), or the role service (no reason).',
+          'Idempotent: the same body again answers 200 with the order; a different body for the same ' +
+          'number answers 409. Needs the role operator and a `reason` (not part of what makes two ' +
+          'registrations the same), or the role service (no reason).',
         tags: ['orders'],
         body: payinBodySchema,
         response: {
@@ -84,12 +90,13 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
             method: 'POST',
             url: '/api/orders/:merchantOrderNo/jobs/:jobId/replay',
             action: 'queue.retry',
-            target: (req) =>
-              `job:${queue.name}/${String((req.params as { jobId?: unknown } | undefined)?.jobId ?? '')}`,
+            target: (req) => jobTarget(queue.name, req),
             schema: {
               summary: 'Replay one failed job of the order',
               description:
-                'Sends the job, failed for good, back to the queue with a fresh retry budget (the attempt count reset). Role operator; `reason` required; audited as `queue.retry` (details `via: order-page`). 409 JOB_NOT_FAILED when the job is not failed.',
+                'Sends the job, failed for good, back to the queue with a fresh retry budget (the attempt ' +
+                'count reset). Role operator; `reason` required; audited as `queue.retry` (details `via: ' +
+                'order-page`). 409 JOB_NOT_FAILED when the job is not failed.',
               tags: ['orders'],
               params: jobParams,
               body: z.strictObject({ reason: reasonSchema.optional() }).optional(),

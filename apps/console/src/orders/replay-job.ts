@@ -24,7 +24,10 @@ export interface ReplayedJob {
   attemptsBefore: number;
 }
 
-/** Replay one failed job of `merchantOrderNo` (404 when the job is not the order's, 409 JOB_NOT_FAILED when not failed). */
+/**
+ * Replay one failed job of `merchantOrderNo` (404 when the job is not the order's, 409 JOB_NOT_FAILED when not
+ * failed).
+ */
 export async function replayJob(
   deps: ReplayJobDeps,
   actor: Actor,

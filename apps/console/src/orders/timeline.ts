@@ -22,6 +22,7 @@ import type { Job, Queue } from 'bullmq';
 import { and, asc, eq, inArray, ne } from 'drizzle-orm';
 import { z } from 'zod';
 import { arrivalsOf, platformOrderNosOf } from '../callbacks/queries.ts';
+import { iso } from '../web/format.ts';
 
 export const timelineEntrySchema = z.object({
   at: z.string().describe('ISO-8601 instant'),
@@ -146,8 +147,6 @@ export async function loadCallbackRecords(
   return { receipts: receiptRows, reviews: reviewRows, jobs, gone };
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
-
 async function jobEntries(queue: Queue, { job, state }: FoundJob): Promise<TimelineEntry[]> {
   const data = job.data as { orderNo?: string; state?: number; receivedAt?: string; kind?: string };
   const base = { orderNo: data.orderNo ?? null, state: data.state ?? null, jobId: job.id ?? null };
@@ -224,42 +223,82 @@ export async function timelineOf(
   records: CallbackRecords,
 ): Promise<TimelineEntry[]> {
   const { receipts: receiptRows, reviews: reviewRows, jobs } = records;
-  const [ledgerRows, differing] = await Promise.all([
-    receiptRows.length === 0
-      ? []
-      : db
-          .select()
-          .from(ledgerEntries)
-          .where(
-            inArray(
-              ledgerEntries.receiptId,
-              receiptRows.map((r) => r.id),
-            ),
-          )
-          .orderBy(asc(ledgerEntries.id)),
-    // Each distinct callback that differed from what was applied (a suspected forgery), even when its review was
-    // already open from an earlier one: one row each, with both values.
-    reviewRows.length === 0
-      ? []
-      : db
-          .select()
-          .from(reviewOccurrences)
-          .where(
-            and(
-              inArray(
-                reviewOccurrences.reviewId,
-                reviewRows.map((r) => r.id),
-              ),
-              eq(reviewOccurrences.reasonCode, ErrorCodes.VERIFY_DIFFERS_FROM_APPLIED),
-            ),
-          )
-          .orderBy(asc(reviewOccurrences.id)),
-  ]);
-  const entries: TimelineEntry[] = queue ? (await Promise.all(jobs.map((j) => jobEntries(queue, j)))).flat() : [];
-  // Callbacks whose jobs are gone from the queue (a reviewed variant is released at once): what the worker recorded.
-  for (const a of records.gone ?? []) {
-    const base = { orderNo: a.orderNo, state: a.state, jobId: a.jobId, code: a.lastCode };
-    entries.push({
+  const [ledgerRows, differing] = await Promise.all([ledgerOfReceipts(db, receiptRows), differingOf(db, reviewRows)]);
+  const jobIds = [
+    ...new Set([...jobs.map((j) => j.job.id), ...receiptRows.map((r) => r.jobId)].filter((id): id is string => !!id)),
+  ];
+  const entries: TimelineEntry[] = [
+    ...(queue ? (await Promise.all(jobs.map((j) => jobEntries(queue, j)))).flat() : []),
+    ...(records.gone ?? []).flatMap(goneEntries),
+    ...receiptRows.map(receiptEntry),
+    ...ledgerEntriesOf(receiptRows, ledgerRows),
+    ...reviewRows.flatMap(reviewEntries),
+    ...differingEntries(reviewRows, differing),
+    ...(await replayEntries(db, jobIds, jobs)),
+    ...(await operatorEntries(db, jobIds, reviewRows, jobs)),
+  ];
+  // Time order; at the same instant, the order in which things happen (arrival, attempt, replay, receipt, ledger).
+  return entries.sort((a, b) => a.at.localeCompare(b.at) || RANK[a.source] - RANK[b.source]);
+}
+
+const RANK: Record<TimelineEntry['source'], number> = {
+  ingest: 0,
+  job: 1,
+  replay: 2,
+  operator: 2,
+  receipt: 3,
+  ledger: 4,
+  review: 5,
+};
+
+type ReceiptRow = CallbackRecords['receipts'][number];
+type ReviewRow = CallbackRecords['reviews'][number];
+type ArrivalRow = typeof callbackArrivals.$inferSelect;
+
+/**
+ * A row of the story told by a record (a receipt, a ledger entry, a review's finding): no attempt, and what it names
+ * of the order's callbacks (unknown fields are null). The one builder of those rows.
+ */
+const recordEntry = (
+  e: Pick<TimelineEntry, 'at' | 'source' | 'event' | 'detail'> & Partial<TimelineEntry>,
+): TimelineEntry => ({ orderNo: null, state: null, jobId: null, attempt: null, code: null, ...e });
+
+async function ledgerOfReceipts(db: Database, receiptRows: readonly ReceiptRow[]) {
+  if (receiptRows.length === 0) return [];
+  const ids = receiptRows.map((r) => r.id);
+  return db.select().from(ledgerEntries).where(inArray(ledgerEntries.receiptId, ids)).orderBy(asc(ledgerEntries.id));
+}
+
+/**
+ * Each distinct callback that differed from what was applied (a suspected forgery), even when its review was already
+ * open from an earlier one: one row each, with both values.
+ */
+async function differingOf(db: Database, reviewRows: readonly ReviewRow[]) {
+  if (reviewRows.length === 0) return [];
+  const ids = reviewRows.map((r) => r.id);
+  return db
+    .select()
+    .from(reviewOccurrences)
+    .where(
+      and(
+        inArray(reviewOccurrences.reviewId, ids),
+        eq(reviewOccurrences.reasonCode, ErrorCodes.VERIFY_DIFFERS_FROM_APPLIED),
+      ),
+    )
+    .orderBy(asc(reviewOccurrences.id));
+}
+
+/** Callbacks whose jobs are gone from the queue (a reviewed variant is released at once): what the worker recorded. */
+function goneEntries(a: ArrivalRow): TimelineEntry[] {
+  const base = { orderNo: a.orderNo, state: a.state, jobId: a.jobId, code: a.lastCode };
+  const last =
+    a.status === 'applied'
+      ? `settled it: ${a.outcome ?? 'applied'}`
+      : a.status === 'failed'
+        ? 'failed for good'
+        : `ended: ${a.status}`;
+  return [
+    {
       ...base,
       at: a.receivedAt.toISOString(),
       source: 'ingest',
@@ -267,135 +306,121 @@ export async function timelineOf(
       attempt: null,
       detail: `${a.kind} state ${a.state} acknowledged at ingest and queued as job ${a.jobId} (no longer on the queue)`,
       code: null,
-    });
-    const last =
-      a.status === 'applied'
-        ? `settled it: ${a.outcome ?? 'applied'}`
-        : a.status === 'failed'
-          ? 'failed for good'
-          : `ended: ${a.status}`;
-    entries.push({
+    },
+    {
       ...base,
       at: a.updatedAt.toISOString(),
       source: 'job',
       event: a.status === 'failed' ? 'job-failed' : 'attempt-settled',
       attempt: a.attempts,
       detail: `attempt ${a.attempts} ${last}${a.lastDetail ? `: ${a.lastDetail}` : ''}`.slice(0, 500),
-    });
-  }
+    },
+  ];
+}
+
+const receiptEntry = (r: ReceiptRow): TimelineEntry =>
+  recordEntry({
+    at: r.appliedAt.toISOString(),
+    source: 'receipt',
+    event: 'applied',
+    orderNo: r.orderNo,
+    state: r.state,
+    jobId: r.jobId,
+    detail: `Get order confirmed state ${r.state} and ${r.confirmedAmount}; order ${r.outcome} (from ${r.source})`,
+  });
+
+function ledgerEntriesOf(
+  receiptRows: readonly ReceiptRow[],
+  ledgerRows: readonly (typeof ledgerEntries.$inferSelect)[],
+): TimelineEntry[] {
   const byReceipt = new Map(receiptRows.map((r) => [r.id, r]));
-  for (const r of receiptRows) {
-    entries.push({
-      at: r.appliedAt.toISOString(),
-      source: 'receipt',
-      event: 'applied',
-      orderNo: r.orderNo,
-      state: r.state,
-      jobId: r.jobId,
-      attempt: null,
-      code: null,
-      detail: `Get order confirmed state ${r.state} and ${r.confirmedAmount}; order ${r.outcome} (from ${r.source})`,
-    });
-  }
-  for (const l of ledgerRows) {
+  return ledgerRows.map((l) => {
     const receipt = byReceipt.get(l.receiptId);
-    entries.push({
+    return recordEntry({
       at: l.createdAt.toISOString(),
       source: 'ledger',
       event: 'ledger-entry',
       orderNo: receipt?.orderNo ?? null,
       state: receipt?.state ?? null,
       jobId: receipt?.jobId ?? null,
-      attempt: null,
-      code: null,
       detail: `${l.entryType} ${l.amount} ${l.currency}`,
     });
-  }
-  for (const r of reviewRows) {
-    const ids = { orderNo: r.orderNo, state: r.state, jobId: null, attempt: null, code: r.reasonCode };
-    entries.push({
-      ...ids,
-      at: r.createdAt.toISOString(),
-      source: 'review',
-      event: 'review-opened',
-      detail: `review ${r.id} opened: ${r.reason}`,
-    });
-    if (r.closedAt)
-      entries.push({
-        ...ids,
-        at: r.closedAt.toISOString(),
-        source: 'review',
-        event: 'review-closed',
-        detail: `review ${r.id} ${r.status}`,
-      });
-  }
+  });
+}
+
+function reviewEntries(r: ReviewRow): TimelineEntry[] {
+  const ids = { orderNo: r.orderNo, state: r.state, code: r.reasonCode, source: 'review' as const };
+  const opened = recordEntry({
+    ...ids,
+    at: r.createdAt.toISOString(),
+    event: 'review-opened',
+    detail: `review ${r.id} opened: ${r.reason}`,
+  });
+  if (!r.closedAt) return [opened];
+  const closed = recordEntry({
+    ...ids,
+    at: r.closedAt.toISOString(),
+    event: 'review-closed',
+    detail: `review ${r.id} ${r.status}`,
+  });
+  return [opened, closed];
+}
+
+function differingEntries(
+  reviewRows: readonly ReviewRow[],
+  differing: readonly (typeof reviewOccurrences.$inferSelect)[],
+): TimelineEntry[] {
   const reviewById = new Map(reviewRows.map((r) => [r.id, r]));
-  for (const o of differing) {
+  return differing.map((o) => {
     const review = reviewById.get(o.reviewId);
-    entries.push({
+    return recordEntry({
       at: o.firstSeenAt.toISOString(),
       source: 'review',
       event: 'differs-from-applied',
       orderNo: review?.orderNo ?? null,
       state: review?.state ?? null,
-      jobId: null,
-      attempt: null,
       code: o.reasonCode,
       detail: `suspected forgery, nothing paid (review ${o.reviewId}, seen ${o.seen} time(s)): ${o.reason}`,
     });
-  }
-  // Each replay that sent one of these jobs back: who, when and why (its job failed for good before it).
-  const jobIds = [
-    ...new Set([...jobs.map((j) => j.job.id), ...receiptRows.map((r) => r.jobId)].filter((id): id is string => !!id)),
-  ];
-  if (jobIds.length > 0) {
-    const sent = await db
-      .select({
-        jobId: replayJobs.jobId,
-        sentAt: replayJobs.sentAt,
-        replayId: replays.id,
-        operator: replays.operator,
-        reason: replays.reason,
-      })
-      .from(replayJobs)
-      .innerJoin(replays, eq(replays.id, replayJobs.replayId))
-      .where(inArray(replayJobs.jobId, jobIds))
-      .limit(100);
-    const byId = new Map(jobs.map((j) => [j.job.id, j.job.data as { orderNo?: string; state?: number }]));
-    for (const r of sent) {
-      const data = byId.get(r.jobId);
-      entries.push({
-        at: r.sentAt.toISOString(),
-        source: 'replay',
-        event: 'replayed',
-        orderNo: data?.orderNo ?? null,
-        state: data?.state ?? null,
-        jobId: r.jobId,
-        attempt: null,
-        code: null,
-        detail:
-          `it had failed for good; sent back to the queue by replay ${r.replayId} of ${r.operator}: ${r.reason}`.slice(
-            0,
-            500,
-          ),
-        operator: r.operator,
-        reason: r.reason,
-        link: `/replays/${r.replayId}`,
-      });
-    }
-  }
-  entries.push(...(await operatorEntries(db, jobIds, reviewRows, jobs)));
-  // Time order; at the same instant, the order in which things happen (arrival, attempt, replay, receipt, ledger).
-  const rank: Record<TimelineEntry['source'], number> = {
-    ingest: 0,
-    job: 1,
-    replay: 2,
-    operator: 2,
-    receipt: 3,
-    ledger: 4,
-    review: 5,
-  };
-  return entries.sort((a, b) => a.at.localeCompare(b.at) || rank[a.source] - rank[b.source]);
+  });
+}
+
+/** Each replay that sent one of these jobs back: who, when and why (its job failed for good before it). */
+async function replayEntries(
+  db: Database,
+  jobIds: readonly string[],
+  jobs: readonly FoundJob[],
+): Promise<TimelineEntry[]> {
+  if (jobIds.length === 0) return [];
+  const sent = await db
+    .select({
+      jobId: replayJobs.jobId,
+      sentAt: replayJobs.sentAt,
+      replayId: replays.id,
+      operator: replays.operator,
+      reason: replays.reason,
+    })
+    .from(replayJobs)
+    .innerJoin(replays, eq(replays.id, replayJobs.replayId))
+    .where(inArray(replayJobs.jobId, [...jobIds]))
+    .limit(100);
+  const byId = new Map(jobs.map((j) => [j.job.id, j.job.data as { orderNo?: string; state?: number }]));
+  return sent.map((r) => {
+    const data = byId.get(r.jobId);
+    const by = `replay ${r.replayId} of ${r.operator}`;
+    return recordEntry({
+      at: r.sentAt.toISOString(),
+      source: 'replay',
+      event: 'replayed',
+      orderNo: data?.orderNo ?? null,
+      state: data?.state ?? null,
+      jobId: r.jobId,
+      detail: `it had failed for good; sent back to the queue by ${by}: ${r.reason}`.slice(0, 500),
+      operator: r.operator,
+      reason: r.reason,
+      link: `/replays/${r.replayId}`,
+    });
+  });
 }
 
 /** Outcomes the action's words already say. */
@@ -441,6 +466,8 @@ async function operatorEntries(
         ? 'replayed from the order page'
         : (ACTION_WORDS[a.action] ?? a.action);
     const what = review ? `review ${review.id} ${words}` : `job ${words}`;
+    const outcome = a.outcome === 'pending' ? 'outcome not recorded' : a.outcome;
+    const how = QUIET_OUTCOMES.has(a.outcome) ? '' : ` (${outcome})`;
     return {
       at: a.at.toISOString(),
       source: 'operator',
@@ -450,11 +477,7 @@ async function operatorEntries(
       jobId,
       attempt: null,
       code: a.outcome.startsWith('failed:') ? a.outcome.slice('failed:'.length) : null,
-      detail:
-        `${what} by ${a.operator}${QUIET_OUTCOMES.has(a.outcome) ? '' : ` (${a.outcome === 'pending' ? 'outcome not recorded' : a.outcome})`}: ${a.reason}`.slice(
-          0,
-          500,
-        ),
+      detail: `${what} by ${a.operator}${how}: ${a.reason}`.slice(0, 500),
       operator: a.operator,
       reason: a.reason,
       link: `/audit?target=${encodeURIComponent(a.target)}`,

@@ -44,13 +44,19 @@ const TONE: Record<TimelineEntry['event'], string> = {
 export function timelineTable(entries: readonly TimelineEntry[]): Html {
   if (entries.length === 0) return html`<p>No callback for this order has been recorded yet.</p>`;
   return html`<table class="stack"><caption class="muted">Oldest first. Times in UTC.</caption>
-<thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Platform order · state</th><th scope="col">Job · attempt</th><th scope="col">Code</th><th scope="col">Detail</th></tr></thead>
+<thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Platform order · state</th><th \
+scope="col">Job · attempt</th><th scope="col">Code</th><th scope="col">Detail</th></tr></thead>
 <tbody>${entries.map(
-    (
-      e,
-    ) => html`<tr><td data-label="When" class="mono">${when(e.at)}</td><td data-label="What"><span class="status status-${TONE[e.event]}">${EVENT_LABELS[e.event] ?? e.event}</span></td>
-<td data-label="Platform order · state" class="mono">${e.orderNo ?? '—'}${e.state !== null ? html` · ${e.state}` : ''}</td><td data-label="Job · attempt" class="mono">${e.jobId ? html`<a href="/queues/queue/callbacks/${encodeURIComponent(e.jobId)}">${e.jobId}</a>` : '—'}${e.attempt !== null ? html` · #${e.attempt}` : ''}</td>
-<td data-label="Code">${e.code ? html`<code>${e.code}</code>` : ''}</td><td data-label="Detail">${e.detail}${e.link ? html` <a href="${e.link}">${e.source === 'replay' ? 'the replay' : 'audit'}</a>` : ''}</td></tr>`,
+    (e) => html`<tr><td data-label="When" class="mono">${when(e.at)}</td><td data-label="What"><span class="status \
+status-${TONE[e.event]}">${EVENT_LABELS[e.event] ?? e.event}</span></td>
+<td data-label="Platform order · state" class="mono">${e.orderNo ?? '—'}${
+      e.state !== null ? html` · ${e.state}` : ''
+    }</td><td data-label="Job · attempt" class="mono">${
+      e.jobId ? html`<a href="/queues/queue/callbacks/${encodeURIComponent(e.jobId)}">${e.jobId}</a>` : '—'
+    }${e.attempt !== null ? html` · #${e.attempt}` : ''}</td>
+<td data-label="Code">${e.code ? html`<code>${e.code}</code>` : ''}</td><td data-label="Detail">${e.detail}${
+      e.link ? html` <a href="${e.link}">${e.source === 'replay' ? 'the replay' : 'audit'}</a>` : ''
+    }</td></tr>`,
   )}</tbody></table>`;
 }
 
@@ -94,13 +100,17 @@ export function customerLine(o: OrderDetail): string {
       ? `Refused by the platform; refunded${at}.`
       : `Refused by the platform${at}; nothing credited.`;
   if (o.review)
-    return `Under review since ${when(o.review.at)}: nothing ${o.kind === 'payin' ? 'credited' : 'finalised'} until an operator settles it.`;
+    return `Under review since ${when(o.review.at)}: nothing ${o.kind === 'payin' ? 'credited' : 'finalised'} until an \
+operator settles it.`;
   const failed = o.jobs.filter((j) => j.state === 'failed');
   if (failed.length > 0)
-    return `Not ${o.kind === 'payin' ? 'credited' : 'finalised'} yet: the platform's callback failed for good${lastOf(o, ['job-failed']) ? ` at ${when(lastOf(o, ['job-failed'])!.at)}` : ''} and waits for an operator to replay it.`;
+    return `Not ${o.kind === 'payin' ? 'credited' : 'finalised'} yet: the platform's callback failed for \
+good${lastOf(o, ['job-failed']) ? ` at ${when(lastOf(o, ['job-failed'])!.at)}` : ''} and waits for an operator to \
+replay it.`;
   const first = o.timeline.find((e) => e.event === 'received');
   if (first)
-    return `Waiting for the platform since ${when(first.at)}: its callback arrived, Get order has not confirmed it yet.`;
+    return `Waiting for the platform since ${when(first.at)}: its callback arrived, Get order has not confirmed it \
+yet.`;
   return `Waiting for the platform: no callback for this order has arrived yet.`;
 }
 
@@ -109,12 +119,13 @@ function replayForms(o: OrderDetail, viewer: Operator): Html | string {
   const failed = o.jobs.filter((j) => j.state === 'failed');
   if (failed.length === 0) return '';
   if (!can(viewer.role, 'queue.retry'))
-    return html`<p class="muted">${failed.length} job(s) of this order failed for good; replaying needs the role operator (you are ${viewer.role}).</p>`;
+    return html`<p class="muted">${failed.length} job(s) of this order failed for good; replaying needs the role \
+operator (you are ${viewer.role}).</p>`;
   return html`<div class="actions">${failed.map(
-    (
-      j,
-    ) => html`<form class="inline" method="post" action="/orders/${encodeURIComponent(o.merchantOrderNo)}/jobs/${encodeURIComponent(j.jobId)}/replay">
-<label>Why replay job <span class="mono">${j.jobId}</span> (failed after ${j.attemptsMade} attempts)? <input name="reason" required maxlength="2000" size="40" placeholder="e.g. platform back up after the outage"></label>
+    (j) => html`<form class="inline" method="post" \
+action="/orders/${encodeURIComponent(o.merchantOrderNo)}/jobs/${encodeURIComponent(j.jobId)}/replay">
+<label>Why replay job <span class="mono">${j.jobId}</span> (failed after ${j.attemptsMade} attempts)? <input \
+name="reason" required maxlength="2000" size="40" placeholder="e.g. platform back up after the outage"></label>
 <button class="primary" type="submit">Replay this job</button></form>`,
   )}</div>`;
 }
@@ -133,12 +144,19 @@ export function orderPage(o: OrderDetail, openReviews: readonly ReviewView[], vi
 ${
   o.ledger.length === 0
     ? html`<p>${nothingPosted(o)}</p>`
-    : html`<table class="stack"><thead><tr><th scope="col">Entry</th><th scope="col" class="num">Amount</th><th scope="col">Currency</th><th scope="col">Posted</th></tr></thead>
-<tbody>${o.ledger.map((l) => html`<tr><td data-label="Entry">${l.entryType}</td><td data-label="Amount" class="num mono">${l.amount}</td><td data-label="Currency">${l.currency}</td><td data-label="Posted" class="mono">${when(l.createdAt)}</td></tr>`)}</tbody></table>`
+    : html`<table class="stack"><thead><tr><th scope="col">Entry</th><th scope="col" class="num">Amount</th><th \
+scope="col">Currency</th><th scope="col">Posted</th></tr></thead>
+<tbody>${o.ledger.map(
+        (l) => html`<tr><td data-label="Entry">${l.entryType}</td><td data-label="Amount" class="num \
+mono">${l.amount}</td><td data-label="Currency">${l.currency}</td><td data-label="Posted" \
+class="mono">${when(l.createdAt)}</td></tr>`,
+      )}</tbody></table>`
 }
 ${openReviews.length > 0 ? html`<h2>Open reviews</h2>${openReviews.map((r) => reviewCard(r, viewer, back))}` : ''}
 <h2>Timeline</h2>
 ${replayForms(o, viewer)}
 ${timelineTable(o.timeline)}
-<p><a href="/reviews?status=resolved&amp;merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}">Closed reviews of this order</a> · <a href="/audit?target=${encodeURIComponent(`order:${o.merchantOrderNo}`)}">Audit of this order</a></p>`;
+<p><a href="/reviews?status=resolved&amp;merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}">Closed reviews of \
+this order</a> · <a href="/audit?target=${encodeURIComponent(`order:${o.merchantOrderNo}`)}">Audit of this order</a>\
+</p>`;
 }

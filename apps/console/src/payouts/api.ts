@@ -78,7 +78,9 @@ export function payoutsRows({ db, catalog, logger }: RouteDeps): RouteRow[] {
       schema: {
         summary: 'Register a payout, validated against the catalog',
         description:
-          'Idempotent like pay-ins. On success the order carries `apiParams`, the create-payout parameters keyed by apiParam. A repeat of a registered body answers 200 without consulting the catalog. Needs the role operator and a `reason`, or the role service (no reason).',
+          'Idempotent like pay-ins. On success the order carries `apiParams`, the create-payout parameters ' +
+          'keyed by apiParam. A repeat of a registered body answers 200 without consulting the catalog. ' +
+          'Needs the role operator and a `reason`, or the role service (no reason).',
         tags: ['orders'],
         body: payoutBodySchema,
         response: {

@@ -102,7 +102,10 @@ export function reconcileRows({ sweep }: ReconcileRouteDeps): RouteRow[] {
       schema: {
         summary: 'Run a reconciliation sweep now',
         description:
-          'Looks up pending orders created between RECONCILE_MAX_AGE and RECONCILE_MIN_AGE ago with Get order, at RECONCILE_RATE, and applies final states as their callbacks would have been. Answers when the sweep is done, naming the orders still pending and unknown. Role operator; `reason` required. See docs/reconciliation.md.',
+          'Looks up pending orders created between RECONCILE_MAX_AGE and RECONCILE_MIN_AGE ago with Get ' +
+          'order, at RECONCILE_RATE, and applies final states as their callbacks would have been. Answers ' +
+          'when the sweep is done, naming the orders still pending and unknown. Role operator; `reason` ' +
+          'required. See docs/reconciliation.md.',
         tags: ['reconciliation'],
         body: z.strictObject({ reason: reasonSchema.optional() }).optional(),
         response: {

@@ -101,7 +101,8 @@ export async function startReplay(
  */
 export async function cancelReplay(deps: ReplayDeps, actor: Actor, id: number, reason: unknown): Promise<ReplayView> {
   const current = await getReplay(deps.db, id);
-  // Someone who may not cancel at all is told the first role they lack (operator); an operator, that another's needs admin.
+  // Someone who may not cancel at all is told the first role they lack (operator); an operator, that another's needs
+  // admin.
   const own = current.operator === actor.operator.name || !can(actor.operator.role, 'replays.cancel');
   const action = own ? 'replays.cancel' : 'replays.cancelOthers';
   return performAction(deps, actor, { action, target: `replay:${id}`, reason }, async (tx) => {

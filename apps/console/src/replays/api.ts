@@ -40,7 +40,10 @@ export function replaysRows(deps: ReplayDeps): RouteRow[] {
       schema: {
         summary: 'Dry-run or start a replay of failed jobs by filter',
         description:
-          'With `dryRun: true`, classifies each failed job matching `filter` against the ledger and Get order: alreadyApplied, willApply, willReview, stillPending (and notReplayable: gone or no longer failed), with counts and samples; changes nothing. Without it, starts a replay (a `reason` is required): 202 with its id; it sends the jobs back to the queue at `ratePerSecond`.',
+          'With `dryRun: true`, classifies each failed job matching `filter` against the ledger and Get ' +
+          'order: alreadyApplied, willApply, willReview, stillPending (and notReplayable: gone or no ' +
+          'longer failed), with counts and samples; changes nothing. Without it, starts a replay (a ' +
+          '`reason` is required): 202 with its id; it sends the jobs back to the queue at `ratePerSecond`.',
         tags: ['replays'],
         body: replayRequestSchema,
         response: { 200: z.object({ plan: replayPlanSchema }), 202: z.object({ replay: replayViewSchema }), ...errors },
@@ -86,7 +89,8 @@ export function replaysRows(deps: ReplayDeps): RouteRow[] {
       schema: {
         summary: 'Cancel a running replay',
         description:
-          'No further job is sent back (the driver stops within a second); jobs already sent back run to their end. A `reason` is required.',
+          'No further job is sent back (the driver stops within a second); jobs already sent back run to ' +
+          'their end. A `reason` is required.',
         tags: ['replays'],
         params: idParams,
         body: z.strictObject({ reason: z.string().optional() }).optional(),

@@ -46,106 +46,24 @@ export function chunking(ratePerSecond: number): { size: number; intervalMs: num
 }
 
 export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
-  const { db, queue, logger } = options;
-  const leaseMs = options.leaseMs ?? 10_000;
-  const pollMs = options.pollMs ?? 2_000;
-  const owner = options.owner ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const { db, logger } = options;
   const stop = new AbortController();
+  const ctx: DriverContext = {
+    db,
+    queue: options.queue,
+    logger,
+    leaseMs: options.leaseMs ?? 10_000,
+    owner: options.owner ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    signal: stop.signal,
+  };
+  const pollMs = options.pollMs ?? 2_000;
   const driving = new Set<number>();
   const runs = new Set<Promise<void>>();
   let wakeUp: (() => void) | undefined;
 
-  const leaseUntil = () => sql`now() + ${`${leaseMs} milliseconds`}::interval`;
-
-  /** Take one running replay nobody holds (or this process held before a restart of its loop). */
-  const claim = async (): Promise<Replay | undefined> => {
-    const free = or(isNull(replays.leaseUntil), lt(replays.leaseUntil, sql`now()`), eq(replays.leaseOwner, owner));
-    const busy = [...driving];
-    const [row] = await db
-      .update(replays)
-      .set({ leaseOwner: owner, leaseUntil: leaseUntil() })
-      .where(
-        eq(
-          replays.id,
-          sql`(select id from ${replays} where ${and(eq(replays.status, 'running'), free, busy.length ? notInArray(replays.id, busy) : undefined)} order by id limit 1 for update skip locked)`,
-        ),
-      )
-      .returning();
-    return row;
-  };
-
-  const drive = async (replay: Replay) => {
-    const filter = callbackFilterSchema.parse(replay.filter);
-    const { size, intervalMs } = chunking(replay.ratePerSecond);
-    let cursor = replay.cursor;
-    let next = performance.now();
-    const log = logger.child({ replayId: replay.id });
-    log.info({ ratePerSecond: replay.ratePerSecond, total: replay.total, cursor }, 'replay: driving');
-    while (!stop.signal.aborted) {
-      try {
-        // Still ours and still running? A cancel (or a lost lease) ends the loop here, before any further retry.
-        const [held] = await db
-          .update(replays)
-          .set({ leaseUntil: leaseUntil(), updatedAt: sql`now()` })
-          .where(and(eq(replays.id, replay.id), eq(replays.status, 'running'), eq(replays.leaseOwner, owner)))
-          .returning({ id: replays.id });
-        if (!held) break;
-        const chunk = await replayCandidates(db, filter, cursor, size);
-        if (chunk.length === 0) {
-          await db
-            .update(replays)
-            .set({ status: 'finished', finishedAt: sql`now()`, updatedAt: sql`now()`, leaseUntil: null })
-            .where(and(eq(replays.id, replay.id), eq(replays.status, 'running')));
-          log.info('replay: finished');
-          break;
-        }
-        const results = await Promise.all(chunk.map((c) => retryFailed(queue, c.jobId)));
-        const replayed = results.filter(Boolean).length;
-        cursor = chunk.at(-1)!.jobId;
-        // The search shows them as queued again at once. updated_at stays the worker's (its failure report's), so the
-        // worker's next report, stamped later by its own clock, always replaces this one.
-        const sent = chunk.filter((_, i) => results[i]).map((c) => c.jobId);
-        if (sent.length > 0) {
-          // Which jobs this replay sent back: its page says what became of each (credited, failed again, ...).
-          await db
-            .insert(replayJobs)
-            .values(sent.map((jobId) => ({ replayId: replay.id, jobId })))
-            .onConflictDoNothing();
-          await db
-            .update(callbackArrivals)
-            .set({ status: 'retrying', lastDetail: `sent back to the queue by replay ${replay.id}` })
-            .where(and(inArray(callbackArrivals.jobId, sent), eq(callbackArrivals.status, 'failed')));
-        }
-        await db
-          .update(replays)
-          .set({
-            replayed: sql`${replays.replayed} + ${replayed}`,
-            skipped: sql`${replays.skipped} + ${chunk.length - replayed}`,
-            cursor,
-            error: null,
-            updatedAt: sql`now()`,
-          })
-          .where(eq(replays.id, replay.id));
-      } catch (e) {
-        // Redis or Postgres away: the cursor did not move; try the same chunk again after a pause.
-        log.warn({ err: coerceError(e) }, 'replay: chunk failed, will retry it');
-        await db
-          .update(replays)
-          .set({ error: firstLineOf(coerceError(e)).slice(0, 300) })
-          .where(eq(replays.id, replay.id))
-          .catch(() => 0);
-        next = performance.now() + 1000;
-      }
-      next += intervalMs;
-      const wait = next - performance.now();
-      if (wait > 0) await delay(wait, undefined, { signal: stop.signal }).catch(() => undefined);
-      else next = performance.now(); // fell behind (a slow chunk): no burst to catch up
-    }
-  };
-
   const start = (replay: Replay) => {
     driving.add(replay.id);
-    const run = drive(replay)
+    const run = driveReplay(ctx, replay)
       .catch((e: unknown) => logger.error({ err: coerceError(e), replayId: replay.id }, 'replay: driver stopped'))
       .finally(() => {
         driving.delete(replay.id);
@@ -157,7 +75,7 @@ export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
   const loop = async () => {
     while (!stop.signal.aborted) {
       try {
-        for (let r = await claim(); r && !stop.signal.aborted; r = await claim()) start(r);
+        for (let r = await claim(ctx, driving); r && !stop.signal.aborted; r = await claim(ctx, driving)) start(r);
       } catch (e) {
         logger.warn({ err: coerceError(e) }, 'replay: could not look for replays to drive');
       }
@@ -184,7 +102,7 @@ export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
       await db
         .update(replays)
         .set({ leaseUntil: null })
-        .where(and(eq(replays.leaseOwner, owner), eq(replays.status, 'running')))
+        .where(and(eq(replays.leaseOwner, ctx.owner), eq(replays.status, 'running')))
         .catch((e: unknown) =>
           logger.warn({ err: coerceError(e) }, 'replay: could not release leases (they lapse on their own)'),
         );
@@ -192,9 +110,122 @@ export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
   };
 }
 
+/** What the driver's steps share: its clients, its name on the leases, and the signal that stops it. */
+interface DriverContext {
+  db: Database;
+  queue: Queue;
+  logger: Logger;
+  leaseMs: number;
+  owner: string;
+  signal: AbortSignal;
+}
+
+const leaseUntil = (ctx: DriverContext) => sql`now() + ${`${ctx.leaseMs} milliseconds`}::interval`;
+
+/** Take one running replay nobody holds (or this process held before a restart of its loop). */
+async function claim(ctx: DriverContext, driving: ReadonlySet<number>): Promise<Replay | undefined> {
+  const free = or(isNull(replays.leaseUntil), lt(replays.leaseUntil, sql`now()`), eq(replays.leaseOwner, ctx.owner));
+  const busy = [...driving];
+  const candidates = and(eq(replays.status, 'running'), free, busy.length ? notInArray(replays.id, busy) : undefined);
+  const [row] = await ctx.db
+    .update(replays)
+    .set({ leaseOwner: ctx.owner, leaseUntil: leaseUntil(ctx) })
+    .where(
+      eq(replays.id, sql`(select id from ${replays} where ${candidates} order by id limit 1 for update skip locked)`),
+    )
+    .returning();
+  return row;
+}
+
+/** Drive one replay a chunk a tick until it is done, cancelled, its lease is lost or the driver stops. */
+async function driveReplay(ctx: DriverContext, replay: Replay): Promise<void> {
+  const filter = callbackFilterSchema.parse(replay.filter);
+  const { size, intervalMs } = chunking(replay.ratePerSecond);
+  let cursor = replay.cursor;
+  let next = performance.now();
+  const log = ctx.logger.child({ replayId: replay.id });
+  log.info({ ratePerSecond: replay.ratePerSecond, total: replay.total, cursor }, 'replay: driving');
+  while (!ctx.signal.aborted) {
+    try {
+      // Still ours and still running? A cancel (or a lost lease) ends the loop here, before any further retry.
+      if (!(await renewLease(ctx, replay.id))) break;
+      const chunk = await replayCandidates(ctx.db, filter, cursor, size);
+      if (chunk.length === 0) {
+        await finish(ctx.db, replay.id);
+        log.info('replay: finished');
+        break;
+      }
+      cursor = await sendBack(ctx, replay.id, chunk);
+    } catch (e) {
+      // Redis or Postgres away: the cursor did not move; try the same chunk again after a pause.
+      log.warn({ err: coerceError(e) }, 'replay: chunk failed, will retry it');
+      await ctx.db
+        .update(replays)
+        .set({ error: firstLineOf(coerceError(e)).slice(0, 300) })
+        .where(eq(replays.id, replay.id))
+        .catch(() => 0);
+      next = performance.now() + 1000;
+    }
+    next += intervalMs;
+    const wait = next - performance.now();
+    if (wait > 0) await delay(wait, undefined, { signal: ctx.signal }).catch(() => undefined);
+    else next = performance.now(); // fell behind (a slow chunk): no burst to catch up
+  }
+}
+
+/** Renew this process's lease on a running replay; false once it is cancelled, finished or held by another. */
+async function renewLease(ctx: DriverContext, id: number): Promise<boolean> {
+  const [held] = await ctx.db
+    .update(replays)
+    .set({ leaseUntil: leaseUntil(ctx), updatedAt: sql`now()` })
+    .where(and(eq(replays.id, id), eq(replays.status, 'running'), eq(replays.leaseOwner, ctx.owner)))
+    .returning({ id: replays.id });
+  return held !== undefined;
+}
+
+async function finish(db: Database, id: number): Promise<void> {
+  await db
+    .update(replays)
+    .set({ status: 'finished', finishedAt: sql`now()`, updatedAt: sql`now()`, leaseUntil: null })
+    .where(and(eq(replays.id, id), eq(replays.status, 'running')));
+}
+
+/** Send one chunk back to the queue and record it (which jobs, their arrivals, the counts); the new cursor. */
+async function sendBack(ctx: DriverContext, replayId: number, chunk: readonly { jobId: string }[]): Promise<string> {
+  const { db } = ctx;
+  const results = await Promise.all(chunk.map((c) => retryFailed(ctx.queue, c.jobId)));
+  const replayed = results.filter(Boolean).length;
+  const cursor = chunk.at(-1)!.jobId;
+  // The search shows them as queued again at once. updated_at stays the worker's (its failure report's), so the
+  // worker's next report, stamped later by its own clock, always replaces this one.
+  const sent = chunk.filter((_, i) => results[i]).map((c) => c.jobId);
+  if (sent.length > 0) {
+    // Which jobs this replay sent back: its page says what became of each (credited, failed again, ...).
+    await db
+      .insert(replayJobs)
+      .values(sent.map((jobId) => ({ replayId, jobId })))
+      .onConflictDoNothing();
+    await db
+      .update(callbackArrivals)
+      .set({ status: 'retrying', lastDetail: `sent back to the queue by replay ${replayId}` })
+      .where(and(inArray(callbackArrivals.jobId, sent), eq(callbackArrivals.status, 'failed')));
+  }
+  await db
+    .update(replays)
+    .set({
+      replayed: sql`${replays.replayed} + ${replayed}`,
+      skipped: sql`${replays.skipped} + ${chunk.length - replayed}`,
+      cursor,
+      error: null,
+      updatedAt: sql`now()`,
+    })
+    .where(eq(replays.id, replayId));
+  return cursor;
+}
+
 /**
- * Send one failed job back to the queue with a fresh retry budget, its failure noted on its log; false when it is gone or no
- * longer failed (someone retried it).
+ * Send one failed job back to the queue with a fresh retry budget, its failure noted on its log; false when it is
+ * gone or no longer failed (someone retried it).
  */
 async function retryFailed(queue: Queue, jobId: string): Promise<boolean> {
   const job = await queue.getJob(jobId);

@@ -3,28 +3,20 @@
  * cancel). They call the same actions and queries as the JSON API (STYLE 17) and ask `can` before rendering a
  * control (STYLE 18); a refused or invalid form comes back as a flash line on the same page.
  */
-import { AppError, ErrorCodes, isAppError, type ErrorCode } from '@mcb/core/errors';
-import type { FastifyPluginAsync } from 'fastify';
-import { FILTER_FIELDS, filterOfForm, filterParams, formValues } from '../callbacks/form.ts';
+import { AppError, ErrorCodes, isAppError, isRefusal } from '@mcb/core/errors';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { FILTER_FIELDS, filterOfForm, filterParams, formValues, formWithFilter } from '../callbacks/form.ts';
 import type { CallbackFilter } from '../callbacks/queries.ts';
-import { assertCan } from '../audit/perform.ts';
 import { actorOf } from '../operators/operator.ts';
 import { can } from '../operators/roles.ts';
-import { formAction } from '../web/forms.ts';
+import { formRoute, pageRoute } from '../web/page-route.ts';
+import type { RouteRow } from '../web/route-table.ts';
 import { html } from '../web/html.ts';
-import { flashOf, redirectWithFlash, sendPage } from '../web/send.ts';
-import { cancelReplay, planReplayAction, startReplay, type ReplayDeps } from './actions.ts';
+import { flashOf, sendPage } from '../web/send.ts';
+import { cancelReplay, filterTarget, planReplayAction, startReplay, type ReplayDeps } from './actions.ts';
 import { getReplay, listReplays } from './queries.ts';
 import { filterFormView, listView, planView, progressView } from './views.ts';
-
-/** What an operator is told on the page itself (anything else goes to the error boundary). */
-const REFUSALS = new Set<ErrorCode>([
-  ErrorCodes.REQUEST_INVALID,
-  ErrorCodes.REASON_REQUIRED,
-  ErrorCodes.FORBIDDEN,
-  ErrorCodes.REPLAY_NOT_RUNNING,
-  ErrorCodes.NOT_FOUND,
-]);
 
 const idOf = (params: unknown): number => {
   const id = Number((params as { id?: string }).id);
@@ -43,79 +35,116 @@ function backParams(form: Record<string, unknown>): URLSearchParams {
   }
 }
 
-export const replaysPages: FastifyPluginAsync<ReplayDeps> = async (app, deps) => {
-  app.get('/replays', { schema: { hide: true } }, async (req, reply) => {
-    const vm = { replays: await listReplays(deps.db), canPlan: can(req.operator!.role, 'replays.plan') };
-    return sendPage(req, reply, { title: 'Replays', area: 'replays', flash: flashOf(req.query) }, listView(vm));
-  });
+/** The start form: the filter's fields, the rate (blank: the default) and the reason. */
+const startForm = formWithFilter({
+  reason: z.string().optional(),
+  ratePerSecond: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const typed = v?.trim();
+      if (!typed) return undefined;
+      const rate = Number(typed);
+      if (!Number.isInteger(rate))
+        ctx.addIssue({ code: 'custom', message: 'jobs per second: expected a whole number' });
+      return rate;
+    }),
+});
+const reasonForm = z.object({ reason: z.string().optional() });
+const formOf = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>;
 
-  app.get('/replays/new', { schema: { hide: true } }, async (req, reply) => {
+/** The audit target of a refused start, from the form as posted (the start's own target: replays/actions.ts). */
+function startTargetOf(req: FastifyRequest): string {
+  try {
+    return filterTarget(filterOfForm(formOf(req)));
+  } catch {
+    return 'replay:(invalid filter)';
+  }
+}
+
+export function replaysPageRows(deps: ReplayDeps): RouteRow[] {
+  return [
+    pageRoute({
+      url: '/replays',
+      action: 'read',
+      handler: async (req, reply) => {
+        const vm = { replays: await listReplays(deps.db), canPlan: can(req.operator!.role, 'replays.plan') };
+        return sendPage(req, reply, { title: 'Replays', area: 'replays', flash: flashOf(req.query) }, listView(vm));
+      },
+    }),
+
     // The wizard is for those who may dry-run (it asks Get order); a viewer is told which role it needs.
-    assertCan(req.operator!, 'replays.plan');
-    const query = (req.query ?? {}) as Record<string, unknown>;
-    const form = filterFormView({ values: formValues(query) });
-    const frame = { title: 'New replay', area: 'replays' as const, flash: flashOf(req.query) };
-    if (query.dryRun !== '1') return sendPage(req, reply, frame, form);
-    let filter: CallbackFilter;
-    try {
-      filter = filterOfForm(query);
-    } catch (e) {
-      return sendPage(req, reply, { ...frame, flash: { kind: 'error', text: (e as Error).message } }, form, 400);
-    }
-    const plan = await planReplayAction(deps, actorOf(req), filter);
-    const canStart = can(req.operator!.role, 'replays.start');
-    return sendPage(
-      req,
-      reply,
-      frame,
-      html`${form}${planView({ plan, filter, canStart, defaultRate: deps.defaultRate, maxRate: deps.maxRate })}`,
-    );
-  });
+    pageRoute({ url: '/replays/new', action: 'replays.plan', handler: (req, reply) => wizard(deps, req, reply) }),
 
-  app.post('/replays', { schema: { hide: true } }, async (req, reply) => {
-    const form = (req.body ?? {}) as Record<string, unknown>;
-    const back = `/replays/new?${backParams(form)}`;
-    try {
-      const rate =
-        typeof form.ratePerSecond === 'string' && form.ratePerSecond.trim() ? Number(form.ratePerSecond) : undefined;
-      if (rate !== undefined && !Number.isInteger(rate))
-        throw new AppError(ErrorCodes.REQUEST_INVALID, 'jobs per second: expected a whole number');
-      const replay = await startReplay(deps, actorOf(req), {
-        filter: filterOfForm(form),
-        ratePerSecond: rate,
-        reason: typeof form.reason === 'string' ? form.reason : undefined,
-      });
+    formRoute({
+      url: '/replays',
+      action: 'replays.start',
+      target: startTargetOf,
+      form: startForm,
+      back: (req) => `/replays/new?${backParams(formOf(req))}`,
       // Started: on to its progress page; refused: back to the dry run, with why.
-      return redirectWithFlash(reply, `/replays/${replay.id}`, {
-        kind: 'ok',
-        text: `replay ${replay.id} started: ${replay.total} job(s) at ${replay.ratePerSecond} per second`,
-      });
-    } catch (e) {
-      if (isAppError(e) && REFUSALS.has(e.code))
-        return redirectWithFlash(reply, back, { kind: 'error', text: e.message });
-      throw e;
-    }
-  });
+      // A refusal (a 4xx of the error catalogue) is told on the dry-run page; anything else goes to the boundary.
+      refused: (e) => isAppError(e) && isRefusal(e.code),
+      run: async (req, { form: { filter, ratePerSecond, reason } }) => {
+        const replay = await startReplay(deps, actorOf(req), { filter, ratePerSecond, reason });
+        return {
+          to: `/replays/${replay.id}`,
+          text: `replay ${replay.id} started: ${replay.total} job(s) at ${replay.ratePerSecond} per second`,
+        };
+      },
+    }),
 
-  app.get('/replays/:id', { schema: { hide: true } }, async (req, reply) => {
-    const replay = await getReplay(deps.db, idOf(req.params));
-    const role = req.operator!.role;
-    const canCancel = can(role, replay.operator === req.operator!.name ? 'replays.cancel' : 'replays.cancelOthers');
-    const canPlan = can(role, 'replays.plan');
-    return sendPage(
-      req,
-      reply,
-      { title: `Replay ${replay.id}`, area: 'replays', flash: flashOf(req.query) },
-      progressView({ replay, canCancel, canPlan }),
-    );
-  });
+    pageRoute({
+      url: '/replays/:id',
+      action: 'read',
+      handler: async (req, reply) => {
+        const replay = await getReplay(deps.db, idOf(req.params));
+        const role = req.operator!.role;
+        const canCancel = can(role, replay.operator === req.operator!.name ? 'replays.cancel' : 'replays.cancelOthers');
+        const canPlan = can(role, 'replays.plan');
+        return sendPage(
+          req,
+          reply,
+          { title: `Replay ${replay.id}`, area: 'replays', flash: flashOf(req.query) },
+          progressView({ replay, canCancel, canPlan }),
+        );
+      },
+    }),
 
-  app.post('/replays/:id/cancel', { schema: { hide: true } }, async (req, reply) => {
-    const id = idOf(req.params);
-    const form = (req.body ?? {}) as Record<string, unknown>;
-    return formAction(reply, `/replays/${id}`, async () => {
-      const replay = await cancelReplay(deps, actorOf(req), id, form.reason);
-      return `replay ${id} cancelled after ${replay.replayed} of ${replay.total} job(s)`;
-    });
-  });
-};
+    formRoute({
+      url: '/replays/:id/cancel',
+      // Cancelling another operator's replay (replays.cancelOthers, admin) is checked by the action itself.
+      action: 'replays.cancel',
+      target: (req) => `replay:${String((req.params as { id?: unknown }).id ?? '')}`,
+      form: reasonForm,
+      back: (req) => `/replays/${idOf(req.params)}`,
+      run: async (req, { form }) => {
+        const id = idOf(req.params);
+        const replay = await cancelReplay(deps, actorOf(req), id, form.reason);
+        return `replay ${id} cancelled after ${replay.replayed} of ${replay.total} job(s)`;
+      },
+    }),
+  ];
+}
+
+/** `/replays/new`: the filter form, and with `dryRun=1` the dry run of its filter and the start form. */
+async function wizard(deps: ReplayDeps, req: FastifyRequest, reply: FastifyReply) {
+  const query = (req.query ?? {}) as Record<string, unknown>;
+  const form = filterFormView({ values: formValues(query) });
+  const frame = { title: 'New replay', area: 'replays' as const, flash: flashOf(req.query) };
+  if (query.dryRun !== '1') return sendPage(req, reply, frame, form);
+  let filter: CallbackFilter;
+  try {
+    filter = filterOfForm(query);
+  } catch (e) {
+    return sendPage(req, reply, { ...frame, flash: { kind: 'error', text: (e as Error).message } }, form, 400);
+  }
+  const plan = await planReplayAction(deps, actorOf(req), filter);
+  const canStart = can(req.operator!.role, 'replays.start');
+  return sendPage(
+    req,
+    reply,
+    frame,
+    html`${form}${planView({ plan, filter, canStart, defaultRate: deps.defaultRate, maxRate: deps.maxRate })}`,
+  );
+}

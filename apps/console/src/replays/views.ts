@@ -25,7 +25,9 @@ const CLASS_LABELS: Record<PlanClass, { label: string; help: string }> = {
   },
   stillPending: {
     label: 'Back to retrying',
-    help: 'Get order does not confirm it yet (or did not answer): replaying sends it back to retrying with a fresh retry budget; it is credited once the platform confirms, or fails again when the budget runs out',
+    help:
+      'Get order does not confirm it yet (or did not answer): replaying sends it back to retrying with a fresh ' +
+      'retry budget; it is credited once the platform confirms, or fails again when the budget runs out',
   },
   notReplayable: { label: 'Not replayable', help: 'no longer in the queue, or no longer failed' },
 };
@@ -43,8 +45,15 @@ export function filterFormView(form: FilterForm): Html {
   const v = form.values;
   return html`<h1>New replay</h1>
 <form class="inline" method="get" action="/replays/new" aria-label="Replay filter">
-${field('code', 'Last error codes (any of; comma-separated)', v.code, html`size="40" placeholder="e.g. two codes, comma-separated"`)}
-<label>Kind<select name="kind"><option value="">any</option>${(['payin', 'payout'] as const).map((k) => html`<option value="${k}"${v.kind === k ? html` selected` : ''}>${k}</option>`)}</select></label>
+${field(
+  'code',
+  'Last error codes (any of; comma-separated)',
+  v.code,
+  html`size="40" placeholder="e.g. two codes, comma-separated"`,
+)}
+<label>Kind<select name="kind"><option value="">any</option>${(['payin', 'payout'] as const).map(
+    (k) => html`<option value="${k}"${v.kind === k ? html` selected` : ''}>${k}</option>`,
+  )}</select></label>
 ${field('merchantOrderNo', 'Merchant order no.', v.merchantOrderNo, html`placeholder="exact"`)}
 ${field('orderNo', 'Platform order no.', v.orderNo, html`placeholder="exact"`)}
 ${field('amountMin', 'Amount from', v.amountMin, html`inputmode="decimal" size="8" placeholder="decimal"`)}
@@ -54,7 +63,9 @@ ${field('to', 'Received before (UTC)', v.to, html`placeholder="YYYY-MM-DD HH:MM"
 <input type="hidden" name="dryRun" value="1">
 <button type="submit" class="primary">Dry run</button>
 </form>
-<p class="muted">A replay re-runs the jobs that <strong>failed for good</strong> among the callbacks this filter matches. The dry run changes nothing. To pick them from a list, use <a href="/callbacks?status=failed">Callbacks › Failed</a>.</p>`;
+<p class="muted">A replay re-runs the jobs that <strong>failed for good</strong> among the callbacks this filter \
+matches. The dry run changes nothing. To pick them from a list, use <a href="/callbacks?status=failed">Callbacks › \
+Failed</a>.</p>`;
 }
 
 /** The dry run's result, then (for those who may) the start form with the reason and the rate. */
@@ -68,20 +79,35 @@ export function planView(vm: {
   const { plan } = vm;
   const rows = PLAN_CLASSES.map((c) => {
     const money = amounts(plan.totals.filter((t) => t.cls === c));
-    return html`<tr><th scope="row">${CLASS_LABELS[c].label}</th><td class="num" data-class="${c}">${plan.counts[c]}</td><td class="num mono" data-amount="${c}">${money || '—'}</td><td class="muted">${CLASS_LABELS[c].help}</td></tr>`;
+    return html`<tr><th scope="row">${CLASS_LABELS[c].label}</th><td class="num" \
+data-class="${c}">${plan.counts[c]}</td><td class="num mono" data-amount="${c}">${money || '—'}</td><td \
+class="muted">${CLASS_LABELS[c].help}</td></tr>`;
   });
   const samples = PLAN_CLASSES.filter((c) => plan.samples[c].length > 0).map(
     (c) => html`<h3>${CLASS_LABELS[c].label}: e.g.</h3>
-<table class="stack"><thead><tr><th>Merchant order</th><th>Platform order</th><th>Kind</th><th class="num">Amount</th><th>Code</th><th>Why</th></tr></thead><tbody>
-${plan.samples[c].map((s) => html`<tr><td data-label="Merchant order"><a href="${orderHref(s.merchantOrderNo)}">${s.merchantOrderNo}</a></td><td data-label="Platform order" class="mono">${s.orderNo}</td><td data-label="Kind">${s.kind}</td><td data-label="Amount" class="num">${s.amount ?? '-'}</td><td data-label="Code" class="mono">${s.code ?? ''}</td><td data-label="Why">${s.detail}</td></tr>`)}
+<table class="stack"><thead><tr><th>Merchant order</th><th>Platform order</th><th>Kind</th><th class="num">Amount</th>\
+<th>Code</th><th>Why</th></tr></thead><tbody>
+${plan.samples[c].map(
+  (s) => html`<tr><td data-label="Merchant order"><a href="${orderHref(s.merchantOrderNo)}">${s.merchantOrderNo}</a>\
+</td><td data-label="Platform order" class="mono">${s.orderNo}</td><td data-label="Kind">${s.kind}</td><td \
+data-label="Amount" class="num">${s.amount ?? '-'}</td><td data-label="Code" class="mono">${s.code ?? ''}</td><td \
+data-label="Why">${s.detail}</td></tr>`,
+)}
 </tbody></table>`,
   );
   const hidden = [...filterParams(vm.filter)].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`);
   const replayable = plan.matched - plan.counts.notReplayable;
-  return html`<section class="card" aria-labelledby="plan-h"><h2 id="plan-h">Dry run: ${plan.matched} failed job(s) match</h2>
+  return html`<section class="card" aria-labelledby="plan-h"><h2 id="plan-h">Dry run: ${plan.matched} failed job(s) \
+match</h2>
 <p class="summary" data-plan-summary><strong>${planSentence(plan)}</strong></p>
-${plan.classified < plan.matched ? html`<p class="muted">The first ${plan.classified} (by job id) are classified; a replay still covers all ${plan.matched}.</p>` : ''}
-<table class="plan stack"><thead><tr><th>What replaying would do</th><th class="num">Jobs</th><th class="num">Amount</th><th></th></tr></thead><tbody>${rows}</tbody></table>
+${
+  plan.classified < plan.matched
+    ? html`<p class="muted">The first ${plan.classified} (by job id) are classified; a replay still covers \
+all ${plan.matched}.</p>`
+    : ''
+}
+<table class="plan stack"><thead><tr><th>What replaying would do</th><th class="num">Jobs</th><th \
+class="num">Amount</th><th></th></tr></thead><tbody>${rows}</tbody></table>
 ${samples}
 </section>
 ${
@@ -89,11 +115,14 @@ ${
     ? html`<p class="muted">Your role may not start a replay.</p>`
     : plan.matched === 0
       ? html`<p class="muted">Nothing to replay.</p>`
-      : html`<form class="card" method="post" action="/replays" aria-labelledby="start-h"><h2 id="start-h">Start the replay</h2>
+      : html`<form class="card" method="post" action="/replays" aria-labelledby="start-h"><h2 id="start-h">Start the \
+replay</h2>
 ${hidden}
-<p>${planSentence(plan)} Jobs sent back run through the worker and its checks, as any attempt: nothing is credited twice.</p>
+<p>${planSentence(plan)} Jobs sent back run through the worker and its checks, as any attempt: nothing is credited \
+twice.</p>
 <label>Reason (required, kept in the audit trail)<textarea name="reason" required rows="2" cols="60"></textarea></label>
-<label>Jobs per second (at most ${vm.maxRate})<input name="ratePerSecond" type="number" min="1" max="${vm.maxRate}" value="${vm.defaultRate}" required></label>
+<label>Jobs per second (at most ${vm.maxRate})<input name="ratePerSecond" type="number" min="1" max="${vm.maxRate}" \
+value="${vm.defaultRate}" required></label>
 <p><button type="submit" class="primary">Start replay of ${replayable} job(s)</button></p>
 </form>`
 }`;
@@ -112,7 +141,8 @@ export function outcomesList(outcomes: readonly ReplayOutcomeRow[]): Html {
   if (outcomes.length === 0) return html`<span class="muted">none sent back yet</span>`;
   return html`${outcomes.map(
     (o, i) =>
-      html`${i > 0 ? ' · ' : ''}<span data-outcome="${o.outcome}"><strong>${o.jobs}</strong> ${OUTCOME_WORDS[o.outcome]}${o.currency && o.amount !== '0' ? `, ${money(o)}` : ''}</span>`,
+      html`${i > 0 ? ' · ' : ''}<span data-outcome="${o.outcome}">\
+<strong>${o.jobs}</strong> ${OUTCOME_WORDS[o.outcome]}${o.currency && o.amount !== '0' ? `, ${money(o)}` : ''}</span>`,
   )}`;
 }
 
@@ -127,11 +157,16 @@ export function progressView(vm: { replay: ReplayView; canCancel: boolean; canPl
   const filter = filterText(r.filter);
   const rest = `/replays/new?${filterParams(r.filter, { dryRun: '1' }).toString()}`;
   return html`<h1>Replay ${r.id}</h1>
-<section class="card" aria-labelledby="progress-h"${running ? html` data-replay-id="${r.id}" data-poll-ms="2000"` : ''}><h2 id="progress-h">Progress: <span class="status status-${r.status}" data-status="${r.status}">${r.status}</span></h2>
-<p><progress max="100" value="${pct(r)}" aria-label="Progress" data-field="pct">${pct(r)} %</progress> <span data-progress>${r.replayed + r.skipped} of ${r.total}</span></p>
+<section class="card" aria-labelledby="progress-h"${
+    running ? html` data-replay-id="${r.id}" data-poll-ms="2000"` : ''
+  }><h2 id="progress-h">Progress: <span class="status status-${r.status}" data-status="${r.status}">${r.status}</span>\
+</h2>
+<p><progress max="100" value="${pct(r)}" aria-label="Progress" data-field="pct">${pct(r)} %</progress> <span \
+data-progress>${r.replayed + r.skipped} of ${r.total}</span></p>
 <dl class="facts">
 <dt>Sent back</dt><dd data-replayed>${r.replayed}</dd>
-<dt>Skipped</dt><dd><span data-skipped>${r.skipped}</span> <span class="muted">(no longer failed, or gone from the queue)</span></dd>
+<dt>Skipped</dt><dd><span data-skipped>${r.skipped}</span> <span class="muted">(no longer failed, or gone from the \
+queue)</span></dd>
 <dt>Remaining</dt><dd data-remaining>${r.remaining}</dd>
 <dt>What became of them</dt><dd data-outcomes>${outcomesList(r.outcomes)}</dd>
 <dt>Rate</dt><dd>${r.ratePerSecond} per second</dd>
@@ -141,12 +176,20 @@ export function progressView(vm: { replay: ReplayView; canCancel: boolean; canPl
 <dt>Ended</dt><dd data-ended>${r.finishedAt ? when(r.finishedAt) : '—'}</dd>
 ${r.error ? html`<dt>Last error</dt><dd class="status-failed">${r.error}</dd>` : ''}
 </dl>
-${running ? html`<p class="muted" data-live>These counters update every 2 seconds by themselves; nothing else on the page changes. The jobs sent back run through the worker; each is listed in <a href="/callbacks?${filterParams(r.filter).toString()}">Callbacks</a>.</p>` : ''}
-<p role="status" class="flash flash-ok" data-ended-note hidden>The replay has ended: reload the page for its last state.</p>
+${
+  running
+    ? html`<p class="muted" data-live>These counters update every 2 seconds by themselves; nothing else on the page \
+changes. The jobs sent back run through the worker; each is listed in <a \
+href="/callbacks?${filterParams(r.filter).toString()}">Callbacks</a>.</p>`
+    : ''
+}
+<p role="status" class="flash flash-ok" data-ended-note hidden>The replay has ended: reload the page for its last \
+state.</p>
 </section>
 ${
   running && vm.canCancel
-    ? html`<form class="card" method="post" action="/replays/${r.id}/cancel" aria-labelledby="cancel-h"><h2 id="cancel-h">Cancel</h2>
+    ? html`<form class="card" method="post" action="/replays/${r.id}/cancel" aria-labelledby="cancel-h"><h2 \
+id="cancel-h">Cancel</h2>
 <p class="muted">No further job is sent back (within a second); those already sent back run to their end.</p>
 <label>Reason (required)<textarea name="reason" required rows="2" cols="60"></textarea></label>
 <p><button type="submit" class="danger">Cancel replay ${r.id}</button></p></form>`
@@ -155,7 +198,8 @@ ${
 ${
   r.status === 'cancelled' && vm.canPlan && r.remaining > 0
     ? html`<section class="card" aria-labelledby="rest-h"><h2 id="rest-h">Replay the rest</h2>
-<p>${r.remaining} job(s) were not sent back. A dry run of the same filter covers the failed jobs it still matches: those, and any that failed again.</p>
+<p>${r.remaining} job(s) were not sent back. A dry run of the same filter covers the failed jobs it still matches: \
+those, and any that failed again.</p>
 <p><a class="button primary" href="${rest}">Dry run the rest</a></p></section>`
     : ''
 }
@@ -165,13 +209,27 @@ ${running ? html`<script src="/assets/replay-progress.js" defer></script>` : ''}
 /** The replays, newest first, with what became of their jobs, and the way to a new one. */
 export function listView(vm: { replays: ReplayView[]; canPlan: boolean }): Html {
   return html`<h1>Replays</h1>
-<p class="muted">Each replay sends failed jobs back to the queue; "what became of them" is what the worker did with each, since. Times in UTC.</p>
-${vm.canPlan ? html`<p><a href="/replays/new">New replay by filter…</a> · <a href="/callbacks?status=failed">Failed callbacks</a></p>` : ''}
+<p class="muted">Each replay sends failed jobs back to the queue; "what became of them" is what the worker did with \
+each, since. Times in UTC.</p>
+${
+  vm.canPlan
+    ? html`<p><a href="/replays/new">New replay by filter…</a> · <a href="/callbacks?status=failed">Failed \
+callbacks</a></p>`
+    : ''
+}
 ${
   vm.replays.length === 0
     ? html`<p class="muted">No replay yet.</p>`
-    : html`<table class="stack"><thead><tr><th scope="col">Replay</th><th scope="col">Status</th><th scope="col" class="num">Sent back / total</th><th scope="col">What became of them</th><th scope="col">By</th><th scope="col">Reason</th><th scope="col">Started</th></tr></thead><tbody>
-${vm.replays.map((r) => html`<tr><td data-label="Replay"><a href="/replays/${r.id}">Replay ${r.id}</a></td><td data-label="Status"><span class="status status-${r.status}">${r.status}</span></td><td data-label="Sent back / total" class="num">${r.replayed} / ${r.total}</td><td data-label="What became of them">${outcomesList(r.outcomes)}</td><td data-label="By">${r.operator}</td><td data-label="Reason">${r.reason}</td><td data-label="Started" class="mono">${when(r.createdAt)}</td></tr>`)}
+    : html`<table class="stack"><thead><tr><th scope="col">Replay</th><th scope="col">Status</th><th scope="col" \
+class="num">Sent back / total</th><th scope="col">What became of them</th><th scope="col">By</th><th \
+scope="col">Reason</th><th scope="col">Started</th></tr></thead><tbody>
+${vm.replays.map(
+  (r) => html`<tr><td data-label="Replay"><a href="/replays/${r.id}">Replay ${r.id}</a></td><td data-label="Status">\
+<span class="status status-${r.status}">${r.status}</span></td><td data-label="Sent back / total" \
+class="num">${r.replayed} / ${r.total}</td><td data-label="What became of them">${outcomesList(r.outcomes)}</td><td \
+data-label="By">${r.operator}</td><td data-label="Reason">${r.reason}</td><td data-label="Started" \
+class="mono">${when(r.createdAt)}</td></tr>`,
+)}
 </tbody></table>`
 }`;
 }

@@ -41,9 +41,12 @@ export function planSentence(plan: ReplayPlan): string {
   const payouts = of((t) => t.cls === 'willApply' && t.kind === 'payout');
   const succeeded = of((t) => t.cls === 'willApply' && t.target === 'succeeded');
   const refused = of((t) => t.cls === 'willApply' && t.target === 'refused');
+  const credited = count(credit) > 0 && amounts(credit) ? `, ${amounts(credit)}` : '';
+  const paidOut = amounts(succeeded) ? `, ${amounts(succeeded)}` : '';
+  const finalised = count(payouts) > 0 ? ` (${count(succeeded)} succeeded${paidOut}; ${count(refused)} refused)` : '';
   const parts = [
-    `credit ${plural(count(credit), 'order')}${count(credit) > 0 && amounts(credit) ? `, ${amounts(credit)}` : ''}`,
-    `finalise ${plural(count(payouts), 'payout')}${count(payouts) > 0 ? ` (${count(succeeded)} succeeded${amounts(succeeded) ? `, ${amounts(succeeded)}` : ''}; ${count(refused)} refused)` : ''}`,
+    `credit ${plural(count(credit), 'order')}${credited}`,
+    `finalise ${plural(count(payouts), 'payout')}${finalised}`,
     `${plan.counts.willReview} into review`,
     `${plan.counts.stillPending} back to retrying with a fresh budget`,
   ];

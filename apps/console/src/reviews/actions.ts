@@ -7,7 +7,10 @@ import { and, eq, sql } from 'drizzle-orm';
 import { performAction, performExternalAction, type Actor } from '../audit/perform.ts';
 import { findReviewRow, getReview, reviewViews, type ReviewRow, type ReviewView } from './queries.ts';
 
-/** What the review actions need: re-verify runs the worker's money path (reverifyReview) with the console's own clients. */
+/**
+ * What the review actions need: re-verify runs the worker's money path (reverifyReview) with the console's own
+ * clients.
+ */
 export interface ReviewActionDeps {
   db: Database;
   platform: PlatformClient;
@@ -52,7 +55,9 @@ export async function reverify(
   }).then(async (outcome) => ({ outcome, review: await getReview(deps.db, id) }));
 }
 
-/** Close an open review without applying its event (role operator, a reason); the note (else the reason) stays on it. */
+/**
+ * Close an open review without applying its event (role operator, a reason); the note (else the reason) stays on it.
+ */
 export async function dismiss(
   deps: ReviewActionDeps,
   actor: Actor,

@@ -7,7 +7,8 @@ import { listReviews, reviewFilterSchema, reviewListSchema, reviewViewSchema } f
 import { route, type RouteRow } from '../web/route-table.ts';
 
 /** The audit target of a review action, from the request as sent (for a refusal before validation). */
-const reviewTarget = (req: FastifyRequest): string => `review:${String((req.params as { id?: unknown }).id ?? '')}`;
+export const reviewTarget = (req: FastifyRequest): string =>
+  `review:${String((req.params as { id?: unknown }).id ?? '')}`;
 
 const idParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
 
@@ -40,7 +41,10 @@ export function reviewsRows(deps: ReviewActionDeps): RouteRow[] {
       schema: {
         summary: 'Re-verify a review now',
         description:
-          'Runs the event through the worker\'s applyEvent (source "review", no waiting): Get order is asked now; if it confirms, the order is credited or finalised once and the review is resolved in the same transaction. Otherwise the review stays open with the new reason. Role operator; `reason` required.',
+          'Runs the event through the worker\'s applyEvent (source "review", no waiting): Get order is ' +
+          'asked now; if it confirms, the order is credited or finalised once and the review is resolved ' +
+          'in the same transaction. Otherwise the review stays open with the new reason. Role operator; ' +
+          '`reason` required.',
         tags: ['reviews'],
         params: idParams,
         body: z.strictObject({ reason: reasonSchema.optional() }).optional(),
@@ -69,7 +73,9 @@ export function reviewsRows(deps: ReviewActionDeps): RouteRow[] {
       schema: {
         summary: 'Dismiss a review with a note',
         description:
-          'Closes an open review without applying its event (for example a forged callback). `reason` is required (the audit trail); `note` is kept on the review (the reason when omitted). Role operator.',
+          'Closes an open review without applying its event (for example a forged callback). `reason` is ' +
+          'required (the audit trail); `note` is kept on the review (the reason when omitted). Role ' +
+          'operator.',
         tags: ['reviews'],
         params: idParams,
         body: z.strictObject({ reason: reasonSchema.optional(), note: z.string().max(2000).optional() }).optional(),

@@ -107,17 +107,14 @@ export async function loadReviewHistory(
   for (const f of failedRows) {
     const id = Number(f.target.slice('review:'.length));
     const code = f.outcome.startsWith('failed:') ? f.outcome.slice('failed:'.length) : null;
+    const ended = code ? 'could not finish' : 'has no recorded outcome';
     const list = attempts.get(id) ?? [];
     list.push({
       at: f.at.toISOString(),
       source: 'review',
       outcome: 'failed',
       reasonCode: code,
-      reason:
-        `re-verify by ${f.operator} ${code ? 'could not finish' : 'has no recorded outcome'}; nothing changed (asked because: ${f.reason})`.slice(
-          0,
-          500,
-        ),
+      reason: `re-verify by ${f.operator} ${ended}; nothing changed (asked because: ${f.reason})`.slice(0, 500),
       operator: f.operator,
     });
     attempts.set(

@@ -1,15 +1,18 @@
-import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
 import { safeNext } from '../session/pages.ts';
-import { formAction } from '../web/forms.ts';
+import { formRoute, pageRoute } from '../web/page-route.ts';
+import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
 import { dismiss, reverify, type ReviewActionDeps } from './actions.ts';
+import { reviewTarget } from './api.ts';
 import { listReviews, reviewFilterSchema } from './queries.ts';
 import { reviewsInbox } from './views.ts';
 
 const idParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
-const formBody = z.object({ reason: z.string().optional(), back: z.string().optional() });
+/** A review card's form: the reason, and the page it was posted from. */
+const reviewForm = z.object({ reason: z.string().optional(), back: z.string().optional() });
+const backOf = (req: { body?: unknown }) => safeNext((req.body as { back?: unknown } | undefined)?.back ?? '/reviews');
 
 /** What each re-verify outcome means to the operator, in one line. */
 const REVERIFIED: Record<string, string> = {
@@ -19,39 +22,53 @@ const REVERIFIED: Record<string, string> = {
 };
 
 /** The reviews inbox (`/reviews`) and its two form actions, which call the same actions as the API. */
-export const reviewsPages: FastifyPluginAsync<ReviewActionDeps> = async (app, deps) => {
-  app.get('/reviews', { schema: { hide: true } }, async (req, reply) => {
-    const q = req.query as Record<string, unknown>;
-    const filter = reviewFilterSchema.parse({
-      status: typeof q.status === 'string' && q.status ? q.status : 'open',
-      merchantOrderNo: typeof q.merchantOrderNo === 'string' && q.merchantOrderNo ? q.merchantOrderNo : undefined,
-      before: q.before || undefined,
-      limit: 25,
-    });
-    const list = await listReviews(deps.db, filter, req.operator!.role);
-    return sendPage(
-      req,
-      reply,
-      { title: 'Reviews', area: 'reviews', flash: flashOf(req.query) },
-      reviewsInbox(list, filter, req.operator!, req.url),
-    );
-  });
+export function reviewsPageRows(deps: ReviewActionDeps): RouteRow[] {
+  return [
+    pageRoute({
+      url: '/reviews',
+      action: 'read',
+      handler: async (req, reply) => {
+        const q = req.query as Record<string, unknown>;
+        const filter = reviewFilterSchema.parse({
+          status: typeof q.status === 'string' && q.status ? q.status : 'open',
+          merchantOrderNo: typeof q.merchantOrderNo === 'string' && q.merchantOrderNo ? q.merchantOrderNo : undefined,
+          before: q.before || undefined,
+          limit: 25,
+        });
+        const list = await listReviews(deps.db, filter, req.operator!.role);
+        return sendPage(
+          req,
+          reply,
+          { title: 'Reviews', area: 'reviews', flash: flashOf(req.query) },
+          reviewsInbox(list, filter, req.operator!, req.url),
+        );
+      },
+    }),
 
-  app.post('/reviews/:id/reverify', { schema: { hide: true } }, async (req, reply) => {
-    const { id } = idParams.parse(req.params);
-    const body = formBody.parse(req.body ?? {});
-    return formAction(reply, safeNext(body.back ?? '/reviews'), async () => {
-      const { outcome } = await reverify(deps, actorOf(req), id, body.reason);
-      return `Review ${id} re-verified: ${REVERIFIED[outcome]}`;
-    });
-  });
+    formRoute({
+      url: '/reviews/:id/reverify',
+      action: 'reviews.reverify',
+      target: reviewTarget,
+      params: idParams,
+      form: reviewForm,
+      back: backOf,
+      run: async (req, { params: { id }, form }) => {
+        const { outcome } = await reverify(deps, actorOf(req), id, form.reason);
+        return `Review ${id} re-verified: ${REVERIFIED[outcome]}`;
+      },
+    }),
 
-  app.post('/reviews/:id/dismiss', { schema: { hide: true } }, async (req, reply) => {
-    const { id } = idParams.parse(req.params);
-    const body = formBody.parse(req.body ?? {});
-    return formAction(reply, safeNext(body.back ?? '/reviews'), async () => {
-      await dismiss(deps, actorOf(req), id, body.reason);
-      return `Review ${id} dismissed; nothing was credited.`;
-    });
-  });
-};
+    formRoute({
+      url: '/reviews/:id/dismiss',
+      action: 'reviews.dismiss',
+      target: reviewTarget,
+      params: idParams,
+      form: reviewForm,
+      back: backOf,
+      run: async (req, { params: { id }, form }) => {
+        await dismiss(deps, actorOf(req), id, form.reason);
+        return `Review ${id} dismissed; nothing was credited.`;
+      },
+    }),
+  ];
+}

@@ -3,6 +3,7 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { and, desc, eq, lt } from 'drizzle-orm';
 import { z } from 'zod';
 import { can, type Role } from '../operators/roles.ts';
+import { iso } from '../web/format.ts';
 import {
   loadReviewHistory,
   reviewAttemptSchema,
@@ -39,6 +40,21 @@ export const reviewViewSchema = z.object({
 });
 
 export type ReviewView = z.output<typeof reviewViewSchema>;
+
+/** A review in a list beside other records (`GET /api/callbacks`): the view's own fields, without its history. */
+export const reviewSummarySchema = reviewViewSchema.pick({
+  id: true,
+  orderNo: true,
+  state: true,
+  merchantOrderNo: true,
+  reasonCode: true,
+  reason: true,
+  status: true,
+  occurrences: true,
+  createdAt: true,
+  closedAt: true,
+});
+export type ReviewSummary = z.output<typeof reviewSummarySchema>;
 export type ReviewRow = typeof reviews.$inferSelect;
 
 /** The filter of the inbox and `GET /api/reviews`. */
@@ -56,9 +72,10 @@ export const reviewListSchema = z.object({
 });
 export type ReviewList = z.output<typeof reviewListSchema>;
 
-const iso = (d: Date | null | undefined) => (d instanceof Date ? d.toISOString() : null);
-
-/** Row to view, with its history (distinct events and attempts); fields a later schema may add or rename are read defensively. */
+/**
+ * Row to view, with its history (distinct events and attempts); fields a later schema may add or rename are read
+ * defensively.
+ */
 export function reviewView(
   r: ReviewRow,
   history: ReviewHistory = { events: new Map(), attempts: new Map() },
@@ -83,6 +100,9 @@ export function reviewView(
     closedAt: iso(r.closedAt),
   };
 }
+
+/** The {@link reviewSummarySchema} of a review: its view, less what a list beside other records leaves out. */
+export const reviewSummary = (r: ReviewRow): ReviewSummary => reviewSummarySchema.parse(reviewView(r));
 
 /** Reviews as the API and pages show them, each with its distinct events and its history (two more queries). */
 export async function reviewViews(db: Database, rows: readonly ReviewRow[]): Promise<ReviewView[]> {

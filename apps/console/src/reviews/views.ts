@@ -17,7 +17,8 @@ ${
   can(viewer.role, 'reviews.reverify')
     ? html`<form class="inline" method="post" action="/reviews/${r.id}/reverify">
 <input type="hidden" name="back" value="${back}">
-<label>Why re-verify now? <input name="reason" required maxlength="2000" size="40" placeholder="e.g. platform confirmed the amount by phone"></label>
+<label>Why re-verify now? <input name="reason" required maxlength="2000" size="40" placeholder="e.g. platform \
+confirmed the amount by phone"></label>
 <button class="primary" type="submit">Re-verify review ${r.id}</button></form>`
     : ''
 }
@@ -25,7 +26,8 @@ ${
   can(viewer.role, 'reviews.dismiss')
     ? html`<form class="inline" method="post" action="/reviews/${r.id}/dismiss">
 <input type="hidden" name="back" value="${back}">
-<label>Why dismiss (kept as the note)? <input name="reason" required maxlength="2000" size="40" placeholder="e.g. forged: platform never had this order"></label>
+<label>Why dismiss (kept as the note)? <input name="reason" required maxlength="2000" size="40" placeholder="e.g. \
+forged: platform never had this order"></label>
 <button class="danger" type="submit">Dismiss review ${r.id}</button></form>`
     : ''
 }
@@ -37,7 +39,8 @@ ${
 <h2 id="review-${r.id}-title">Review ${r.id} ${status(r.status)} <code>${r.reasonCode}</code></h2>
 <p>${r.reason}</p>
 <dl class="facts">
-<dt>Order</dt><dd><a href="${orderHref(r.merchantOrderNo)}">${r.merchantOrderNo}</a> · platform <code>${r.orderNo}</code> · ${r.kind} state ${r.state}</dd>
+<dt>Order</dt><dd><a href="${orderHref(r.merchantOrderNo)}">${r.merchantOrderNo}</a> · platform \
+<code>${r.orderNo}</code> · ${r.kind} state ${r.state}</dd>
 <dt>Opened</dt><dd>${when(r.createdAt)}${r.occurrences > 1 ? html` · landed here ${r.occurrences} times` : ''}</dd>
 ${r.closedAt ? html`<dt>Closed</dt><dd>${when(r.closedAt)}</dd>` : ''}
 ${r.note ? html`<dt>Note</dt><dd>${r.note}</dd>` : ''}
@@ -56,7 +59,8 @@ function eventsTable(r: ReviewView): Html {
 <thead><tr><th>First seen</th><th>Amount claimed</th><th>State</th><th>Copies</th><th>Finding</th></tr></thead>
 <tbody>${r.events.map(
     (e) =>
-      html`<tr><td>${when(e.firstSeenAt)}</td><td class="num">${e.fiatAmount ?? '—'}</td><td>${e.state ?? '—'}</td><td class="num">${e.seen}</td><td><code>${e.reasonCode}</code> ${e.reason}</td></tr>`,
+      html`<tr><td>${when(e.firstSeenAt)}</td><td class="num">${e.fiatAmount ?? '—'}</td><td>${e.state ?? '—'}</td><td \
+class="num">${e.seen}</td><td><code>${e.reasonCode}</code> ${e.reason}</td></tr>`,
   )}</tbody>
 </table>`;
 }
@@ -68,7 +72,8 @@ function attemptsTable(r: ReviewView): Html {
 <thead><tr><th>When</th><th>From</th><th>Outcome</th><th>Why</th></tr></thead>
 <tbody>${r.attempts.map(
     (a) =>
-      html`<tr><td>${when(a.at)}</td><td>${a.source}</td><td>${a.outcome}</td><td>${a.reasonCode ? html`<code>${a.reasonCode}</code> ` : ''}${a.reason}</td></tr>`,
+      html`<tr><td>${when(a.at)}</td><td>${a.source}</td><td>${a.outcome}</td>\
+<td>${a.reasonCode ? html`<code>${a.reasonCode}</code> ` : ''}${a.reason}</td></tr>`,
   )}</tbody>
 </table>`;
 }
@@ -82,12 +87,23 @@ export function reviewsInbox(list: ReviewList, filter: ReviewFilter, viewer: Ope
   if (filter.merchantOrderNo) next.set('merchantOrderNo', filter.merchantOrderNo);
   if (list.nextBefore !== null) next.set('before', String(list.nextBefore));
   return html`<h1>Reviews</h1>
-<p class="muted">Callbacks that failed verification and credited nothing. Re-verify asks Get order again and credits once if it now confirms; dismiss closes a review without crediting.</p>
+<p class="muted">Callbacks that failed verification and credited nothing. Re-verify asks Get order again and credits \
+once if it now confirms; dismiss closes a review without crediting.</p>
 <form class="inline" method="get" action="/reviews" role="search">
-<label>Status <select name="status">${STATUSES.map((s) => html`<option value="${s}"${filter.status === s ? html` selected` : ''}>${s}</option>`)}</select></label>
+<label>Status <select name="status">${STATUSES.map(
+    (s) => html`<option value="${s}"${filter.status === s ? html` selected` : ''}>${s}</option>`,
+  )}</select></label>
 <label>Merchant order no. <input name="merchantOrderNo" value="${filter.merchantOrderNo ?? ''}" size="20"></label>
 <button type="submit">Filter</button>
 </form>
-${list.reviews.length === 0 ? html`<p>No ${filter.status ?? ''} reviews${filter.merchantOrderNo ? html` for ${filter.merchantOrderNo}` : ''}.</p>` : list.reviews.map((r) => reviewCard(r, viewer, back))}
-${list.nextBefore !== null ? html`<p class="pager"><a href="/reviews?${next.toString()}">Older reviews →</a></p>` : ''}`;
+${
+  list.reviews.length === 0
+    ? html`<p>No ${filter.status ?? ''} reviews${
+        filter.merchantOrderNo ? html` for ${filter.merchantOrderNo}` : ''
+      }.</p>`
+    : list.reviews.map((r) => reviewCard(r, viewer, back))
+}
+${
+  list.nextBefore !== null ? html`<p class="pager"><a href="/reviews?${next.toString()}">Older reviews →</a></p>` : ''
+}`;
 }

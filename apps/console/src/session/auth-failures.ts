@@ -24,7 +24,10 @@ interface Window {
   endsAt: number;
 }
 
-/** Most addresses tracked at once; beyond it expired windows are dropped, then the oldest (the map keeps insertion order). */
+/**
+ * Most addresses tracked at once; beyond it expired windows are dropped, then the oldest (the map keeps insertion
+ * order).
+ */
 const MAX_TRACKED = 10_000;
 
 export interface AuthFailureLimiter {

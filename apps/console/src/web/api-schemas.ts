@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PERSON_ROLES } from '../operators/roles.ts';
 
 /**
  * Schemas every area's JSON routes share: the error body and the reason. Each area keeps its own request and
@@ -23,9 +24,6 @@ export const errorBodySchema = z
     platformCode: z.number().optional().describe("The platform's own error code (502)"),
     platformMessage: z.string().optional().describe("The platform's own message (502)"),
     requestId: z.string().optional(),
-    requiredRole: z
-      .enum(['viewer', 'operator', 'admin'])
-      .optional()
-      .describe('The role the refused action needs (403)'),
+    requiredRole: z.enum(PERSON_ROLES).optional().describe('The role the refused action needs (403)'),
   })
   .describe('Error');

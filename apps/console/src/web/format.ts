@@ -1,5 +1,17 @@
 import { html, type Html } from './html.ts';
 
+/**
+ * A time as an ISO-8601 instant, as view models and API bodies carry it: a `Date` (a database column) or epoch
+ * milliseconds (a BullMQ job's stamps); null for none (anything else, such as a column a later schema renamed, is
+ * none too).
+ */
+export function iso(at: Date | number): string;
+export function iso(at: Date | number | null | undefined): string | null;
+export function iso(at: Date | number | null | undefined): string | null {
+  if (at instanceof Date) return at.toISOString();
+  return typeof at === 'number' ? new Date(at).toISOString() : null;
+}
+
 /** An ISO instant as people read it at a glance, in UTC (the logs' zone): `2026-11-24 03:02:11 UTC`. */
 export function when(iso: string | null | undefined): string {
   if (!iso) return '—';

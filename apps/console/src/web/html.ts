@@ -25,7 +25,10 @@ const ESCAPES: Record<string, string> = {
 /** Text made safe for element content and quoted attribute values. */
 export const escapeHtml = (text: string): string => text.replace(/[&<>"'`]/g, (c) => ESCAPES[c]!);
 
-/** Interpolated value kinds: text and numbers are escaped; Html passes through; nothing renders for null/undefined/false. */
+/**
+ * Interpolated value kinds: text and numbers are escaped; Html passes through; nothing renders for
+ * null/undefined/false.
+ */
 export type HtmlValue = Html | string | number | bigint | boolean | null | undefined | readonly HtmlValue[];
 
 function render(value: HtmlValue): string {

@@ -26,8 +26,8 @@ export interface PageFrame {
 
 /**
  * The console's page: a skip link, the navigation, who is signed in, the flash line, then the page. Plain HTML
- * forms and links (one script, only on a running replay's page, updates its counters): every control is reachable with Tab and works with Enter, and nothing is
- * fetched from outside.
+ * forms and links (one script, only on a running replay's page, updates its counters): every control is reachable
+ * with Tab and works with Enter, and nothing is fetched from outside.
  */
 export function layout(frame: PageFrame, body: Html): Html {
   const nav = NAV.map(
@@ -39,10 +39,23 @@ export function layout(frame: PageFrame, body: Html): Html {
 <link rel="stylesheet" href="/assets/console.css"><link rel="icon" href="/assets/favicon.svg" type="image/svg+xml"></head>
 <body><a class="skip" href="#main">Skip to content</a>
 <header><nav aria-label="Console"><strong class="brand">Merchant console</strong><ul>${nav}</ul></nav>
-${frame.operator ? html`<form class="who" method="post" action="/logout"><span>${frame.operator.name} <span class="role role-${frame.operator.role}">${frame.operator.role}</span></span> <button type="submit">Log out</button></form>` : ''}
+${frame.operator ? whoForm(frame.operator) : ''}
 </header>
 <main id="main">
-${frame.flash ? html`<p class="flash flash-${frame.flash.kind}" role="${frame.flash.kind === 'error' ? 'alert' : 'status'}">${frame.flash.text}</p>` : ''}
+${frame.flash ? flashLine(frame.flash) : ''}
 ${body}
 </main></body></html>`;
+}
+
+/** Who is signed in, with their role, and the logout button. */
+function whoForm(operator: Operator): Html {
+  const role = html`<span class="role role-${operator.role}">${operator.role}</span>`;
+  const logout = html` <button type="submit">Log out</button>`;
+  return html`<form class="who" method="post" action="/logout"><span>${operator.name} ${role}</span>${logout}</form>`;
+}
+
+/** The flash line: read out at once when it says why something was refused. */
+function flashLine(flash: NonNullable<PageFrame['flash']>): Html {
+  const role = flash.kind === 'error' ? 'alert' : 'status';
+  return html`<p class="flash flash-${flash.kind}" role="${role}">${flash.text}</p>`;
 }

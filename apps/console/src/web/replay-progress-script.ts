@@ -5,6 +5,16 @@
  * focus does not move. It stops when the replay ends and says so. Kept as plain browser JavaScript in a string:
  * this project's TypeScript has no DOM types, and the page must not depend on a build step.
  */
+/** What the page calls each outcome of a replayed job (the page's own words: replays/views.ts). */
+const OUTCOME_WORDS = {
+  credited: 'credited',
+  finalised: 'payout finalised',
+  duplicate: 'duplicate (applied before: nothing done)',
+  review: 'into review',
+  failedAgain: 'failed again',
+  retrying: 'queued or retrying',
+};
+
 export const REPLAY_PROGRESS_JS = `'use strict';
 (function () {
   var root = document.querySelector('[data-replay-id]');
@@ -12,15 +22,27 @@ export const REPLAY_PROGRESS_JS = `'use strict';
   var id = root.getAttribute('data-replay-id');
   var every = Number(root.getAttribute('data-poll-ms')) || 2000;
   var polls = 0;
-  var words = ${JSON.stringify({ credited: 'credited', finalised: 'payout finalised', duplicate: 'duplicate (applied before: nothing done)', review: 'into review', failedAgain: 'failed again', retrying: 'queued or retrying' })};
-  function set(sel, text) { var el = root.querySelector(sel); if (el && el.textContent !== text) el.textContent = text; }
-  function group(s) { var p = s.split('.'); p[0] = p[0].replace(/\\B(?=(\\d{3})+(?!\\d))/g, ','); return p[0] + '.' + ((p[1] || '') + '00').slice(0, Math.max(2, (p[1] || '').length)); }
+  var words = ${JSON.stringify(OUTCOME_WORDS)};
+  function set(sel, text) {
+    var el = root.querySelector(sel);
+    if (el && el.textContent !== text) el.textContent = text;
+  }
+  function group(s) {
+    var p = s.split('.');
+    p[0] = p[0].replace(/\\B(?=(\\d{3})+(?!\\d))/g, ',');
+    return p[0] + '.' + ((p[1] || '') + '00').slice(0, Math.max(2, (p[1] || '').length));
+  }
   function when(iso) { return iso ? iso.slice(0, 19).replace('T', ' ') + ' UTC' : '\\u2014'; }
   function outcomes(list) {
     var dd = root.querySelector('[data-outcomes]');
     if (!dd) return;
     var frag = document.createDocumentFragment();
-    if (list.length === 0) { var none = document.createElement('span'); none.className = 'muted'; none.textContent = 'none sent back yet'; frag.appendChild(none); }
+    if (list.length === 0) {
+      var none = document.createElement('span');
+      none.className = 'muted';
+      none.textContent = 'none sent back yet';
+      frag.appendChild(none);
+    }
     list.forEach(function (o, i) {
       if (i > 0) frag.appendChild(document.createTextNode(' \\u00b7 '));
       var span = document.createElement('span');
@@ -28,13 +50,15 @@ export const REPLAY_PROGRESS_JS = `'use strict';
       var n = document.createElement('strong');
       n.textContent = String(o.jobs);
       span.appendChild(n);
-      span.appendChild(document.createTextNode(' ' + (words[o.outcome] || o.outcome) + (o.currency && o.amount !== '0' ? ', ' + group(o.amount) + ' ' + o.currency : '')));
+      var money = o.currency && o.amount !== '0' ? ', ' + group(o.amount) + ' ' + o.currency : '';
+      span.appendChild(document.createTextNode(' ' + (words[o.outcome] || o.outcome) + money));
       frag.appendChild(span);
     });
     dd.replaceChildren(frag);
   }
   function tick() {
-    fetch('/api/replays/' + encodeURIComponent(id), { headers: { accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store' })
+    var ask = { headers: { accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store' };
+    fetch('/api/replays/' + encodeURIComponent(id), ask)
       .then(function (res) { return res.ok ? res.json() : null; })
       .then(function (body) {
         polls++;
@@ -63,7 +87,8 @@ export const REPLAY_PROGRESS_JS = `'use strict';
         var live = root.querySelector('[data-live]');
         if (live) live.hidden = true;
         // Outcomes keep changing for a while after the last job is sent back: a slower poll, until they settle.
-        if (r.outcomes && r.outcomes.some(function (o) { return o.outcome === 'retrying'; })) setTimeout(tick, every * 2);
+        var settling = r.outcomes && r.outcomes.some(function (o) { return o.outcome === 'retrying'; });
+        if (settling) setTimeout(tick, every * 2);
       })
       .catch(function () { setTimeout(tick, every * 2); });
   }

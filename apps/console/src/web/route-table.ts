@@ -24,7 +24,9 @@ export interface RouteRow<S extends FastifySchema = FastifySchema> {
   action: Action;
   /** The action of this request when the body decides it (`POST /api/replays`: a dry run or a start). */
   actionOf?: (req: FastifyRequest) => Action;
-  /** What an action is done to, for the audit row of a refusal (`order:MO-1`, `sweep`); from the unvalidated request. */
+  /**
+   * What an action is done to, for the audit row of a refusal (`order:MO-1`, `sweep`); from the unvalidated request.
+   */
   target?: (req: FastifyRequest) => string;
   schema: S;
   handler: RouteHandlerMethod<
@@ -52,11 +54,19 @@ declare module 'fastify' {
     actionOf?: (req: FastifyRequest) => Action;
     /** The row's target (see {@link RouteRow.target}). */
     target?: (req: FastifyRequest) => string;
+    /** Which table the row came from: the JSON API's or the pages' (see {@link registerRoutes}). */
+    surface?: Surface;
   }
 }
 
-/** Register every row, in one loop: the row's action travels in the route's config for the role check. */
-export function registerRoutes(app: FastifyInstance, rows: readonly RouteRow[]): void {
+/** The API's rows answer JSON; the pages' rows answer HTML and take form posts (web/page-route.ts). */
+export type Surface = 'api' | 'page';
+
+/**
+ * Register every row, in one loop: the row's action travels in the route's config for the role check. The pages'
+ * rows are registered in the pages' scope (which accepts form posts) with `surface: 'page'`.
+ */
+export function registerRoutes(app: FastifyInstance, rows: readonly RouteRow[], surface: Surface = 'api'): void {
   for (const r of rows)
     app.route({
       method: r.method,
@@ -64,6 +74,7 @@ export function registerRoutes(app: FastifyInstance, rows: readonly RouteRow[]):
       schema: r.schema,
       config: {
         action: r.action,
+        surface,
         ...(r.actionOf ? { actionOf: r.actionOf } : {}),
         ...(r.target ? { target: r.target } : {}),
       },

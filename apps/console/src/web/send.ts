@@ -2,7 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Html } from './html.ts';
 import { layout, type PageFrame } from './layout.ts';
 
-/** Our pages run only our own script files (no inline script) and load nothing from elsewhere; they may not be framed. */
+/**
+ * Our pages run only our own script files (no inline script) and load nothing from elsewhere; they may not be framed.
+ */
 export const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
   'cache-control': 'no-store',
@@ -10,7 +12,8 @@ export const PAGE_HEADERS = {
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
   'content-security-policy':
-    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; " +
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 };
 
 /** Send a page in the layout (or only its body to an `HX-Request`, should a page ever be fetched in part). */

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { redisTargetOf, type BatchDurabilityCheck, type RedisClient } from '@mcb/core/redis';
 import { decodeCallbackDetailed, type DecodedCallback, type KeyRing } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
-import { coerceError, isAppError } from '@mcb/core/errors';
+import { coerceError, ErrorCodes, isAppError, type ErrorCode } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import type { CallbackJobInput, CallbackKind } from '@mcb/core/queue';
 import { inSpan, inSpanSync, orderAttributes, type Span } from '@mcb/core/tracing';
@@ -133,7 +133,7 @@ function createDurableEnqueuer(app: FastifyInstance, deps: CallbackRouteDeps): E
 /** The reply of one callback, counted, timed and put on its span. */
 function replier(metrics: IngestMetrics, reply: FastifyReply, route: string, span: Span | undefined) {
   const started = process.hrtime.bigint();
-  return (outcome: string, status: number, body: 'success' | 'fail', code = '') => {
+  return (outcome: string, status: number, body: 'success' | 'fail', code: ErrorCode | '' = '') => {
     metrics.requests.inc({ route, outcome, code });
     metrics.latency.observe({ route, outcome }, Number(process.hrtime.bigint() - started) / 1e9);
     span?.setAttributes({
@@ -155,7 +155,7 @@ function decryptAndCheck(
   request: FastifyRequest,
   route: string,
   expectedKind: CallbackKind | undefined,
-): DecodedCallback | { refused: string } {
+): DecodedCallback | { refused: ErrorCode } {
   let decoded: DecodedCallback;
   try {
     // The decrypt span says how many blocks and which key, never what they held.
@@ -193,7 +193,7 @@ async function enqueueDurably(
   check: BatchDurabilityCheck,
   ids: CallbackIds,
   keyIndex: number,
-): Promise<string | undefined> {
+): Promise<ErrorCode | undefined> {
   try {
     const jobId = await inSpan('callback enqueue', {}, async (enqueueSpan) => {
       const id = await h.enqueuer.enqueue(job, { check });
@@ -211,6 +211,6 @@ async function enqueueDurably(
       { ...ids, outcome: 'enqueue-failed', err: err.cause ?? err },
       'callback not acknowledged: enqueue failed',
     );
-    return isAppError(e) ? e.code : 'ENQUEUE_FAILED';
+    return isAppError(e) ? e.code : ErrorCodes.ENQUEUE_FAILED;
   }
 }

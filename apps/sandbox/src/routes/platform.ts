@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CATALOG, findCurrency } from '../catalog.ts';
+import { GET_ORDER_PATH, GET_PAYMENT_METHODS_PATH } from '@mcb/core/platform';
 import { PLATFORM_CODES } from '@mcb/core/spec';
 import type { Simulator } from '../simulator.ts';
 
@@ -11,9 +12,11 @@ import type { Simulator } from '../simulator.ts';
  */
 export { PLATFORM_CODES };
 
-/** Where Get order lives (docs/platform-interface.md; configurable on the merchant's side by PLATFORM_GET_ORDER_PATH). */
-export const GET_ORDER_PATH = '/api/open/order/getOrder';
-export const GET_PAYMENT_METHODS_PATH = '/api/open/order/getPaymentMethods';
+/**
+ * Where Get order and the catalog live: the paths our platform client asks by default (docs/platform-interface.md;
+ * Get order's is configurable by PLATFORM_GET_ORDER_PATH), defined once in @mcb/core/platform.
+ */
+export { GET_ORDER_PATH, GET_PAYMENT_METHODS_PATH };
 
 function field(body: unknown, name: string): string | undefined {
   if (typeof body !== 'object' || body === null) return undefined;

@@ -356,6 +356,11 @@ export type ReviewAttempt = typeof reviewAttempts.$inferSelect;
 export type CallbackArrival = typeof callbackArrivals.$inferSelect;
 export type Replay = typeof replays.$inferSelect;
 
+/** The console's people's roles, least first (apps/console/src/operators/roles.ts says what each may do). */
+export const PERSON_ROLES = ['viewer', 'operator', 'admin'] as const;
+/** Every role an operator of the console holds: the people's, then `service`, a machine client (the shop). */
+export const OPERATOR_ROLES = [...PERSON_ROLES, 'service'] as const;
+
 /**
  * The operators' audit trail: one row per action that changes anything (or was refused for the role), written by
  * the console's action layer in the same transaction as the action's effect where it has one. Append-only: a
@@ -369,7 +374,7 @@ export const operatorActions = pgTable(
     at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
     /** The operator's name (operators file, `admin` for CONSOLE_TOKEN, or the SSO proxy's identity). */
     operator: text('operator').notNull(),
-    role: text('role', { enum: ['viewer', 'operator', 'admin', 'service'] }).notNull(),
+    role: text('role', { enum: OPERATOR_ROLES }).notNull(),
     /** What was done, e.g. `reviews.reverify` (apps/console/src/operators/roles.ts lists them). */
     action: text('action').notNull(),
     /** What it was done to, e.g. `review:42`, `order:MO-1`, `job:callbacks/payin-P1-6`. */

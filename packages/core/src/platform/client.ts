@@ -12,7 +12,7 @@ export interface PlatformClientOptions {
   baseUrl: string;
   /** Our merchant number (`MERCHANT_NO`), sent with every request. */
   merchantNo: string;
-  /** Path of Get order (`PLATFORM_GET_ORDER_PATH`). @defaultValue '/api/open/order/getOrder' */
+  /** Path of Get order (`PLATFORM_GET_ORDER_PATH`). @defaultValue GET_ORDER_PATH (get-order.ts) */
   getOrderPath?: string;
   /** Body encoding of getPaymentMethods (`PLATFORM_CONTENT_TYPE`); Get order is always JSON. @defaultValue 'json' */
   contentType?: 'json' | 'form';

@@ -196,7 +196,6 @@ export function guardPlatform(client: PlatformClient, options: PlatformGuardOpti
               ErrorCodes.PLATFORM_CIRCUIT_OPEN,
               `Get order paused: the platform failed repeatedly and has not recovered within ${maxWaitMs} ms`,
               {
-                transient: true,
                 details: { merchantOrderNo },
               },
             );

@@ -4,9 +4,11 @@ import { answer, at, cliApi } from './_api.ts';
 import { table } from './methods.ts';
 
 export const summary =
-  'the audit trail: audit [--operator NAME] [--action A] [--target T] [--from ISO] [--to ISO] [--services hide|show|only] [--limit N] [--before ID] [--json]';
+  'the audit trail: audit [--operator NAME] [--action A] [--target T] [--from ISO] [--to ISO] ' +
+  '[--services hide|show|only] [--limit N] [--before ID] [--json]';
 
-const USAGE = `usage: pnpm cli audit [--operator NAME] [--action reviews.reverify] [--target review:42] [--from 2026-11-24T00:00:00Z] [--to ISO] [--services hide|show|only] [--limit N] [--before ID] [--json]
+const USAGE = `usage: pnpm cli audit [--operator NAME] [--action reviews.reverify] [--target review:42] \
+[--from 2026-11-24T00:00:00Z] [--to ISO] [--services hide|show|only] [--limit N] [--before ID] [--json]
   Newest first. An admin reads everyone's actions; others read their own. Rows of service clients (the shop
   registering orders) are left out unless --services show (with them) or only (them alone).`;
 

@@ -44,16 +44,17 @@ function methodLines(m: MethodEntry): string[] {
   return lines;
 }
 
+const STALE = '  STALE: the platform could not be asked; this is the last good copy';
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
 /** The catalog as readable text: a header with its age, then each currency and its methods. */
 export function renderCatalog(view: CatalogView): string {
-  const lines = [
-    `catalog fetched ${view.fetchedAt.toISOString()} (${view.ageSeconds}s ago)${view.stale ? '  STALE: the platform could not be asked; this is the last good copy' : ''}`,
-  ];
+  const lines = [`catalog fetched ${view.fetchedAt.toISOString()} (${view.ageSeconds}s ago)${view.stale ? STALE : ''}`];
   if (view.catalog.currencies.length === 0) lines.push('', 'no currencies');
   for (const c of view.catalog.currencies) {
     lines.push(
       '',
-      `${c.currency}  ${c.symbol}  ${c.decimals} decimal${c.decimals === 1 ? '' : 's'}  ${c.methods.length} method${c.methods.length === 1 ? '' : 's'}`,
+      `${c.currency}  ${c.symbol}  ${plural(c.decimals, 'decimal')}  ${plural(c.methods.length, 'method')}`,
     );
     for (const m of c.methods) lines.push(...methodLines(m));
   }

@@ -11,7 +11,8 @@ const USAGE = `usage: pnpm cli orders get <merchantOrderNo> [--json]
 
 export function renderOrder(o: OrderDetail): string {
   const lines = [
-    `order ${o.merchantOrderNo}  ${o.kind}  ${o.status.toUpperCase()}  ${o.amount} ${o.currency}  platform ${o.platformOrderNo ?? '(not known yet)'}`,
+    `order ${o.merchantOrderNo}  ${o.kind}  ${o.status.toUpperCase()}  ${o.amount} ${o.currency}  ` +
+      `platform ${o.platformOrderNo ?? '(not known yet)'}`,
     o.review ? `open review since ${at(o.review.at)}: ${o.review.reason}` : 'no open review',
     '',
     'ledger:',

@@ -6,7 +6,8 @@ import { table } from './methods.ts';
 import { FILTER_OPTIONS, FILTER_USAGE, filterOf } from './_filter.ts';
 
 export const summary =
-  'replay failed jobs by filter: replay list|plan|start|status|cancel (replays and their outcomes, dry run, start with --reason, progress, cancel)';
+  'replay failed jobs by filter: replay list|plan|start|status|cancel ' +
+  '(replays and their outcomes, dry run, start with --reason, progress, cancel)';
 
 const USAGE = `usage:
   pnpm cli replay list   [--json]                                  replays, newest first, with what became of their jobs
@@ -109,7 +110,9 @@ const outcomesLine = (r: Replay) =>
         .join('; ');
 
 const progressLine = (r: Replay) =>
-  `replay ${r.id} ${r.status}: ${r.replayed} of ${r.total} sent back, ${r.skipped} skipped, ${r.remaining} to go at ${r.ratePerSecond}/s (by ${r.operator})${r.error ? `; last error: ${r.error}` : ''}\n  what became of them: ${outcomesLine(r)}`;
+  `replay ${r.id} ${r.status}: ${r.replayed} of ${r.total} sent back, ${r.skipped} skipped, ` +
+  `${r.remaining} to go at ${r.ratePerSecond}/s (by ${r.operator})${r.error ? `; last error: ${r.error}` : ''}\n` +
+  `  what became of them: ${outcomesLine(r)}`;
 
 /** `replay list`: the replays page as a table. */
 async function list(api: CliApi, json: boolean): Promise<number> {
@@ -225,7 +228,8 @@ export async function run(args: string[], env: Record<string, string | undefined
     if (json && !values.wait) console.log(JSON.stringify(replay));
     else if (!json)
       console.log(
-        `started ${progressLine(replay)}\nfollow: pnpm cli replay status ${replay.id} --wait   stop: pnpm cli replay cancel ${replay.id} --reason "..."`,
+        `started ${progressLine(replay)}\nfollow: pnpm cli replay status ${replay.id} --wait   ` +
+          `stop: pnpm cli replay cancel ${replay.id} --reason "..."`,
       );
     return values.wait ? follow(api, replay.id, json) : 0;
   }

@@ -3,9 +3,11 @@ import type { ReviewList, ReviewView } from '../../reviews/queries.ts';
 import { answer, at, cliApi } from './_api.ts';
 
 export const summary =
-  'reviews list [--all | --status S] [--order MO] | reverify <id> --reason "..." | dismiss <id> --reason "..." [--note "..."]';
+  'reviews list [--all | --status S] [--order MO] | reverify <id> --reason "..." | ' +
+  'dismiss <id> --reason "..." [--note "..."]';
 
-const USAGE = `usage: pnpm cli reviews list [--all | --status open|resolved|dismissed] [--order <merchantOrderNo>] [--limit N] [--before ID] [--json]
+const USAGE = `usage: pnpm cli reviews list [--all | --status open|resolved|dismissed] [--order <merchantOrderNo>] \
+[--limit N] [--before ID] [--json]
          (open reviews by default, as the Reviews page; --all: every status)
        pnpm cli reviews reverify <id> --reason "why now" [--json]
        pnpm cli reviews dismiss <id> --reason "why (kept as the note)" [--note "note, when it differs"] [--json]
@@ -28,7 +30,9 @@ export function renderReview(r: ReviewView): string {
     .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
     .join(' ');
   return [
-    `review ${r.id}  ${r.status.toUpperCase()}  ${r.reasonCode}  order ${r.merchantOrderNo} (platform ${r.orderNo}, ${r.kind} state ${r.state})  opened ${at(r.createdAt)}${r.occurrences > 1 ? `  x${r.occurrences}` : ''}`,
+    `review ${r.id}  ${r.status.toUpperCase()}  ${r.reasonCode}  ` +
+      `order ${r.merchantOrderNo} (platform ${r.orderNo}, ${r.kind} state ${r.state})  ` +
+      `opened ${at(r.createdAt)}${r.occurrences > 1 ? `  x${r.occurrences}` : ''}`,
     `  ${r.reason}`,
     ...(details ? [`  compared: ${details}`] : []),
     ...(r.note ? [`  note: ${r.note}`] : []),
@@ -88,7 +92,8 @@ export async function run(args: string[], env: Record<string, string | undefined
       res,
       v.json,
       (b) =>
-        `${sub === 'reverify' ? `re-verified: ${REVERIFIED[b.outcome ?? ''] ?? b.outcome}` : 'dismissed: nothing credited'}\n${renderReview(b.review)}`,
+        `${sub === 'reverify' ? `re-verified: ${REVERIFIED[b.outcome ?? ''] ?? b.outcome}` : 'dismissed: nothing credited'}` +
+        `\n${renderReview(b.review)}`,
     );
   }
   console.error(USAGE);

@@ -14,7 +14,7 @@ import {
 import { alertOnReviewOpened, type Alerter } from './alerts.ts';
 import type { AdaptiveLimit } from './adaptive-concurrency.ts';
 import { retuneFetchLoops } from './adaptive-retune.ts';
-import { createArrivalRecorder, type ArrivalRecorder } from './arrival-recorder.ts';
+import { createArrivalRecorder, WORKER_ARRIVAL_WAITS, type ArrivalRecorder } from './arrival-recorder.ts';
 import { createCallbackProcessor } from './callback-processor.ts';
 import { groupFetchLoops, shareOf, type FetchLoopGroup } from './fetch-loops.ts';
 import { alertFinalFailure, recordFinalFailure, releaseReviewedJobId } from './job-end-listeners.ts';
@@ -128,7 +128,7 @@ export type CallbackWorker = FetchLoopGroup<CallbackJobInput, ApplyOutcome>;
 export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   const { metrics, logger, adaptive } = deps;
   const prefix = deps.prefix ?? 'mcb';
-  const arrivals = deps.arrivals ?? createArrivalRecorder(deps.db, logger);
+  const arrivals = deps.arrivals ?? createArrivalRecorder(deps.db, logger, WORKER_ARRIVAL_WAITS);
   const processor = createCallbackProcessor({
     applyDeps: settlementDeps(deps),
     arrivals,

@@ -25,11 +25,12 @@ export interface TransactionGuard {
 export type ReadBack = { ok: true; data: string } | { ok: false; error: Error };
 
 /**
- * Add each job under its id (with `jobOptions.attempts` when given: CALLBACK_JOB_ATTEMPTS) and read back what the id holds, every pair in ONE `MULTI`/`EXEC` on the queue's
- * connection. Nothing can run between an add and its read-back: not the worker releasing a reviewed forgery's id,
- * not a removal from the dashboard. So the read-back says exactly what is stored under the id once the add has run:
- * this record (added now, or an identical copy before), or another record that held the id first (BullMQ's add is
- * a no-op on a taken id). The caller decides which; nothing here counts as stored without its read-back.
+ * Add each job under its id (with `jobOptions.attempts` when given: CALLBACK_JOB_ATTEMPTS) and read back what the
+ * id holds, every pair in ONE `MULTI`/`EXEC` on the queue's connection. Nothing can run between an add and its
+ * read-back: not the worker releasing a reviewed forgery's id, not a removal from the dashboard. So the read-back
+ * says exactly what is stored under the id once the add has run: this record (added now, or an identical copy
+ * before), or another record that held the id first (BullMQ's add is a no-op on a taken id). The caller decides
+ * which; nothing here counts as stored without its read-back.
  *
  * On Redis Cluster the transaction is legal because every key of the queue shares the prefix's hash tag. A Redis
  * that refuses to queue a command (OOM) aborts the whole transaction: every add of the batch fails, none is told

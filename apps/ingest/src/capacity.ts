@@ -77,7 +77,9 @@ export function connectionCapacity(
   if (configured !== 'auto') {
     const warning =
       byOpenFiles !== undefined && configured > byOpenFiles
-        ? `INGEST_MAX_CONNECTIONS=${configured} is above what the open-file limit (${files}) leaves for connections (${byOpenFiles}): accepts will fail with EMFILE before the cap; raise the limit (ulimit -n, LimitNOFILE) or use auto`
+        ? `INGEST_MAX_CONNECTIONS=${configured} is above what the open-file limit (${files}) leaves for connections ` +
+          `(${byOpenFiles}): accepts will fail with EMFILE before the cap; raise the limit (ulimit -n, LimitNOFILE) ` +
+          'or use auto'
         : undefined;
     return { ...base, maxConnections: configured, limitedBy: 'configured', ...(warning ? { warning } : {}) };
   }

@@ -60,7 +60,9 @@ export function createIngestMetrics(registry: Registry): IngestMetrics {
     }),
     connectionsCut: new Counter({
       name: 'ingest_connections_cut_total',
-      help: 'Connections refused or cut by a listener bound (reason: source_not_allowed, address_limit, max_connections, body_timeout, request_timeout, idle, client_error)',
+      help:
+        'Connections refused or cut by a listener bound (reason: source_not_allowed, address_limit, ' +
+        'max_connections, body_timeout, request_timeout, idle, client_error)',
       labelNames: ['reason'],
       registers: [registry],
     }),

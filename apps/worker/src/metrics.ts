@@ -46,8 +46,9 @@ export const JOB_OUTCOMES = ['credited', 'succeeded', 'refused', 'duplicate', 'r
 
 /**
  * Create and register the worker's metrics on `registry`. Every (kind, outcome) series of the job counter exists
- * (and every (kind, review reason) of the review counter) from the start at 0: Prometheus's `increase()` cannot see a counter's first increment when its series appears
- * already at 1, so without this the first exhausted job of a process would never fire `CallbackJobExhausted`.
+ * (and every (kind, review reason) of the review counter) from the start at 0: Prometheus's `increase()` cannot see
+ * a counter's first increment when its series appears already at 1, so without this the first exhausted job of a
+ * process would never fire `CallbackJobExhausted`.
  */
 export function createWorkerMetrics(registry: Registry): WorkerMetrics {
   const metrics = buildWorkerMetrics(registry);
@@ -121,7 +122,9 @@ function buildWorkerMetrics(registry: Registry): WorkerMetrics {
     }),
     suspectedForgeries: new Counter({
       name: 'mcb_worker_suspected_forgeries_total',
-      help: 'Callbacks for an applied pair (against="receipt") or an already-final order (against="order") whose content differs from what was applied',
+      help:
+        'Callbacks for an applied pair (against="receipt") or an already-final order (against="order") ' +
+        'whose content differs from what was applied',
       labelNames: ['kind', 'against'],
       registers,
     }),

@@ -68,7 +68,9 @@ export async function settleReviews(
     reasons.push(
       unconfirmed.length === 0
         ? `applied: Get order confirmed state ${applied.confirmed.state} for this review's event (receipt ${applied.receiptId})`
-        : `the pair was applied from an event Get order confirmed (receipt ${applied.receiptId}); ${unconfirmed.length} of this review's ${events.length} event(s) are not what it confirms (${[...new Set(unconfirmed.map((u) => u.code))].join(', ')}) and were never applied: left open`,
+        : `the pair was applied from an event Get order confirmed (receipt ${applied.receiptId}); ` +
+            `${unconfirmed.length} of this review's ${events.length} event(s) are not what it confirms ` +
+            `(${[...new Set(unconfirmed.map((u) => u.code))].join(', ')}) and were never applied: left open`,
     );
     details.push(
       JSON.stringify({ receiptId: applied.receiptId, confirmedState: applied.confirmed.state, unconfirmed }),

@@ -118,7 +118,9 @@ async function appliedBefore(
       source: 'review',
       outcome: 'kept-open',
       reasonCode: distinct[0] ?? null,
-      reason: `${why}, but ${codes.length} of this review's ${events.length} event(s) are not what Get order confirms (${distinct.join(', ')}): never applied, left open`,
+      reason:
+        `${why}, but ${codes.length} of this review's ${events.length} event(s) are not what Get order confirms ` +
+        `(${distinct.join(', ')}): never applied, left open`,
       details: { applied: outcome.reason, unconfirmed: codes },
     });
   }

@@ -1,6 +1,6 @@
 /**
- * The comparison merchants need: the pipeline (ingest on all cores → Redis → one worker process, each at its
- * defaults) against the **lean in-request receiver** a merchant writes first (bench/lib/lean-receiver.ts: decrypt,
+ * The comparison merchants need: the pipeline (ingest → Redis → one worker process, each at its defaults: one
+ * ingest process, INGEST_WORKERS=1) against the **lean in-request receiver** a merchant writes first (bench/lib/lean-receiver.ts: decrypt,
  * check the merchant, look up the pair and the order, Get order, one transaction, reply; pg and undici, none of our
  * packages), side by side on this machine. Optionally a third system, the **in-request receiver through our
  * settlement path** (bench/lib/in-request-receiver.ts: `applyEvent` inside the request), which prices our own money
@@ -365,7 +365,9 @@ async function runSystem(o: {
       const ingest = await startIngest({
         redisUrl: o.redis.url,
         privateKeyFile: o.keys.privateKeyFile,
-        workers: 0,
+        // Its default (INGEST_WORKERS=1): one process gathers bigger Redis batches; `--pipeline-env
+        // INGEST_WORKERS=0` tries one per core.
+        workers: 1,
         logLevel: o.logLevel,
         nodeArgs: prof?.ingest.nodeArgs,
         env: o.pipelineEnv,

@@ -8,18 +8,12 @@ import { dismiss, reverify, type ReviewActionDeps } from './actions.ts';
 import { reviewTarget } from './api.ts';
 import { listReviews, reviewFilterSchema } from './queries.ts';
 import { reviewsInbox } from './views.ts';
+import { reverifiedLine } from './words.ts';
 
 const idParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
 /** A review card's form: the reason, and the page it was posted from. */
 const reviewForm = z.object({ reason: z.string().optional(), back: z.string().optional() });
 const backOf = (req: { body?: unknown }) => safeNext((req.body as { back?: unknown } | undefined)?.back ?? '/reviews');
-
-/** What each re-verify outcome means to the operator, in one line. */
-const REVERIFIED: Record<string, string> = {
-  applied: 'Get order confirmed it: credited (or finalised) once, review resolved.',
-  duplicate: 'It had been applied already: nothing credited again, review resolved.',
-  review: 'Get order still does not confirm it: the review stays open with the new reason.',
-};
 
 /** The reviews inbox (`/reviews`) and its two form actions, which call the same actions as the API. */
 export function reviewsPageRows(deps: ReviewActionDeps): RouteRow[] {
@@ -53,8 +47,8 @@ export function reviewsPageRows(deps: ReviewActionDeps): RouteRow[] {
       form: reviewForm,
       back: backOf,
       run: async (req, { params: { id }, form }) => {
-        const { outcome } = await reverify(deps, actorOf(req), id, form.reason);
-        return `Review ${id} re-verified: ${REVERIFIED[outcome]}`;
+        const { outcome, review } = await reverify(deps, actorOf(req), id, form.reason);
+        return `Review ${id} re-verified: ${reverifiedLine(outcome, review.status)}`;
       },
     }),
 

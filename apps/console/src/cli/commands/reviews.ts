@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { ReviewList, ReviewView } from '../../reviews/queries.ts';
 import { answer, at, cliApi } from './_api.ts';
+import { reverifiedLine } from '../../reviews/words.ts';
 
 export const summary =
   'reviews list [--all | --status S] [--order MO] | reverify <id> --reason "..." | ' +
@@ -38,12 +39,6 @@ export function renderReview(r: ReviewView): string {
     ...(r.note ? [`  note: ${r.note}`] : []),
   ].join('\n');
 }
-
-const REVERIFIED: Record<string, string> = {
-  applied: 'Get order confirmed it: credited (or finalised) once; review resolved',
-  duplicate: 'it had been applied already: nothing credited again; review resolved',
-  review: 'Get order still does not confirm it: the review stays open',
-};
 
 export async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
   let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
@@ -92,7 +87,7 @@ export async function run(args: string[], env: Record<string, string | undefined
       res,
       v.json,
       (b) =>
-        `${sub === 'reverify' ? `re-verified: ${REVERIFIED[b.outcome ?? ''] ?? b.outcome}` : 'dismissed: nothing credited'}` +
+        `${sub === 'reverify' ? `re-verified: ${reverifiedLine(b.outcome, b.review.status)}` : 'dismissed: nothing credited'}` +
         `\n${renderReview(b.review)}`,
     );
   }

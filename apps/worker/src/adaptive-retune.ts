@@ -1,6 +1,5 @@
-import type { Worker } from 'bullmq';
 import type { AdaptiveLimit } from './adaptive-concurrency.ts';
-import { shareOf } from './fetch-loops.ts';
+import { loopsFetching, SLOTS_PER_FETCH_LOOP, type FetchLoopGroup } from './fetch-loops.ts';
 import type { WorkerMetrics } from './metrics.ts';
 
 /**
@@ -12,17 +11,18 @@ export const LIMIT_WINDOW_MS = 100;
 
 /**
  * Every {@link LIMIT_WINDOW_MS}, fold the adaptive limit's samples into a new limit (it follows Get order's latency
- * and failures, Little's law) and spread it over the fetch loops; BullMQ reads each loop's share before each fetch.
- * Returns the stop.
+ * and failures, Little's law) and spread it over the fetch loops it calls for (fetch-loops.ts: one loop per `slotsPerLoop`
+ * jobs in flight, 256); BullMQ reads each loop's share before each fetch. Returns the stop.
  */
 export function retuneFetchLoops(
-  fetchLoops: readonly Worker[],
+  loops: Pick<FetchLoopGroup<unknown, unknown>, 'share'> & { readonly fetchLoops: readonly unknown[] },
   adaptive: AdaptiveLimit,
   metrics: WorkerMetrics | undefined,
+  slotsPerLoop = SLOTS_PER_FETCH_LOOP,
 ): () => void {
   const retune = setInterval(() => {
     const limit = adaptive.update();
-    fetchLoops.forEach((l, i) => (l.concurrency = shareOf(limit, fetchLoops.length, i)));
+    loops.share(limit, loopsFetching(limit, loops.fetchLoops.length, slotsPerLoop));
     metrics?.inFlightLimit.set(limit);
   }, LIMIT_WINDOW_MS);
   retune.unref();

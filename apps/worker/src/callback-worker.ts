@@ -56,6 +56,11 @@ export interface CallbackWorkerDeps extends ApplyDeps {
    */
   fetchLoops?: number;
   /**
+   * Jobs in flight per fetch loop that fetches: below `fetchLoops` × this, the loops beyond the first are parked
+   * (fetch-loops.ts). @defaultValue SLOTS_PER_FETCH_LOOP (256)
+   */
+  slotsPerFetchLoop?: number;
+  /**
    * How long a job whose Get order found the platform's circuit breaker open (PLATFORM_CIRCUIT_OPEN) is put back as
    * delayed, in ms (with up to 50% jitter). Such a wait does not consume an attempt. @defaultValue 5000
    */
@@ -155,7 +160,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   loops.on('error', reportErrors(deps, oomPause.refused));
   loops.on('completed', oomPause.completed);
   metrics?.inFlightLimit.set(allowed);
-  const stopRetune = adaptive && retuneFetchLoops(loops.fetchLoops, adaptive, metrics);
+  const stopRetune = adaptive && retuneFetchLoops(loops, adaptive, metrics, deps.slotsPerFetchLoop);
   if (deps.releaseReviewedJobIds ?? true) loops.on('completed', releaseReviewedJobId(logger));
   loops.on('failed', recordFinalFailure(arrivals));
   loops.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled (its worker died or hung); it runs again'));

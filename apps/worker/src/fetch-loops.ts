@@ -11,7 +11,24 @@ import type { Worker, WorkerListener, WorkerOptions } from 'bullmq';
  * went from 256 to 641 (`pnpm bench --only compare`, Get order at 500 ms, the worker's in-flight gauge sampled every
  * 100 ms). Spread over several Workers, the fills run side by side on the same connection (one fsync answers the
  * fetches of all of them) and each is a fraction as long.
+ *
+ * But the extra loops cost CPU whenever there is little to fill: at 0 ms of Get order the limit stays at or under 256
+ * and the jobs in flight far below it, and four loops fetching side by side took more `moveToActive` scripts a credit
+ * and started the jobs more thinly, so the group commits were smaller (`pnpm bench --only compare --compare-delays 0`,
+ * one loop against four, taken in turn: 0.14-0.15 Postgres transactions a credit against 0.19-0.23, 4-6 % less CPU a
+ * credit for the whole system, a median callback-to-credit time 30-100 ms longer, the same p99). So only the loops the
+ * limit calls for fetch, one per {@link SLOTS_PER_FETCH_LOOP} jobs in flight; the others are parked (paused, their
+ * jobs in progress run on) and take up their share again at the retune after the limit grows (a slow Get order's
+ * limit passes 256 within a few 100 ms windows of its first replies).
  */
+
+/** Jobs in flight per loop that fetches (the fill that took 0.5 s for one loop, above). */
+export const SLOTS_PER_FETCH_LOOP = 256;
+
+/** Loops of `n` that fetch for a limit of `limit` jobs in flight: one per `perLoop` of them, at least one. */
+export function loopsFetching(limit: number, n: number, perLoop = SLOTS_PER_FETCH_LOOP): number {
+  return Math.min(n, Math.max(1, Math.ceil(limit / Math.max(1, perLoop))));
+}
 
 /**
  * Jobs in flight of fetch loop `i` of `n` when the process may run `total`: shares differ by at most one, none below
@@ -43,8 +60,16 @@ export interface FetchLoopGroup<D, R> {
   /** Start the loops built with `autorun: false`; resolves when they stop. */
   run(): Promise<void>;
   waitUntilReady(): Promise<void>;
+  /**
+   * Spread `limit` jobs in flight over the first `fetching` loops and park the others (they fetch nothing; their jobs
+   * in progress run on). A parked loop comes back at a later call, unless the group is paused.
+   */
+  share(limit: number, fetching: number): void;
+  /** How many loops fetch now, the first ones (the others are parked). A method: the group is spread into others. */
+  fetching(): number;
   /** Stop fetching; `doNotWaitActive` does not wait for the jobs in progress. */
   pause(doNotWaitActive?: boolean): Promise<void>;
+  /** Fetch again: every loop that is not parked. */
   resume(): Promise<void>;
   /** Abort one job's processor, in whichever loop runs it; false when none does. */
   cancelJob(jobId: string, reason?: string): boolean;
@@ -57,17 +82,37 @@ export interface FetchLoopGroup<D, R> {
 
 /** Own `loops` (at least one) as one {@link FetchLoopGroup}. */
 export function groupFetchLoops<D, R>(loops: readonly [Worker<D, R>, ...Worker<D, R>[]]): FetchLoopGroup<D, R> {
-  const all = async (act: (loop: Worker<D, R>) => Promise<unknown>) => void (await Promise.all(loops.map(act)));
+  const all = async (act: (loop: Worker<D, R>, i: number) => Promise<unknown>) =>
+    void (await Promise.all(loops.map(act)));
+  // Paused by a caller (pause() until resume()): no parked loop comes back meanwhile.
+  let held = false;
+  let fetching = loops.length;
   return {
     fetchLoops: loops,
     name: loops[0].name,
     opts: loops[0].opts,
+    fetching: () => fetching,
     on: (event, listener) => loops.forEach((l) => l.on(event, listener)),
     off: (event, listener) => loops.forEach((l) => l.off(event, listener)),
     run: () => all((l) => l.run()),
     waitUntilReady: () => all((l) => l.waitUntilReady()),
-    pause: (doNotWaitActive) => all((l) => l.pause(doNotWaitActive)),
-    resume: () => all((l) => l.resume()),
+    share(limit, wanted) {
+      fetching = Math.min(loops.length, Math.max(1, Math.floor(wanted)));
+      loops.forEach((l, i) => {
+        if (i < fetching) {
+          l.concurrency = shareOf(limit, fetching, i);
+          if (!held && l.isPaused()) void l.resume();
+        } else if (!l.isPaused()) void l.pause(true).catch(() => {});
+      });
+    },
+    pause: async (doNotWaitActive) => {
+      held = true;
+      await all((l) => l.pause(doNotWaitActive));
+    },
+    resume: async () => {
+      held = false;
+      await all((l, i) => (i < fetching ? l.resume() : Promise.resolve()));
+    },
     cancelJob: (jobId, reason) => loops.some((l) => l.cancelJob(jobId, reason)),
     cancelAllJobs: (reason) => loops.forEach((l) => l.cancelAllJobs(reason)),
     close: (force) => all((l) => l.close(force)),

@@ -51,8 +51,9 @@ const credited = async () =>
 describe('the worker adapts its jobs in flight to Get order', () => {
   it('grows while Get order is fast, cuts when it slows and when it fails, never exceeds PLATFORM_MAX_RPS, and credits each once', async () => {
     const worker = h.workers[0]!;
-    // The process's jobs in flight: the shares of its fetch loops (BullMQ Workers) add up to the limit.
-    const allowed = () => worker.fetchLoops.reduce((n, l) => n + l.concurrency, 0);
+    // The process's jobs in flight: the shares of its fetch loops (BullMQ Workers) that fetch add up to the limit (a
+    // parked loop fetches nothing: fetch-loops.ts).
+    const allowed = () => worker.fetchLoops.slice(0, worker.fetching()).reduce((n, l) => n + l.concurrency, 0);
     await h.queue.addBulk(payinJobs(nos, { attempts: 60, backoff: { type: 'callback-backoff' } }));
 
     // 1. Fast Get order (20 ms): the limit grows from 16, within what 400 requests/s can serve (400 × 45 ms × 2 = 36).

@@ -1,5 +1,5 @@
 import type { AdaptiveLimit } from './adaptive-concurrency.ts';
-import { loopsFetching, SLOTS_PER_FETCH_LOOP, type FetchLoopGroup } from './fetch-loops.ts';
+import { loopsFetching, ALL_LOOPS_FROM, type FetchLoopGroup } from './fetch-loops.ts';
 import type { WorkerMetrics } from './metrics.ts';
 
 /**
@@ -11,18 +11,18 @@ export const LIMIT_WINDOW_MS = 100;
 
 /**
  * Every {@link LIMIT_WINDOW_MS}, fold the adaptive limit's samples into a new limit (it follows Get order's latency
- * and failures, Little's law) and spread it over the fetch loops it calls for (fetch-loops.ts: one loop per `slotsPerLoop`
- * jobs in flight, 256); BullMQ reads each loop's share before each fetch. Returns the stop.
+ * and failures, Little's law) and spread it over the fetch loops it calls for (fetch-loops.ts: all of them from a limit of
+ * `allLoopsFrom`, 256, else the first); BullMQ reads each loop's share before each fetch. Returns the stop.
  */
 export function retuneFetchLoops(
   loops: Pick<FetchLoopGroup<unknown, unknown>, 'share'> & { readonly fetchLoops: readonly unknown[] },
   adaptive: AdaptiveLimit,
   metrics: WorkerMetrics | undefined,
-  slotsPerLoop = SLOTS_PER_FETCH_LOOP,
+  allLoopsFrom = ALL_LOOPS_FROM,
 ): () => void {
   const retune = setInterval(() => {
     const limit = adaptive.update();
-    loops.share(limit, loopsFetching(limit, loops.fetchLoops.length, slotsPerLoop));
+    loops.share(limit, loopsFetching(limit, loops.fetchLoops.length, allLoopsFrom));
     metrics?.inFlightLimit.set(limit);
   }, LIMIT_WINDOW_MS);
   retune.unref();

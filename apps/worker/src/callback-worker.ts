@@ -56,10 +56,10 @@ export interface CallbackWorkerDeps extends ApplyDeps {
    */
   fetchLoops?: number;
   /**
-   * Jobs in flight per fetch loop that fetches: below `fetchLoops` × this, the loops beyond the first are parked
-   * (fetch-loops.ts). @defaultValue SLOTS_PER_FETCH_LOOP (256)
+   * The limit from which every fetch loop fetches: below it the loops beyond the first are parked (fetch-loops.ts).
+   * @defaultValue ALL_LOOPS_FROM (256)
    */
-  slotsPerFetchLoop?: number;
+  allLoopsFrom?: number;
   /**
    * How long a job whose Get order found the platform's circuit breaker open (PLATFORM_CIRCUIT_OPEN) is put back as
    * delayed, in ms (with up to 50% jitter). Such a wait does not consume an attempt. @defaultValue 5000
@@ -160,7 +160,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   loops.on('error', reportErrors(deps, oomPause.refused));
   loops.on('completed', oomPause.completed);
   metrics?.inFlightLimit.set(allowed);
-  const stopRetune = adaptive && retuneFetchLoops(loops, adaptive, metrics, deps.slotsPerFetchLoop);
+  const stopRetune = adaptive && retuneFetchLoops(loops, adaptive, metrics, deps.allLoopsFrom);
   if (deps.releaseReviewedJobIds ?? true) loops.on('completed', releaseReviewedJobId(logger));
   loops.on('failed', recordFinalFailure(arrivals));
   loops.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled (its worker died or hung); it runs again'));

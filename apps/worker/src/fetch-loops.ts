@@ -12,22 +12,23 @@ import type { Worker, WorkerListener, WorkerOptions } from 'bullmq';
  * 100 ms). Spread over several Workers, the fills run side by side on the same connection (one fsync answers the
  * fetches of all of them) and each is a fraction as long.
  *
- * But the extra loops cost CPU whenever there is little to fill: at 0 ms of Get order the limit stays at or under 256
- * and the jobs in flight far below it, and four loops fetching side by side took more `moveToActive` scripts a credit
- * and started the jobs more thinly, so the group commits were smaller (`pnpm bench --only compare --compare-delays 0`,
- * one loop against four, taken in turn: 0.14-0.15 Postgres transactions a credit against 0.19-0.23, 4-6 % less CPU a
- * credit for the whole system, a median callback-to-credit time 30-100 ms longer, the same p99). So only the loops the
- * limit calls for fetch, one per {@link SLOTS_PER_FETCH_LOOP} jobs in flight; the others are parked (paused, their
- * jobs in progress run on) and take up their share again at the retune after the limit grows (a slow Get order's
- * limit passes 256 within a few 100 ms windows of its first replies).
+ * But the extra loops cost CPU whenever there is little to fill: at 0 ms of Get order the limit settles around 100-150
+ * and the jobs in flight below it, and four loops fetching side by side took more `moveToActive` scripts a credit and
+ * started the jobs more thinly, so the group commits were smaller (`pnpm bench --only compare --compare-delays 0`, one
+ * loop against four, taken in turn: 0.14-0.15 Postgres transactions a credit against 0.19-0.23, 4-6 % less CPU a
+ * credit for the whole system, a median callback-to-credit time 30-100 ms longer, the same p99). So while the limit is
+ * below {@link ALL_LOOPS_FROM} only the first loop fetches; the others are parked (paused, their jobs in progress run
+ * on) and take up their share again at the retune after the limit reaches it. A rule of one loop per 256 jobs in
+ * flight was tried and dropped: at 200 ms of Get order it left fewer loops fetching while the limit grew from 256,
+ * and callback-to-credit doubled (p50 576-680 ms against 311-388, p99 1,373-1,543 against 720-728).
  */
 
-/** Jobs in flight per loop that fetches (the fill that took 0.5 s for one loop, above). */
-export const SLOTS_PER_FETCH_LOOP = 256;
+/** The limit from which every loop fetches: the limit's starting value, so a burst at a slow Get order fills fast. */
+export const ALL_LOOPS_FROM = 256;
 
-/** Loops of `n` that fetch for a limit of `limit` jobs in flight: one per `perLoop` of them, at least one. */
-export function loopsFetching(limit: number, n: number, perLoop = SLOTS_PER_FETCH_LOOP): number {
-  return Math.min(n, Math.max(1, Math.ceil(limit / Math.max(1, perLoop))));
+/** Loops of `n` that fetch for a limit of `limit` jobs in flight: all from `from` on, below it the first one. */
+export function loopsFetching(limit: number, n: number, from = ALL_LOOPS_FROM): number {
+  return limit >= from ? n : 1;
 }
 
 /**

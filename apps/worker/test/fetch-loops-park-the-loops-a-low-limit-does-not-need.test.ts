@@ -2,13 +2,13 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakePlatform, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
 import { createAdaptiveLimit } from '../src/adaptive-concurrency.ts';
-import { loopsFetching, SLOTS_PER_FETCH_LOOP } from '../src/fetch-loops.ts';
+import { ALL_LOOPS_FROM, loopsFetching } from '../src/fetch-loops.ts';
 import { startHarness, type Harness } from './helpers/harness.ts';
 import { payinJobs, releasedPayins } from './helpers/released-payins.ts';
 
-// A worker process's fetch loops beyond the first fetch only when its limit calls for them (one loop per 256 jobs in
-// flight): at a fast Get order four loops fetching side by side cost CPU and commit smaller batches, for nothing to
-// fill. The parked loops come back when the limit grows, and a pause of the whole worker keeps them parked.
+// A worker process's fetch loops beyond the first fetch only from a limit of 256 jobs in flight on: at a fast Get
+// order four loops fetching side by side cost CPU and commit smaller batches, for little to fill. The parked loops
+// come back when the limit grows, and a pause of the whole worker keeps them parked.
 
 const env = useTestEnv();
 let platform: FakePlatform;
@@ -26,11 +26,11 @@ afterAll(async () => {
 const paused = (h: Harness) => h.workers[0]!.fetchLoops.map((l) => l.isPaused());
 
 describe('the fetch loops a low limit does not need', () => {
-  it('one loop per 256 jobs in flight, at least one, at most all', () => {
-    expect(SLOTS_PER_FETCH_LOOP).toBe(256);
-    expect([8, 256, 257, 600, 1024, 5000].map((limit) => loopsFetching(limit, 4))).toEqual([1, 1, 2, 3, 4, 4]);
-    expect(loopsFetching(0, 4)).toBe(1);
+  it('every loop from a limit of 256 on (the limit it starts at), the first one below it', () => {
+    expect(ALL_LOOPS_FROM).toBe(256);
+    expect([0, 8, 255, 256, 600, 5000].map((limit) => loopsFetching(limit, 4))).toEqual([1, 1, 1, 4, 4, 4]);
     expect(loopsFetching(42, 4, 8)).toBe(4);
+    expect(loopsFetching(600, 1)).toBe(1);
   });
 
   it('parks three of four loops under a limit of 200, credits every order through the first, and keeps them parked through a pause', async () => {
@@ -80,17 +80,22 @@ describe('the fetch loops a low limit does not need', () => {
     h = undefined;
   }, 60_000);
 
-  it('brings the parked loops back when the limit calls for them: three of four at a limit of 600', async () => {
-    h = await startHarness(env, platform.url, {
-      adaptive: createAdaptiveLimit({ initial: 600, min: 600, max: 600 }),
-    });
+  it('brings the parked loops back when the limit reaches 256', async () => {
+    const adaptive = createAdaptiveLimit({ initial: 100, min: 100, max: 100 });
+    h = await startHarness(env, platform.url, { adaptive });
     const worker = h.workers[0]!;
-    await waitFor(() => paused(h!).join() === 'false,false,false,true', {
+    await waitFor(() => paused(h!).join() === 'false,true,true,true', {
       timeoutMs: 5000,
-      message: 'the limit of 600 did not leave three loops fetching',
+      message: 'a limit of 100 did not park the loops beyond the first',
     });
-    expect(worker.fetching()).toBe(3);
-    expect(worker.fetchLoops.slice(0, 3).map((l) => l.concurrency)).toEqual([200, 200, 200]);
+    // The limit grows (as Get order slows): every loop fetches again, each with its share.
+    adaptive.update = () => 600;
+    await waitFor(() => paused(h!).join() === 'false,false,false,false', {
+      timeoutMs: 5000,
+      message: 'a limit of 600 did not bring the parked loops back',
+    });
+    expect(worker.fetching()).toBe(4);
+    expect(worker.fetchLoops.map((l) => l.concurrency)).toEqual([150, 150, 150, 150]);
     await h.close();
     h = undefined;
   }, 30_000);

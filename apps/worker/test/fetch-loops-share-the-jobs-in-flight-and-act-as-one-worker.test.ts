@@ -22,9 +22,9 @@ beforeAll(async () => {
   platform.setDelay(50);
   nos = await releasedPayins(env, platform, 'FL', N);
   adaptive = createAdaptiveLimit({ initial: 42, max: 400 });
-  // Eight jobs in flight per loop, so that a limit of 42 keeps all four fetching (the default, 256 a loop, would park
-  // three of them: fetch-loops-park-the-loops-a-low-limit-does-not-need.test.ts).
-  h = await startHarness(env, platform.url, { adaptive, slotsPerFetchLoop: 8 });
+  // Every loop fetches from a limit of 8, so that a limit of 42 keeps all four fetching (by default, below 256, three
+  // are parked: fetch-loops-park-the-loops-a-low-limit-does-not-need.test.ts).
+  h = await startHarness(env, platform.url, { adaptive, allLoopsFrom: 8 });
 });
 afterAll(async () => {
   await h?.close();

@@ -15,8 +15,8 @@ import type { Worker, WorkerListener, WorkerOptions } from 'bullmq';
  * But the extra loops cost CPU whenever there is little to fill: at 0 ms of Get order the limit settles around 100-150
  * and the jobs in flight below it, and four loops fetching side by side took more `moveToActive` scripts a credit and
  * started the jobs more thinly, so the group commits were smaller (`pnpm bench --only compare --compare-delays 0`, one
- * loop against four, taken in turn: 0.14-0.15 Postgres transactions a credit against 0.19-0.23, 4-6 % less CPU a
- * credit for the whole system, a median callback-to-credit time 30-100 ms longer, the same p99). So while the limit is
+ * loop against four, six pairs taken in turn: 0.14-0.15 Postgres transactions a credit against 0.20-0.24, 3.4 %
+ * less CPU a credit for the whole system, a median callback-to-credit time 30-60 ms longer, the same p99). So while the limit is
  * below {@link ALL_LOOPS_FROM} only the first loop fetches; the others are parked (paused, their jobs in progress run
  * on) and take up their share again at the retune after the limit reaches it. A rule of one loop per 256 jobs in
  * flight was tried and dropped: at 200 ms of Get order it left fewer loops fetching while the limit grew from 256,

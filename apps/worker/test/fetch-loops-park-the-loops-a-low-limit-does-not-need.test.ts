@@ -33,7 +33,7 @@ describe('the fetch loops a low limit does not need', () => {
     expect(loopsFetching(600, 1)).toBe(1);
   });
 
-  it('parks three of four loops under a limit of 200, credits every order through the first, and keeps them parked through a pause', async () => {
+  it('parks three of four loops below 256, credits every order through the first, keeps them parked through a pause', async () => {
     const nos = await releasedPayins(env, platform, 'PK', 60);
     const adaptive = createAdaptiveLimit({ initial: 42, max: 200 });
     // Counts the retune's windows (each one folds the limit first), to wait for two of them without a fixed sleep.

@@ -44,8 +44,18 @@ const TRANSIENT_ROLLBACK = /^40(?!002)/;
  */
 const DISCARD_SQLSTATES = new Set(['25006', '25P03', '25P04', '57P01', '57P02', '57P03', '57P05']);
 /** node-postgres reports a lost or unobtainable connection with plain Errors carrying these messages. */
-const CONNECTION_LOST =
-  /Connection terminated|timeout exceeded when trying to connect|not queryable|Client was closed|socket hang up|read ECONNRESET|connect ECONNREFUSED/i;
+const CONNECTION_LOST = new RegExp(
+  [
+    'Connection terminated',
+    'timeout exceeded when trying to connect',
+    'not queryable',
+    'Client was closed',
+    'socket hang up',
+    'read ECONNRESET',
+    'connect ECONNREFUSED',
+  ].join('|'),
+  'i',
+);
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
 /**

@@ -27,7 +27,7 @@ const MERCHANT_NO = 'M-FAILOVER-1';
 const N = 2000;
 const CONCURRENCY = 32;
 const KILL_AFTER_ACKS = 600;
-/** How long the killed primary stays down before it is restarted (the sentinels then make it a replica). */
+/** How long the killed primary stays down at least, and until the replica is promoted (the sentinels then make it a replica). */
 const PRIMARY_DOWN_MS = 2000;
 
 interface RunReport {
@@ -185,7 +185,16 @@ async function failoverUnderLoad(minReplicas: number): Promise<RunReport> {
           acknowledgedBeforeKill = acknowledged;
           await setup.primary.kill();
           killedAt = Date.now();
-          await delay(PRIMARY_DOWN_MS);
+          // Down until the sentinels have promoted the replica, and PRIMARY_DOWN_MS at least: restarted sooner (a slow
+          // host can take longer than that to elect), the old primary is seen back and no failover happens at all.
+          await Promise.all([
+            delay(PRIMARY_DOWN_MS),
+            waitFor(async () => (await setup.primaryPort().catch(() => 0)) === setup.replica.port, {
+              timeoutMs: 60_000,
+              intervalMs: 100,
+              message: 'the sentinels did not promote the replica',
+            }),
+          ]);
           await setup.primary.start(); // comes back as a primary; the sentinels turn it into a replica of the new one
         })();
       }

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { callbackArrivals, ledgerEntries, operatorActions, orders, replays } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { callbackJobId, callbackJobOptions } from '@mcb/core/queue';
@@ -20,8 +20,11 @@ beforeAll(async () => {
     consoleDeps: { operators: OPERATORS, replayDriver: false },
   });
 });
+// Each test's drivers stop with it: one left running (polling every 200 ms) would claim the next test's replay.
+afterEach(async () => {
+  await Promise.all(drivers.splice(0).map((d) => d.close()));
+});
 afterAll(async () => {
-  await Promise.all(drivers.map((d) => d.close()));
   await stack?.close();
 });
 

@@ -105,10 +105,39 @@ export interface CompareRow {
   lean: SystemRun;
   pipeline: SystemRun;
   settlement?: SystemRun;
-  /** pipeline credits/s ÷ lean credits/s. */
+  /** pipeline credits/s ÷ lean credits/s (with rounds: the median of the rounds' ratios). */
   vsLean: number;
-  /** pipeline CPU per credit ÷ lean CPU per credit (all processes, Postgres and Redis included). */
+  /** pipeline CPU per credit ÷ lean CPU per credit, all processes, Postgres and Redis included (with rounds: the median). */
   cpuRatio: number;
+  /**
+   * With `--compare-rounds N` > 1: every round, lean and pipeline run back to back, which goes first alternating. `lean`
+   * and `pipeline` above are then the round whose CPU ratio is the median (lower median for an even N), shown in full.
+   */
+  rounds?: CompareRound[];
+}
+
+export interface CompareRound {
+  lean: SystemRun;
+  pipeline: SystemRun;
+  vsLean: number;
+  cpuRatio: number;
+}
+
+/** The median of a non-empty list (the mean of the middle two for an even length). */
+export function median(values: number[]): number {
+  const s = [...values].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** A row's rounds: its one pair when it ran a single round. */
+export function roundsOf(row: CompareRow): CompareRound[] {
+  return row.rounds ?? [{ lean: row.lean, pipeline: row.pipeline, vsLean: row.vsLean, cpuRatio: row.cpuRatio }];
+}
+
+/** Every system run a row holds (all rounds, and the settlement receiver's), for the credit check. */
+export function runsOf(row: CompareRow): SystemRun[] {
+  return [...roundsOf(row).flatMap((x) => [x.lean, x.pipeline]), ...(row.settlement ? [row.settlement] : [])];
 }
 
 /** The light platform: Get order from memory (every `MB…` order is a released pay-in `PB…`), after `delayMs`. */
@@ -569,6 +598,8 @@ export async function runCompare(o: {
   rsaCpuMsPerDecrypt: number;
   /** Also run the in-request receiver through @mcb/settlement. */
   withSettlement?: boolean;
+  /** Lean and pipeline run this many times at each latency, in alternating order; the ratios are the medians. */
+  rounds?: number;
   /** Settings given to ingest and the worker (to try one by configuration). */
   pipelineEnv?: Record<string, string>;
   profile?: boolean;
@@ -581,25 +612,44 @@ export async function runCompare(o: {
     const emulator = await startEmulator(delayMs);
     try {
       const base = { ...o, redisPid, platformUrl: emulator.url };
-      const lean = await runSystem({ ...base, which: 'lean' });
-      for (const l of describeRun(delayMs, lean)) progress(l);
-      const pipeline = await runSystem({ ...base, which: 'pipeline' });
-      for (const l of describeRun(delayMs, pipeline)) progress(l);
-      let settlement: SystemRun | undefined;
-      if (o.withSettlement) {
-        settlement = await runSystem({ ...base, which: 'settlement' });
-        for (const l of describeRun(delayMs, settlement)) progress(l);
+      const run = async (which: SystemName) => {
+        const r = await runSystem({ ...base, which });
+        for (const l of describeRun(delayMs, r)) progress(l);
+        return r;
+      };
+      const rounds: CompareRound[] = [];
+      const count = Math.max(1, o.rounds ?? 1);
+      for (let i = 0; i < count; i++) {
+        // Alternated, so that a drift of the machine (a neighbour, a warming cache) does not favour one system.
+        const first = i % 2 === 0 ? await run('lean') : await run('pipeline');
+        const second = i % 2 === 0 ? await run('pipeline') : await run('lean');
+        const [lean, pipeline] = i % 2 === 0 ? [first, second] : [second, first];
+        const round = {
+          lean,
+          pipeline,
+          vsLean: pipeline.creditsPerSecond / lean.creditsPerSecond,
+          cpuRatio: pipeline.cpuMsPerCredit.total / lean.cpuMsPerCredit.total,
+        };
+        if (count > 1)
+          progress(
+            `  @${delayMs} ms round ${i + 1}/${count}: pipeline ÷ lean: credits/s ${round.vsLean.toFixed(2)}, CPU per credit ${round.cpuRatio.toFixed(2)}`,
+          );
+        rounds.push(round);
       }
+      const settlement = o.withSettlement ? await run('settlement') : undefined;
+      const middle = [...rounds].sort((x, y) => x.cpuRatio - y.cpuRatio)[(rounds.length - 1) >> 1]!;
       const row: CompareRow = {
         getOrderDelayMs: delayMs,
-        lean,
-        pipeline,
+        lean: middle.lean,
+        pipeline: middle.pipeline,
         ...(settlement ? { settlement } : {}),
-        vsLean: pipeline.creditsPerSecond / lean.creditsPerSecond,
-        cpuRatio: pipeline.cpuMsPerCredit.total / lean.cpuMsPerCredit.total,
+        vsLean: median(rounds.map((x) => x.vsLean)),
+        cpuRatio: median(rounds.map((x) => x.cpuRatio)),
+        ...(count > 1 ? { rounds } : {}),
       };
       progress(
-        `  @${delayMs} ms: pipeline ÷ lean: credits/s ${row.vsLean.toFixed(2)}, CPU per credit ${row.cpuRatio.toFixed(2)}`,
+        `  @${delayMs} ms: pipeline ÷ lean: credits/s ${row.vsLean.toFixed(2)}, CPU per credit ${row.cpuRatio.toFixed(2)}` +
+          (count > 1 ? ` (medians of ${count} rounds)` : ''),
       );
       rows.push(row);
     } finally {

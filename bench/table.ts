@@ -1,5 +1,6 @@
 /** The final table: limits, ingest, end to end, backlog, and the targets, as plain text. */
 import type { BenchReport } from './run.ts';
+import { runsOf, type CompareRound } from './compare.ts';
 
 const n0 = (v: number | undefined) =>
   v === undefined || !Number.isFinite(v) ? '-' : Math.round(v).toLocaleString('en-US');
@@ -136,7 +137,7 @@ export function renderTable(r: BenchReport): string {
       ],
     ];
     for (const c of r.compare) {
-      const ok = [c.lean, c.pipeline, ...(c.settlement ? [c.settlement] : [])].every((x) => x.verified.ok);
+      const ok = runsOf(c).every((x) => x.verified.ok);
       rows.push([
         `${c.getOrderDelayMs} ms`,
         n0(c.lean.creditsPerSecond),
@@ -152,6 +153,13 @@ export function renderTable(r: BenchReport): string {
       ]);
     }
     out.push(grid(rows));
+    for (const c of r.compare.filter((x) => x.rounds)) {
+      const list = (f: (x: CompareRound) => number) => c.rounds!.map((x) => f(x).toFixed(2)).join(', ');
+      out.push(
+        `  @${c.getOrderDelayMs} ms, ${c.rounds!.length} rounds (lean first, then pipeline first, in turn): CPU ratio ${list((x) => x.cpuRatio)}; ` +
+          `credits/s ratio ${list((x) => x.vsLean)}. The ÷ columns are their medians; the other figures are the round with the median CPU ratio.`,
+      );
+    }
     out.push("  CPU ms per credit by process (share of the system's total):");
     for (const c of r.compare) {
       for (const x of [c.lean, c.pipeline, ...(c.settlement ? [c.settlement] : [])]) {

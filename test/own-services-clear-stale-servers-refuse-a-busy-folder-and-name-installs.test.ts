@@ -1,5 +1,5 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -10,6 +10,9 @@ import {
   findPostgresBinaries,
   freePort,
   redisServerPath,
+  startOwnCluster,
+  startOwnRedis,
+  startOwnSentinel,
   waitFor,
 } from '@mcb/testkit';
 import pg from 'pg';
@@ -191,6 +194,39 @@ describe('own services', () => {
     expect(r.stderr).toContain('macOS:         brew install redis postgresql');
     expect(r.stderr).toContain('docker compose up -d postgres redis');
     expect(existsSync(join(base, 'demo', 'owner.pid'))).toBe(false);
+  });
+
+  it("a test's own Redis, Sentinel and Cluster nodes: redis-server from PATH, or one error naming the install", async () => {
+    const path = process.env.PATH;
+    process.env.PATH = dirname(process.execPath); // node alone: no redis-server anywhere
+    const missing =
+      'redis-server is not on PATH: install Redis (Debian: apt-get install redis-server; macOS: brew install redis)';
+    try {
+      await expect(startOwnRedis()).rejects.toThrow(missing);
+      await expect(startOwnSentinel('mcb')).rejects.toThrow(missing);
+      await expect(startOwnCluster(3)).rejects.toThrow(missing);
+    } finally {
+      process.env.PATH = path;
+    }
+    // The first redis-server on PATH is the one started, for every kind of node (not Debian's /usr/bin by name).
+    const real = redisServerPath()!;
+    const wrapperDir = mkdtempSync(join(base, 'bin-'));
+    const calls = join(wrapperDir, 'calls');
+    writeFileSync(join(wrapperDir, 'redis-server'), `#!/bin/sh\necho "$*" >> '${calls}'\nexec '${real}' "$@"\n`);
+    chmodSync(join(wrapperDir, 'redis-server'), 0o755);
+    process.env.PATH = `${wrapperDir}:${path}`;
+    try {
+      const sentinel = await startOwnSentinel('mcb');
+      await sentinel.destroy();
+      const cluster = await startOwnCluster(3);
+      await cluster.destroy();
+    } finally {
+      process.env.PATH = path;
+    }
+    const lines = readFileSync(calls, 'utf8').trim().split('\n');
+    expect(lines.filter((l) => l.includes('--sentinel'))).toHaveLength(1);
+    expect(lines.filter((l) => l.includes('--replicaof'))).toHaveLength(1);
+    expect(lines.filter((l) => l.includes('--cluster-enabled yes'))).toHaveLength(3);
   });
 
   it('refuse a switch value they do not know', async () => {

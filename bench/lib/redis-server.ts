@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { findExecutable } from '@mcb/testkit/run-as';
 import { freePort, launch, type Child } from './proc.ts';
 import { sleep } from './progress.ts';
 
@@ -35,7 +36,8 @@ export interface FsyncStalls {
   worstMs: number;
 }
 
-export const REDIS_SERVER = process.env.BENCH_REDIS_SERVER ?? '/usr/bin/redis-server';
+/** BENCH_REDIS_SERVER, else `redis-server` on PATH (Debian's /usr/bin, Homebrew's). */
+export const REDIS_SERVER = process.env.BENCH_REDIS_SERVER ?? findExecutable('redis-server') ?? '/usr/bin/redis-server';
 
 export async function startRedis(): Promise<BenchRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'mcb-bench-redis-'));

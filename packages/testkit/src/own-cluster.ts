@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { killQuietly, onProcessExit, stopChild } from './cleanup.ts';
 import { freePort } from './free-port.ts';
-import { DURABLE_REDIS_ARGS } from './own-redis.ts';
+import { DURABLE_REDIS_ARGS, redisServerBinary } from './own-redis.ts';
 import { waitFor } from './wait-for.ts';
 
 export interface OwnCluster {
@@ -25,6 +25,7 @@ export interface OwnCluster {
 const SLOTS = 16_384;
 
 export async function startOwnCluster(masters = 3): Promise<OwnCluster> {
+  const binary = redisServerBinary();
   const dir = mkdtempSync(join(tmpdir(), 'mcb-cluster-'));
   const children: ChildProcess[] = [];
   const admins: Redis[] = [];
@@ -44,7 +45,7 @@ export async function startOwnCluster(masters = 3): Promise<OwnCluster> {
     for (const port of ports) {
       children.push(
         spawn(
-          '/usr/bin/redis-server',
+          binary,
           [
             '--port',
             String(port),

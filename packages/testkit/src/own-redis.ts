@@ -25,6 +25,16 @@ export const DURABLE_REDIS_ARGS = [
 /** `redis-server` on PATH (Debian's /usr/bin, Homebrew's), or undefined when the machine has none. */
 export const redisServerPath = (): string | undefined => findExecutable('redis-server');
 
+/** The `redis-server` a test starts (own Redis, Sentinel and Cluster nodes): on PATH, else a clear error. */
+export function redisServerBinary(): string {
+  const found = redisServerPath();
+  if (!found)
+    throw new Error(
+      'redis-server is not on PATH: install Redis (Debian: apt-get install redis-server; macOS: brew install redis)',
+    );
+  return found;
+}
+
 export interface OwnRedis {
   url: string;
   port: number;
@@ -56,7 +66,7 @@ export async function startOwnRedis(
   args: string[] = DURABLE_REDIS_ARGS,
   options: OwnRedisOptions = {},
 ): Promise<OwnRedis> {
-  const binary = redisServerPath() ?? '/usr/bin/redis-server';
+  const binary = redisServerBinary();
   const port = await freePort();
   const ownDir = options.dir === undefined;
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'mcb-redis-'));

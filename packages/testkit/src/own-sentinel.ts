@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { killQuietly, onProcessExit, stopChild } from './cleanup.ts';
 import { freePort } from './free-port.ts';
-import { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from './own-redis.ts';
+import { DURABLE_REDIS_ARGS, redisServerBinary, startOwnRedis, type OwnRedis } from './own-redis.ts';
 import { waitFor } from './wait-for.ts';
 
 export interface OwnSentinelSetup {
@@ -48,6 +48,7 @@ export interface OwnSentinelOptions {
 }
 
 export async function startOwnSentinel(name = 'mcb', options: OwnSentinelOptions = {}): Promise<OwnSentinelSetup> {
+  const binary = redisServerBinary();
   const nodeArgs = [...DURABLE_REDIS_ARGS, ...(options.redisArgs ?? [])];
   const primary = await startOwnRedis(nodeArgs);
   const replicas: OwnRedis[] = [];
@@ -81,7 +82,7 @@ export async function startOwnSentinel(name = 'mcb', options: OwnSentinelOptions
         '',
       ].join('\n'),
     );
-    children.push(spawn('/usr/bin/redis-server', [conf, '--sentinel'], { stdio: 'ignore' }));
+    children.push(spawn(binary, [conf, '--sentinel'], { stdio: 'ignore' }));
   }
   const port = ports[0]!;
   const admin = new Redis({

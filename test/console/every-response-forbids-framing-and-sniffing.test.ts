@@ -1,3 +1,4 @@
+import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reviews } from '@mcb/core/db';
 import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
@@ -81,6 +82,40 @@ describe('every response forbids framing and sniffing', () => {
       const res = await stack.app.inject(req);
       expect(res.statusCode, what).toBe(status);
       expectProtected(res, what);
+    }
+  });
+
+  it("requests Node's HTTP parser refuses before fastify (headers too large: 431; unparseable: 400) carry them too", async () => {
+    await stack.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = stack.app.server.address() as AddressInfo;
+    /** One raw request; what came back before the console closed the connection. */
+    const raw = (request: string) =>
+      new Promise<string>((resolve) => {
+        let out = '';
+        const socket = connect(port, '127.0.0.1', () => socket.write(request));
+        socket.on('data', (d: Buffer) => (out += d.toString()));
+        socket.on('error', () => undefined);
+        socket.on('close', () => resolve(out));
+      });
+    const cases: [string, string, number][] = [
+      ['headers over 16 KiB', `GET /search HTTP/1.1\r\nHost: c\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+      ['a header without its colon', 'GET /search HTTP/1.1\r\nHost c\r\n\r\n', 400],
+    ];
+    for (const [what, request, status] of cases) {
+      const reply = await raw(request);
+      const [head = '', body = ''] = reply.split('\r\n\r\n');
+      expect(head.split('\r\n')[0], what).toBe(
+        `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}`,
+      );
+      const headers = Object.fromEntries(
+        head
+          .split('\r\n')
+          .slice(1)
+          .map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
+      expectProtected({ headers }, what);
+      expect(headers.connection, what).toBe('close');
+      expect(JSON.parse(body), what).toMatchObject({ code: 'REQUEST_INVALID' });
     }
   });
 

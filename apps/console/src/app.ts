@@ -52,7 +52,7 @@ import { searchPageRows } from './search/pages.ts';
 import { ordersPageRows } from './orders/pages.ts';
 import { createSessionRevocations } from './session/revocations.ts';
 import { createSessionCodec } from './session/session-cookie.ts';
-import { installSecurityHeaders, setSecurityHeaders } from './web/security-headers.ts';
+import { clientErrorReply, installSecurityHeaders, setSecurityHeaders } from './web/security-headers.ts';
 import { assetsPlugin } from './web/assets.ts';
 import { acceptForms } from './web/forms.ts';
 
@@ -208,6 +208,8 @@ function createServer(
         .code(status)
         .send({ code: ErrorCodes.REQUEST_INVALID, message: 'malformed request URL', requestId: req.id });
     },
+    // Requests Node's parser refuses (431 headers too large, 400, 408) answered with the security headers too.
+    clientErrorHandler: clientErrorReply,
     bodyLimit: deps.bodyLimit ?? 65_536,
     // Routes are matched exactly; no trailing-slash or case variants that could slip past a reviewer's eye.
     routerOptions: { ignoreTrailingSlash: false, caseSensitive: true },

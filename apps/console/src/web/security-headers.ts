@@ -1,3 +1,6 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { ErrorCodes } from '@mcb/core/errors';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
 /** What every response may not be: framed by another page (clickjacking), or sniffed into another content type. */
@@ -39,4 +42,34 @@ export function setSecurityHeaders(reply: FastifyReply): void {
   reply.header('x-content-type-options', 'nosniff');
   reply.header('x-frame-options', 'DENY');
   reply.header('content-security-policy', withFrameAncestors(reply.getHeader('content-security-policy')));
+}
+
+/**
+ * Node's HTTP parser refuses some requests before fastify sees them (headers over 16 KiB: 431; a request it cannot
+ * parse: 400; one too slow to arrive: 408), and fastify's default answer to those carries none of the headers above.
+ * This is fastify's `clientErrorHandler` for the console: the same statuses, with the three headers, our error body,
+ * and the connection closed.
+ */
+export function clientErrorReply(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // A reset connection has no one left to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'request headers too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'request not received in time']
+        : [400, 'malformed request'];
+  const body = JSON.stringify({ code: ErrorCodes.REQUEST_INVALID, message });
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'X-Content-Type-Options: nosniff\r\n' +
+        'X-Frame-Options: DENY\r\n' +
+        `Content-Security-Policy: ${FRAME_ANCESTORS}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+    );
+  socket.destroy(err);
 }

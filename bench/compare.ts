@@ -621,9 +621,10 @@ export async function runCompare(o: {
       const count = Math.max(1, o.rounds ?? 1);
       for (let i = 0; i < count; i++) {
         // Alternated, so that a drift of the machine (a neighbour, a warming cache) does not favour one system.
-        const first = i % 2 === 0 ? await run('lean') : await run('pipeline');
-        const second = i % 2 === 0 ? await run('pipeline') : await run('lean');
-        const [lean, pipeline] = i % 2 === 0 ? [first, second] : [second, first];
+        const ran: Partial<Record<SystemName, SystemRun>> = {};
+        for (const s of i % 2 === 0 ? (['lean', 'pipeline'] as const) : (['pipeline', 'lean'] as const))
+          ran[s] = await run(s);
+        const [lean, pipeline] = [ran.lean!, ran.pipeline!];
         const round = {
           lean,
           pipeline,

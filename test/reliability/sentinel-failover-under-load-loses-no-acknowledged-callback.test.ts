@@ -27,7 +27,7 @@ const MERCHANT_NO = 'M-FAILOVER-1';
 const N = 2000;
 const CONCURRENCY = 32;
 const KILL_AFTER_ACKS = 600;
-/** How long the killed primary stays down at least, and until the replica is promoted (the sentinels then make it a replica). */
+/** The killed primary stays down this long at least, and until the replica is promoted (then it comes back a replica). */
 const PRIMARY_DOWN_MS = 2000;
 
 interface RunReport {

@@ -11,8 +11,8 @@ export const LIMIT_WINDOW_MS = 100;
 
 /**
  * Every {@link LIMIT_WINDOW_MS}, fold the adaptive limit's samples into a new limit (it follows Get order's latency
- * and failures, Little's law) and spread it over the fetch loops it calls for (fetch-loops.ts: all of them from a limit of
- * `allLoopsFrom`, 256, else the first); BullMQ reads each loop's share before each fetch. Returns the stop.
+ * and failures, Little's law) and spread it over the fetch loops it calls for (fetch-loops.ts: all of them from a
+ * limit of `allLoopsFrom`, 256, else the first); BullMQ reads each loop's share before each fetch. Returns the stop.
  */
 export function retuneFetchLoops(
   loops: Pick<FetchLoopGroup<unknown, unknown>, 'share'> & { readonly fetchLoops: readonly unknown[] },

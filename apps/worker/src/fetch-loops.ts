@@ -16,11 +16,11 @@ import type { Worker, WorkerListener, WorkerOptions } from 'bullmq';
  * and the jobs in flight below it, and four loops fetching side by side took more `moveToActive` scripts a credit and
  * started the jobs more thinly, so the group commits were smaller (`pnpm bench --only compare --compare-delays 0`, one
  * loop against four, six pairs taken in turn: 0.14-0.15 Postgres transactions a credit against 0.20-0.24, 3.4 %
- * less CPU a credit for the whole system, a median callback-to-credit time 30-60 ms longer, the same p99). So while the limit is
- * below {@link ALL_LOOPS_FROM} only the first loop fetches; the others are parked (paused, their jobs in progress run
- * on) and take up their share again at the retune after the limit reaches it. A rule of one loop per 256 jobs in
- * flight was tried and dropped: at 200 ms of Get order it left fewer loops fetching while the limit grew from 256,
- * and callback-to-credit doubled (p50 576-680 ms against 311-388, p99 1,373-1,543 against 720-728).
+ * less CPU a credit for the whole system, a median callback-to-credit time 30-60 ms longer, the same p99). So while
+ * the limit is below {@link ALL_LOOPS_FROM} only the first loop fetches; the others are parked (paused, their jobs in
+ * progress run on) and take up their share again at the retune after the limit reaches it. A rule of one loop per 256
+ * jobs in flight was tried and dropped: at 200 ms of Get order it left fewer loops fetching while the limit grew from
+ * 256, and callback-to-credit doubled (p50 576-680 ms against 311-388, p99 1,373-1,543 against 720-728).
  */
 
 /** The limit from which every loop fetches: the limit's starting value, so a burst at a slow Get order fills fast. */

@@ -11,6 +11,7 @@ import pg from 'pg';
 import { onProcessExit } from './cleanup.ts';
 import { freePort } from './free-port.ts';
 import type { PostgresBinaries } from './postgres-binaries.ts';
+import { reachablePostgresBinaries } from './postgres-binaries-reach.ts';
 import { chownToServerUser, commandAs, commandOf } from './run-as.ts';
 import { waitFor } from './wait-for.ts';
 
@@ -31,6 +32,8 @@ export interface PostgresServer {
   url: string;
   port: number;
   dataDir: string;
+  /** The bin folder it runs from: the given one, or a copy the server user can reach (postgres-binaries-reach.ts). */
+  binDir: string;
   /** The pid of a stale server (left by a run that died) that was stopped before this one started. */
   staleStopped: number | undefined;
   /** Fast shutdown (SIGINT), SIGQUIT then SIGKILL if it takes too long; resolves once the server is gone. */
@@ -94,7 +97,9 @@ async function ensureCluster(opts: PostgresServerOptions, data: string): Promise
 }
 
 /** Start (and when needed create) the server in `opts.folder`; resolves once it accepts queries. */
-export async function startPostgresServer(opts: PostgresServerOptions): Promise<PostgresServer> {
+export async function startPostgresServer(options: PostgresServerOptions): Promise<PostgresServer> {
+  // As root the server runs as the server user, which may not reach binaries inside a private checkout.
+  const opts = { ...options, binaries: reachablePostgresBinaries(options.binaries) };
   mkdirSync(opts.folder, { recursive: true });
   chownToServerUser(opts.folder);
   const data = join(opts.folder, 'data');
@@ -184,5 +189,5 @@ export async function startPostgresServer(opts: PostgresServerOptions): Promise<
     await stop();
     throw e;
   }
-  return { url, port, dataDir: data, staleStopped, stop };
+  return { url, port, dataDir: data, binDir: opts.binaries.dir, staleStopped, stop };
 }

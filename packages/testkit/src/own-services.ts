@@ -21,6 +21,7 @@ import { waitFor } from './wait-for.ts';
 
 export { commandAs } from './run-as.ts';
 export { findPostgresBinaries, npmPostgresBinaries, type PostgresBinaries } from './postgres-binaries.ts';
+export { reachablePostgresBinaries } from './postgres-binaries-reach.ts';
 export { startPostgresServer, type PostgresServer } from './own-postgres-server.ts';
 
 /** The switch: `1` starts own services even when the defaults answer, `0` never starts them, unset decides. */
@@ -211,6 +212,10 @@ export async function startOwnServices(opts: OwnServicesOptions): Promise<OwnSer
       }
       postgres = await startPostgresServer({ folder: pgFolder, binaries, durable: opts.durable });
       started.push(postgres);
+      if (postgres.binDir !== binaries.dir)
+        notes.push(
+          `the ${serverUser()} user cannot reach ${binaries.dir}: Postgres runs from a copy in ${postgres.binDir}`,
+        );
       if (postgres.staleStopped)
         notes.push(`stopped a stale postgres (pid ${postgres.staleStopped}) of an earlier run`);
       parts.push(

@@ -3,10 +3,19 @@
  * worker first takes the job and after each attempt, so the console finds an order's callbacks by merchant order
  * number even while they wait or after they failed for good (no receipt yet). Off the money path: rows go through
  * a {@link Batcher}, one upsert per batch of jobs, and the job never waits for them; a lost row is rewritten by the
- * job's next attempt, and a row that cannot be written is logged, never a job failure. A job's last row (`failed`:
- * failed for good) has no next attempt to rewrite it, and it is what replay by filter and its dry run look for: it is
- * kept and written again every `retryFinalMs` until Postgres takes it (a Postgres outage is exactly when jobs use up
- * their attempts).
+ * job's next attempt, and a row that cannot be written is logged, never a job failure. A row Postgres did not take is
+ * kept (the newest of each job) and written again every `retryFinalMs` until Postgres takes it: a job's last row
+ * (`failed`: failed for good) has no next attempt to rewrite it, and it is what replay by filter and its dry run look
+ * for (a Postgres outage is exactly when jobs use up their attempts); a `retrying` or `active` row may wait minutes for
+ * its job's next attempt, and meanwhile the Callbacks page and the order page would not list the job. A row still
+ * unwritten when the process stops is lost: the failed-rows check (failed-rows-check.ts) rewrites `failed` rows from
+ * BullMQ's failed set, and the job's next attempt writes the others.
+ *
+ * Reports are ordered by the job's progress, never by a host's clock (workers' clocks differ): by its callback's
+ * arrival (a job id reused after a review released it is a new job), then its attempts over all its runs (a replay
+ * resets BullMQ's count, see `attemptsBefore`), then how far the attempt got (`active`, then `waiting`, then
+ * `retrying`, then an end). A report behind the stored row changes nothing: a stalled attempt's late word, a row kept
+ * through an outage while the job went on, a replay's `retrying` that a newer run's report already passed.
  *
  * Rows wait a little before they are written (held-rows.ts), which is what keeps the search cheap per credit: a first
  * attempt's `active` row waits up to `activeAfterMs` and is dropped when the attempt ends sooner (its outcome's row
@@ -17,7 +26,7 @@ import { Batcher, type Settled } from '@mcb/core/batcher';
 import type { callbackArrivals, Database } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
-import type { CallbackJob } from '@mcb/core/queue';
+import { attemptsBefore, type CallbackJob } from '@mcb/core/queue';
 import { poolOf, type ApplyOutcome } from '@mcb/settlement';
 import type { Job } from 'bullmq';
 import { createHeldRows } from './held-rows.ts';
@@ -31,7 +40,10 @@ export interface AttemptReport {
   outcome?: string | null;
   code?: string | null;
   detail?: string | null;
-  /** Attempts made so far. @defaultValue the job's attemptsMade + 1 (the attempt that just ran) */
+  /**
+   * Attempts made so far, over all the job's runs. @defaultValue `attemptsBefore(job)` + the job's attemptsMade + 1 (the
+   * attempt that just ran)
+   */
   attempts?: number;
 }
 
@@ -54,10 +66,12 @@ export interface ArrivalRecorderOptions {
   maxBatch?: number;
   /** Told each batch's size (a metric). */
   onBatch?: (size: number) => void;
-  /** How often `failed` rows that could not be written are tried again, in ms. @defaultValue 5000 */
+  /** How often rows that could not be written are tried again, in ms. @defaultValue 5000 */
   retryFinalMs?: number;
-  /** Most `failed` rows kept for another try; beyond it the oldest is dropped and logged. @defaultValue 100000 */
+  /** Most rows kept for another try; beyond it the oldest is dropped and logged. @defaultValue 100000 */
   maxUnwrittenFinal?: number;
+  /** This host's clock (a row's `first_seen_at`, `updated_at`), in ms since the epoch. @defaultValue Date.now */
+  now?: () => number;
   /**
    * How long a first attempt's `active` row may wait before it is written, in ms (half of it at least); an attempt
    * that ends sooner writes only its outcome's row (first seen when it was taken). The search shows a job as active
@@ -83,11 +97,36 @@ const SETTLED = new Set<ArrivalStatus>(['applied', 'duplicate']);
  */
 export const WORKER_ARRIVAL_WAITS = { activeAfterMs: 1000, outcomeWithinMs: 100 } as const;
 
+/** How far an attempt got, by its report's status: an attempt's end passes its wait, its retry, its start. */
+const STEP: Record<ArrivalStatus, number> = {
+  active: 0,
+  waiting: 1,
+  retrying: 2,
+  applied: 3,
+  duplicate: 3,
+  review: 3,
+  failed: 3,
+};
+const STEP_SQL = (row: string) =>
+  `(CASE ${row}.status WHEN 'active' THEN 0 WHEN 'waiting' THEN 1 WHEN 'retrying' THEN 2 ELSE 3 END)`;
+
+/**
+ * Whether report `a` is the job's progress beyond (or level with) report `b`: the later callback (a job id reused
+ * after a review released it), then more attempts, then a further step. Never the hosts' clocks.
+ */
+export function isAtOrBeyond(a: ArrivalRow, b: ArrivalRow): boolean {
+  const received = a.receivedAt.getTime() - b.receivedAt.getTime();
+  if (received !== 0) return received > 0;
+  if (a.attempts !== b.attempts) return a.attempts > b.attempts;
+  return STEP[a.status] >= STEP[b.status];
+}
+
 /**
  * One statement for a whole batch: 14 array parameters unnested into rows, whatever the batch's size. Built once,
  * not per batch: drizzle's insert builder spent 6-12 % of the worker's CPU assembling 14 placeholders per row (bench
- * profile at 0 ms). A job id is reused after a reviewed job released it, so the newer callback's fields replace the
- * older's; a report older than the stored one (a stalled attempt's late word) changes nothing.
+ * profile at 0 ms). A report replaces the stored row only if it is the job's progress at or beyond it
+ * ({@link isAtOrBeyond}): a job id reused after a reviewed job released it is a later callback, whose fields replace
+ * the older's; a report behind the stored one changes nothing.
  */
 const UPSERT_SQL = `
 INSERT INTO callback_arrivals AS t
@@ -101,14 +140,17 @@ ON CONFLICT (job_id) DO UPDATE SET
        first_seen_at = least(t.first_seen_at, excluded.first_seen_at), updated_at = excluded.updated_at,
        attempts = excluded.attempts, status = excluded.status, outcome = excluded.outcome,
        last_code = excluded.last_code, last_detail = excluded.last_detail
- WHERE excluded.updated_at >= t.updated_at`;
+ WHERE excluded.received_at > t.received_at
+    OR (excluded.received_at = t.received_at
+        AND (excluded.attempts, ${STEP_SQL('excluded')}) >= (t.attempts, ${STEP_SQL('t')}))`;
 
-/** Upsert `rows` by job id. Rows of one job in one batch (taken, then settled) collapse to the last. */
+/** Upsert `rows` by job id. Rows of one job in one batch (taken, then settled) collapse to the furthest. */
 async function upsertArrivals(db: Database, rows: readonly ArrivalRow[]): Promise<Settled<void>[]> {
   const byJob = new Map<string, ArrivalRow>();
   for (const row of rows) {
     const earlier = byJob.get(row.jobId);
-    byJob.set(row.jobId, earlier ? { ...row, firstSeenAt: earlier.firstSeenAt } : row);
+    if (!earlier) byJob.set(row.jobId, row);
+    else if (isAtOrBeyond(row, earlier)) byJob.set(row.jobId, { ...row, firstSeenAt: earlier.firstSeenAt });
   }
   const list = [...byJob.values()];
   const column = <T>(pick: (r: ArrivalRow) => T) => list.map(pick);
@@ -159,7 +201,7 @@ function arrivalRow(job: Job, event: CallbackJob, now: Date) {
     receivedAt: Number.isNaN(received.getTime()) ? new Date(job.timestamp) : received,
     firstSeenAt: now,
     updatedAt: now,
-    attempts: job.attemptsMade + 1,
+    attempts: attemptsBefore(job) + job.attemptsMade + 1,
   };
 }
 
@@ -177,12 +219,13 @@ export function createArrivalRecorder(
   let lost = 0;
   const retryFinalMs = options.retryFinalMs ?? 5000;
   const maxUnwritten = options.maxUnwrittenFinal ?? 100_000;
-  // `failed` rows Postgres did not take, by job id (the newest report of a job wins), tried again on a timer.
+  const clock = options.now ?? Date.now;
+  // Rows Postgres did not take, by job id (the furthest report of a job wins), tried again on a timer.
   const unwritten = new Map<string, ArrivalRow>();
   let retryTimer: NodeJS.Timeout | undefined;
-  const keepFinal = (row: ArrivalRow) => {
+  const keepUnwritten = (row: ArrivalRow) => {
     const held = unwritten.get(row.jobId);
-    if (held && held.updatedAt! > row.updatedAt!) return;
+    if (held && !isAtOrBeyond(row, held)) return;
     unwritten.delete(row.jobId);
     unwritten.set(row.jobId, row);
     if (unwritten.size > maxUnwritten) {
@@ -190,7 +233,7 @@ export function createArrivalRecorder(
       unwritten.delete(oldest);
       logger.error(
         { jobId: oldest, maxUnwrittenFinal: maxUnwritten },
-        'too many failed-job rows wait for Postgres: one dropped (the job is still in the failed set)',
+        'too many callback rows wait for Postgres: one dropped (its job is still on the queue)',
       );
     }
     retryTimer ??= setTimeout(retryFinals, retryFinalMs).unref();
@@ -205,13 +248,12 @@ export function createArrivalRecorder(
     const p = batcher
       .submit(row)
       .catch((e: unknown) => {
-        if (row.status === 'failed') keepFinal(row);
+        keepUnwritten(row);
         lost++;
-        // Postgres down: the job's own commit fails too and it is retried, which writes its row again.
         if (Date.now() - lastLog < 10_000) return;
         logger.warn(
-          { err: coerceError(e), rowsLost: lost },
-          'could not record callback arrivals for the console search; the next attempt writes them again',
+          { err: coerceError(e), rowsUnwritten: lost },
+          'could not record callback arrivals for the console search; they are kept and written again',
         );
         lastLog = Date.now();
         lost = 0;
@@ -224,11 +266,11 @@ export function createArrivalRecorder(
   return {
     taken(job, event) {
       if (job.attemptsMade > 0) return; // its row exists since its first attempt (or is rewritten when it ends)
-      const row = { ...arrivalRow(job, event, new Date()), status: 'active' as const };
+      const row = { ...arrivalRow(job, event, new Date(clock())), status: 'active' as const };
       active.hold(row.jobId, { ...row, outcome: null, lastCode: null, lastDetail: null });
     },
     settled(job, event, report) {
-      const now = new Date();
+      const now = new Date(clock());
       // The row it replaces, if still held, is not written; it was first seen when that row was made.
       const held = active.take(job.id!) ?? outcomes.take(job.id!);
       const row: ArrivalRow = {
@@ -247,7 +289,7 @@ export function createArrivalRecorder(
     async flush() {
       active.release();
       outcomes.release();
-      // Closing: one more try of the failed rows still held, now rather than at the timer.
+      // Closing: one more try of the rows still kept, now rather than at the timer.
       if (unwritten.size > 0) {
         clearTimeout(retryTimer);
         retryFinals();

@@ -3,7 +3,7 @@ import { createLogThrottle } from '@mcb/core/logger';
 import type { RedisClient, RedisHealth } from '@mcb/core/redis';
 import { queueTelemetry } from '@mcb/core/tracing';
 import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
-import { Worker } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import {
   callbackBackoffDelay,
   createSettlementBatchers,
@@ -16,6 +16,7 @@ import type { AdaptiveLimit } from './adaptive-concurrency.ts';
 import { retuneFetchLoops } from './adaptive-retune.ts';
 import { createArrivalRecorder, WORKER_ARRIVAL_WAITS, type ArrivalRecorder } from './arrival-recorder.ts';
 import { createCallbackProcessor } from './callback-processor.ts';
+import { startFailedRowsCheck } from './failed-rows-check.ts';
 import { groupFetchLoops, shareOf, type FetchLoopGroup } from './fetch-loops.ts';
 import { alertFinalFailure, recordFinalFailure, releaseReviewedJobId } from './job-end-listeners.ts';
 import type { WorkerMetrics } from './metrics.ts';
@@ -116,6 +117,12 @@ export interface CallbackWorkerDeps extends ApplyDeps {
    * batched and off the job's path. @defaultValue a recorder on `db`
    */
   arrivals?: ArrivalRecorder;
+  /**
+   * How often BullMQ's failed set is compared with the console's rows, in ms (failed-rows-check.ts): a failed job
+   * whose `failed` row is missing gets it. The first check runs when the worker starts. 0 turns it off.
+   * @defaultValue 60000
+   */
+  failedRowsCheckMs?: number;
 }
 
 /**
@@ -165,14 +172,34 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   loops.on('failed', recordFinalFailure(arrivals));
   loops.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled (its worker died or hung); it runs again'));
   if (deps.alerts) loops.on('failed', alertFinalFailure(deps.alerts));
+  const failedRows = startFailedRows(deps, arrivals);
   return {
     ...loops,
     async close(force) {
       oomPause.stop();
       stopRetune?.();
+      await failedRows?.stop();
       await loops.close(force);
       // The last attempts' rows are written before close() resolves (and the caller closes the pool).
       await arrivals.flush();
+    },
+  };
+}
+
+/** The failed-rows check on its own queue handle (closed with it), unless `failedRowsCheckMs` is 0. */
+function startFailedRows(deps: CallbackWorkerDeps, arrivals: ArrivalRecorder) {
+  const everyMs = deps.failedRowsCheckMs ?? 60_000;
+  if (everyMs <= 0 || deps.autorun === false) return undefined;
+  const queue = new Queue(CALLBACKS_QUEUE, { connection: deps.connection, prefix: deps.prefix ?? 'mcb' });
+  queue.on(
+    'error',
+    reportErrors(deps, () => false),
+  );
+  const check = startFailedRowsCheck({ db: deps.db, queue, arrivals, logger: deps.logger, everyMs });
+  return {
+    async stop() {
+      await check.stop();
+      await queue.close();
     },
   };
 }

@@ -1,6 +1,6 @@
 import { coerceError, firstLineOf } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
-import { CALLBACKS_QUEUE, callbackJobSchema, type CallbackJobInput } from '@mcb/core/queue';
+import { attemptsBefore, CALLBACKS_QUEUE, callbackJobSchema, type CallbackJobInput } from '@mcb/core/queue';
 import { UnrecoverableError, type Job } from 'bullmq';
 import { jobErrorCode, type ApplyOutcome } from '@mcb/settlement';
 import type { Alerter } from './alerts.ts';
@@ -30,7 +30,7 @@ export function recordFinalFailure(arrivals: ArrivalRecorder) {
         status: 'failed',
         code: jobErrorCode(err),
         detail: firstLineOf(err),
-        attempts: job.attemptsMade,
+        attempts: attemptsBefore(job) + job.attemptsMade,
       });
   };
 }

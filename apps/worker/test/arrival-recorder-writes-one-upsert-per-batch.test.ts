@@ -54,25 +54,23 @@ describe('the arrival recorder', () => {
   it('records taken only on a first attempt; a later attempt updates the row; an older report changes nothing', async () => {
     const recorder = createArrivalRecorder(env.db.db, silent);
     const id = 'payin-P-AR-900-6';
-    recorder.taken(fakeJob(id), event(900));
+    const e900 = event(900); // one job, one payload: its arrival time is the same in every report
+    recorder.taken(fakeJob(id), e900);
     await recorder.flush();
     const [first] = await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, id));
     expect(first).toMatchObject({ status: 'active', attempts: 1 });
 
-    recorder.taken(fakeJob(id, 1), event(900)); // a retry: no write
-    recorder.settled(fakeJob(id, 1), event(900), { status: 'retrying', code: 'PLATFORM_TIMEOUT' });
+    recorder.taken(fakeJob(id, 1), e900); // a retry: no write
+    recorder.settled(fakeJob(id, 1), e900, { status: 'retrying', code: 'PLATFORM_TIMEOUT' });
     await recorder.flush();
     const [second] = await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, id));
     expect(second).toMatchObject({ status: 'retrying', attempts: 2, lastCode: 'PLATFORM_TIMEOUT' });
     expect(second!.firstSeenAt).toEqual(first!.firstSeenAt);
 
-    // A stalled attempt's late word, stamped before the stored one: ignored.
-    await env.db.db
-      .update(callbackArrivals)
-      .set({ updatedAt: new Date(Date.now() + 60_000) })
-      .where(eq(callbackArrivals.jobId, id));
-    recorder.settled(fakeJob(id, 0), event(900), { status: 'failed', code: 'OLD' });
-    await recorder.flush();
+    // A stalled attempt's late word (an earlier attempt), even stamped a minute later by its host's clock: ignored.
+    const late = createArrivalRecorder(env.db.db, silent, { now: () => Date.now() + 60_000 });
+    late.settled(fakeJob(id, 0), e900, { status: 'failed', code: 'OLD' });
+    await late.flush();
     const [third] = await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, id));
     expect(third).toMatchObject({ status: 'retrying', lastCode: 'PLATFORM_TIMEOUT' });
   });

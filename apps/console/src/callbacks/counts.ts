@@ -1,9 +1,11 @@
 /**
  * What waits for a person, counted for the landing page and the Callbacks page: callbacks failed for good,
  * retrying, waiting, and open reviews; and the codes of the callbacks in a set of statuses (the filter's choices).
- * Each count is one index scan (callback_arrivals_status_idx, callback_arrivals_code_idx); Redis is never read.
+ * Each count is one index scan (callback_arrivals_status_idx, callback_arrivals_code_idx); Redis is never read, except
+ * by {@link queueAgainstLists}, which compares the queue's own counts with these.
  */
 import { callbackArrivals, reviews, type Database } from '@mcb/core/db';
+import type { Queue } from 'bullmq';
 import { and, count, desc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
 import type { ArrivalStatus } from './queries.ts';
 
@@ -25,6 +27,8 @@ export const FORGERY_CODES = [
 
 /** The landing page's line: "46 failed · 38 retrying · 2 waiting · 5 open reviews · 3 suspected forgeries". */
 export interface WaitingCounts {
+  /** Callbacks an attempt of which runs (first attempts only: a later one keeps its `retrying` row). */
+  active: number;
   failed: number;
   retrying: number;
   waiting: number;
@@ -38,7 +42,7 @@ export async function waitingCounts(db: Database): Promise<WaitingCounts> {
     db
       .select({ status: callbackArrivals.status, n: count() })
       .from(callbackArrivals)
-      .where(inArray(callbackArrivals.status, ['failed', 'retrying', 'waiting']))
+      .where(inArray(callbackArrivals.status, ['active', 'failed', 'retrying', 'waiting']))
       .groupBy(callbackArrivals.status),
     db.select({ n: count() }).from(reviews).where(eq(reviews.status, 'open')),
     db
@@ -48,6 +52,7 @@ export async function waitingCounts(db: Database): Promise<WaitingCounts> {
   ]);
   const of = (s: ArrivalStatus) => byStatus.find((r) => r.status === s)?.n ?? 0;
   return {
+    active: of('active'),
     failed: of('failed'),
     retrying: of('retrying'),
     waiting: of('waiting'),
@@ -92,4 +97,33 @@ export async function countMatching(
   const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(inner);
   const n = row?.n ?? 0;
   return { n: Math.min(n, cap), more: n > cap };
+}
+
+/** Unfinished (active, waiting, retrying: not ended) and failed callbacks, as the queue or the lists count them. */
+export interface QueueTally {
+  unfinished: number;
+  failed: number;
+}
+
+/**
+ * The queue's own counts against the lists' (the rows), when they differ: rows not written yet (a database outage:
+ * the workers keep them and write them within seconds of its return), callbacks no worker has taken yet, or rows a
+ * lost write left behind. `unreadable` when the queue could not be read: then the lists are all there is to go by.
+ */
+export type QueueAgainstLists =
+  | { agree: true }
+  | { agree: false; queue: QueueTally; lists: QueueTally }
+  | { agree: false; unreadable: true; lists: QueueTally };
+
+/** The BullMQ states of a job that has not ended: its callback is waiting, retrying or running. */
+const UNFINISHED_STATES = ['active', 'wait', 'delayed', 'prioritized', 'waiting-children'] as const;
+
+/** Compare BullMQ's job counts (getJobCounts: a few ZCARD/LLEN) with `counts`, the rows'. */
+export async function queueAgainstLists(queue: Queue | undefined, counts: WaitingCounts): Promise<QueueAgainstLists> {
+  const lists = { unfinished: counts.active + counts.retrying + counts.waiting, failed: counts.failed };
+  const jobs = await queue?.getJobCounts(...UNFINISHED_STATES, 'failed').catch(() => undefined);
+  if (!jobs) return { agree: false, unreadable: true, lists };
+  const tally = { unfinished: UNFINISHED_STATES.reduce((n, s) => n + (jobs[s] ?? 0), 0), failed: jobs.failed ?? 0 };
+  if (tally.unfinished === lists.unfinished && tally.failed === lists.failed) return { agree: true };
+  return { agree: false, queue: tally, lists };
 }

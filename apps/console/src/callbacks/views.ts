@@ -7,7 +7,7 @@ import type { Operator } from '../operators/operator.ts';
 import { can } from '../operators/roles.ts';
 import { orderHref, status, when } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
-import { FORGERY_CODES, type WaitingCounts } from './counts.ts';
+import { FORGERY_CODES, type QueueAgainstLists, type WaitingCounts } from './counts.ts';
 import { filterParams, type FILTER_FIELDS } from './form.ts';
 import { ARRIVAL_STATUSES, listOf, type ArrivalStatus, type CallbackFilter, type CallbackPage } from './queries.ts';
 import { RUN_NOW_LIMIT, RUNNABLE } from './run-now.ts';
@@ -73,6 +73,18 @@ export function countsLine(c: WaitingCounts): Html {
 · ${part(c.waiting, 'waiting', '/callbacks?status=waiting')} \
 · ${part(c.openReviews, c.openReviews === 1 ? 'open review' : 'open reviews', '/reviews')} \
 · ${part(c.suspectedForgeries, c.suspectedForgeries === 1 ? 'suspected forgery' : 'suspected forgeries', FORGERIES_HREF, 'forgeries')}</p>`;
+}
+
+/**
+ * Said when the queue's own counts and the lists' differ (or the queue cannot be read): the lists are not the whole
+ * story then, and "0 retrying" may be wrong.
+ */
+export function queueAgainstListsNotice(a: QueueAgainstLists): Html | '' {
+  if (a.agree) return '';
+  const lists = `${a.lists.unfinished} unfinished (active, retrying or waiting) and ${a.lists.failed} failed`;
+  if ('unreadable' in a)
+    return html`<p class="flash flash-error" role="status" id="queue-against-lists"><strong>The queue could not be read:</strong> the lists know ${lists} callbacks, and cannot tell whether the queue holds others.</p>`;
+  return html`<p class="flash flash-error" role="status" id="queue-against-lists"><strong>The queue and the lists differ:</strong> the queue holds <span data-queue="unfinished">${a.queue.unfinished}</span> unfinished and <span data-queue="failed">${a.queue.failed}</span> failed callbacks; the lists know ${lists}. Rows not written yet (after a database outage the workers write them within seconds of its return), or callbacks no worker has taken yet: <a href="/queues">the queue's dashboard</a> shows each job.</p>`;
 }
 
 export interface CallbacksPageModel {

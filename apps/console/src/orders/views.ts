@@ -64,9 +64,8 @@ status-${TONE[e.event]}">${EVENT_LABELS[e.event] ?? e.event}</span></td>
 function platformOrderOf(o: OrderDetail): Html | string {
   if (o.platformOrderNo) return o.platformOrderNo;
   const named = [...new Set(o.timeline.map((e) => e.orderNo).filter((n): n is string => !!n))];
-  return named.length === 0
-    ? 'not known yet (no callback arrived)'
-    : html`${named.join(', ')} <span class="muted">(named by its callbacks; none applied yet)</span>`;
+  if (named.length === 0) return o.callbacksKnown === 'all' ? 'not known yet (no callback arrived)' : 'not known yet';
+  return html`${named.join(', ')} <span class="muted">(named by its callbacks; none applied yet)</span>`;
 }
 
 /** Why the ledger is empty, in the order's own terms: a succeeded payout posts nothing, and that is its success. */
@@ -111,8 +110,19 @@ replay it.`;
   if (first)
     return `Waiting for the platform since ${when(first.at)}: its callback arrived, Get order has not confirmed it \
 yet.`;
+  if (o.callbacksKnown !== 'all')
+    return `No callback for this order is listed yet, and the lists cannot tell whether \
+one arrived: ${UNKNOWN_WHY[o.callbacksKnown]}. Look again in a few seconds.`;
   return `Waiting for the platform: no callback for this order has arrived yet.`;
 }
+
+/** Why an empty timeline cannot mean that no callback arrived. */
+const UNKNOWN_WHY: Record<Exclude<OrderDetail['callbacksKnown'], 'all'>, string> = {
+  'lists-behind-queue':
+    'the queue holds callbacks the lists have no row for yet (rows are written within seconds of a database outage ' +
+    'ending; a callback no worker has taken yet has none)',
+  'queue-unreadable': 'the queue could not be read',
+};
 
 /** "Replay this job" for each failed job of the order, with a reason (role operator; a viewer sees none). */
 function replayForms(o: OrderDetail, viewer: Operator): Html | string {

@@ -38,7 +38,7 @@ export function searchPageRows({ db, queue, platformState }: SearchPagesDeps): R
             req,
             reply,
             { title: 'Search', area: 'search', flash: flashOf(req.query) },
-            searchPage('', undefined, await waiting(db), platform),
+            searchPage('', undefined, await waiting(db, queue), platform),
           );
         }
         const found = await findByNumber(db, queue, query);

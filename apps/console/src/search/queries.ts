@@ -1,5 +1,5 @@
 import type { Db } from '@mcb/core/db';
-import { waitingCounts, type WaitingCounts } from '../callbacks/counts.ts';
+import { queueAgainstLists, waitingCounts, type QueueAgainstLists, type WaitingCounts } from '../callbacks/counts.ts';
 import type { Queue } from 'bullmq';
 import { findOrder } from '../orders/repo.ts';
 import { loadCallbackRecords, timelineOf, type TimelineEntry } from '../orders/timeline.ts';
@@ -42,7 +42,14 @@ export async function findByNumber(db: Db, queue: Queue | undefined, text: strin
   return timeline.length > 0 ? { kind: 'callbacks', query, timeline } : { kind: 'nothing', query };
 }
 
-/** What waits for a person, shown under the search box: failed, retrying and waiting callbacks, open reviews. */
-export async function waiting(db: Db): Promise<WaitingCounts> {
-  return waitingCounts(db.db);
+/**
+ * What waits for a person, shown under the search box: failed, retrying and waiting callbacks, open reviews; and
+ * whether the queue's own counts agree with the lists'.
+ */
+export async function waiting(
+  db: Db,
+  queue: Queue | undefined,
+): Promise<{ counts: WaitingCounts; against: QueueAgainstLists }> {
+  const counts = await waitingCounts(db.db);
+  return { counts, against: await queueAgainstLists(queue, counts) };
 }

@@ -1,6 +1,6 @@
 import type { FleetState } from '@mcb/core/platform';
-import type { WaitingCounts } from '../callbacks/counts.ts';
-import { countsLine } from '../callbacks/views.ts';
+import type { QueueAgainstLists, WaitingCounts } from '../callbacks/counts.ts';
+import { countsLine, queueAgainstListsNotice } from '../callbacks/views.ts';
 import { timelineTable } from '../orders/views.ts';
 import { html, type Html } from '../web/html.ts';
 import type { FoundNumber } from './queries.ts';
@@ -9,7 +9,7 @@ import type { FoundNumber } from './queries.ts';
 export function searchPage(
   query: string,
   found?: Exclude<FoundNumber, { kind: 'order' }>,
-  waiting?: WaitingCounts,
+  waiting?: { counts: WaitingCounts; against: QueueAgainstLists },
   platform?: FleetState,
 ): Html {
   return html`${platform ? platformNotice(platform) : ''}<h1>Find an order</h1>
@@ -20,7 +20,7 @@ maxlength="64" placeholder="our order no. or the platform's"></label>
 </form>
 ${
   waiting
-    ? html`<h2>What waits</h2>${countsLine(waiting)}<p class="muted">Each is a list: failed callbacks can be dry-run \
+    ? html`<h2>What waits</h2>${countsLine(waiting.counts)}${queueAgainstListsNotice(waiting.against)}<p class="muted">Each is a list: failed callbacks can be dry-run \
 and replayed from theirs, retrying and waiting ones run now.</p>`
     : ''
 }

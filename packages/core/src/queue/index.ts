@@ -126,6 +126,9 @@ export async function retryKeepingStory(
   state: 'failed' | 'completed',
   opts: Parameters<Job['retry']>[1] = {},
 ): Promise<void> {
+  // The attempts of the run that ends, kept on the job before the retry resets its count (attemptsBefore). From the
+  // job as read, so two replays of one run write the same number.
+  await job.updateProgress({ attemptsBefore: attemptsBefore(job) + job.attemptsMade });
   const before = {
     attemptsMade: job.attemptsMade,
     finishedOn: job.finishedOn,
@@ -135,6 +138,18 @@ export async function retryKeepingStory(
   };
   await job.retry(state, { ...REPLAY_RETRY_OPTIONS, ...opts });
   await job.log(runEndNote(state, before)).catch(() => 0); // a note that cannot be written changes nothing about the job
+}
+
+/**
+ * Attempts the job made in its runs before this one: a replay ({@link retryKeepingStory}) resets BullMQ's attempt
+ * count for a fresh retry budget and keeps the count so far on the job's progress (`{ attemptsBefore }`), which a
+ * retry leaves alone. `attemptsBefore(job) + job.attemptsMade` only grows, across replays too: the console's rows of a
+ * job are ordered by it (a report of an earlier attempt or run never replaces a later one), never by a host's clock.
+ */
+export function attemptsBefore(job: Pick<Job, 'progress'>): number {
+  const p = job.progress as { attemptsBefore?: unknown } | undefined;
+  const n = typeof p === 'object' && p !== null ? p.attemptsBefore : undefined;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : 0;
 }
 
 /** The note of how a job's run ended, from the job's fields before a retry cleared them. */

@@ -187,6 +187,37 @@ describe('a forgery review an operator can act on', () => {
     expect((await list()).story.nextStep).toBe('None here: the review is dismissed.');
   });
 
+  it('a review opened as "not final" that a forged event landed in later is a suspected forgery too', async () => {
+    const no = uid();
+    const [merchantOrderNo, orderNo] = [`MO-NL-${no}`, `P-NL-${no}`];
+    await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '50.00' });
+    const genuine = callbackJobSchema.parse(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '50.00' }));
+    await recordReview(env.db.db, genuine, {
+      code: 'VERIFY_NOT_FINAL',
+      reason: 'Get order reports state 1',
+      details: {},
+    });
+    await recordReview(env.db.db, callbackJobSchema.parse({ ...genuine, fiatAmount: '5000.00' }), {
+      code: 'VERIFY_AMOUNT_MISMATCH',
+      reason: 'Get order reports 50.00, the callback 5000.00',
+      details: { confirmedAmount: '50.00', callbackAmount: '5000.00' },
+    });
+    const api = await c.app.inject({
+      method: 'GET',
+      url: `/api/reviews?merchantOrderNo=${merchantOrderNo}`,
+      headers: bearer('viewer'),
+    });
+    const review = (api.json() as ReviewList).reviews[0]!;
+    expect(review.reasonCode).toBe('VERIFY_NOT_FINAL');
+    expect(review.story).toMatchObject({
+      suspectedForgery: true,
+      happened:
+        'A callback claimed what Get order contradicts (Get order reports 50.00, the callback 5000.00), so nothing ' +
+        'was paid on it. Callbacks are not signed: whoever sent it holds our public key.',
+      nextStep: expect.stringMatching(/^Rotate our callback key pair/),
+    });
+  });
+
   it('"suspected forgeries" on the landing counts open ones: dismissing the review takes it off', async () => {
     const before = await forgeriesOnLanding();
     const { id } = await forgedAfterCredit();

@@ -108,7 +108,7 @@ export function reviewView(
     events: history.events.get(r.id) ?? [],
     attempts,
     note: r.note ?? null,
-    story: reviewStory({ ...r, details, createdAt, attempts }),
+    story: reviewStory({ ...r, details, createdAt, attempts, events: history.events.get(r.id) ?? [] }),
     createdAt,
     updatedAt: iso(r.updatedAt) ?? iso(r.createdAt) ?? '',
     closedAt: iso(r.closedAt),

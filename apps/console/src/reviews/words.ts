@@ -38,6 +38,8 @@ export interface ReviewFacts {
   status: 'open' | 'resolved' | 'dismissed';
   createdAt: string;
   attempts: readonly { outcome: string }[];
+  /** Each distinct event of the review, with its own finding (a forged one may land in a review opened otherwise). */
+  events: readonly { reasonCode: string; reason: string }[];
 }
 
 const FIELD_WORDS: Record<string, string> = {
@@ -123,10 +125,16 @@ function forgeryStory(r: ReviewFacts): string {
  * review, its finding and how it is settled.
  */
 export function reviewStory(r: ReviewFacts): ReviewStory {
-  const suspectedForgery = (FORGERY_CODES as readonly string[]).includes(r.reasonCode);
+  const isForgery = (code: string) => (FORGERY_CODES as readonly string[]).includes(code);
+  // A review opened for another reason (not final yet) that a forged event landed in later: that event's finding.
+  const forged = isForgery(r.reasonCode) ? undefined : r.events.find((e) => isForgery(e.reasonCode));
+  const suspectedForgery = isForgery(r.reasonCode) || forged !== undefined;
   const closed = r.status !== 'open';
   if (suspectedForgery) {
-    const happened = `${forgeryStory(r)}. Callbacks are not signed: whoever sent it holds our public key.`;
+    const story = forged
+      ? forgeryStory({ ...r, ...forged, reasonCode: 'FORGED_EVENT', details: null })
+      : forgeryStory(r);
+    const happened = `${story}. Callbacks are not signed: whoever sent it holds our public key.`;
     if (closed) return { suspectedForgery, happened, nextStep: `None here: the review is ${r.status}.`, command: null };
     return { suspectedForgery, happened, ...rotation(r.createdAt) };
   }

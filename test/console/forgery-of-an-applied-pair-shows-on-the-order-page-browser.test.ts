@@ -75,6 +75,63 @@ describe('a callback that differs from what was applied', () => {
         expect(await cell.count()).toBe(1);
         expect(await cell.innerText()).toMatch(/VERIFY_DIFFERS_FROM_APPLIED[\s\S]*9999\.99, applied 50\.00/);
         await page.screenshot({ path: path.join(ARTIFACTS, `console-order-forgery-${width}.png`), fullPage: true });
+        // Issue 49: the review says in words what happened and the next step, the key rotation with its command.
+        await page.goto(`${stack.url}/reviews?merchantOrderNo=${merchantOrderNo}`);
+        const story = page.locator('.story-forgery');
+        expect(await story.innerText()).toMatch(
+          /Suspected forgery\. What happened: The customer was credited 50\.00 \(receipt \d+\); another callback claimed 9,999\.99 and was not paid\. Callbacks are not signed: whoever sent it holds our public key\.\s+Next step: Rotate our callback key pair[\s\S]*pnpm cli keys generate --out keys --name merchant-\d{4}-\d{2}/,
+        );
+        expect((await story.boundingBox())!.width).toBeLessThanOrEqual(width);
+        await page.screenshot({ path: path.join(ARTIFACTS, `console-review-forgery-${width}.png`), fullPage: true });
+      } finally {
+        await page.close();
+      }
+    }
+  });
+
+  it('differing only in Quantity (Get order does not confirm it): a note naming both jobs, no review, at 1366 and 375 px', async () => {
+    // Issue 48: a forgery with a made-up Quantity credited first; the genuine callback is a duplicate, not a suspect.
+    const no = uid();
+    const [merchantOrderNo, orderNo] = [`MO-QN-${no}`, `P-QN-${no}`];
+    await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '50.00' });
+    stack.platform.setOrder(
+      platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '"50.00"' }),
+    );
+    const genuine = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '50.00' }) as PayinInput;
+    const forgedId = await stack.add({ ...genuine, quantity: '999.00' });
+    await waitFor(async () => (await stack.queue.getJobState(forgedId)) === 'completed', { message: 'not credited' });
+    const genuineId = `${forgedId}-genuine`;
+    await stack.queue.add('payin', genuine, { ...callbackJobOptions, jobId: genuineId });
+    await waitFor(async () => (await stack.queue.getJobState(genuineId)) === 'completed', { message: 'not settled' });
+    const res = await stack.app.inject({
+      method: 'GET',
+      url: `/api/orders/${merchantOrderNo}`,
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    const body = res.json() as { review: unknown; timeline: { event: string; jobId: string | null; detail: string }[] };
+    expect(body.review).toBeNull();
+    expect(body.timeline.filter((e) => e.event.startsWith('review') || e.event === 'differs-from-applied')).toEqual([]);
+    expect(body.timeline.filter((e) => e.event === 'note')).toEqual([
+      expect.objectContaining({
+        jobId: genuineId,
+        detail: expect.stringContaining(`job ${genuineId} claims Quantity 17.3 (applied: 999.00); receipt`),
+      }),
+    ]);
+    expect(body.timeline.find((e) => e.event === 'note')!.detail).toContain(`applied from job ${forgedId}`);
+
+    for (const width of [1366, 375]) {
+      const page = await browser!.newPage({ viewport: { width, height: 900 } });
+      try {
+        await logIn(page);
+        await page.goto(`${stack.url}/orders/${merchantOrderNo}`);
+        const row = page.locator('tr', { has: page.locator('span.status', { hasText: 'note:' }) });
+        expect(await row.count()).toBe(1);
+        expect(await row.innerText()).toContain(`job ${genuineId} claims Quantity 17.3`);
+        expect(await page.locator('span.status', { hasText: 'suspected forgery' }).count()).toBe(0);
+        await page.screenshot({
+          path: path.join(ARTIFACTS, `console-order-quantity-note-${width}.png`),
+          fullPage: true,
+        });
       } finally {
         await page.close();
       }

@@ -143,7 +143,9 @@ describe('the order page tells a story that is only added to', () => {
       ).toHaveLength(1);
       // The forged variant: its own job, and the finding.
       expect(row(/forged-0123456789abcdef/).length).toBeGreaterThan(0);
-      expect(row(/\tdiffers from what was applied\t[\s\S]*999999\.99, applied 1234\.50/)).toHaveLength(1);
+      expect(
+        row(/\tsuspected forgery: differs from what was applied\t[\s\S]*999999\.99, applied 1234\.50/),
+      ).toHaveLength(1);
       expect(await page.getByRole('link', { name: 'audit', exact: true }).count()).toBe(2);
       expect((await ledgerOf(env.db.db, o.merchantOrderNo)).ledger).toHaveLength(1);
       await shot(page, '2-after-1366');

@@ -24,12 +24,12 @@ afterAll(async () => {
 
 describe('the replay dry run', () => {
   it('says "into review" for a failed job whose pair was applied from another content, and the replay reviews it', async () => {
-    // 1. A pay-in whose callback failed for good (Get order answered 500 on its one attempt).
+    // 1. A pay-in callback claiming 31.00 that failed for good (Get order answered 500 on its one attempt).
     const no = uid();
     const o = { merchantOrderNo: `V-${no}`, orderNo: `PV-${no}` };
     await createOrder(env.db.db, { ...o, kind: 'payin', amount: '30.00' });
     stack.platform.failNext(o.merchantOrderNo, 1, 500);
-    const event = payinEvent({ ...o, fiatAmount: '30.00' });
+    const event = payinEvent({ ...o, fiatAmount: '31.00' });
     const jobId = await stack.add(event, 1);
     await waitFor(
       async () =>
@@ -41,9 +41,10 @@ describe('the replay dry run', () => {
         )[0],
       { message: `job ${jobId} did not fail` },
     );
-    // 2. The same pair applied meanwhile from another quantity (Get order confirms state and amount, not quantity).
+    // 2. The same pair applied meanwhile from the genuine callback, 30.00 (Get order confirms the amount; a Quantity
+    // alone, which it does not confirm, would make the failed job a duplicate with a note, not a review).
     stack.platform.setOrder(platformOrder({ ...o, type: 'payin', state: 6, amountJson: '30.00' }));
-    const other = callbackJobSchema.parse({ ...event, quantity: '99.9' });
+    const other = callbackJobSchema.parse({ ...event, fiatAmount: '30.00' });
     expect(await applyEvent(other, { db: env.db.db, platform: stack.client, logger })).toMatchObject({
       status: 'applied',
     });

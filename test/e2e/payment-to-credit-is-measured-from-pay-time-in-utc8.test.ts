@@ -82,6 +82,44 @@ describe('mcb_payment_to_credit_seconds', () => {
     expect(of('mcb_payment_to_credit_seconds_bucket', 120)).toBe(1);
   });
 
+  it('a PayTime outside [order created - 5 min, callback arrived + 5 min] is not measured: a forged one cannot fire PaymentToCreditSlow', async () => {
+    // Issue 48: Get order does not confirm PayTime; a forged callback applied first would otherwise put a days-old
+    // payment into the histogram. Each callback below is credited; only the plausible one is observed.
+    const count = async () =>
+      (await worker.metrics.paymentToCredit.get()).values.find(
+        (v) => v.metricName === 'mcb_payment_to_credit_seconds_count' && v.labels.kind === 'payin',
+      )?.value ?? 0;
+    const credit = async (paidAt: number) => {
+      const no = uid();
+      const [orderNo, merchantOrderNo] = [`P-PX-${no}`, `M-PX-${no}`];
+      await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10' });
+      platform.setOrder(
+        platformOrder({ orderNo, merchantNo: MERCHANT_NO, merchantOrderNo, type: 'payin', state: 6, amountJson: '10' }),
+      );
+      const record = `{"OrderNo":"${orderNo}","MerchantNo":"${MERCHANT_NO}","MerchantOrderNo":"${merchantOrderNo}","PayTime":"${utc8(paidAt)}","OrderState":6,"Quantity":1.5,"FiatCurrency":10}`;
+      const res = await ingest.app.inject({
+        method: 'POST',
+        url: '/callbacks/payin',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ encryptedData: encryptRecord(record, keys.publicKeyPem) }),
+      });
+      expect(`${res.statusCode} ${res.body}`).toBe('200 success');
+      await waitFor(
+        async () =>
+          (await env.db.pool.query(`select status from orders where merchant_order_no = $1`, [merchantOrderNo])).rows[0]
+            ?.status === 'credited',
+        { message: 'not credited' },
+      );
+    };
+    const before = await count();
+    await credit(Date.now() - 3 * 86_400_000); // three days before the order was created
+    await credit(Date.now() + 86_400_000); // a day after the callback arrived
+    expect(await count()).toBe(before);
+    // The other side of the bound: paid four minutes "before" the order was created (clock skew) is measured.
+    await credit(Date.now() - 4 * 60_000);
+    expect(await count()).toBe(before + 1);
+  });
+
   it("the sweep's recovered counter exists at 0 from the start, so CallbacksLost sees the first lost callback", async () => {
     const registry = createMetricsRegistry('reconcile-test');
     createReconcileMetrics(registry);

@@ -114,7 +114,9 @@ function buildWorkerMetrics(registry: Registry): WorkerMetrics {
     }),
     paymentToCredit: new Histogram({
       name: 'mcb_payment_to_credit_seconds',
-      help: "From the record's PayTime (UTC+8, as an instant) to the commit of its credit or payout outcome, by kind",
+      help:
+        "From the record's PayTime (UTC+8, as an instant) to the commit of its credit or payout outcome, by kind; " +
+        'a PayTime before the order was created or after the callback arrived (5 min of skew) is not measured',
       labelNames: ['kind'],
       // The SLO (PaymentToCreditSlow) is read at 300 s: keep that bound.
       buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400],

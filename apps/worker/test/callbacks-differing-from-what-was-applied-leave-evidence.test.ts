@@ -102,6 +102,47 @@ describe('a callback that meets what was already applied', () => {
     expect(await forgeries('receipt')).toBe(before + 1);
   });
 
+  it('a forgery with a made-up Quantity applied first: the genuine retries are duplicates, with a note naming both jobs', async () => {
+    // Issue 48: Get order confirms the amount, not the Quantity, so the forgery moves the same money as the genuine
+    // callback; flagging the genuine retries would point the alarm at the customer's real payment.
+    const no = `PI-${uid()}`;
+    await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '50.00' });
+    platform.setOrder(
+      platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '50.00' }),
+    );
+    const genuine = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '50.00' }) as PayinInput;
+    const forgedId = `payin-P${no}-6`;
+    const forged = await h.settled((await h.add({ ...genuine, quantity: '999.00' }, forgedId)).id!);
+    expect(forged.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
+    const before = await forgeries('receipt');
+    for (const id of [`${forgedId}-genuine`, `${forgedId}-genuine-retry`]) {
+      const job = await h.settled((await h.add({ ...genuine, receivedAt: new Date().toISOString() }, id)).id!);
+      expect(job.returnvalue).toEqual({ status: 'duplicate', reason: 'receipt-exists' });
+    }
+    const s = await orderState(env.db.db, no);
+    expect(s.ledger.map((l) => l.amount)).toEqual(['50.00']);
+    expect(s.reviews).toEqual([]);
+    expect(alerts).toEqual([]);
+    expect(await forgeries('receipt')).toBe(before);
+    const { rows: notes } = await env.db.pool.query(
+      `select job_id, applied_job_id, topic, detail, details, seen from order_notes where merchant_order_no = $1
+        order by id`,
+      [no],
+    );
+    expect(notes).toEqual(
+      [`${forgedId}-genuine`, `${forgedId}-genuine-retry`].map((jobId) => ({
+        job_id: jobId,
+        applied_job_id: forgedId,
+        topic: 'unconfirmed-field-differs',
+        detail: expect.stringMatching(
+          new RegExp(`job ${jobId} claims Quantity 17\\.3 \\(applied: 999\\.00\\).*job ${forgedId}`),
+        ),
+        details: { differences: [{ field: 'quantity', callback: '17.3', applied: '999.00' }] },
+        seen: 1,
+      })),
+    );
+  });
+
   it('a callback with another merchant number for an applied pair is evidence too', async () => {
     const { no, genuine } = await credited();
     const job = await h.settled((await h.add({ ...genuine, merchantNo: 'M-OTHER' }, `payin-P${no}-6-merchant`)).id!);

@@ -8,8 +8,10 @@ import {
   checkOwnOrder,
   differencesFromApplied,
   targetStatus,
+  unconfirmedDifferences,
   verifyConfirmation,
   type AppliedContent,
+  type AppliedDifference,
   type TargetStatus,
   type VerifyFailure,
 } from './verify.ts';
@@ -19,6 +21,18 @@ import {
 
 /** Why an event goes to review or waits: a code of the catalogue, a sentence, and the facts behind it. */
 export type Finding = Omit<VerifyFailure, 'retry'>;
+
+/**
+ * A duplicate of an applied pair that differs from what was applied only in fields Get order does not confirm
+ * (Quantity): no evidence against either callback, so a note on the order names both jobs and both values.
+ */
+export interface AppliedNote {
+  /** The pair's receipt: what was applied. */
+  receiptId: number;
+  /** The job the receipt was applied from (null: not recorded). */
+  appliedJobId: string | null;
+  differences: AppliedDifference[];
+}
 
 /** Our order and the status the event would give it, known once the decision has found the order. */
 export interface Ours {
@@ -38,7 +52,14 @@ export type Verdict =
   /** The pair's receipt is this job's own credit: an earlier attempt committed it and never heard back. */
   | { verdict: 'applied'; ours: Ours; receipt: AppliedReceipt }
   /** Applied before, under this pair's receipt or through the order's other state: nothing to do. */
-  | { verdict: 'duplicate'; reason: 'receipt-exists'; receiptId?: number | undefined; ours?: undefined }
+  | {
+      verdict: 'duplicate';
+      reason: 'receipt-exists';
+      receiptId?: number | undefined;
+      ours?: undefined;
+      /** Set when it differs from what was applied in a field Get order does not confirm: note it on the order. */
+      note?: AppliedNote | undefined;
+    }
   | { verdict: 'duplicate'; reason: 'already-final'; ours: Ours }
   /** Moves no money; a person decides. `against`: the callback differs from what was applied (a suspected forgery). */
   | { verdict: 'review'; finding: Finding; against?: AppliedContent['against']; ours?: Ours | undefined }
@@ -189,9 +210,16 @@ function judgeLookup(event: CallbackJob, target: TargetStatus, facts: EventFacts
     if (receipt && found.order && facts.receiptIsOurs) {
       return { verdict: 'applied', ours: { order: found.order, target }, receipt };
     }
-    const differs =
-      receipt && differsFromApplied(event, target, { against: 'receipt', receiptId: receipt.id, ...receipt }, facts);
-    return differs || { verdict: 'duplicate', reason: 'receipt-exists', receiptId: receipt?.id };
+    if (!receipt) return { verdict: 'duplicate', reason: 'receipt-exists' };
+    const applied = { against: 'receipt' as const, receiptId: receipt.id, ...receipt };
+    const differs = differsFromApplied(event, target, applied, facts);
+    if (differs) return differs;
+    const unconfirmed = facts.reverifying ? [] : unconfirmedDifferences(event, applied);
+    const note =
+      unconfirmed.length > 0
+        ? { receiptId: receipt.id, appliedJobId: receipt.jobId, differences: unconfirmed }
+        : undefined;
+    return { verdict: 'duplicate', reason: 'receipt-exists', receiptId: receipt.id, ...(note ? { note } : {}) };
   }
   // 2. Our own order; it may be registered after the platform's callback, so wait for it a while.
   const order = found.order;
@@ -222,8 +250,8 @@ function judgeLookup(event: CallbackJob, target: TargetStatus, facts: EventFacts
 }
 
 /**
- * A callback for an applied pair or an already-final order is a duplicate only when its content is what was applied
- * (a platform retry, a late copy: no alarm). Otherwise it is evidence of a forgery or a probe: a review with both
+ * A callback for an applied pair or an already-final order is a duplicate only when its content is what was applied,
+ * as far as Get order confirmed it (a platform retry, a late copy: no alarm; a Quantity of its own is only noted). Otherwise it is evidence of a forgery or a probe: a review with both
  * values of each differing field. Nothing is paid either way. A console re-verify is left to its own judgement of
  * every event of the review. Returns undefined for a copy.
  */

@@ -3,6 +3,7 @@ import type { Logger } from '@mcb/core/logger';
 import type { CallbackJob } from '@mcb/core/queue';
 import { inSpan } from '@mcb/core/tracing';
 import { waitedSince, type Finding, type WaitFacts } from './decide.ts';
+import { judgePayTime } from './pay-time.ts';
 import { recordReview, recordReviewAttempt } from './record-review.ts';
 import type { ApplyDeps, ApplyOptions, ApplyOutcome } from './settle-types.ts';
 import type { TargetStatus } from './verify.ts';
@@ -104,7 +105,7 @@ export class EventContext {
       orderId: order.id,
       receiptId: result.receiptId,
     };
-    this.#observePaymentToCredit();
+    this.#observePaymentToCredit(order);
     await this.deps.afterCommit?.(outcome);
     this.log.info(
       {
@@ -120,11 +121,25 @@ export class EventContext {
     return outcome;
   }
 
-  /** The customer's wait, PayTime to this commit (mcb_payment_to_credit_seconds); a clock ahead of ours counts as 0. */
-  #observePaymentToCredit(): void {
+  /**
+   * The customer's wait, PayTime to this commit (mcb_payment_to_credit_seconds), only from a plausible PayTime
+   * ({@link judgePayTime}): Get order does not confirm it, and a forged one must not fire PaymentToCreditSlow. A clock
+   * ahead of ours (within the allowance) counts as 0.
+   */
+  #observePaymentToCredit(order: Order): void {
     const histogram = this.deps.metrics?.paymentToCredit;
-    const paidAt = this.event.payTime ? Date.parse(this.event.payTime) : NaN;
-    if (!histogram || Number.isNaN(paidAt)) return;
+    if (!histogram || !this.event.payTime) return;
+    const { paidAt, implausible } = judgePayTime(this.event.payTime, {
+      orderCreatedAt: order.createdAt,
+      receivedAt: this.event.receivedAt,
+    });
+    if (implausible) {
+      this.log.warn(
+        { payTime: this.event.payTime, orderCreatedAt: order.createdAt, receivedAt: this.event.receivedAt },
+        `payment-to-credit not measured: ${implausible}`,
+      );
+      return;
+    }
     histogram.observe({ kind: this.event.kind }, Math.max(0, ((this.deps.now ?? Date.now)() - paidAt) / 1000));
   }
 }

@@ -9,6 +9,7 @@ export {
   decideConfirmed,
   decideEvent,
   waitedSince,
+  type AppliedNote,
   type EventFacts,
   type Finding,
   type Ours,
@@ -18,6 +19,8 @@ export {
 export { commitStarted, commitWaits, type CommitWaits } from './commit-watch.ts';
 export { findOrder, lookUpEvent, lookUpEvents, type LookupKey, type LookupResult } from './lookup.ts';
 export type { SettlementMetrics } from './metrics.ts';
+export { orderNoteLine, recordOrderNote } from './order-notes.ts';
+export { judgePayTime, PAY_TIME_SKEW_MS, type PayTimeJudgement } from './pay-time.ts';
 export { poolOf } from './sql.ts';
 export { recordReview, recordReviewAttempt, type RecordedReview, type ReviewAttemptInput } from './record-review.ts';
 export { reverifyReview, type ReverifyOutcome } from './reverify-review.ts';

@@ -21,6 +21,8 @@ export interface AppliedReceipt {
   quantity: string | null;
   /** Pay-in FiatCurrency as applied; null for a payout. */
   fiatAmount: string | null;
+  /** The job it was applied from; null when none was recorded (the sweep's, a direct call). */
+  jobId: string | null;
 }
 
 /** The answer for one {@link LookupKey}. */
@@ -41,6 +43,7 @@ export interface LookupResult {
 const LOOKUP_SQL = `
 SELECT k.i, r.id AS receipt_id, r.outcome AS receipt_outcome, r.kind AS receipt_kind, r.merchant_no AS receipt_merchant_no,
        r.merchant_order_no AS receipt_merchant_order_no, r.quantity AS receipt_quantity, r.fiat_amount AS receipt_fiat_amount,
+       r.job_id AS receipt_job_id,
        f.merchant_no AS order_merchant_no,
        ${orderColumns('o')}
   FROM unnest($1::text[], $2::int[], $3::text[]) WITH ORDINALITY AS k(order_no, state, merchant_order_no, i)
@@ -68,6 +71,7 @@ export async function lookUpEvents(db: Database, keys: readonly LookupKey[]): Pr
       receipt_merchant_order_no: string | null;
       receipt_quantity: string | null;
       receipt_fiat_amount: string | null;
+      receipt_job_id: string | null;
       order_merchant_no: string | null;
       id: string | null;
     }
@@ -87,6 +91,7 @@ export async function lookUpEvents(db: Database, keys: readonly LookupKey[]): Pr
               merchantOrderNo: row.receipt_merchant_order_no!,
               quantity: row.receipt_quantity,
               fiatAmount: row.receipt_fiat_amount,
+              jobId: row.receipt_job_id,
             },
       orderMerchantNo: row.order_merchant_no ?? undefined,
       order: row.id === null ? undefined : toOrder(row),

@@ -14,7 +14,8 @@ export interface SettlementMetrics {
   /**
    * From the record's PayTime (the platform's UTC+8 local time, stored as an instant) to the commit of the credit
    * (or payout's finalisation) this process made, by kind: how long a customer waited. Events without a PayTime (the
-   * sweep's, rebuilt from Get order) are not observed.
+   * sweep's, rebuilt from Get order) or with an implausible one (before our order was created or after the callback
+   * arrived, beyond 5 minutes of clock skew: judgePayTime) are not observed.
    */
   paymentToCredit?: Histogram<'kind'>;
 }

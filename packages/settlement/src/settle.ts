@@ -11,11 +11,13 @@ import {
   decideAsking,
   decideConfirmed,
   decideEvent,
+  type AppliedNote,
   type EventFacts,
   type Verdict,
 } from './decide.ts';
 import { EventContext } from './event-context.ts';
 import { lookUpEvent } from './lookup.ts';
+import { recordOrderNote } from './order-notes.ts';
 import type { ApplyDeps, ApplyOptions, ApplyOutcome, Confirmation } from './settle-types.ts';
 
 export type { ApplyDeps, ApplyOptions, ApplyOutcome, Confirmation, OpenedReview } from './settle-types.ts';
@@ -151,6 +153,7 @@ async function act(ctx: EventContext, v: Verdict): Promise<ApplyOutcome> {
     case 'duplicate':
       if (v.reason === 'receipt-exists') log.info('duplicate event: receipt exists');
       else log.info({ status: v.ours.order.status }, 'duplicate event: order already final with this outcome');
+      if (v.reason === 'receipt-exists' && v.note) await noteOnOrder(ctx, v.note);
       return { status: 'duplicate', reason: v.reason };
     case 'review':
       if (v.against) deps.metrics?.suspectedForgeries?.inc({ kind: event.kind, against: v.against });
@@ -168,6 +171,16 @@ async function act(ctx: EventContext, v: Verdict): Promise<ApplyOutcome> {
     case 'confirm':
       throw new Error('settlement: an event was acted on before Get order was asked');
   }
+}
+
+/** A duplicate that differs only in what Get order does not confirm: a note naming both jobs, not an alarm. */
+async function noteOnOrder(ctx: EventContext, note: AppliedNote): Promise<void> {
+  const fields = note.differences.map((d) => d.field);
+  ctx.log.info(
+    { receiptId: note.receiptId, appliedJobId: note.appliedJobId, fields },
+    'duplicate differs from what was applied in a field Get order does not confirm: noted on the order',
+  );
+  await recordOrderNote(ctx.deps.db, ctx.event, ctx.options.jobId, note);
 }
 
 /** Spec step 5: one transaction (receipt, guarded transition, ledger, outbox), shared with concurrent events. */

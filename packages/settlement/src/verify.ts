@@ -166,9 +166,10 @@ export interface AppliedContent {
 }
 
 /**
- * How a callback for an applied pair (or an already-final order) differs from what was applied: empty for a copy
- * (a platform retry, a late duplicate), else each differing field with both values. A value that was not recorded
- * (a quantity of an event rebuilt from Get order) is not compared; amounts are compared as exact decimals.
+ * How a callback for an applied pair (or an already-final order) differs from what was applied, in the fields Get
+ * order confirmed when it was applied (kind, order numbers, merchant, fiat amount): empty for a copy (a platform retry,
+ * a late duplicate), else each differing field with both values. A value that was not recorded is not compared;
+ * amounts are compared as exact decimals. Quantity is not among them: see {@link unconfirmedDifferences}.
  */
 export function differencesFromApplied(event: CallbackJob, applied: AppliedContent): AppliedDifference[] {
   const out: AppliedDifference[] = [];
@@ -177,13 +178,20 @@ export function differencesFromApplied(event: CallbackJob, applied: AppliedConte
     out.push({ field: 'merchantOrderNo', callback: event.merchantOrderNo, applied: applied.merchantOrderNo });
   if (applied.merchantNo !== undefined && event.merchantNo !== applied.merchantNo)
     out.push({ field: 'merchantNo', callback: event.merchantNo, applied: applied.merchantNo });
-  if (event.kind === 'payin') {
-    if (applied.fiatAmount != null && !decimalEquals(event.fiatAmount, applied.fiatAmount)) {
-      out.push({ field: 'fiatAmount', callback: event.fiatAmount, applied: applied.fiatAmount });
-    }
-    if (applied.quantity != null && event.quantity !== null && !decimalEquals(event.quantity, applied.quantity)) {
-      out.push({ field: 'quantity', callback: event.quantity, applied: applied.quantity });
-    }
+  if (event.kind === 'payin' && applied.fiatAmount != null && !decimalEquals(event.fiatAmount, applied.fiatAmount)) {
+    out.push({ field: 'fiatAmount', callback: event.fiatAmount, applied: applied.fiatAmount });
   }
   return out;
+}
+
+/**
+ * How a callback for an applied pair differs from what was applied in a field Get order never confirms (the pay-in's
+ * Quantity). Either value may be the made-up one (a forgery with another Quantity, applied first, moves the same
+ * money as the genuine callback), so this is no evidence against the later callback: it stays a duplicate, and the
+ * difference is a note on the order naming both jobs. A value that was not recorded is not compared.
+ */
+export function unconfirmedDifferences(event: CallbackJob, applied: AppliedContent): AppliedDifference[] {
+  if (event.kind !== 'payin' || applied.quantity == null || event.quantity === null) return [];
+  if (decimalEquals(event.quantity, applied.quantity)) return [];
+  return [{ field: 'quantity', callback: event.quantity, applied: applied.quantity }];
 }

@@ -68,6 +68,7 @@ const receipt = {
   merchantOrderNo: 'M-1',
   quantity: '17.3',
   fiatAmount: '100.50',
+  jobId: 'payin-P-1-6',
 };
 
 /** Facts of an event read a minute after it arrived: our order pending, no receipt, Get order not asked yet. */
@@ -114,6 +115,29 @@ describe('the decision, in the spec order', () => {
     expect(decide({ found, reverifying: true }, { ...event, fiatAmount: '1000.50' })).toMatchObject({
       verdict: 'duplicate',
     });
+  });
+
+  it('1. a receipt of the pair: another Quantity (Get order does not confirm it) is a duplicate with a note, not a review', () => {
+    const found = { applied: true, receipt };
+    // The receipt may be the forgery's (applied first, the same money): the genuine retries must not be flagged.
+    expect(decide({ found }, { ...event, quantity: '999.00' })).toEqual({
+      verdict: 'duplicate',
+      reason: 'receipt-exists',
+      receiptId: 41,
+      note: {
+        receiptId: 41,
+        appliedJobId: 'payin-P-1-6',
+        differences: [{ field: 'quantity', callback: '999.00', applied: '17.3' }],
+      },
+    });
+    // The same Quantity written otherwise is the same decimal: a plain duplicate.
+    expect(decide({ found }, { ...event, quantity: '17.30' })).not.toHaveProperty('note');
+    // Another amount as well: the amount is what Get order confirmed, so that is still a review.
+    expect(decide({ found }, { ...event, quantity: '999.00', fiatAmount: '1000.50' })).toMatchObject({
+      verdict: 'review',
+      finding: { details: { differences: [{ field: 'fiatAmount', callback: '1000.50', applied: '100.50' }] } },
+    });
+    expect(decide({ found, reverifying: true }, { ...event, quantity: '999.00' })).not.toHaveProperty('note');
   });
 
   it("1. a receipt this job's own earlier attempt committed in doubt is its credit, not a duplicate", () => {

@@ -7,23 +7,10 @@
 import { callbackArrivals, reviews, type Database } from '@mcb/core/db';
 import type { Queue } from 'bullmq';
 import { and, count, desc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
+import { FORGERY_CODES } from '../reviews/forgery-codes.ts';
 import type { ArrivalStatus } from './queries.ts';
 
-/**
- * The review codes of a callback whose content contradicts what the platform (Get order) or our receipt says: a
- * forgery or a probe, not a platform delay. VERIFY_DIFFERS_FROM_APPLIED is the worker's own finding (a pair already
- * applied, arriving again with other content); the others are a callback claiming another amount, currency,
- * merchant, order number, kind or state than Get order confirms. The "Suspected forgeries" preset lists them.
- */
-export const FORGERY_CODES = [
-  'VERIFY_DIFFERS_FROM_APPLIED',
-  'VERIFY_AMOUNT_MISMATCH',
-  'VERIFY_CURRENCY_MISMATCH',
-  'VERIFY_MERCHANT_MISMATCH',
-  'VERIFY_ORDER_NO_MISMATCH',
-  'VERIFY_KIND_MISMATCH',
-  'VERIFY_STATE_MISMATCH',
-] as const;
+export { FORGERY_CODES } from '../reviews/forgery-codes.ts';
 
 /** The landing page's line: "46 failed · 38 retrying · 2 waiting · 5 open reviews · 3 suspected forgeries". */
 export interface WaitingCounts {
@@ -33,7 +20,10 @@ export interface WaitingCounts {
   retrying: number;
   waiting: number;
   openReviews: number;
-  /** Callbacks in review with a {@link FORGERY_CODES} code. */
+  /**
+   * Callbacks in review with a {@link FORGERY_CODES} code whose review is still open: a forgery dismissed or resolved
+   * has been handled and no longer waits for a person.
+   */
   suspectedForgeries: number;
 }
 
@@ -48,7 +38,15 @@ export async function waitingCounts(db: Database): Promise<WaitingCounts> {
     db
       .select({ n: count() })
       .from(callbackArrivals)
-      .where(and(inArray(callbackArrivals.lastCode, [...FORGERY_CODES]), eq(callbackArrivals.status, 'review'))),
+      .where(
+        and(
+          inArray(callbackArrivals.lastCode, [...FORGERY_CODES]),
+          eq(callbackArrivals.status, 'review'),
+          // The pair's open review (at most one per (order_no, state): the reviews_open_event_key index).
+          sql`exists (select 1 from ${reviews} r where r.order_no = ${callbackArrivals.orderNo}
+                       and r.state = ${callbackArrivals.state} and r.status = 'open')`,
+        ),
+      ),
   ]);
   const of = (s: ArrivalStatus) => byStatus.find((r) => r.status === s)?.n ?? 0;
   return {

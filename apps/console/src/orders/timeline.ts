@@ -21,12 +21,14 @@ import { callbackJobId, jobNoteSchema, type CallbackKind, type JobNote } from '@
 import type { Job, Queue } from 'bullmq';
 import { and, asc, eq, inArray, ne } from 'drizzle-orm';
 import { z } from 'zod';
+import { FORGERY_CODES } from '../callbacks/counts.ts';
 import { arrivalsOf, platformOrderNosOf } from '../callbacks/queries.ts';
 import { iso } from '../web/format.ts';
+import { noteEntry, notesOfReceipts } from './notes.ts';
 
 export const timelineEntrySchema = z.object({
   at: z.string().describe('ISO-8601 instant'),
-  source: z.enum(['ingest', 'job', 'receipt', 'ledger', 'review', 'replay', 'operator']),
+  source: z.enum(['ingest', 'job', 'receipt', 'ledger', 'review', 'replay', 'operator', 'note']),
   event: z
     .enum([
       'received',
@@ -41,7 +43,9 @@ export const timelineEntrySchema = z.object({
       'review-opened',
       'review-closed',
       'differs-from-applied',
+      'contradicts-get-order',
       'operator-action',
+      'note',
     ])
     .describe('What happened (see docs/console.md, "Callback timeline")'),
   orderNo: z.string().nullable().describe("The platform's OrderNo"),
@@ -223,7 +227,14 @@ export async function timelineOf(
   records: CallbackRecords,
 ): Promise<TimelineEntry[]> {
   const { receipts: receiptRows, reviews: reviewRows, jobs } = records;
-  const [ledgerRows, differing] = await Promise.all([ledgerOfReceipts(db, receiptRows), differingOf(db, reviewRows)]);
+  const [ledgerRows, differing, notes] = await Promise.all([
+    ledgerOfReceipts(db, receiptRows),
+    differingOf(db, reviewRows),
+    notesOfReceipts(
+      db,
+      receiptRows.map((r) => r.id),
+    ),
+  ]);
   const jobIds = [
     ...new Set([...jobs.map((j) => j.job.id), ...receiptRows.map((r) => r.jobId)].filter((id): id is string => !!id)),
   ];
@@ -234,6 +245,7 @@ export async function timelineOf(
     ...ledgerEntriesOf(receiptRows, ledgerRows),
     ...reviewRows.flatMap(reviewEntries),
     ...differingEntries(reviewRows, differing),
+    ...notes.map(noteEntry),
     ...(await replayEntries(db, jobIds, jobs)),
     ...(await operatorEntries(db, jobIds, reviewRows, jobs)),
   ];
@@ -249,6 +261,7 @@ const RANK: Record<TimelineEntry['source'], number> = {
   receipt: 3,
   ledger: 4,
   review: 5,
+  note: 5,
 };
 
 type ReceiptRow = CallbackRecords['receipts'][number];
@@ -270,8 +283,9 @@ async function ledgerOfReceipts(db: Database, receiptRows: readonly ReceiptRow[]
 }
 
 /**
- * Each distinct callback that differed from what was applied (a suspected forgery), even when its review was already
- * open from an earlier one: one row each, with both values.
+ * Each distinct callback of a suspected forgery (a review occurrence whose code is one of FORGERY_CODES: it differed
+ * from what was applied, or claimed what Get order contradicts), even when its review was already open from an earlier
+ * one, or opened for another reason: one row each, with both values.
  */
 async function differingOf(db: Database, reviewRows: readonly ReviewRow[]) {
   if (reviewRows.length === 0) return [];
@@ -279,12 +293,7 @@ async function differingOf(db: Database, reviewRows: readonly ReviewRow[]) {
   return db
     .select()
     .from(reviewOccurrences)
-    .where(
-      and(
-        inArray(reviewOccurrences.reviewId, ids),
-        eq(reviewOccurrences.reasonCode, ErrorCodes.VERIFY_DIFFERS_FROM_APPLIED),
-      ),
-    )
+    .where(and(inArray(reviewOccurrences.reviewId, ids), inArray(reviewOccurrences.reasonCode, [...FORGERY_CODES])))
     .orderBy(asc(reviewOccurrences.id));
 }
 
@@ -373,14 +382,15 @@ function differingEntries(
   const reviewById = new Map(reviewRows.map((r) => [r.id, r]));
   return differing.map((o) => {
     const review = reviewById.get(o.reviewId);
+    const applied = o.reasonCode === ErrorCodes.VERIFY_DIFFERS_FROM_APPLIED;
     return recordEntry({
       at: o.firstSeenAt.toISOString(),
       source: 'review',
-      event: 'differs-from-applied',
+      event: applied ? 'differs-from-applied' : 'contradicts-get-order',
       orderNo: review?.orderNo ?? null,
       state: review?.state ?? null,
       code: o.reasonCode,
-      detail: `suspected forgery, nothing paid (review ${o.reviewId}, seen ${o.seen} time(s)): ${o.reason}`,
+      detail: `suspected forgery, nothing paid from it (review ${o.reviewId}, seen ${o.seen} time(s)): ${o.reason}`,
     });
   });
 }

@@ -19,8 +19,10 @@ const EVENT_LABELS: Record<TimelineEntry['event'], string> = {
   'ledger-entry': 'ledger entry',
   'review-opened': 'review opened',
   'review-closed': 'review closed',
-  'differs-from-applied': 'differs from what was applied',
+  'differs-from-applied': 'suspected forgery: differs from what was applied',
+  'contradicts-get-order': 'suspected forgery: contradicts Get order',
   'operator-action': 'operator action',
+  note: 'note: differs in what Get order does not confirm',
 };
 
 /** How each event reads at a glance: what went wrong in red, money posted in green, the rest neutral. */
@@ -37,7 +39,9 @@ const TONE: Record<TimelineEntry['event'], string> = {
   'review-opened': 'review',
   'review-closed': 'resolved',
   'differs-from-applied': 'failed',
+  'contradicts-get-order': 'failed',
   'operator-action': 'neutral',
+  note: 'neutral',
 };
 
 /** The timeline as a table, oldest first: what arrived, each attempt, and what it did to the ledger. */

@@ -4,6 +4,7 @@ import { and, desc, eq, lt } from 'drizzle-orm';
 import { z } from 'zod';
 import { can, type Role } from '../operators/roles.ts';
 import { iso } from '../web/format.ts';
+import { reviewStory } from './words.ts';
 import {
   loadReviewHistory,
   reviewAttemptSchema,
@@ -34,6 +35,16 @@ export const reviewViewSchema = z.object({
     .describe('Each distinct event of the pair that landed here (a forged one and the genuine one are two)'),
   attempts: z.array(reviewAttemptSchema).describe('Re-verifies and commits of the pair since it opened, oldest first'),
   note: z.string().nullable(),
+  story: z
+    .object({
+      suspectedForgery: z
+        .boolean()
+        .describe('Its code says a callback claimed what Get order or a receipt contradicts'),
+      happened: z.string().describe('What happened, in words'),
+      nextStep: z.string().describe('What to do next (for a suspected forgery: the key rotation)'),
+      command: z.string().nullable().describe('The command the next step starts with, if any'),
+    })
+    .describe('The review in words for a person (reviews/words.ts, reviewStory)'),
   createdAt: z.string(),
   updatedAt: z.string(),
   closedAt: z.string().nullable(),
@@ -81,6 +92,8 @@ export function reviewView(
   history: ReviewHistory = { events: new Map(), attempts: new Map() },
 ): ReviewView {
   const details = r.details && typeof r.details === 'object' && !Array.isArray(r.details) ? r.details : null;
+  const attempts = history.attempts.get(r.id) ?? [];
+  const createdAt = iso(r.createdAt) ?? '';
   return {
     id: r.id,
     kind: r.kind,
@@ -93,9 +106,10 @@ export function reviewView(
     status: r.status,
     occurrences: typeof r.occurrences === 'number' ? r.occurrences : 1,
     events: history.events.get(r.id) ?? [],
-    attempts: history.attempts.get(r.id) ?? [],
+    attempts,
     note: r.note ?? null,
-    createdAt: iso(r.createdAt) ?? '',
+    story: reviewStory({ ...r, details, createdAt, attempts, events: history.events.get(r.id) ?? [] }),
+    createdAt,
     updatedAt: iso(r.updatedAt) ?? iso(r.createdAt) ?? '',
     closedAt: iso(r.closedAt),
   };

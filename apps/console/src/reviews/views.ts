@@ -37,6 +37,7 @@ forged: platform never had this order"></label>
         : '';
   return html`<article class="card" id="review-${r.id}" aria-labelledby="review-${r.id}-title">
 <h2 id="review-${r.id}-title">Review ${r.id} ${status(r.status)} <code>${r.reasonCode}</code></h2>
+${storyBlock(r)}
 <p>${r.reason}</p>
 <dl class="facts">
 <dt>Order</dt><dd><a href="${orderHref(r.merchantOrderNo)}">${r.merchantOrderNo}</a> · platform \
@@ -50,6 +51,16 @@ ${r.events.length > 1 ? eventsTable(r) : ''}
 ${r.attempts.length > 0 ? attemptsTable(r) : ''}
 ${actions}
 </article>`;
+}
+
+/** The review in words: what happened and the next step (with its command), above the finding as recorded. */
+function storyBlock(r: ReviewView): Html {
+  const s = r.story;
+  return html`<div class="story${s.suspectedForgery ? ' story-forgery' : ''}" id="review-${r.id}-story">
+<p><strong>${s.suspectedForgery ? 'Suspected forgery. ' : ''}What happened:</strong> ${s.happened}</p>
+<p><strong>Next step:</strong> ${s.nextStep}</p>
+${s.command ? html`<p><code class="command">${s.command}</code></p>` : ''}
+</div>`;
 }
 
 /** Every distinct event that landed in the review: a forged one and the genuine one of a pair are two rows. */

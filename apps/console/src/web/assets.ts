@@ -41,6 +41,10 @@ button.primary{background:var(--accent);color:#fff;border-color:var(--accent)}bu
 .status-neutral{font-weight:400}
 .muted{color:var(--muted)}
 .card{border:1px solid var(--line);border-radius:.4rem;padding:.75rem 1rem;margin:.75rem 0}
+.story{border-left:3px solid var(--warn);background:#fff8c5;padding:.4rem .75rem;margin:.5rem 0}
+.story.story-forgery{border-left-color:var(--bad);background:#ffebe9}.story p{margin:.3rem 0}
+.story code.command{display:inline-block;padding:.15rem .4rem;background:#fff;border:1px solid var(--line);
+  overflow-wrap:anywhere}
 main.bare{max-width:26rem;margin:3rem auto}
 form.login{display:flex;flex-direction:column;gap:.6rem}
 form.login input{padding:.5rem}

@@ -232,6 +232,45 @@ export const reviewAttempts = pgTable(
 );
 
 /**
+ * What the worker noticed about an order that is not evidence of anything: a callback for an applied pair that
+ * differs from what was applied only in a field Get order does not confirm (Quantity). Either callback may be the
+ * made-up one, so neither is flagged: the later one is a duplicate, and this row names both jobs (the one the
+ * receipt was applied from, and the one that differed) with both values. One row per receipt, job and topic;
+ * another copy of the same job counts on it.
+ */
+export const orderNotes = pgTable(
+  'order_notes',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    merchantOrderNo: text('merchant_order_no').notNull(),
+    orderNo: text('order_no').notNull(),
+    state: integer('state').notNull(),
+    /** The receipt of the pair: what was applied. */
+    receiptId: bigint('receipt_id', { mode: 'number' })
+      .notNull()
+      .references(() => callbackReceipts.id),
+    /** The job of the callback that differed ('' when it ran outside a job). */
+    jobId: text('job_id').notNull(),
+    /** The job the receipt was applied from (null: not recorded, e.g. the sweep's). */
+    appliedJobId: text('applied_job_id'),
+    /** What the note is about: `unconfirmed-field-differs`. */
+    topic: text('topic', { enum: ['unconfirmed-field-differs'] }).notNull(),
+    /** One line for a person, naming both jobs and both values. */
+    detail: text('detail').notNull(),
+    /** The differing fields, each with the callback's and the applied value. */
+    details: jsonb('details').$type<Record<string, unknown>>(),
+    /** How many copies of this job's callback met the receipt. */
+    seen: integer('seen').notNull().default(1),
+    firstSeenAt: timestamp('first_seen_at', { withTimezone: true }).notNull().defaultNow(),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('order_notes_receipt_job_topic_key').on(t.receiptId, t.jobId, t.topic),
+    index('order_notes_merchant_order_no_idx').on(t.merchantOrderNo),
+  ],
+);
+
+/**
  * Every callback that reached the worker, one row per job id (upserted, batched, when the worker first takes the
  * job and after each attempt): what the console searches by merchant order number, status, code, amount and time,
  * including jobs that are still waiting or failed for good and so have no receipt. Postgres indexes serve the

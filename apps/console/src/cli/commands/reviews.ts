@@ -35,6 +35,8 @@ export function renderReview(r: ReviewView): string {
       `order ${r.merchantOrderNo} (platform ${r.orderNo}, ${r.kind} state ${r.state})  ` +
       `opened ${at(r.createdAt)}${r.occurrences > 1 ? `  x${r.occurrences}` : ''}`,
     `  ${r.reason}`,
+    `  what happened: ${r.story.happened}`,
+    `  next step: ${r.story.nextStep}`,
     ...(details ? [`  compared: ${details}`] : []),
     ...(r.note ? [`  note: ${r.note}`] : []),
   ].join('\n');

@@ -36,6 +36,9 @@ export function renderReview(r: ReviewView): string {
       `opened ${at(r.createdAt)}${r.occurrences > 1 ? `  x${r.occurrences}` : ''}`,
     `  ${r.reason}`,
     ...(details ? [`  compared: ${details}`] : []),
+    ...(r.status === 'dismissed'
+      ? [`  dismissed by ${r.closedBy ?? 'unknown'}${r.closedAt ? `, ${at(r.closedAt)}` : ''}`]
+      : []),
     ...(r.note ? [`  note: ${r.note}`] : []),
   ].join('\n');
 }

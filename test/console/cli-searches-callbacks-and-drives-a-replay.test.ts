@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callbackArrivals, operatorActions } from '@mcb/core/db';
+import { callbackArrivals, operatorActions, replays } from '@mcb/core/db';
 import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { and, eq } from 'drizzle-orm';
 import { OPERATORS, TOKENS } from '../../apps/console/test/helpers/operators.ts';
@@ -123,6 +123,32 @@ describe('pnpm cli callbacks / replay', () => {
         ['vera.viewer@example.com', 'replays.start', 'denied', 'customer paid'],
         ['otto.operator@example.com', 'replays.start', 'started', 'customer paid, Get order was down'],
       ]),
+    );
+  });
+
+  it('says who cancelled a replay and why, in status and list', async () => {
+    const [row] = await env.db.db
+      .insert(replays)
+      .values({
+        operator: 'otto.operator@example.com',
+        reason: 'after the outage',
+        filter: { code: 'PLATFORM_HTTP_ERROR' },
+        ratePerSecond: 5,
+        total: 3,
+        status: 'cancelled',
+        endedBy: 'ada.admin@example.com',
+        endReason: 'wrong window',
+        finishedAt: new Date(),
+      })
+      .returning();
+    const status = await cli('viewer', 'replay', 'status', String(row!.id));
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain('cancelled by ada.admin@example.com: wrong window');
+    const json = await cli('viewer', 'replay', 'status', String(row!.id), '--json');
+    expect(JSON.parse(json.stdout)).toMatchObject({ endedBy: 'ada.admin@example.com', endReason: 'wrong window' });
+    const list = await cli('viewer', 'replay', 'list');
+    expect(list.stdout).toMatch(
+      new RegExp(`^${row!.id} +cancelled .*cancelled by ada\\.admin@example\\.com: wrong window`, 'm'),
     );
   });
 

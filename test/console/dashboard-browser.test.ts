@@ -75,7 +75,10 @@ describe('the dashboard in a browser', () => {
         .waitFor();
       const buttons = await visibleButtons(page);
       expect(buttons).toContain('Retry');
-      for (const refused of ['Clean all', 'Duplicate', 'Edit', 'Delete']) expect(buttons).not.toContain(refused);
+      for (const refused of ['Retry all', 'Clean all', 'Duplicate', 'Edit', 'Delete'])
+        expect(buttons).not.toContain(refused);
+      // Bulk retry is the replay wizard's (dry run, rate, count and jobs recorded): the board points there.
+      await page.locator('#mcb-replay-wizard a[href="/replays/new"]').waitFor({ timeout: 15_000 });
 
       // 3. Fix the cause, then retry from the card: the page asks why, and sends it with the action.
       stack.platform.failNext(merchantOrderNo, 0, 500);

@@ -99,7 +99,6 @@ const bullBoardRoutes = (): { method: string; route: string }[] => {
 };
 const ALLOWED = new Set([
   'PUT /api/queues/:queueName/:jobId/retry',
-  'PUT /api/queues/:queueName/retry/:queueStatus',
   'PUT /api/queues/:queueName/:jobId/promote',
   'PUT /api/queues/:queueName/promote',
 ]);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
+import { operatorActions } from '@mcb/core/db';
 import { browserHeaders, ledgerOf, login, startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
 
 const env = useTestEnv();
@@ -108,22 +109,25 @@ describe('replay from the dashboard', () => {
     expect(ledger).toHaveLength(1);
   });
 
-  it('retry-all of failed jobs replays each once and credits each order once', async () => {
+  it('retry-all is refused with the way to the replay wizard: nothing is sent back and no row is written', async () => {
+    // It sent every failed job back at once, without a dry run or a rate, and recorded no count, no job ids and
+    // nothing on the orders' stories (issue 49): bulk retry is the replay wizard's.
     const a = await creditedPayin('10.00');
-    const b = await creditedPayin('20.00');
-    for (const x of [a, b]) stack.platform.failNext(x.merchantOrderNo, 1_000, 503);
-    const ids = [await stack.add(a.event, 1), await stack.add(b.event, 1)];
-    const failed = await Promise.all(ids.map((id) => settled(id, 'failed')));
-    for (const x of [a, b]) stack.platform.failNext(x.merchantOrderNo, 0, 503);
-
-    const res = await put('/queues/api/queues/callbacks/retry/failed');
-    expect(res.statusCode, res.body).toBe(200);
-    expect((res.json() as { retried: number }).retried).toBeGreaterThanOrEqual(2);
-    await Promise.all(ids.map((id, i) => settled(id, 'completed', failed[i]!.finishedOn)));
-    for (const x of [a, b]) expect((await ledgerOf(env.db.db, x.merchantOrderNo)).ledger).toHaveLength(1);
+    stack.platform.failNext(a.merchantOrderNo, 1_000, 503);
+    const id = await stack.add(a.event, 1);
+    await settled(id, 'failed');
+    const rows = (await env.db.db.select().from(operatorActions)).length;
+    for (const status of ['failed', 'completed']) {
+      const res = await put(`/queues/api/queues/callbacks/retry/${status}`);
+      expect(res.statusCode, res.body).toBe(403);
+      expect(res.json()).toMatchObject({ code: 'FORBIDDEN', message: expect.stringContaining('/replays/new') });
+    }
+    expect(await stack.queue.getJobState(id)).toBe('failed');
+    expect(await env.db.db.select().from(operatorActions)).toHaveLength(rows);
+    stack.platform.failNext(a.merchantOrderNo, 0, 503);
   });
 
-  it('retry of one job and retry-all give the job a fresh retry budget: one more 503 does not fail it for good again', async () => {
+  it('retry of one job gives the job a fresh retry budget: one more 503 does not fail it for good again', async () => {
     const a = await creditedPayin('11.00');
     const b = await creditedPayin('12.00');
     for (const x of [a, b]) stack.platform.failNext(x.merchantOrderNo, 2, 503);
@@ -133,7 +137,7 @@ describe('replay from the dashboard', () => {
     // One more 503 each after the replay: with the old attempt count (2 of 2) it would be the last attempt.
     for (const x of [a, b]) stack.platform.failNext(x.merchantOrderNo, 1, 503);
     expect((await put(`/queues/api/queues/callbacks/${ids[0]}/retry`)).statusCode).toBeLessThan(300);
-    expect((await put('/queues/api/queues/callbacks/retry/failed')).statusCode).toBeLessThan(300);
+    expect((await put(`/queues/api/queues/callbacks/${ids[1]}/retry`)).statusCode).toBeLessThan(300);
     const done = await Promise.all(ids.map((id, i) => settled(id, 'completed', failed[i]!.finishedOn)));
     expect(done.map((j) => j.attemptsMade)).toEqual([2, 2]);
     for (const x of [a, b]) expect((await ledgerOf(env.db.db, x.merchantOrderNo)).ledger).toHaveLength(1);

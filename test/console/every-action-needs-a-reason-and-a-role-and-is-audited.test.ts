@@ -75,7 +75,6 @@ const ACTION_ROUTES = (): ActionRoute[] => [
   { method: 'POST' as const, url: `/api/reviews/${reviewId}/dismiss`, payload: { note: 'forged' } },
   { method: 'POST' as const, url: '/api/reconcile', payload: {} },
   { method: 'PUT' as const, url: `/queues/api/queues/callbacks/${failedJobId}/retry` },
-  { method: 'PUT' as const, url: '/queues/api/queues/callbacks/retry/failed' },
   { method: 'PUT' as const, url: `/queues/api/queues/callbacks/${delayedJobId}/promote` },
   { method: 'PUT' as const, url: '/queues/api/queues/callbacks/promote' },
   { method: 'POST' as const, url: '/api/replays', payload: { filter: { status: 'failed' } } },

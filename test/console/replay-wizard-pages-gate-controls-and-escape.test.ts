@@ -117,10 +117,21 @@ describe('the replay wizard pages', () => {
     const after = await page('operator', `/replays/${id}`);
     expect(after.body).toContain('data-status="cancelled"');
     expect(after.body).not.toContain('replay-progress.js');
-    // A cancelled replay offers the rest: a dry run of the same filter.
+    // A cancelled replay offers the rest: a dry run of the same filter, which links back to it.
     expect(after.body).toContain('Replay the rest');
-    expect(after.body).toContain(
-      `href="/replays/new?merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}&amp;dryRun=1"`,
-    );
+    const rest = `/replays/new?merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}&dryRun=1&rest=${id}`;
+    expect(after.body).toContain(`href="${rest.replaceAll('&', '&amp;')}"`);
+    // Who cancelled it and why, for everyone who may read the replay (a viewer cannot read the audit).
+    for (const role of ['operator', 'viewer'] as const) {
+      const seen = await page(role, `/replays/${id}`);
+      expect(seen.body).toMatch(/<dd data-ended-by>otto\.operator@example\.com<\/dd>/);
+      expect(seen.body).toContain('<dd data-end-reason>wrong order</dd>');
+      expect((await page(role, '/replays')).body).toContain('otto.operator@example.com: wrong order');
+    }
+    // "Dry run the rest" names the replay it continues and keeps its reason.
+    const next = await page('operator', rest);
+    expect(next.body).toContain(`<p data-rest-of="${id}">The rest of <a href="/replays/${id}">replay ${id}</a>`);
+    expect(next.body).toContain('cancelled by otto.operator@example.com: wrong order');
+    expect(next.body).toContain(`customer &lt;i&gt;paid&lt;/i&gt; (the rest of replay ${id})</textarea>`);
   });
 });

@@ -130,8 +130,20 @@ describe('reviews', () => {
     });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({
-      review: { status: 'dismissed', note: 'forged: platform never had this order' },
+      review: { status: 'dismissed', note: 'forged: platform never had this order', closedBy: 'admin' },
     });
+    // Who dismissed it is on the review itself (API and page), for those who cannot read the audit.
+    expect((await api('GET', `/api/reviews?status=dismissed`)).json()).toMatchObject({
+      reviews: expect.arrayContaining([expect.objectContaining({ id: reviewId, closedBy: 'admin' })]),
+    });
+    const page = await stack.app.inject({
+      method: 'GET',
+      url: '/reviews?status=dismissed',
+      headers: { ...AUTH, accept: 'text/html' },
+    });
+    expect(page.body).toMatch(
+      new RegExp(`id="review-${reviewId}"[\\s\\S]*<dt>Dismissed by</dt><dd data-closed-by>admin</dd>`),
+    );
     expect((await api('POST', `/api/reviews/${reviewId}/dismiss`, { note: 'again' })).statusCode).toBe(409);
     expect((await api('POST', `/api/reviews/${reviewId}/reverify`)).statusCode).toBe(409);
     expect((await api('POST', '/api/reviews/999999/dismiss', { note: 'x' })).statusCode).toBe(404);

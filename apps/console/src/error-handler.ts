@@ -132,6 +132,8 @@ function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply)
   if (Array.isArray(errors)) body.errors = errors;
   // A role refusal names the role that may (the UI and the CLI say it).
   if (typeof error.details?.requiredRole === 'string') body.requiredRole = error.details.requiredRole;
+  // A stale replay plan: the dry run as it stands now, to start from (PLAN_STALE).
+  if (error.code === ErrorCodes.PLAN_STALE && error.details?.plan) body.plan = error.details.plan;
   // The platform's own answer, when there was one (a PlatformCodeError, or an error that gives it a meaning).
   const platformCode = error instanceof PlatformCodeError ? error.platformCode : error.details?.platformCode;
   if (typeof platformCode === 'number') {

@@ -110,6 +110,7 @@ const CATALOGUE = {
   REQUEST_INVALID: client(400),
   REVIEW_NOT_OPEN: client(409),
   REPLAY_NOT_RUNNING: client(409),
+  PLAN_STALE: client(409),
   JOB_NOT_FAILED: client(409),
   INTERNAL_ERROR: permanent(),
 } as const satisfies Record<string, ErrorSpec>;

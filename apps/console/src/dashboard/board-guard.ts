@@ -13,6 +13,7 @@ export const BOARD_GUARD_JS = String.raw`(() => {
     /^clean( all)?\b/i, /^update data$/i, /^duplicate$/i, /^reschedule$/i, /^change priority$/i,
     /^remove unprocessed children$/i, /^(pause|resume)( all)?\b/i, /^empty$/i, /^obliterate$/i, /^add job$/i,
     /^set (concurrency|rate limit)$/i, /^delete\b/i, /^remove\b/i, /^group actions$/i, /^edit\b/i,
+    /^retry all$/i,
   ];
   if (role === 'viewer') refused.push(/^retry/i, /^promote/i);
   // A job card's actions are icons without text: known by their icon (lucide), and named here for screen readers.
@@ -31,10 +32,25 @@ export const BOARD_GUARD_JS = String.raw`(() => {
   };
   const nameOf = (el) =>
     (el.getAttribute('aria-label') || el.getAttribute('title') || el.textContent || iconName(el) || '').trim();
-  // Retry-all is allowed for failed jobs only (the server refuses it for any other list).
-  const refusedHere = (name) =>
-    refused.some((re) => re.test(name)) || (/^retry all$/i.test(name) && !/[?&]status=failed\b/.test(location.search));
+  const refusedHere = (name) => refused.some((re) => re.test(name));
+  // "Retry all" is the replay wizard's (dry run, rate, a count and each job recorded): a link to it, where the
+  // failed jobs are listed, for those who may retry.
+  const pointToWizard = () => {
+    if (role === 'viewer' || document.getElementById('mcb-replay-wizard')) return;
+    if (!/[?&]status=failed\b/.test(location.search) || !document.body) return;
+    const p = document.createElement('p');
+    p.id = 'mcb-replay-wizard';
+    p.setAttribute('role', 'note');
+    p.style.cssText = 'margin:0;padding:8px 16px;background:#fff7e6;border-bottom:1px solid #f0c36d;font:14px sans-serif';
+    p.append('To retry failed jobs in bulk, use the ');
+    const a = document.createElement('a');
+    a.href = '/replays/new';
+    a.textContent = 'replay wizard';
+    p.append(a, ': it dry-runs them first, sends them back at a rate, and records the count and each job.');
+    document.body.prepend(p);
+  };
   const hide = () => {
+    pointToWizard();
     for (const el of document.querySelectorAll('button, [role="menuitem"], [role="option"]')) {
       const icon = iconName(el);
       if (icon && !el.getAttribute('aria-label') && !(el.textContent || '').trim()) el.setAttribute('aria-label', icon);

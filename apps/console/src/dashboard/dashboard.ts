@@ -9,7 +9,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { authorize, completeIntentFailed, recordIntent, type ActionDeps, type Authorized } from '../audit/perform.ts';
 import { completeIntent } from '../audit/record.ts';
 import { actorOf } from '../operators/operator.ts';
-import { dashboardActionOf, isAllowedDashboardAction } from './action-guard.ts';
+import { dashboardActionOf, isAllowedDashboardAction, RETRY_ALL_REFUSED, RETRY_ALL_ROUTE } from './action-guard.ts';
 import { BOARD_GUARD_JS } from './board-guard.ts';
 import { formatJobData, formatJobName, formatReturnValue } from './job-formatter.ts';
 
@@ -58,7 +58,8 @@ function sendError(req: FastifyRequest, reply: FastifyReply, e: AppError, status
 
 /**
  * bull-board at `/queues`: inspect jobs (data through {@link formatJobData}; each card named with its order
- * numbers), failure reasons and attempts; retry one job, retry all failed, promote delayed jobs. Authentication and
+ * numbers), failure reasons and attempts; retry one job, promote delayed jobs ("Retry all" is the replay wizard's,
+ * action-guard.ts says why). Authentication and
  * the CSRF check come from the root auth hook; this plugin adds the action allow-list (action-guard.ts), the role
  * and `X-Reason` checks of the action layer with an audit row per action, a read-only board for viewers, and
  * board-guard.js (hides refused controls, asks for the reason, shows refusals).
@@ -127,11 +128,14 @@ function checkAction(actions: ActionDeps, patternOf: (req: FastifyRequest) => st
     const pattern = patternOf(req);
     const params = (req.params ?? {}) as Record<string, unknown>;
     // Deny by default: any method but GET/HEAD on a route not on the allow-list, for every role.
-    if (!isAllowedDashboardAction(req.method, pattern, params)) {
+    if (!isAllowedDashboardAction(req.method, pattern)) {
       req.log.warn({ method: req.method, route: pattern }, 'dashboard action refused');
       return reply.code(403).send({
         code: ErrorCodes.FORBIDDEN,
-        message: 'this dashboard action is disabled for every role: only retry and promote are allowed',
+        message:
+          pattern === RETRY_ALL_ROUTE
+            ? RETRY_ALL_REFUSED
+            : 'this dashboard action is disabled for every role: only retry of one job and promote are allowed',
         requestId: req.id,
       });
     }

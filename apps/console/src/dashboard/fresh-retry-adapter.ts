@@ -18,7 +18,7 @@ function freshRetry<T extends BoardJob | undefined>(job: T): T {
 }
 
 /**
- * bull-board's BullMQ adapter whose retries (one job, and "retry all" failed) reset the job's attempt counts
+ * bull-board's BullMQ adapter whose retry of a job resets its attempt counts
  * (REPLAY_RETRY_OPTIONS): bull-board's handlers call `job.retry(state)` on the jobs this adapter hands them, and
  * BullMQ would otherwise keep the count, giving a job that had used its attempts one last attempt.
  */

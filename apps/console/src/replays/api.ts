@@ -23,6 +23,10 @@ const filterTargetOf = (req: FastifyRequest): string => {
 };
 
 const errors = { 400: errorBodySchema, 403: errorBodySchema, 404: errorBodySchema, 409: errorBodySchema };
+/** A start's 409: PLAN_STALE carries a fresh dry run of the same filter. */
+const startConflict = errorBodySchema.extend({
+  plan: replayPlanSchema.optional().describe('PLAN_STALE: what a dry run of the same filter says now'),
+});
 
 /**
  * `POST /api/replays` (dry run or start), `GET /api/replays[/{id}]`, `POST /api/replays/{id}/cancel`: replay by
@@ -42,16 +46,23 @@ export function replaysRows(deps: ReplayDeps): RouteRow[] {
         description:
           'With `dryRun: true`, classifies each failed job matching `filter` against the ledger and Get ' +
           'order: alreadyApplied, willApply, willReview, stillPending (and notReplayable: gone or no ' +
-          'longer failed), with counts and samples; changes nothing. Without it, starts a replay (a ' +
-          '`reason` is required): 202 with its id; it sends the jobs back to the queue at `ratePerSecond`.',
+          'longer failed), with counts, samples, totals and the `bound` of the set it classified; changes ' +
+          'nothing. Without it, starts a replay (a `reason` is required): 202 with its id; it sends the jobs ' +
+          'back to the queue at `ratePerSecond`. Post the dry run back as `plan` and the replay acts on the ' +
+          'set it classified only, or answers 409 PLAN_STALE (with a fresh dry run as `plan`) when that set changed.',
         tags: ['replays'],
         body: replayRequestSchema,
-        response: { 200: z.object({ plan: replayPlanSchema }), 202: z.object({ replay: replayViewSchema }), ...errors },
+        response: {
+          200: z.object({ plan: replayPlanSchema }),
+          202: z.object({ replay: replayViewSchema }),
+          ...errors,
+          409: startConflict,
+        },
       },
       handler: async (req, reply) => {
-        const { filter, dryRun, ratePerSecond, reason } = req.body;
+        const { filter, dryRun, ratePerSecond, reason, plan } = req.body;
         if (dryRun) return { plan: await planReplayAction(deps, actorOf(req), filter) };
-        const replay = await startReplay(deps, actorOf(req), { filter, ratePerSecond, reason });
+        const replay = await startReplay(deps, actorOf(req), { filter, ratePerSecond, reason, plan });
         return reply.code(202).header('location', `/api/replays/${replay.id}`).send({ replay });
       },
     }),

@@ -140,6 +140,8 @@ async function claim(ctx: DriverContext, driving: ReadonlySet<number>): Promise<
 /** Drive one replay a chunk a tick until it is done, cancelled, its lease is lost or the driver stops. */
 async function driveReplay(ctx: DriverContext, replay: Replay): Promise<void> {
   const filter = callbackFilterSchema.parse(replay.filter);
+  // Only the set it was started on: a job failing while it runs (one it sent back, or a new one) is not swept in.
+  const bound = { asOf: replay.planAsOf, upTo: replay.planUpTo };
   const { size, intervalMs } = chunking(replay.ratePerSecond);
   let cursor = replay.cursor;
   let next = performance.now();
@@ -149,7 +151,7 @@ async function driveReplay(ctx: DriverContext, replay: Replay): Promise<void> {
     try {
       // Still ours and still running? A cancel (or a lost lease) ends the loop here, before any further retry.
       if (!(await renewLease(ctx, replay.id))) break;
-      const chunk = await replayCandidates(ctx.db, filter, cursor, size);
+      const chunk = await replayCandidates(ctx.db, filter, cursor, size, bound);
       if (chunk.length === 0) {
         await finish(ctx.db, replay.id);
         log.info('replay: finished');
@@ -191,24 +193,25 @@ async function finish(db: Database, id: number): Promise<void> {
 }
 
 /** Send one chunk back to the queue and record it (which jobs, their arrivals, the counts); the new cursor. */
-async function sendBack(ctx: DriverContext, replayId: number, chunk: readonly { jobId: string }[]): Promise<string> {
+async function sendBack(
+  ctx: DriverContext,
+  replayId: number,
+  chunk: readonly { jobId: string; updatedAt: Date }[],
+): Promise<string> {
   const { db } = ctx;
   const results = await Promise.all(chunk.map((c) => retryFailed(ctx.queue, c.jobId)));
   const replayed = results.filter(Boolean).length;
   const cursor = chunk.at(-1)!.jobId;
   // The search shows them as queued again at once. updated_at stays the worker's (its failure report's), so the
   // worker's next report, stamped later by its own clock, always replaces this one.
-  const sent = chunk.filter((_, i) => results[i]).map((c) => c.jobId);
+  const sent = chunk.filter((_, i) => results[i]);
   if (sent.length > 0) {
     // Which jobs this replay sent back: its page says what became of each (credited, failed again, ...).
     await db
       .insert(replayJobs)
-      .values(sent.map((jobId) => ({ replayId, jobId })))
+      .values(sent.map(({ jobId }) => ({ replayId, jobId })))
       .onConflictDoNothing();
-    await db
-      .update(callbackArrivals)
-      .set({ status: 'retrying', lastDetail: `sent back to the queue by replay ${replayId}` })
-      .where(and(inArray(callbackArrivals.jobId, sent), eq(callbackArrivals.status, 'failed')));
+    await markSentBack(db, replayId, sent);
   }
   await db
     .update(replays)
@@ -221,6 +224,34 @@ async function sendBack(ctx: DriverContext, replayId: number, chunk: readonly { 
     })
     .where(eq(replays.id, replayId));
   return cursor;
+}
+
+/**
+ * Show the jobs sent back as retrying, each only while its row is still the one read: a job that ran and failed for
+ * good again meanwhile has a newer `failed` row (the worker's), which stays, so replay by filter finds it again.
+ */
+async function markSentBack(db: Database, replayId: number, rows: readonly { jobId: string; updatedAt: Date }[]) {
+  const t = callbackArrivals;
+  const read = sql.join(
+    rows.map(
+      (r) =>
+        sql`(${t.jobId} = ${r.jobId} and date_trunc('milliseconds', ${t.updatedAt}) = ${r.updatedAt.toISOString()}::timestamptz)`,
+    ),
+    sql` or `,
+  );
+  await db
+    .update(t)
+    .set({ status: 'retrying', lastDetail: `sent back to the queue by replay ${replayId}` })
+    .where(
+      and(
+        eq(t.status, 'failed'),
+        inArray(
+          t.jobId,
+          rows.map((r) => r.jobId),
+        ),
+        sql`(${read})`,
+      ),
+    );
 }
 
 /**

@@ -14,8 +14,15 @@ import { formRoute, pageRoute } from '../web/page-route.ts';
 import type { RouteRow } from '../web/route-table.ts';
 import { html } from '../web/html.ts';
 import { flashOf, sendPage } from '../web/send.ts';
-import { cancelReplay, filterTarget, planReplayAction, startReplay, type ReplayDeps } from './actions.ts';
-import { getReplay, listReplays } from './queries.ts';
+import {
+  cancelReplay,
+  filterTarget,
+  planReplayAction,
+  replayRequestSchema,
+  startReplay,
+  type ReplayDeps,
+} from './actions.ts';
+import { getReplay, listReplays, type ReplayView } from './queries.ts';
 import { filterFormView, listView, planView, progressView } from './views.ts';
 
 const idOf = (params: unknown): number => {
@@ -38,6 +45,16 @@ function backParams(form: Record<string, unknown>): URLSearchParams {
 /** The start form: the filter's fields, the rate (blank: the default) and the reason. */
 const startForm = formWithFilter({
   reason: z.string().optional(),
+  // The dry run the form was shown with, as JSON (its bound, counts and totals): the start acts on its set only.
+  plan: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (!v) return undefined;
+      const parsed = postedPlanSchema.safeParse(safeJson(v));
+      if (!parsed.success) ctx.addIssue({ code: 'custom', message: 'the dry run posted back is not valid' });
+      return parsed.data;
+    }),
   ratePerSecond: z
     .string()
     .optional()
@@ -50,6 +67,14 @@ const startForm = formWithFilter({
       return rate;
     }),
 });
+const postedPlanSchema = replayRequestSchema.shape.plan.unwrap();
+const safeJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+};
 const reasonForm = z.object({ reason: z.string().optional() });
 const formOf = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>;
 
@@ -85,8 +110,8 @@ export function replaysPageRows(deps: ReplayDeps): RouteRow[] {
       // Started: on to its progress page; refused: back to the dry run, with why.
       // A refusal (a 4xx of the error catalogue) is told on the dry-run page; anything else goes to the boundary.
       refused: (e) => isAppError(e) && isRefusal(e.code),
-      run: async (req, { form: { filter, ratePerSecond, reason } }) => {
-        const replay = await startReplay(deps, actorOf(req), { filter, ratePerSecond, reason });
+      run: async (req, { form: { filter, ratePerSecond, reason, plan } }) => {
+        const replay = await startReplay(deps, actorOf(req), { filter, ratePerSecond, reason, plan });
         return {
           to: `/replays/${replay.id}`,
           text: `replay ${replay.id} started: ${replay.total} job(s) at ${replay.ratePerSecond} per second`,
@@ -141,10 +166,19 @@ async function wizard(deps: ReplayDeps, req: FastifyRequest, reply: FastifyReply
   }
   const plan = await planReplayAction(deps, actorOf(req), filter);
   const canStart = can(req.operator!.role, 'replays.start');
+  const rest = await restOf(deps, query.rest);
   return sendPage(
     req,
     reply,
     frame,
-    html`${form}${planView({ plan, filter, canStart, defaultRate: deps.defaultRate, maxRate: deps.maxRate })}`,
+    html`${form}${planView({ plan, filter, canStart, defaultRate: deps.defaultRate, maxRate: deps.maxRate, rest })}`,
   );
+}
+
+/** The cancelled replay a "Dry run the rest" came from (`rest=<id>`), if it is one. */
+async function restOf(deps: ReplayDeps, id: unknown): Promise<ReplayView | undefined> {
+  const n = Number(id);
+  if (typeof id !== 'string' || !Number.isSafeInteger(n) || n <= 0) return undefined;
+  const replay = await getReplay(deps.db, n).catch(() => undefined);
+  return replay?.status === 'cancelled' ? replay : undefined;
 }

@@ -4,6 +4,7 @@
  * Get order's answer (cached a minute per order, asked at most at CONSOLE_REPLAY_MAX_RATE); this file only words it.
  * Changes nothing.
  */
+import { createHash } from 'node:crypto';
 import type { Settled } from '@mcb/core/batcher';
 import { callbackArrivals, type Database, type Order } from '@mcb/core/db';
 import { AppError, ErrorCodes, coerceError, firstLineOf } from '@mcb/core/errors';
@@ -19,7 +20,7 @@ import {
   type Verdict,
 } from '@mcb/settlement';
 import type { Queue } from 'bullmq';
-import { and, asc, gt, sql } from 'drizzle-orm';
+import { and, asc, gt, lte, sql } from 'drizzle-orm';
 import { sumDecimals } from '@mcb/core/money';
 import { z } from 'zod';
 import { filterWhere, listOf, type CallbackFilter } from '../callbacks/queries.ts';
@@ -50,6 +51,19 @@ export const planTotalSchema = z.object({
 });
 export type PlanTotal = z.output<typeof planTotalSchema>;
 
+/**
+ * The set a dry run classified, which the start posts back and the replay then acts on alone: the failed jobs
+ * matching the filter whose last report is at or before `asOf` and whose id is at most `upToJobId`. A job that fails
+ * later (before the start, or during the replay) is outside it.
+ */
+export const planBoundSchema = z.object({
+  asOf: z.iso.datetime().describe('The newest failure report among the jobs classified (ms), or when it ran'),
+  upToJobId: z.string().nullable().describe('The highest job id classified (jobs go in job-id order); null for none'),
+  jobs: z.number().int().min(0).describe('Jobs classified'),
+  digest: z.string().describe("SHA-256 of the classified jobs' ids: the start checks the set is still this one"),
+});
+export type PlanBound = z.output<typeof planBoundSchema>;
+
 export const replayPlanSchema = z.object({
   matched: z.number().int().describe('Failed jobs matching the filter'),
   classified: z.number().int().describe('Of those, classified (the first 2,000 by job id; the rest are not)'),
@@ -65,6 +79,7 @@ export const replayPlanSchema = z.object({
   totals: z
     .array(planTotalSchema)
     .describe('Orders and money per class, kind, outcome and currency: "will credit 41 orders, 36790 INR"'),
+  bound: planBoundSchema.describe('What was classified: post it back with the start, which acts on that set only'),
 });
 export type ReplayPlan = z.output<typeof replayPlanSchema>;
 
@@ -120,12 +135,34 @@ export function replayWhere(filter: CallbackFilter) {
   return and(filterWhere({ ...filter, status: 'failed' }));
 }
 
-/** Failed jobs matching `filter`, in job-id order after `cursor`. */
-export async function replayCandidates(db: Database, filter: CallbackFilter, after: string | null, limit: number) {
+/** The rows of a replay's set: none reported after `asOf` (to the ms, as the worker stamps them), none above `upTo`. */
+export function boundWhere(bound: { asOf: Date | string | null; upTo: string | null } | undefined) {
+  if (!bound) return undefined;
+  const t = callbackArrivals;
+  return and(
+    bound.asOf === null
+      ? undefined
+      : sql`date_trunc('milliseconds', ${t.updatedAt}) <= ${new Date(bound.asOf).toISOString()}::timestamptz`,
+    bound.upTo === null ? undefined : lte(t.jobId, bound.upTo),
+  );
+}
+
+/** How a replay's set is bounded, as the replays table keeps it. */
+export type SetBound = Parameters<typeof boundWhere>[0];
+
+/** Failed jobs matching `filter` (within `bound`, when given), in job-id order after `cursor`. */
+export async function replayCandidates(
+  db: Database,
+  filter: CallbackFilter,
+  after: string | null,
+  limit: number,
+  bound?: SetBound,
+) {
   const t = callbackArrivals;
   return db
     .select({
       jobId: t.jobId,
+      updatedAt: t.updatedAt,
       orderNo: t.orderNo,
       state: t.state,
       merchantOrderNo: t.merchantOrderNo,
@@ -133,17 +170,38 @@ export async function replayCandidates(db: Database, filter: CallbackFilter, aft
       amount: t.amount,
     })
     .from(t)
-    .where(and(replayWhere(filter), after === null ? undefined : gt(t.jobId, after)))
+    .where(and(replayWhere(filter), boundWhere(bound), after === null ? undefined : gt(t.jobId, after)))
     .orderBy(asc(t.jobId))
     .limit(limit);
 }
 
-export async function countCandidates(db: Database, filter: CallbackFilter): Promise<number> {
+export async function countCandidates(db: Database, filter: CallbackFilter, bound?: SetBound): Promise<number> {
   const [row] = await db
     .select({ n: sql<number>`count(*)::int` })
     .from(callbackArrivals)
-    .where(replayWhere(filter));
+    .where(and(replayWhere(filter), boundWhere(bound)));
   return row?.n ?? 0;
+}
+
+/** The bound of `rows` (a set read in job-id order): its newest report, its highest id, its size and its digest. */
+export async function boundOf(db: Database, rows: readonly { jobId: string; updatedAt: Date }[]): Promise<PlanBound> {
+  let newest = rows[0]?.updatedAt;
+  for (const r of rows) if (r.updatedAt > newest!) newest = r.updatedAt;
+  // No job: the set is "what had failed by now", by Postgres's clock.
+  const asOf = newest ?? (await db.execute<{ now: Date }>(sql`select now() as now`)).rows[0]!.now;
+  return {
+    asOf: new Date(asOf).toISOString(),
+    upToJobId: rows.at(-1)?.jobId ?? null,
+    jobs: rows.length,
+    digest: digestOf(rows),
+  };
+}
+
+/** SHA-256 of the jobs' ids in order: the same set gives the same digest. */
+export function digestOf(rows: readonly { jobId: string }[]): string {
+  const hash = createHash('sha256');
+  for (const r of rows) hash.update(r.jobId).update('\n');
+  return hash.digest('hex');
 }
 
 type Candidate = Awaited<ReturnType<typeof replayCandidates>>[number];
@@ -161,6 +219,7 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
     counts: Object.fromEntries(PLAN_CLASSES.map((c) => [c, 0])) as Record<PlanClass, number>,
     samples: Object.fromEntries(PLAN_CLASSES.map((c) => [c, []])) as unknown as Record<PlanClass, PlanSample[]>,
     totals: [],
+    bound: await boundOf(deps.db, candidates),
   };
   const sums = new Map<string, { total: Omit<PlanTotal, 'amount'>; amounts: string[] }>();
   // A few at a time: Get order is the slow part, and the limiter spaces its requests.

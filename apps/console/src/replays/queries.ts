@@ -15,11 +15,18 @@ export const replayViewSchema = z.object({
   status: z
     .enum(['running', 'cancelled', 'finished'])
     .describe('running until every job was sent back (finished) or an operator cancelled it'),
-  total: z.number().int().describe('Failed jobs matching the filter when it started'),
+  total: z.number().int().describe("Failed jobs in its set when it started (its dry run's, when it was given one)"),
   replayed: z.number().int().describe('Jobs sent back to the queue'),
   skipped: z.number().int().describe('Jobs no longer failed or no longer in the queue'),
   remaining: z.number().int(),
   error: z.string().nullable().describe('The last error the driver met (it keeps going), if any'),
+  endedBy: z.string().nullable().describe('Who cancelled it (null while it runs, or when it finished by itself)'),
+  endReason: z.string().nullable().describe('Why it was cancelled, as they wrote it'),
+  planAsOf: z
+    .string()
+    .nullable()
+    .describe('The set it acts on: failed jobs matching the filter last reported at or before this time...'),
+  planUpTo: z.string().nullable().describe('...and of job id at most this one (null: no bound on the id)'),
   createdAt: z.string(),
   updatedAt: z.string(),
   finishedAt: z.string().nullable(),
@@ -42,6 +49,10 @@ export function replayView(r: Replay, outcomes: ReplayOutcomeRow[] = []): Replay
     skipped: r.skipped,
     remaining: Math.max(0, r.total - r.replayed - r.skipped),
     error: r.error,
+    endedBy: r.endedBy,
+    endReason: r.endReason,
+    planAsOf: r.planAsOf?.toISOString() ?? null,
+    planUpTo: r.planUpTo,
     createdAt: r.createdAt.toISOString(),
     updatedAt: r.updatedAt.toISOString(),
     finishedAt: r.finishedAt?.toISOString() ?? null,

@@ -75,6 +75,8 @@ export function planView(vm: {
   canStart: boolean;
   defaultRate: number;
   maxRate: number;
+  /** The cancelled replay this dry run is the rest of ("Dry run the rest"), if any. */
+  rest?: ReplayView;
 }): Html {
   const { plan } = vm;
   const rows = PLAN_CLASSES.map((c) => {
@@ -96,16 +98,22 @@ data-label="Why">${s.detail}</td></tr>`,
 </tbody></table>`,
   );
   const hidden = [...filterParams(vm.filter)].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`);
-  const replayable = plan.matched - plan.counts.notReplayable;
+  // What this dry run classified goes back with the start, which acts on that set only (or says it changed).
+  const posted = JSON.stringify({ bound: plan.bound, counts: plan.counts, totals: plan.totals });
+  const replayable = plan.classified - plan.counts.notReplayable;
+  const rest = vm.rest;
+  const reason = rest ? `${rest.reason} (the rest of replay ${rest.id})` : '';
   return html`<section class="card" aria-labelledby="plan-h"><h2 id="plan-h">Dry run: ${plan.matched} failed job(s) \
 match</h2>
 <p class="summary" data-plan-summary><strong>${planSentence(plan)}</strong></p>
 ${
   plan.classified < plan.matched
-    ? html`<p class="muted">The first ${plan.classified} (by job id) are classified; a replay still covers \
-all ${plan.matched}.</p>`
+    ? html`<p class="muted">The first ${plan.classified} (by job id) are classified; a replay started from this dry \
+run covers those ${plan.classified} only. Dry run again for the rest.</p>`
     : ''
 }
+<p class="muted" data-plan-bound>A replay started from this dry run sends back these ${plan.bound.jobs} job(s) only: \
+jobs that fail after it (${when(plan.bound.asOf)}) are not swept in.</p>
 <table class="plan stack"><thead><tr><th>What replaying would do</th><th class="num">Jobs</th><th \
 class="num">Amount</th><th></th></tr></thead><tbody>${rows}</tbody></table>
 ${samples}
@@ -117,15 +125,29 @@ ${
       ? html`<p class="muted">Nothing to replay.</p>`
       : html`<form class="card" method="post" action="/replays" aria-labelledby="start-h"><h2 id="start-h">Start the \
 replay</h2>
-${hidden}
+${hidden}<input type="hidden" name="plan" value="${posted}">
+${
+  rest
+    ? html`<p data-rest-of="${rest.id}">The rest of <a href="/replays/${rest.id}">replay ${rest.id}</a>, cancelled by \
+${rest.endedBy ?? 'someone'}: ${rest.endReason ?? '—'}</p>`
+    : ''
+}
 <p>${planSentence(plan)} Jobs sent back run through the worker and its checks, as any attempt: nothing is credited \
 twice.</p>
-<label>Reason (required, kept in the audit trail)<textarea name="reason" required rows="2" cols="60"></textarea></label>
+<label>Reason (required, kept in the audit trail)<textarea name="reason" required rows="2" cols="60">${reason}\
+</textarea></label>
 <label>Jobs per second (at most ${vm.maxRate})<input name="ratePerSecond" type="number" min="1" max="${vm.maxRate}" \
 value="${vm.defaultRate}" required></label>
 <p><button type="submit" class="primary">Start replay of ${replayable} job(s)</button></p>
 </form>`
 }`;
+}
+
+/** Who cancelled a replay and why, for every operator to read (the audit is the admins'). */
+function endedBy(r: ReplayView): Html | string {
+  if (r.status !== 'cancelled') return '';
+  return html`<dt>Cancelled by</dt><dd data-ended-by>${r.endedBy ?? 'unknown (before this was kept)'}</dd>
+<dt>Why cancelled</dt><dd data-end-reason>${r.endReason ?? '—'}</dd>`;
 }
 
 const pct = (r: ReplayView) => (r.total === 0 ? 100 : Math.round(((r.replayed + r.skipped) / r.total) * 100));
@@ -155,7 +177,7 @@ export function progressView(vm: { replay: ReplayView; canCancel: boolean; canPl
   const r = vm.replay;
   const running = r.status === 'running';
   const filter = filterText(r.filter);
-  const rest = `/replays/new?${filterParams(r.filter, { dryRun: '1' }).toString()}`;
+  const rest = `/replays/new?${filterParams(r.filter, { dryRun: '1', rest: String(r.id) }).toString()}`;
   return html`<h1>Replay ${r.id}</h1>
 <section class="card" aria-labelledby="progress-h"${
     running ? html` data-replay-id="${r.id}" data-poll-ms="2000"` : ''
@@ -174,6 +196,7 @@ queue)</span></dd>
 <dt>Started by</dt><dd>${r.operator}, ${when(r.createdAt)}</dd>
 <dt>Reason</dt><dd>${r.reason}</dd>
 <dt>Ended</dt><dd data-ended>${r.finishedAt ? when(r.finishedAt) : '—'}</dd>
+${endedBy(r)}
 ${r.error ? html`<dt>Last error</dt><dd class="status-failed">${r.error}</dd>` : ''}
 </dl>
 ${
@@ -222,13 +245,15 @@ ${
     ? html`<p class="muted">No replay yet.</p>`
     : html`<table class="stack"><thead><tr><th scope="col">Replay</th><th scope="col">Status</th><th scope="col" \
 class="num">Sent back / total</th><th scope="col">What became of them</th><th scope="col">By</th><th \
-scope="col">Reason</th><th scope="col">Started</th></tr></thead><tbody>
+scope="col">Reason</th><th scope="col">Started</th><th scope="col">Cancelled by, why</th></tr></thead><tbody>
 ${vm.replays.map(
   (r) => html`<tr><td data-label="Replay"><a href="/replays/${r.id}">Replay ${r.id}</a></td><td data-label="Status">\
 <span class="status status-${r.status}">${r.status}</span></td><td data-label="Sent back / total" \
 class="num">${r.replayed} / ${r.total}</td><td data-label="What became of them">${outcomesList(r.outcomes)}</td><td \
 data-label="By">${r.operator}</td><td data-label="Reason">${r.reason}</td><td data-label="Started" \
-class="mono">${when(r.createdAt)}</td></tr>`,
+class="mono">${when(r.createdAt)}</td><td data-label="Cancelled by, why" data-ended-by>${
+    r.status === 'cancelled' ? `${r.endedBy ?? 'unknown'}: ${r.endReason ?? '—'}` : ''
+  }</td></tr>`,
 )}
 </tbody></table>`
 }`;

@@ -69,7 +69,13 @@ export async function dismiss(
     const text = (note?.trim() || (typeof reason === 'string' ? reason.trim() : '')).slice(0, 2000);
     const [closed] = await tx
       .update(reviews)
-      .set({ status: 'dismissed', note: text, closedAt: sql`now()`, updatedAt: sql`now()` })
+      .set({
+        status: 'dismissed',
+        note: text,
+        closedBy: actor.operator.name,
+        closedAt: sql`now()`,
+        updatedAt: sql`now()`,
+      })
       .where(and(eq(reviews.id, id), eq(reviews.status, 'open')))
       .returning();
     if (!closed) throw notOpen(await findReviewRow(tx, id));

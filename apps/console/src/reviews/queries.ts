@@ -45,6 +45,7 @@ export const reviewViewSchema = z.object({
       command: z.string().nullable().describe('The command the next step starts with, if any'),
     })
     .describe('The review in words for a person (reviews/words.ts, reviewStory)'),
+  closedBy: z.string().nullable().describe('Who dismissed it (null while open, and when the worker resolved it)'),
   createdAt: z.string(),
   updatedAt: z.string(),
   closedAt: z.string().nullable(),
@@ -109,6 +110,7 @@ export function reviewView(
     attempts,
     note: r.note ?? null,
     story: reviewStory({ ...r, details, createdAt, attempts, events: history.events.get(r.id) ?? [] }),
+    closedBy: r.closedBy ?? null,
     createdAt,
     updatedAt: iso(r.updatedAt) ?? iso(r.createdAt) ?? '',
     closedAt: iso(r.closedAt),

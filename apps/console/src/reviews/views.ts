@@ -44,6 +44,7 @@ ${storyBlock(r)}
 <code>${r.orderNo}</code> · ${r.kind} state ${r.state}</dd>
 <dt>Opened</dt><dd>${when(r.createdAt)}${r.occurrences > 1 ? html` · landed here ${r.occurrences} times` : ''}</dd>
 ${r.closedAt ? html`<dt>Closed</dt><dd>${when(r.closedAt)}</dd>` : ''}
+${r.status === 'dismissed' ? html`<dt>Dismissed by</dt><dd data-closed-by>${r.closedBy ?? 'unknown'}</dd>` : ''}
 ${r.note ? html`<dt>Note</dt><dd>${r.note}</dd>` : ''}
 ${details.map(([k, v]) => html`<dt>${k}</dt><dd class="mono">${detailValue(v)}</dd>`)}
 </dl>

@@ -164,6 +164,8 @@ export const reviews = pgTable(
     /** How many times the same event landed here while open. */
     occurrences: integer('occurrences').notNull().default(1),
     note: text('note'),
+    /** The operator who dismissed it (null while open, and for a review the worker resolved). */
+    closedBy: text('closed_by'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
     closedAt: timestamp('closed_at', { withTimezone: true }),
@@ -345,6 +347,16 @@ export const replays = pgTable(
     skipped: integer('skipped').notNull().default(0),
     /** The last job id handled (jobs go in job-id order). */
     cursor: text('cursor'),
+    /**
+     * The set it acts on, as its dry run classified it (or as it stood at the start): failed jobs matching the filter
+     * whose last report is at or before `plan_as_of` and whose id is at most `plan_up_to` (null: no bound on the id).
+     * Jobs that fail later, during the replay too, are not swept in.
+     */
+    planAsOf: timestamp('plan_as_of', { withTimezone: true, precision: 3 }),
+    planUpTo: text('plan_up_to'),
+    /** Who cancelled it and why (null while it runs, and when it finished by itself). */
+    endedBy: text('ended_by'),
+    endReason: text('end_reason'),
     /** Which console process drives it, until when (renewed while it runs). */
     leaseOwner: text('lease_owner'),
     leaseUntil: timestamp('lease_until', { withTimezone: true }),

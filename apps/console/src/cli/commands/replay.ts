@@ -59,6 +59,8 @@ interface Replay {
   remaining: number;
   error: string | null;
   reason: string;
+  endedBy: string | null;
+  endReason: string | null;
   createdAt: string;
   finishedAt: string | null;
   outcomes: Outcome[];
@@ -109,10 +111,15 @@ const outcomesLine = (r: Replay) =>
         )
         .join('; ');
 
+/** "cancelled by ana: wrong window" for a cancelled replay, else empty. */
+const endedLine = (r: Replay) =>
+  r.status === 'cancelled' ? `cancelled by ${r.endedBy ?? 'unknown'}: ${r.endReason ?? '-'}` : '';
+
 const progressLine = (r: Replay) =>
   `replay ${r.id} ${r.status}: ${r.replayed} of ${r.total} sent back, ${r.skipped} skipped, ` +
   `${r.remaining} to go at ${r.ratePerSecond}/s (by ${r.operator})${r.error ? `; last error: ${r.error}` : ''}\n` +
-  `  what became of them: ${outcomesLine(r)}`;
+  `  what became of them: ${outcomesLine(r)}` +
+  (endedLine(r) ? `\n  ${endedLine(r)}` : '');
 
 /** `replay list`: the replays page as a table. */
 async function list(api: CliApi, json: boolean): Promise<number> {
@@ -128,7 +135,7 @@ async function list(api: CliApi, json: boolean): Promise<number> {
   }
   console.log(
     table([
-      ['replay', 'status', 'sent back / total', 'what became of them', 'by', 'reason', 'started (UTC)'],
+      ['replay', 'status', 'sent back / total', 'what became of them', 'by', 'reason', 'started (UTC)', 'ended'],
       ...res.body.replays.map((r) => [
         String(r.id),
         r.status,
@@ -137,6 +144,7 @@ async function list(api: CliApi, json: boolean): Promise<number> {
         r.operator,
         r.reason.slice(0, 60),
         at(r.createdAt),
+        endedLine(r).slice(0, 80),
       ]),
     ]).join('\n'),
   );

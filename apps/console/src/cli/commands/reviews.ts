@@ -38,6 +38,9 @@ export function renderReview(r: ReviewView): string {
     `  what happened: ${r.story.happened}`,
     `  next step: ${r.story.nextStep}`,
     ...(details ? [`  compared: ${details}`] : []),
+    ...(r.status === 'dismissed'
+      ? [`  dismissed by ${r.closedBy ?? 'unknown'}${r.closedAt ? `, ${at(r.closedAt)}` : ''}`]
+      : []),
     ...(r.note ? [`  note: ${r.note}`] : []),
   ].join('\n');
 }

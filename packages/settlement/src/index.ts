@@ -8,6 +8,7 @@ export {
   decideAsking,
   decideConfirmed,
   decideEvent,
+  waitsForUnknownOrder,
   waitedSince,
   type EventFacts,
   type Finding,
@@ -15,6 +16,7 @@ export {
   type Verdict,
   type WaitFacts,
 } from './decide.ts';
+export { unusableAnswer } from './unusable-answer.ts';
 export { commitStarted, commitWaits, type CommitWaits } from './commit-watch.ts';
 export { findOrder, lookUpEvent, lookUpEvents, type LookupKey, type LookupResult } from './lookup.ts';
 export type { SettlementMetrics } from './metrics.ts';

@@ -186,6 +186,28 @@ describe('the decision, in the spec order', () => {
     expect(decide({ getOrder: http404, confirmMaxWaitMs: 1000 })).toMatchObject({ verdict: 'review' });
   });
 
+  it('3. Get order answering code 0 without a usable order (data null, a field missing): waits like a refusal', () => {
+    // What the platform client throws for `{"code":0,"data":null}`: permanent, so it must not reach the retry policy.
+    const garbled = failed(
+      new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, 'platform data does not match the expected shape', {
+        details: { issues: [': expected object, received null'] },
+      }),
+    );
+    expect(decide({ getOrder: garbled })).toMatchObject({
+      verdict: 'wait',
+      finding: { code: ErrorCodes.PLATFORM_BAD_RESPONSE, details: { orderNo: 'P-1' } },
+      boundMs: CONFIRM_MAX,
+    });
+    expect(decide({ getOrder: garbled, waitedMs: CONFIRM_MAX })).toMatchObject({
+      verdict: 'review',
+      finding: { code: ErrorCodes.PLATFORM_BAD_RESPONSE },
+    });
+    expect(decide({ getOrder: garbled, noWait: true })).toMatchObject({ verdict: 'review' });
+    // A reply that is not the envelope at all (a proxy's page) is an outage of the path: the retry policy's.
+    const page = new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, 'not JSON', { transient: true });
+    expect(decide({ getOrder: failed(page) })).toMatchObject({ verdict: 'retry', error: page });
+  });
+
   it('3. Get order failing in transport (5xx, timeout): nothing decided, the attempt fails for the retry policy', () => {
     const e503 = new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, 'HTTP 503', {
       details: { status: 503 },

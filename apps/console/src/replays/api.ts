@@ -41,7 +41,7 @@ export function replaysRows(deps: ReplayDeps): RouteRow[] {
         summary: 'Dry-run or start a replay of failed jobs by filter',
         description:
           'With `dryRun: true`, classifies each failed job matching `filter` against the ledger and Get ' +
-          'order: alreadyApplied, willApply, willReview, stillPending (and notReplayable: gone or no ' +
+          'order: alreadyApplied, willApply, willReview, stillPending, willFailAgain (and notReplayable: gone or no ' +
           'longer failed), with counts and samples; changes nothing. Without it, starts a replay (a ' +
           '`reason` is required): 202 with its id; it sends the jobs back to the queue at `ratePerSecond`.',
         tags: ['replays'],

@@ -9,7 +9,7 @@ import { callbackArrivals, type Database, type Order } from '@mcb/core/db';
 import { AppError, ErrorCodes, coerceError, firstLineOf } from '@mcb/core/errors';
 import type { PlatformClient, PlatformOrder } from '@mcb/core/platform';
 import type { RedisClient } from '@mcb/core/redis';
-import { callbackJobSchema, unknownOrderWaitingKey, type CallbackJob } from '@mcb/core/queue';
+import { callbackJobSchema, type CallbackJob } from '@mcb/core/queue';
 import {
   createRateLimiter,
   decideAsking,
@@ -25,6 +25,7 @@ import { and, asc, gt, sql } from 'drizzle-orm';
 import { sumDecimals } from '@mcb/core/money';
 import { z } from 'zod';
 import { filterWhere, listOf, type CallbackFilter } from '../callbacks/queries.ts';
+import { unknownOrderCapPreview, type UnknownOrderCapPreview } from './unknown-order-cap-preview.ts';
 
 export const PLAN_CLASSES = [
   'alreadyApplied',
@@ -258,33 +259,6 @@ async function classify(
   // The worker's unknown-order cap, asked as the worker asks it: only for an event that would wait for its order.
   if (!waitsForUnknownOrder(v) || !(await ask.cap.full(c.jobId))) return previewOf(event, v);
   return previewOf(event, await decideAsking(event, { ...facts, unknownOrderCapFull: true }, getOrder));
-}
-
-/** Whether the worker's unknown-order cap would have room for each job, as the jobs of this dry run take its room. */
-interface UnknownOrderCapPreview {
-  full(jobId: string): Promise<boolean>;
-}
-
-/**
- * The cap as the worker holds it (unknown-order-cap.ts): a sorted set of the jobs waiting for their order, at most
- * WORKER_MAX_UNKNOWN_WAITING; a job already in it keeps its place. Read, never written: each job of the dry run that
- * would wait takes one place of what is free now.
- */
-async function unknownOrderCapPreview(deps: PlanDeps): Promise<UnknownOrderCapPreview> {
-  const max = deps.maxUnknownWaiting ?? 10_000;
-  const redis = deps.redis;
-  if (max <= 0 || !redis) return { full: async () => false };
-  const key = unknownOrderWaitingKey(deps.queue.opts.prefix ?? 'bull');
-  const stale = Date.now() - (deps.orderGracePeriodMs ?? 15 * 60_000) - 3_600_000;
-  let taken = await redis.zcount(key, `(${stale}`, '+inf');
-  return {
-    async full(jobId) {
-      if ((await redis.zscore(key, jobId)) !== null) return taken > max;
-      if (taken >= max) return true;
-      taken += 1;
-      return false;
-    },
-  };
 }
 
 /** Get order's answer for the event's order, from the cache or at the dry run's rate; never throws. */

@@ -8,6 +8,7 @@ import {
   decideConfirmed,
   decideEvent,
   waitedSince,
+  waitsForUnknownOrder,
   type EventFacts,
   type LookupResult,
   type Verdict,
@@ -140,6 +141,19 @@ describe('the decision, in the spec order', () => {
     expect(decide({ found, orderGracePeriodMs: 30_000 })).toMatchObject({ verdict: 'review' });
   });
 
+  it('2. no order of ours and the unknown-order cap full: review now; the cap bounds that wait and no other', () => {
+    const found = { order: undefined };
+    expect(waitsForUnknownOrder(decide({ found }))).toBe(true);
+    expect(decide({ found, unknownOrderCapFull: true })).toMatchObject({
+      verdict: 'review',
+      finding: { code: ErrorCodes.VERIFY_ORDER_UNKNOWN },
+    });
+    // Get order's "not final" waits whatever the cap says.
+    const notFinal = decide({ getOrder: answered({ state: 1 }), unknownOrderCapFull: true });
+    expect(notFinal).toMatchObject({ verdict: 'wait', finding: { code: ErrorCodes.VERIFY_NOT_FINAL } });
+    expect(waitsForUnknownOrder(notFinal)).toBe(false);
+  });
+
   it('2. our order of another kind or platform order: review without asking Get order', () => {
     expect(decide({ found: { order: ours({ kind: 'payout' }) } })).toMatchObject({
       verdict: 'review',
@@ -213,9 +227,17 @@ describe('the decision, in the spec order', () => {
       details: { status: 503 },
       transient: true,
     });
-    expect(decide({ getOrder: failed(e503) })).toMatchObject({ verdict: 'retry', error: e503 });
+    expect(decide({ getOrder: failed(e503) })).toMatchObject({ verdict: 'retry', error: e503, final: false });
     const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
-    expect(decide({ getOrder: failed(reset), noWait: true })).toMatchObject({ verdict: 'retry', error: reset });
+    // On the job's last attempt (noWait) no attempt follows: the job fails for good, as the retry policy then does.
+    expect(decide({ getOrder: failed(reset), noWait: true })).toMatchObject({
+      verdict: 'retry',
+      error: reset,
+      final: true,
+    });
+    // An error no retry fixes is final on any attempt.
+    const aborted = new AppError(ErrorCodes.PLATFORM_ABORTED, 'aborted');
+    expect(decide({ getOrder: failed(aborted) })).toMatchObject({ verdict: 'retry', final: true });
   });
 
   it('4. verification: a mismatch is a review; "not final" waits, then reviews', () => {

@@ -168,7 +168,7 @@ describe('the Callbacks page and replays that say what they will do', () => {
     expect(viewerList.body).toContain('Replaying needs the role operator');
   }, 60_000);
 
-  it('while the platform still fails, the dry run says the jobs go back to retrying with a fresh budget, not into review', async () => {
+  it('while the platform still fails, the dry run says jobs of one attempt fail again at once, not into review', async () => {
     stack.platform.setOutage(503);
     try {
       const res = await api('operator', 'POST', '/api/replays', {
@@ -184,21 +184,25 @@ describe('the Callbacks page and replays that say what they will do', () => {
           };
         }
       ).plan;
-      expect(plan.counts).toMatchObject({ stillPending: 5, willApply: 0, willReview: 0 });
+      // These jobs have one attempt (CALLBACK_JOB_ATTEMPTS=1): a replay's only attempt is its last, so the worker
+      // fails them again at once while Get order answers 503 (issue 48), and the dry run says so.
+      expect(plan.counts).toMatchObject({ willFailAgain: 5, stillPending: 0, willApply: 0, willReview: 0 });
       // Money stays exact text, summed per currency.
-      expect(plan.totals.filter((t) => t.cls === 'stillPending').map((t) => [t.currency, t.orders, t.amount])).toEqual([
-        ['INR', 3, '600.6'],
-        ['USD', 1, '5.5'],
-        ['PHP', 1, '70'],
-      ]);
+      expect(plan.totals.filter((t) => t.cls === 'willFailAgain').map((t) => [t.currency, t.orders, t.amount])).toEqual(
+        [
+          ['INR', 3, '600.6'],
+          ['USD', 1, '5.5'],
+          ['PHP', 1, '70'],
+        ],
+      );
       const html = await page(
         'operator',
         `/replays/new?code=${CODES.join(',')}&from=${encodeURIComponent(started)}&dryRun=1`,
       );
       expect(html.body).toContain(
-        'Will credit 0 orders; finalise 0 payouts; 0 into review; 5 back to retrying with a fresh budget.',
+        'Will credit 0 orders; finalise 0 payouts; 0 into review; 0 back to retrying with a fresh budget; 5 fail again at once.',
       );
-      expect(html.body).toContain('sends it back to retrying with a fresh retry budget');
+      expect(html.body).toContain('replaying fails it again at once');
       expect(html.body).not.toContain('ends in review');
     } finally {
       stack.platform.setOutage(undefined);

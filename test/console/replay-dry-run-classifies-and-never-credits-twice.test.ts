@@ -29,14 +29,17 @@ const api = (role: keyof typeof TOKENS, method: 'GET' | 'POST', url: string, pay
     ...(payload === undefined ? {} : { payload: payload as object }),
   });
 
-/** A pay-in whose callback failed for good (Get order answered 500 on its one attempt). */
+/**
+ * A pay-in whose callback failed for good (Get order answered 500 on both its attempts: a replay's first attempt is
+ * not its last, so "not final" goes back to retrying).
+ */
 async function failedPayin(tag: string, amount = '30.00') {
   const no = uid();
   const o = { merchantOrderNo: `${tag}-${no}`, orderNo: `P${tag}-${no}` };
   await createOrder(env.db.db, { ...o, kind: 'payin', amount });
-  stack.platform.failNext(o.merchantOrderNo, 1, 500);
+  stack.platform.failNext(o.merchantOrderNo, 2, 500);
   const event = payinEvent({ ...o, fiatAmount: amount });
-  const jobId = await stack.add(event, 1);
+  const jobId = await stack.add(event, 2);
   await waitFor(
     async () =>
       (

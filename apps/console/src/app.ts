@@ -295,6 +295,8 @@ function replayDepsOf(
     // The dry run decides with the worker's bounds (one shared env), so its preview is what the worker then does.
     orderGracePeriodMs: deps.config.ORDER_GRACE_PERIOD,
     confirmMaxWaitMs: deps.config.CONFIRM_MAX_WAIT,
+    maxUnknownWaiting: deps.config.WORKER_MAX_UNKNOWN_WAITING,
+    redis: deps.redis,
     wake: () => driver?.wake(),
     close: driver && (() => driver.close()),
   };

@@ -173,7 +173,8 @@ async function confirmAndSettle(
       { jobId: job.id, orderNo: event.orderNo, maxUnknownWaiting: deps.unknownOrders.max },
       'too many events wait for unknown orders: this one goes to review now',
     );
-    return applyEvent(event, deps.applyDeps, { ...options, noWait: true });
+    // The decision's own rule (decide.ts, unknownOrderCapFull), as the replay dry run asks it.
+    return applyEvent(event, deps.applyDeps, { ...options, unknownOrderCapFull: true });
   }
   // It may have waited for its order before: no longer.
   if (outcome.status !== 'deferred' && job.attemptsMade > 0) await deps.unknownOrders.release(job.id!);

@@ -1,9 +1,11 @@
 import type { Settled } from '@mcb/core/batcher';
 import type { Order } from '@mcb/core/db';
-import { AppError, ErrorCodes } from '@mcb/core/errors';
-import { PlatformCodeError, type PlatformOrder } from '@mcb/core/platform';
+import { ErrorCodes } from '@mcb/core/errors';
+import type { PlatformOrder } from '@mcb/core/platform';
 import type { CallbackJob } from '@mcb/core/queue';
 import type { AppliedReceipt, LookupResult } from './lookup.ts';
+import { classifyError } from './retry-policy.ts';
+import { unusableAnswer } from './unusable-answer.ts';
 import {
   checkOwnOrder,
   differencesFromApplied,
@@ -65,8 +67,11 @@ export type Verdict =
   | { verdict: 'review'; finding: Finding; against?: AppliedContent['against']; ours?: Ours | undefined }
   /** Not decidable yet (order not registered, Get order refusing or not final): ask again later. */
   | { verdict: 'wait'; finding: Finding; waitedMs: number; boundMs: number; ours?: Ours | undefined }
-  /** Get order failed in transport: nothing decided; the attempt fails with this error, for the retry policy. */
-  | { verdict: 'retry'; error: unknown; ours: Ours }
+  /**
+   * Get order failed in transport: nothing decided; the attempt fails with this error. `final`: no attempt follows
+   * (the job's last attempt, or an error no retry fixes), so the job fails for good; else the retry policy retries it.
+   */
+  | { verdict: 'retry'; error: unknown; ours: Ours; final: boolean }
   /** The event's state is not a final state of its kind: it can never be settled. */
   | { verdict: 'invalid'; finding: Finding; ours?: undefined };
 
@@ -74,8 +79,14 @@ export type Verdict =
 export interface WaitFacts {
   /** Since the event was first seen, in ms ({@link waitedSince}). */
   waitedMs: number;
-  /** Decide now: what would wait goes to review instead. @defaultValue false */
+  /** Decide now (a job's last attempt): what would wait goes to review, what would retry fails. @defaultValue false */
   noWait?: boolean | undefined;
+  /**
+   * The unknown-order cap (WORKER_MAX_UNKNOWN_WAITING) has no room for this event: if its order is unknown it goes to
+   * review now rather than wait for the grace period. Asked only when the decision is {@link waitsForUnknownOrder}.
+   * @defaultValue false
+   */
+  unknownOrderCapFull?: boolean | undefined;
   /** How long an event may wait for its order to be registered (ORDER_GRACE_PERIOD), in ms. @defaultValue 900000 */
   orderGracePeriodMs?: number | undefined;
   /** How long Get order may refuse or answer "not final" (CONFIRM_MAX_WAIT), in ms. @defaultValue 7200000 */
@@ -106,7 +117,7 @@ export function waitedSince(event: CallbackJob, now: number, firstSeenAt?: numbe
 /**
  * The spec's "Handling order" as a pure function: 1. a receipt of the pair → duplicate (or a review when the
  * callback differs from what was applied); 2. our order (unknown → wait for the grace period, then review; another
- * kind or platform order → review; already final this way → duplicate); 3. Get order (refusing or HTTP 3xx/4xx →
+ * kind or platform order → review; already final this way → duplicate); 3. Get order (refusing, HTTP 3xx/4xx or code 0 without usable data →
  * wait up to CONFIRM_MAX_WAIT, then review; a transport failure → retry); 4. verify (not final → wait, mismatch →
  * review); 5. apply, which moves our order only from pending. Without `facts.getOrder` it stops at `confirm`.
  */
@@ -229,7 +240,8 @@ function judgeLookup(event: CallbackJob, target: TargetStatus, facts: EventFacts
       reason: `no order of ours has merchant order number ${event.merchantOrderNo}`,
       details: { orderNo: event.orderNo, merchantOrderNo: event.merchantOrderNo, state: event.state },
     };
-    return waitOrReview(finding, facts.orderGracePeriodMs ?? DEFAULT_GRACE_MS, facts);
+    const waiting = facts.unknownOrderCapFull ? { ...facts, noWait: true } : facts;
+    return waitOrReview(finding, facts.orderGracePeriodMs ?? DEFAULT_GRACE_MS, waiting);
   }
   const ours = { order, target };
   const ownProblem = checkOwnOrder(event, order);
@@ -288,32 +300,27 @@ function differsFromApplied(
 }
 
 /**
- * Step 3 when Get order did not answer. Its refusal (code != 0, e.g. an order it does not know) or an HTTP 3xx/4xx
- * (a proxy, a maintenance page, a misrouted path) is not a confirmation and not a transport failure either: wait for
- * the same bound as "not final", then review, never a permanent failure on the first try. Anything else (5xx,
- * timeout, unreachable) is left to the retry policy.
+ * Step 3 when Get order did not answer with the order. An answer that is not the order ({@link unusableAnswer}: a
+ * refusal, an HTTP 3xx/4xx, a code-0 reply without usable data) is not a confirmation and not a transport failure
+ * either: wait for the same bound as "not final", then review, never a permanent failure on the first try. Anything
+ * else (5xx, timeout, unreachable, a reply that is not the envelope) is left to the retry policy.
  */
 function unanswered(event: CallbackJob, ours: Ours, error: unknown, waiting: WaitFacts): Verdict {
+  const unusable = unusableAnswer(error);
+  if (!unusable)
+    return { verdict: 'retry', error, ours, final: !!waiting.noWait || classifyError(error) === 'permanent' };
   const ids = { orderNo: event.orderNo, merchantOrderNo: event.merchantOrderNo, state: event.state };
-  if (error instanceof PlatformCodeError) {
-    const finding = {
-      code: ErrorCodes.PLATFORM_ERROR_CODE,
-      reason: `Get order refused: ${error.platformCode} ${error.platformMessage}`.trim(),
-      details: { ...ids, platformCode: error.platformCode },
-    };
-    return waitOrReview(finding, confirmMaxWait(waiting), waiting, ours);
-  }
-  const status =
-    error instanceof AppError && error.code === ErrorCodes.PLATFORM_HTTP_ERROR ? Number(error.details?.status) : NaN;
-  if (status >= 300 && status < 500) {
-    const finding = {
-      code: ErrorCodes.PLATFORM_HTTP_ERROR,
-      reason: `Get order answered HTTP ${status}`,
-      details: { ...ids, status },
-    };
-    return waitOrReview(finding, confirmMaxWait(waiting), waiting, ours);
-  }
-  return { verdict: 'retry', error, ours };
+  const finding = { ...unusable, details: { ...ids, ...unusable.details } };
+  return waitOrReview(finding, confirmMaxWait(waiting), waiting, ours);
+}
+
+/**
+ * Whether the verdict waits for our order to be registered: the one wait the unknown-order cap bounds. The worker then
+ * asks the cap for room, the dry run whether the cap would have room, and each decides again with the answer
+ * ({@link WaitFacts.unknownOrderCapFull}).
+ */
+export function waitsForUnknownOrder(v: Verdict): boolean {
+  return v.verdict === 'wait' && v.finding.code === ErrorCodes.VERIFY_ORDER_UNKNOWN;
 }
 
 function confirmMaxWait(waiting: WaitFacts): number {

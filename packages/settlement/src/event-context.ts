@@ -36,6 +36,7 @@ export class EventContext {
     return {
       waitedMs: this.#waitedMs,
       noWait: this.options.noWait,
+      unknownOrderCapFull: this.options.unknownOrderCapFull,
       orderGracePeriodMs: this.deps.orderGracePeriodMs,
       confirmMaxWaitMs: this.deps.confirmMaxWaitMs,
     };

@@ -8,6 +8,7 @@ export {
   decideAsking,
   decideConfirmed,
   decideEvent,
+  waitsForUnknownOrder,
   waitedSince,
   type AppliedNote,
   type EventFacts,
@@ -16,6 +17,7 @@ export {
   type Verdict,
   type WaitFacts,
 } from './decide.ts';
+export { unusableAnswer } from './unusable-answer.ts';
 export { commitStarted, commitWaits, type CommitWaits } from './commit-watch.ts';
 export { findOrder, lookUpEvent, lookUpEvents, type LookupKey, type LookupResult } from './lookup.ts';
 export type { SettlementMetrics } from './metrics.ts';

@@ -40,6 +40,8 @@ export interface ApplyOptions {
   signal?: AbortSignal;
   /** Decide now: an event that would wait (order unknown, not final) goes to review instead. @defaultValue false */
   noWait?: boolean;
+  /** The worker's unknown-order cap has no room: an event whose order is unknown goes to review now. @defaultValue false */
+  unknownOrderCapFull?: boolean;
   /**
    * The open review this event is re-verified for (console re-verify): a failure is added to that review's history
    * as an attempt, instead of counting as another occurrence of the event, and its reason is left as it is.

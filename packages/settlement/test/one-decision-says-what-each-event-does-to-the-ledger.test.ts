@@ -8,6 +8,7 @@ import {
   decideConfirmed,
   decideEvent,
   waitedSince,
+  waitsForUnknownOrder,
   type EventFacts,
   type LookupResult,
   type Verdict,
@@ -164,6 +165,19 @@ describe('the decision, in the spec order', () => {
     expect(decide({ found, orderGracePeriodMs: 30_000 })).toMatchObject({ verdict: 'review' });
   });
 
+  it('2. no order of ours and the unknown-order cap full: review now; the cap bounds that wait and no other', () => {
+    const found = { order: undefined };
+    expect(waitsForUnknownOrder(decide({ found }))).toBe(true);
+    expect(decide({ found, unknownOrderCapFull: true })).toMatchObject({
+      verdict: 'review',
+      finding: { code: ErrorCodes.VERIFY_ORDER_UNKNOWN },
+    });
+    // Get order's "not final" waits whatever the cap says.
+    const notFinal = decide({ getOrder: answered({ state: 1 }), unknownOrderCapFull: true });
+    expect(notFinal).toMatchObject({ verdict: 'wait', finding: { code: ErrorCodes.VERIFY_NOT_FINAL } });
+    expect(waitsForUnknownOrder(notFinal)).toBe(false);
+  });
+
   it('2. our order of another kind or platform order: review without asking Get order', () => {
     expect(decide({ found: { order: ours({ kind: 'payout' }) } })).toMatchObject({
       verdict: 'review',
@@ -210,14 +224,44 @@ describe('the decision, in the spec order', () => {
     expect(decide({ getOrder: http404, confirmMaxWaitMs: 1000 })).toMatchObject({ verdict: 'review' });
   });
 
+  it('3. Get order answering code 0 without a usable order (data null, a field missing): waits like a refusal', () => {
+    // What the platform client throws for `{"code":0,"data":null}`: permanent, so it must not reach the retry policy.
+    const garbled = failed(
+      new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, 'platform data does not match the expected shape', {
+        details: { issues: [': expected object, received null'] },
+      }),
+    );
+    expect(decide({ getOrder: garbled })).toMatchObject({
+      verdict: 'wait',
+      finding: { code: ErrorCodes.PLATFORM_BAD_RESPONSE, details: { orderNo: 'P-1' } },
+      boundMs: CONFIRM_MAX,
+    });
+    expect(decide({ getOrder: garbled, waitedMs: CONFIRM_MAX })).toMatchObject({
+      verdict: 'review',
+      finding: { code: ErrorCodes.PLATFORM_BAD_RESPONSE },
+    });
+    expect(decide({ getOrder: garbled, noWait: true })).toMatchObject({ verdict: 'review' });
+    // A reply that is not the envelope at all (a proxy's page) is an outage of the path: the retry policy's.
+    const page = new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, 'not JSON', { transient: true });
+    expect(decide({ getOrder: failed(page) })).toMatchObject({ verdict: 'retry', error: page });
+  });
+
   it('3. Get order failing in transport (5xx, timeout): nothing decided, the attempt fails for the retry policy', () => {
     const e503 = new AppError(ErrorCodes.PLATFORM_HTTP_ERROR, 'HTTP 503', {
       details: { status: 503 },
       transient: true,
     });
-    expect(decide({ getOrder: failed(e503) })).toMatchObject({ verdict: 'retry', error: e503 });
+    expect(decide({ getOrder: failed(e503) })).toMatchObject({ verdict: 'retry', error: e503, final: false });
     const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
-    expect(decide({ getOrder: failed(reset), noWait: true })).toMatchObject({ verdict: 'retry', error: reset });
+    // On the job's last attempt (noWait) no attempt follows: the job fails for good, as the retry policy then does.
+    expect(decide({ getOrder: failed(reset), noWait: true })).toMatchObject({
+      verdict: 'retry',
+      error: reset,
+      final: true,
+    });
+    // An error no retry fixes is final on any attempt.
+    const aborted = new AppError(ErrorCodes.PLATFORM_ABORTED, 'aborted');
+    expect(decide({ getOrder: failed(aborted) })).toMatchObject({ verdict: 'retry', final: true });
   });
 
   it('4. verification: a mismatch is a review; "not final" waits, then reviews', () => {

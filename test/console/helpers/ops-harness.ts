@@ -41,6 +41,8 @@ export interface OpsStackOptions {
   /** Listen on 127.0.0.1 port 0 (for a browser). @defaultValue false */
   listen?: boolean;
   consoleDeps?: Partial<ConsoleDeps>;
+  /** More of the console's environment (e.g. the worker's settings the replay dry run reads). @defaultValue none */
+  configEnv?: Record<string, string>;
 }
 
 /**
@@ -70,6 +72,7 @@ export async function startOpsStack(env: TestEnv, options: OpsStackOptions = {})
       DATABASE_URL: env.databaseUrl,
       LOG_LEVEL: 'silent',
       ...AUTH_LIMITS_OFF,
+      ...options.configEnv,
     },
     'console',
   );

@@ -30,7 +30,8 @@ export async function reconcileNow(deps: ReconcileRouteDeps, actor: Actor, reaso
     actor,
     { action: 'reconcile.run', target: 'sweep', reason },
     async () => {
-      const report = await runSweep(deps.sweep, { trigger: 'manual' });
+      // An operator asks now, often for a customer who says they paid: orders on their "unknown" back-off too.
+      const report = await runSweep(deps.sweep, { trigger: 'manual', askBackedOff: true });
       const { scanned, recovered, stillPending, unknown, reviews, errors, stoppedEarly } = report;
       return {
         result: report,

@@ -45,8 +45,8 @@ export function replaysRows(deps: ReplayDeps): RouteRow[] {
         summary: 'Dry-run or start a replay of failed jobs by filter',
         description:
           'With `dryRun: true`, classifies each failed job matching `filter` against the ledger and Get ' +
-          'order: alreadyApplied, willApply, willReview, stillPending (and notReplayable: gone or no ' +
-          'longer failed), with counts, samples, totals and the `bound` of the set it classified; changes ' +
+          'order: alreadyApplied, willApply, willReview, stillPending, willFailAgain (and notReplayable: gone or ' +
+          'no longer failed), with counts, samples, totals and the `bound` of the set it classified; changes ' +
           'nothing. Without it, starts a replay (a `reason` is required): 202 with its id; it sends the jobs ' +
           'back to the queue at `ratePerSecond`. Post the dry run back as `plan` and the replay acts on the ' +
           'set it classified only, or answers 409 PLAN_STALE (with a fresh dry run as `plan`) when that set changed.',

@@ -9,12 +9,14 @@ import type { Settled } from '@mcb/core/batcher';
 import { callbackArrivals, type Database, type Order } from '@mcb/core/db';
 import { AppError, ErrorCodes, coerceError, firstLineOf } from '@mcb/core/errors';
 import type { PlatformClient, PlatformOrder } from '@mcb/core/platform';
+import type { RedisClient } from '@mcb/core/redis';
 import { callbackJobSchema, type CallbackJob } from '@mcb/core/queue';
 import {
   createRateLimiter,
   decideAsking,
   lookUpEvent,
   waitedSince,
+  waitsForUnknownOrder,
   type EventFacts,
   type RateLimiter,
   type Verdict,
@@ -24,8 +26,16 @@ import { and, asc, gt, lte, sql } from 'drizzle-orm';
 import { sumDecimals } from '@mcb/core/money';
 import { z } from 'zod';
 import { filterWhere, listOf, type CallbackFilter } from '../callbacks/queries.ts';
+import { unknownOrderCapPreview, type UnknownOrderCapPreview } from './unknown-order-cap-preview.ts';
 
-export const PLAN_CLASSES = ['alreadyApplied', 'willApply', 'willReview', 'stillPending', 'notReplayable'] as const;
+export const PLAN_CLASSES = [
+  'alreadyApplied',
+  'willApply',
+  'willReview',
+  'stillPending',
+  'willFailAgain',
+  'notReplayable',
+] as const;
 export type PlanClass = (typeof PLAN_CLASSES)[number];
 
 export const planSampleSchema = z.object({
@@ -46,8 +56,8 @@ export const planTotalSchema = z.object({
   /** credited, succeeded or refused: the order's status after the event applies; null when our order is not known. */
   target: z.enum(['credited', 'succeeded', 'refused']).nullable(),
   currency: z.string().nullable().describe("Our order's currency; null when no order of ours has the number"),
-  orders: z.number().int(),
-  amount: z.string().describe("The sum of our orders' amounts (exact decimal text)"),
+  orders: z.number().int().describe('Distinct orders: two failed jobs of one order (pay-in states 3 and 6) count once'),
+  amount: z.string().describe("The sum of our orders' amounts, each order's once (exact decimal text)"),
 });
 export type PlanTotal = z.output<typeof planTotalSchema>;
 
@@ -118,6 +128,10 @@ export interface PlanDeps {
   orderGracePeriodMs?: number;
   /** The worker's CONFIRM_MAX_WAIT, in ms. @defaultValue settlement's (2 hours) */
   confirmMaxWaitMs?: number;
+  /** The worker's WORKER_MAX_UNKNOWN_WAITING (0: no cap). @defaultValue the worker's (10000) */
+  maxUnknownWaiting?: number;
+  /** Where the worker keeps its unknown-order cap; without it the dry run assumes the cap has room. */
+  redis?: RedisClient | undefined;
 }
 
 /** The filter of a replay: the search's, on failed jobs only (a replay re-runs jobs that failed for good). */
@@ -221,12 +235,14 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
     totals: [],
     bound: await boundOf(deps.db, candidates),
   };
-  const sums = new Map<string, { total: Omit<PlanTotal, 'amount'>; amounts: string[] }>();
+  // Per class, kind, outcome and currency: each order once, with its amount (two jobs of one order credit it once).
+  const sums = new Map<string, { total: Omit<PlanTotal, 'amount' | 'orders'>; amounts: Map<string, string | null> }>();
+  const cap = await unknownOrderCapPreview(deps);
   // A few at a time: Get order is the slow part, and the limiter spaces its requests.
   const queue = [...candidates];
   const work = async () => {
     for (let c = queue.shift(); c; c = queue.shift()) {
-      const v = await classify(deps, c, limiter).catch((e: unknown): Preview => ({
+      const v = await classify(deps, c, { limiter, cap }).catch((e: unknown): Preview => ({
         cls: 'stillPending',
         code: 'ERROR',
         detail: firstLineOf(coerceError(e)),
@@ -234,9 +250,8 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
       plan.counts[v.cls]++;
       const total = { cls: v.cls, kind: c.kind, target: v.target ?? null, currency: v.order?.currency ?? null };
       const key = JSON.stringify(total);
-      const sum = sums.get(key) ?? sums.set(key, { total: { ...total, orders: 0 }, amounts: [] }).get(key)!;
-      sum.total.orders++;
-      if (v.order) sum.amounts.push(v.order.amount);
+      const sum = sums.get(key) ?? sums.set(key, { total, amounts: new Map() }).get(key)!;
+      sum.amounts.set(v.order ? `#${v.order.id}` : c.merchantOrderNo, v.order?.amount ?? null);
       const samples = plan.samples[v.cls];
       if (samples.length < SAMPLES)
         samples.push({
@@ -253,7 +268,11 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
   await Promise.all(Array.from({ length: 8 }, work));
   for (const c of PLAN_CLASSES) plan.samples[c].sort((a, b) => a.jobId.localeCompare(b.jobId));
   plan.totals = [...sums.values()]
-    .map(({ total, amounts }) => ({ ...total, amount: sumDecimals(amounts) }))
+    .map(({ total, amounts }) => ({
+      ...total,
+      orders: amounts.size,
+      amount: sumDecimals([...amounts.values()].filter((a) => a !== null)),
+    }))
     .sort(
       (a, b) =>
         PLAN_CLASSES.indexOf(a.cls) - PLAN_CLASSES.indexOf(b.cls) ||
@@ -263,8 +282,15 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
   return plan;
 }
 
-/** What replaying this job now would do, as settlement decides it for the worker; the queue's own checks first. */
-async function classify(deps: PlanDeps, c: Candidate, limiter: RateLimiter): Promise<Preview> {
+/**
+ * What replaying this job now would do, as settlement decides it for the worker on the replay's first attempt; the
+ * queue's own checks first.
+ */
+async function classify(
+  deps: PlanDeps,
+  c: Candidate,
+  ask: { limiter: RateLimiter; cap: UnknownOrderCapPreview },
+): Promise<Preview> {
   const job = await deps.queue.getJob(c.jobId);
   if (!job)
     return { cls: 'notReplayable', code: null, detail: 'no longer in the queue (failed jobs are kept 30 days)' };
@@ -278,14 +304,20 @@ async function classify(deps: PlanDeps, c: Candidate, limiter: RateLimiter): Pro
       detail: 'the job payload is not a callback event',
     };
   const event = parsed.data;
-  // A replayed job runs with a fresh retry budget: it may still wait, within the bounds counted from its arrival.
+  // A replayed job runs with a fresh retry budget: it may still wait, within the bounds counted from its arrival,
+  // unless its first attempt is its last (CALLBACK_JOB_ATTEMPTS=1), which the worker decides now (noWait).
   const facts: EventFacts = {
     found: await lookUpEvent(deps.db, event),
     waitedMs: waitedSince(event, Date.now()),
     orderGracePeriodMs: deps.orderGracePeriodMs,
     confirmMaxWaitMs: deps.confirmMaxWaitMs,
+    noWait: (job.opts.attempts ?? 1) <= 1,
   };
-  return previewOf(event, await decideAsking(event, facts, () => askGetOrder(deps, event, limiter)));
+  const getOrder = () => askGetOrder(deps, event, ask.limiter);
+  const v = await decideAsking(event, facts, getOrder);
+  // The worker's unknown-order cap, asked as the worker asks it: only for an event that would wait for its order.
+  if (!waitsForUnknownOrder(v) || !(await ask.cap.full(c.jobId))) return previewOf(event, v);
+  return previewOf(event, await decideAsking(event, { ...facts, unknownOrderCapFull: true }, getOrder));
 }
 
 /** Get order's answer for the event's order, from the cache or at the dry run's rate; never throws. */
@@ -334,7 +366,10 @@ function previewOf(event: CallbackJob, v: Verdict): Preview {
     case 'retry': {
       const err = coerceError(v.error);
       const code = err instanceof AppError ? err.code : ErrorCodes.PLATFORM_ERROR_CODE;
-      return { cls: 'stillPending', code, detail: `Get order did not confirm: ${firstLineOf(err)}`, ...ours };
+      const detail = `Get order did not confirm: ${firstLineOf(err)}`;
+      // No attempt follows (its only attempt, or an error no retry fixes): the job fails again at once.
+      if (v.final) return { cls: 'willFailAgain', code, detail: `${detail}: it fails again`, ...ours };
+      return { cls: 'stillPending', code, detail, ...ours };
     }
     case 'invalid':
       return { cls: 'notReplayable', code: v.finding.code, detail: `${v.finding.reason}: a replay fails again` };

@@ -29,6 +29,12 @@ const CLASS_LABELS: Record<PlanClass, { label: string; help: string }> = {
       'Get order does not confirm it yet (or did not answer): replaying sends it back to retrying with a fresh ' +
       'retry budget; it is credited once the platform confirms, or fails again when the budget runs out',
   },
+  willFailAgain: {
+    label: 'Will fail again',
+    help:
+      'Get order does not answer (or fails in a way no retry fixes) and the job has no attempt after this one ' +
+      '(CALLBACK_JOB_ATTEMPTS=1): replaying fails it again at once',
+  },
   notReplayable: { label: 'Not replayable', help: 'no longer in the queue, or no longer failed' },
 };
 

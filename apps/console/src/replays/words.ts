@@ -50,6 +50,7 @@ export function planSentence(plan: ReplayPlan): string {
     `${plan.counts.willReview} into review`,
     `${plan.counts.stillPending} back to retrying with a fresh budget`,
   ];
+  if (plan.counts.willFailAgain > 0) parts.push(`${plan.counts.willFailAgain} fail again at once`);
   if (plan.counts.alreadyApplied > 0) parts.push(`${plan.counts.alreadyApplied} already applied (no-op)`);
   if (plan.counts.notReplayable > 0) parts.push(`${plan.counts.notReplayable} not replayable`);
   return `Will ${parts.join('; ')}.`;

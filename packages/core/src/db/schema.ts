@@ -389,6 +389,25 @@ export const replayJobs = pgTable(
   (t) => [primaryKey({ columns: [t.replayId, t.jobId] })],
 );
 
+/**
+ * The reconciliation sweep's back-off per order: an order Get order answered "unknown" about (a refusal, an HTTP
+ * 3xx/4xx, a code-0 reply without usable data) is not asked again before `next_ask_at`, the wait doubling with each
+ * such answer in a row. An answer that is not "unknown" deletes the row. A row only ever delays a question; it never
+ * decides anything about the order.
+ */
+export const reconcileUnknownOrders = pgTable('reconcile_unknown_orders', {
+  orderId: bigint('order_id', { mode: 'number' })
+    .primaryKey()
+    .references(() => orders.id),
+  /** "Unknown" answers in a row. */
+  unknownCount: integer('unknown_count').notNull(),
+  /** The code of the last one (PLATFORM_ERROR_CODE, PLATFORM_HTTP_ERROR, PLATFORM_BAD_RESPONSE). */
+  lastCode: text('last_code').notNull(),
+  lastAskedAt: timestamp('last_asked_at', { withTimezone: true }).notNull(),
+  /** The sweep leaves the order out until then. */
+  nextAskAt: timestamp('next_ask_at', { withTimezone: true }).notNull(),
+});
+
 /** The last good payment-method catalog per scope ('' = all currencies), served with its age when the platform is down. */
 export const catalogSnapshots = pgTable('catalog_snapshots', {
   scope: text('scope').primaryKey(),
@@ -406,6 +425,7 @@ export type ReviewOccurrence = typeof reviewOccurrences.$inferSelect;
 export type ReviewAttempt = typeof reviewAttempts.$inferSelect;
 export type CallbackArrival = typeof callbackArrivals.$inferSelect;
 export type Replay = typeof replays.$inferSelect;
+export type ReconcileUnknownOrder = typeof reconcileUnknownOrders.$inferSelect;
 
 /** The console's people's roles, least first (apps/console/src/operators/roles.ts says what each may do). */
 export const PERSON_ROLES = ['viewer', 'operator', 'admin'] as const;

@@ -8,8 +8,14 @@ export interface ReconcileMetrics {
   scanned: Counter<'kind'>;
   /** Orders the sweep finalised, by kind and outcome (credited, succeeded, refused): what callbacks never delivered. */
   recovered: Counter<'kind' | 'outcome'>;
-  /** Orders the sweep could not decide, by error code (the platform or Postgres failing). */
+  /** Orders the sweep could not decide, by error code (the platform or Postgres failing): what stops a sweep. */
   errors: Counter<'code'>;
+  /**
+   * Get order answers that said nothing usable about an order, by code (PLATFORM_ERROR_CODE: a refusal such as 40404;
+   * PLATFORM_HTTP_ERROR: a 3xx/4xx; PLATFORM_BAD_RESPONSE: code 0 without the order): the order is left pending and
+   * asked again after its back-off. They never stop a sweep.
+   */
+  unknown: Counter<'code'>;
   /** When the last sweep finished, in seconds since the epoch. */
   lastSweepTimestamp: Gauge;
   /** How long the last sweep took, in seconds. */
@@ -43,6 +49,12 @@ export function createReconcileMetrics(registry: Registry): ReconcileMetrics {
     errors: new Counter({
       name: 'mcb_reconcile_errors_total',
       help: 'Orders the sweep could not decide, by error code',
+      labelNames: ['code'],
+      registers,
+    }),
+    unknown: new Counter({
+      name: 'mcb_reconcile_unknown_total',
+      help: 'Get order answers the sweep could not use for an order (left pending, asked again after a back-off), by code',
       labelNames: ['code'],
       registers,
     }),

@@ -1,5 +1,5 @@
-import { orders, type Database } from '@mcb/core/db';
-import { and, asc, count, eq, gte, lt, lte, sql } from 'drizzle-orm';
+import { orders, reconcileUnknownOrders, type Database } from '@mcb/core/db';
+import { and, asc, count, eq, gte, isNull, lt, lte, or, sql } from 'drizzle-orm';
 
 /** A pending order as the sweep sees it. */
 export interface PendingOrder {
@@ -8,6 +8,8 @@ export interface PendingOrder {
   kind: 'payin' | 'payout';
   /** `created_at` as Postgres text (microseconds kept): the keyset cursor must not lose precision in a JS Date. */
   createdAtText: string;
+  /** "Unknown" answers in a row so far (0: none, or a usable answer since). */
+  unknownCount: number;
 }
 
 /** Keyset position: the last (created_at, id) read. */
@@ -18,12 +20,14 @@ export interface PendingCursor {
 
 /**
  * One batch of pending orders created in [oldest, newest], after `cursor`, in (created_at, id) order: keyset
- * pagination, so a batch costs the same at any depth and orders finalised meanwhile never shift the pages.
+ * pagination, so a batch costs the same at any depth and orders finalised meanwhile never shift the pages. Orders
+ * whose "unknown" back-off runs past `now` are left out (unknown-backoff.ts).
  */
 export async function pendingOrdersBatch(
   db: Database,
-  params: { oldest: Date; newest: Date; after: PendingCursor | undefined; limit: number },
+  params: { oldest: Date; newest: Date; now: Date; after: PendingCursor | undefined; limit: number },
 ): Promise<PendingOrder[]> {
+  const backoff = reconcileUnknownOrders;
   const after = params.after
     ? sql`(${orders.createdAt}, ${orders.id}) > (${params.after.createdAtText}::timestamptz, ${params.after.id})`
     : undefined;
@@ -33,13 +37,16 @@ export async function pendingOrdersBatch(
       merchantOrderNo: orders.merchantOrderNo,
       kind: orders.kind,
       createdAtText: sql<string>`${orders.createdAt}::text`,
+      unknownCount: sql<number>`coalesce(${backoff.unknownCount}, 0)`,
     })
     .from(orders)
+    .leftJoin(backoff, eq(backoff.orderId, orders.id))
     .where(
       and(
         eq(orders.status, 'pending'),
         gte(orders.createdAt, params.oldest),
         lte(orders.createdAt, params.newest),
+        or(isNull(backoff.orderId), lte(backoff.nextAskAt, params.now)),
         after,
       ),
     )

@@ -1,13 +1,13 @@
 import { AppError, coerceError, ErrorCodes } from '@mcb/core/errors';
-import { PlatformCodeError, type PlatformOrder } from '@mcb/core/platform';
 import type { RedisClient } from '@mcb/core/redis';
-import { applyConfirmed, type ApplyDeps } from '../settle.ts';
-import { jobErrorCode, toJobError } from '../retry-policy.ts';
+import type { ApplyDeps } from '../settle.ts';
+import { toJobError } from '../retry-policy.ts';
 import type { ReconcileMetrics } from './metrics.ts';
 import { countPendingBefore, pendingOrdersBatch, type PendingCursor, type PendingOrder } from './pending-orders.ts';
-import { createRateLimiter, type RateLimiter } from './rate-limiter.ts';
-import { isFinal, sweepEvent } from './sweep-event.ts';
+import { createRateLimiter } from './rate-limiter.ts';
+import { reconcileOne, type Outcome } from './reconcile-one.ts';
 import { acquireSweepLock } from './sweep-lock.ts';
+import { DEFAULT_UNKNOWN_BACKOFF, type UnknownBackoff } from './unknown-backoff.ts';
 
 /** How a sweep looks for orders; the worker fills it from RECONCILE_*. */
 export interface SweepSettings {
@@ -21,8 +21,14 @@ export interface SweepSettings {
   batchSize: number;
   /** Get order requests in flight at once (the rate still caps their starts). @defaultValue min(4, ceil(ratePerSecond)) */
   concurrency?: number;
-  /** Failures in a row (platform down, Postgres down) after which the sweep stops; the next run starts over. @defaultValue 3 */
+  /**
+   * Failures in a row after which the sweep stops; the next run starts over. Only an outage counts (the platform
+   * timing out, unreachable, 5xx, 408, 429, a reply that is not its envelope; Postgres down): an answer that says
+   * nothing usable about one order is that order's "unknown". @defaultValue 3
+   */
   maxConsecutiveErrors?: number;
+  /** How long an order answered "unknown" is left out of the sweeps. @defaultValue 15 minutes, doubling, at most 6 hours */
+  unknownBackoff?: UnknownBackoff;
 }
 
 /** What {@link runSweep} needs: applyEvent's dependencies plus the lock's Redis and the settings. */
@@ -51,7 +57,10 @@ export interface SweepReport {
   recovered: { credited: number; succeeded: number; refused: number };
   /** Get order reports them not final: left pending, no review. */
   stillPending: number;
-  /** The platform refused to report them (e.g. 40404 unknown order): left pending, no review. */
+  /**
+   * Get order said nothing usable about them (a refusal such as 40404, an HTTP 3xx/4xx, code 0 without the order):
+   * left pending, no review, and not asked again before their back-off ends.
+   */
   unknown: number;
   /** Which orders (merchant order numbers) were still pending and unknown: the first {@link REPORT_ORDERS_MAX} of each. */
   orders: { stillPending: string[]; unknown: string[] };
@@ -59,7 +68,7 @@ export interface SweepReport {
   duplicates: number;
   /** Get order's answer failed verification (e.g. amount differs from ours): sent to review, not credited. */
   reviews: number;
-  /** Orders the sweep could not decide (the platform or Postgres failing). */
+  /** Orders the sweep could not decide (the platform or Postgres failing): only these can stop a sweep. */
   errors: number;
   /** Pending orders older than the window, which no sweep looks at any more. */
   beyondMaxAge: number;
@@ -75,12 +84,17 @@ export interface SweepOptions {
   trigger?: 'schedule' | 'manual';
   /** Stops the sweep between orders (and aborts the request in flight), e.g. on shutdown. */
   signal?: AbortSignal;
+  /**
+   * Ask the orders on their "unknown" back-off too (an operator's sweep now, for a customer who says they paid); the
+   * answers still count toward each order's back-off. @defaultValue false
+   */
+  askBackedOff?: boolean;
 }
+
+const FAR_FUTURE = new Date('9999-12-31T00:00:00Z');
 
 /** Most order numbers a report names per outcome (the counts stay exact). */
 export const REPORT_ORDERS_MAX = 100;
-
-type Outcome = 'credited' | 'succeeded' | 'refused' | 'stillPending' | 'unknown' | 'duplicates' | 'reviews';
 
 /**
  * One reconciliation sweep: pending orders created between MAX_AGE and MIN_AGE ago are looked up with Get order,
@@ -115,7 +129,7 @@ export async function runSweep(deps: SweepDeps, options: SweepOptions = {}): Pro
   }
   try {
     const signal = options.signal ? AbortSignal.any([options.signal, lock.lost]) : lock.lost;
-    const report = await sweep(deps, trigger, signal);
+    const report = await sweep(deps, { trigger, askBackedOff: options.askBackedOff ?? false }, signal);
     deps.reconcileMetrics?.sweeps.inc({ trigger, result: report.stoppedEarly ? 'stopped' : 'completed' });
     deps.reconcileMetrics?.lastSweepTimestamp.set(Date.now() / 1000);
     deps.reconcileMetrics?.lastSweepDuration.set(report.durationMs / 1000);
@@ -129,30 +143,18 @@ export async function runSweep(deps: SweepDeps, options: SweepOptions = {}): Pro
   }
 }
 
-async function sweep(deps: SweepDeps, trigger: 'schedule' | 'manual', signal: AbortSignal): Promise<SweepReport> {
+async function sweep(
+  deps: SweepDeps,
+  { trigger, askBackedOff }: { trigger: 'schedule' | 'manual'; askBackedOff: boolean },
+  signal: AbortSignal,
+): Promise<SweepReport> {
   const now = deps.now ?? Date.now;
   const started = performance.now();
   const startedAt = new Date(now());
   const { settings, logger } = deps;
   const oldest = new Date(startedAt.getTime() - settings.maxAgeMs);
   const newest = new Date(startedAt.getTime() - settings.minAgeMs);
-  const report: SweepReport = {
-    trigger,
-    startedAt: startedAt.toISOString(),
-    window: { oldest: oldest.toISOString(), newest: newest.toISOString() },
-    scanned: 0,
-    recovered: { credited: 0, succeeded: 0, refused: 0 },
-    stillPending: 0,
-    unknown: 0,
-    orders: { stillPending: [], unknown: [] },
-    duplicates: 0,
-    reviews: 0,
-    errors: 0,
-    beyondMaxAge: 0,
-    stoppedEarly: false,
-    stopReason: null,
-    durationMs: 0,
-  };
+  const report = emptyReport(trigger, startedAt, { oldest, newest });
   const maxConsecutive = settings.maxConsecutiveErrors ?? 3;
   let consecutiveErrors = 0;
   // Stops the batch loop and the requests in flight once errors pile up.
@@ -186,19 +188,28 @@ async function sweep(deps: SweepDeps, trigger: 'schedule' | 'manual', signal: Ab
   };
 
   const limiter = createRateLimiter(settings.ratePerSecond);
+  const backoff = settings.unknownBackoff ?? DEFAULT_UNKNOWN_BACKOFF;
   const concurrency = Math.max(1, settings.concurrency ?? Math.min(4, Math.ceil(settings.ratePerSecond)));
   try {
     report.beyondMaxAge = await countPendingBefore(deps.db, oldest);
     let cursor: PendingCursor | undefined;
     for (;;) {
       if (halted.aborted) break;
-      const batch = await pendingOrdersBatch(deps.db, { oldest, newest, after: cursor, limit: settings.batchSize });
+      // Asking the backed-off orders too: every back-off ends before the end of time.
+      const window = {
+        oldest,
+        newest,
+        now: askBackedOff ? FAR_FUTURE : startedAt,
+        after: cursor,
+        limit: settings.batchSize,
+      };
+      const batch = await pendingOrdersBatch(deps.db, window);
       if (batch.length === 0) break;
       let next = 0;
       const lane = async () => {
         while (next < batch.length && !halted.aborted) {
           const order = batch[next++]!;
-          await reconcileOne(deps, order, { limiter, signal: halted, startedAt, count, failed, report });
+          await reconcileOne(deps, order, { limiter, signal: halted, startedAt, backoff, count, failed, report });
         }
       };
       await Promise.all(Array.from({ length: Math.min(concurrency, batch.length) }, lane));
@@ -219,82 +230,27 @@ async function sweep(deps: SweepDeps, trigger: 'schedule' | 'manual', signal: Ab
   return report;
 }
 
-interface OneContext {
-  limiter: RateLimiter;
-  signal: AbortSignal;
-  startedAt: Date;
-  count: (order: PendingOrder, outcome: Outcome) => void;
-  failed: (code: string) => void;
-  report: SweepReport;
-}
-
-/** Look one order up and, when Get order reports it final, apply it as its callback would have been. */
-async function reconcileOne(deps: SweepDeps, order: PendingOrder, ctx: OneContext): Promise<void> {
-  const log = deps.logger.child({ merchantOrderNo: order.merchantOrderNo, kind: order.kind, source: 'reconcile' });
-  try {
-    await ctx.limiter.take(ctx.signal);
-  } catch {
-    return; // stopped while waiting for a slot: the order was not looked up
-  }
-  const scanned = () => {
-    ctx.report.scanned += 1;
-    deps.reconcileMetrics?.scanned.inc({ kind: order.kind });
+/** A report of nothing found yet. */
+function emptyReport(
+  trigger: 'schedule' | 'manual',
+  startedAt: Date,
+  { oldest, newest }: { oldest: Date; newest: Date },
+): SweepReport {
+  return {
+    trigger,
+    startedAt: startedAt.toISOString(),
+    window: { oldest: oldest.toISOString(), newest: newest.toISOString() },
+    scanned: 0,
+    recovered: { credited: 0, succeeded: 0, refused: 0 },
+    stillPending: 0,
+    unknown: 0,
+    orders: { stillPending: [], unknown: [] },
+    duplicates: 0,
+    reviews: 0,
+    errors: 0,
+    beyondMaxAge: 0,
+    stoppedEarly: false,
+    stopReason: null,
+    durationMs: 0,
   };
-
-  let confirmed: PlatformOrder;
-  const started = performance.now();
-  try {
-    confirmed = await deps.platform.getOrder(order.merchantOrderNo, { signal: ctx.signal });
-    deps.metrics?.getOrderDuration.observe({ result: 'ok' }, (performance.now() - started) / 1000);
-    scanned();
-  } catch (e) {
-    // Cut off by the stop (lock lost, shutdown, too many errors): not an answer, not counted.
-    if (ctx.signal.aborted) return;
-    const code = e instanceof AppError ? e.code : 'error';
-    deps.metrics?.getOrderDuration.observe({ result: code }, (performance.now() - started) / 1000);
-    scanned();
-    if (e instanceof PlatformCodeError) {
-      // The platform answered but will not report the order (e.g. it was never created there): nothing to recover.
-      log.info({ platformCode: e.platformCode }, `reconcile: Get order refused (${e.platformCode}); left pending`);
-      ctx.count(order, 'unknown');
-      return;
-    }
-    const err = coerceError(e);
-    log.warn({ code, err }, `reconcile: Get order failed: ${err.message}`);
-    ctx.failed(code);
-    return;
-  }
-
-  if (!isFinal(confirmed)) {
-    log.debug({ state: confirmed.state }, 'reconcile: not final yet; left pending');
-    ctx.count(order, 'stillPending');
-    return;
-  }
-
-  const event = sweepEvent(
-    confirmed,
-    { merchantNo: deps.merchantNo, merchantOrderNo: order.merchantOrderNo },
-    ctx.startedAt,
-  );
-  try {
-    // The answer is in hand: decide on it, with no second Get order.
-    const applied = await applyConfirmed(event, confirmed, deps, {
-      noWait: true,
-      signal: ctx.signal,
-      jobId: `reconcile-${ctx.startedAt.getTime()}`,
-    });
-    if (applied.status === 'applied') ctx.count(order, applied.outcome);
-    else if (applied.status === 'duplicate') ctx.count(order, 'duplicates');
-    else if (applied.status === 'review') ctx.count(order, 'reviews');
-    else ctx.count(order, 'stillPending'); // 'deferred' cannot happen with noWait; nothing was written
-  } catch (e) {
-    // Sanitised: drizzle's errors carry the query's parameters.
-    const err = toJobError(e);
-    const code = jobErrorCode(err);
-    log.error(
-      { code, err, orderNo: event.orderNo, state: event.state },
-      `reconcile: applying the confirmed state failed: ${err.message}`,
-    );
-    ctx.failed(code);
-  }
 }

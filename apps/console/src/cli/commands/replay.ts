@@ -71,6 +71,7 @@ const CLASSES: [string, string][] = [
   ['alreadyApplied', 'already applied (no-op)'],
   ['willReview', 'will go to review'],
   ['stillPending', 'back to retrying with a fresh budget (Get order does not confirm yet)'],
+  ['willFailAgain', 'will fail again at once (Get order does not answer, and no attempt follows)'],
   ['notReplayable', 'not replayable (gone, no longer failed)'],
 ];
 

@@ -205,6 +205,54 @@ function arrivalRow(job: Job, event: CallbackJob, now: Date) {
   };
 }
 
+/**
+ * Rows Postgres did not take, by job id (the furthest report of a job wins), handed to `resubmit` every
+ * `retryFinalMs`; past `maxUnwrittenFinal` the oldest is dropped.
+ */
+function createUnwrittenRows(logger: Logger, options: ArrivalRecorderOptions, resubmit: (row: ArrivalRow) => void) {
+  const retryMs = options.retryFinalMs ?? 5000;
+  const max = options.maxUnwrittenFinal ?? 100_000;
+  const rows = new Map<string, ArrivalRow>();
+  let dropped = 0;
+  let lastDropLog = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const retryNow = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    const kept = [...rows.values()];
+    rows.clear();
+    for (const row of kept) resubmit(row);
+  };
+  const dropOldest = () => {
+    const oldest = rows.keys().next().value!;
+    rows.delete(oldest);
+    dropped++;
+    // A long outage with many jobs drops one row per new job: one line per 10 s, not one per row.
+    if (Date.now() - lastDropLog < 10_000) return;
+    logger.error(
+      { jobId: oldest, rowsDropped: dropped, maxUnwrittenFinal: max },
+      'too many callback rows wait for Postgres: the oldest dropped (their jobs are still on the queue)',
+    );
+    lastDropLog = Date.now();
+    dropped = 0;
+  };
+  return {
+    keep(row: ArrivalRow) {
+      const held = rows.get(row.jobId);
+      if (held && !isAtOrBeyond(row, held)) return;
+      rows.delete(row.jobId);
+      rows.set(row.jobId, row);
+      if (rows.size > max) dropOldest();
+      timer ??= setTimeout(retryNow, retryMs).unref();
+    },
+    retryNow,
+    stop() {
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
+
 export function createArrivalRecorder(
   db: Database,
   logger: Logger,
@@ -217,38 +265,13 @@ export function createArrivalRecorder(
   const pending = new Set<Promise<void>>();
   let lastLog = 0;
   let lost = 0;
-  const retryFinalMs = options.retryFinalMs ?? 5000;
-  const maxUnwritten = options.maxUnwrittenFinal ?? 100_000;
   const clock = options.now ?? Date.now;
-  // Rows Postgres did not take, by job id (the furthest report of a job wins), tried again on a timer.
-  const unwritten = new Map<string, ArrivalRow>();
-  let retryTimer: NodeJS.Timeout | undefined;
-  const keepUnwritten = (row: ArrivalRow) => {
-    const held = unwritten.get(row.jobId);
-    if (held && !isAtOrBeyond(row, held)) return;
-    unwritten.delete(row.jobId);
-    unwritten.set(row.jobId, row);
-    if (unwritten.size > maxUnwritten) {
-      const oldest = unwritten.keys().next().value!;
-      unwritten.delete(oldest);
-      logger.error(
-        { jobId: oldest, maxUnwrittenFinal: maxUnwritten },
-        'too many callback rows wait for Postgres: one dropped (its job is still on the queue)',
-      );
-    }
-    retryTimer ??= setTimeout(retryFinals, retryFinalMs).unref();
-  };
-  const retryFinals = () => {
-    retryTimer = undefined;
-    const rows = [...unwritten.values()];
-    unwritten.clear();
-    for (const row of rows) submit(row);
-  };
+  const unwritten = createUnwrittenRows(logger, options, (row) => submit(row));
   const submit = (row: ArrivalRow) => {
     const p = batcher
       .submit(row)
       .catch((e: unknown) => {
-        keepUnwritten(row);
+        unwritten.keep(row);
         lost++;
         if (Date.now() - lastLog < 10_000) return;
         logger.warn(
@@ -290,13 +313,9 @@ export function createArrivalRecorder(
       active.release();
       outcomes.release();
       // Closing: one more try of the rows still kept, now rather than at the timer.
-      if (unwritten.size > 0) {
-        clearTimeout(retryTimer);
-        retryFinals();
-      }
+      unwritten.retryNow();
       while (pending.size > 0) await Promise.all([...pending]);
-      clearTimeout(retryTimer);
-      retryTimer = undefined;
+      unwritten.stop();
     },
   };
 }

@@ -36,8 +36,11 @@ export interface FleetLink {
   readonly state: FleetLinkState;
   /** `p`, or a rejection once Redis has not answered within the plan's timeout. */
   withTimeout<T>(p: Promise<T>): Promise<T>;
-  /** One round trip: reserve `want` start times (0: only a heartbeat and a look at the breaker). */
-  reserve(want: number): Promise<ReserveReply>;
+  /**
+   * One round trip: reserve `want` start times (0: only a heartbeat and a look at the breaker), giving back
+   * `givenBack` start times reserved earlier and not used.
+   */
+  reserve(want: number, givenBack?: number): Promise<ReserveReply>;
   /** Redis did not answer: keep to this process's last fair share until it does. */
   enterFallback(e: unknown): void;
   /** Record the fleet's breaker state, telling the listeners when it changes. */
@@ -90,7 +93,7 @@ export function createFleetLink(
     heart.reschedule();
   };
 
-  const reserve = async (want: number): Promise<ReserveReply> => {
+  const reserve = async (want: number, givenBack = 0): Promise<ReserveReply> => {
     const seq = state.reportSeq;
     const raw = await withTimeout(
       reserveCommand(
@@ -104,9 +107,17 @@ export function createFleetLink(
         plan.processId,
         ALIVE_WINDOW_MS,
         KEYS_TTL_MS,
+        givenBack,
       ),
     );
     const reply = decodeReserveReply(raw);
+    if (reply.clamped) {
+      metrics?.clamps.inc();
+      logger?.warn(
+        { scope },
+        "fleet budget: the budget's timestamp was ahead of Redis's clock (a clock stepped back: a failover, NTP); clamped",
+      );
+    }
     state.alive = Math.max(1, reply.alive);
     metrics?.processes.set(state.alive);
     if (state.fallback) {

@@ -13,14 +13,12 @@
  * - idle: one process, nothing else on its event loop;
  * - busy: one process whose event loop a timer spins for `--busy-ms` every `--every-ms` (CPU-bound work beside the
  *   requests), so that start-time timers fire late;
- * - pair: that busy process and a quiet one share the budget: what the busy one cannot use in time, the
- *   fleet can (the start times it gives back);
+ * - pair: that busy process and a quiet one share the budget;
  * - ahead: the budget's timestamp is first set `--ahead-seconds` ahead of Redis's clock (a Sentinel failover to a
  *   replica whose clock is behind, an NTP step back), and the run reports when the first Get order could start.
  */
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
-import { metricValue, Registry } from '@mcb/core/metrics';
 import { createFleet, fleetKeys } from '@mcb/core/platform';
 import { createRedis } from '@mcb/core/redis';
 import { progress, section } from './lib/progress.ts';
@@ -39,10 +37,9 @@ interface Part {
   everyMs: number;
 }
 
-/** What one process of a run measured: its start times (ms, wall clock) and the start times it gave back. */
+/** What one process of a run measured: its start times (ms, wall clock). */
 interface Used {
   times: number[];
-  givenBack: number;
 }
 
 /** Spin the event loop for `busy` ms every `every` ms until stopped (0: never). */
@@ -59,8 +56,7 @@ function busyLoop(busy: number, every: number): () => void {
 async function takePart(p: Part): Promise<Used> {
   const client = createRedis(p.url, 'worker');
   client.on('error', () => undefined);
-  const registry = new Registry();
-  const fleet = createFleet({ redis: client, prefix: p.prefix, maxRps: p.rps, registry });
+  const fleet = createFleet({ redis: client, prefix: p.prefix, maxRps: p.rps });
   const now = () => performance.timeOrigin + performance.now();
   const times: number[] = [];
   let stopped = false;
@@ -80,7 +76,7 @@ async function takePart(p: Part): Promise<Used> {
   // Bounded: before issue 48 a request whose start time fired late after close() was never settled.
   await Promise.race([Promise.all(waiters), new Promise((r) => setTimeout(r, 1000))]);
   client.disconnect();
-  return { times, givenBack: metricValue(await registry.metrics(), 'mcb_platform_budget_given_back_total') };
+  return { times };
 }
 
 /**
@@ -152,7 +148,7 @@ async function main(): Promise<void> {
       progress(
         `${label}: ${times.length} of ${budget} start times used in ${seconds} s (${((100 * times.length) / budget).toFixed(0)} %` +
           `${parts.length > 1 ? `; ${used.map((u) => u.times.length).join(' + ')}` : ''}), busiest second ${busiestSecond(times)}, ` +
-          `first start after ${first.toFixed(0)} ms, given back ${used.map((u) => u.givenBack).join(' + ')}`,
+          `first start after ${first.toFixed(0)} ms`,
       );
     };
     const part = (name: string, busy: number, from: number): Part => ({

@@ -36,11 +36,8 @@ export interface FleetLink {
   readonly state: FleetLinkState;
   /** `p`, or a rejection once Redis has not answered within the plan's timeout. */
   withTimeout<T>(p: Promise<T>): Promise<T>;
-  /**
-   * One round trip: reserve `want` start times (0: only a heartbeat and a look at the breaker), giving back
-   * `givenBack` start times reserved earlier and not used.
-   */
-  reserve(want: number, givenBack?: number): Promise<ReserveReply>;
+  /** One round trip: reserve `want` start times (0: only a heartbeat and a look at the breaker). */
+  reserve(want: number): Promise<ReserveReply>;
   /** Redis did not answer: keep to this process's last fair share until it does. */
   enterFallback(e: unknown): void;
   /** Record the fleet's breaker state, telling the listeners when it changes. */
@@ -93,7 +90,7 @@ export function createFleetLink(
     heart.reschedule();
   };
 
-  const reserve = async (want: number, givenBack = 0): Promise<ReserveReply> => {
+  const reserve = async (want: number): Promise<ReserveReply> => {
     const seq = state.reportSeq;
     const raw = await withTimeout(
       reserveCommand(
@@ -107,7 +104,6 @@ export function createFleetLink(
         plan.processId,
         ALIVE_WINDOW_MS,
         KEYS_TTL_MS,
-        givenBack,
       ),
     );
     const reply = decodeReserveReply(raw);

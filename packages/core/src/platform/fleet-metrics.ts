@@ -27,13 +27,6 @@ export function fleetMetrics(registry: Registry, maxRps: number) {
       help: 'Reservations the fleet budget refused or cut short: the fleet asked for more than the budget (throttled)',
       registers,
     }),
-    givenBack: new Counter({
-      name: 'mcb_platform_budget_given_back_total',
-      help:
-        'Start times this process reserved and gave back unused: its timer fired late (a busy event loop) or its ' +
-        'request gave up',
-      registers,
-    }),
     clamps: new Counter({
       name: 'mcb_platform_budget_clock_clamps_total',
       help:

@@ -1,8 +1,7 @@
 /**
  * The requests of one process waiting for a start time of the fleet's Get order budget (fleet.ts), in arrival
  * order, and the one pump that reserves start times for them: from the fleet's budget through the link, or from
- * this process's own share while Redis is away. Start times reserved and not used (a timer that fired late, a
- * request that gave up) are given back to the budget with the next reservation, so the fleet can still use them.
+ * this process's own share while Redis is away.
  */
 import { AppError, ErrorCodes } from '../errors.ts';
 import type { FleetPlan } from './fleet.ts';
@@ -73,69 +72,51 @@ function waitingLine() {
   };
 }
 
-/**
- * Start `w` at `ms` from now, the start time the fleet's budget gave it (`used`), or tell `unused` that it went
- * unused: its caller gave up meanwhile (`late` false), or its timer fired more than `staleMs` late (a stalled event
- * loop), when starting it would bunch it with the fleet's next ones (`late` true; its request asks again, first in
- * line).
- */
-function startAt(w: Waiter, ms: number, staleMs: number, used: () => void, unused: (late: boolean) => void): void {
-  if (ms < 1) {
-    used();
-    return w.go();
-  }
-  const due = performance.now() + ms;
-  setTimeout(() => {
-    if (w.done) return unused(false);
-    if (performance.now() - due <= staleMs) {
-      used();
-      return w.go();
-    }
-    unused(true);
-  }, ms);
-}
-
 export function createFleetQueue(link: FleetLink, plan: FleetPlan, metrics: FleetMetrics | undefined): FleetQueue {
   const { state } = link;
   const line = waitingLine();
   let pumping = false;
-  /** Start times reserved and not used, to give back with the next reservation. */
-  let unused = 0;
 
-  const used = () => void metrics?.granted.inc({ mode: 'fleet' });
-  /** `w`'s start time went unused: it is given back with the next reservation, and a late one's request asks again. */
-  const giveBack = (w: Waiter) => (late: boolean) => {
-    unused++;
-    if (!late) return;
-    if (state.closed) return w.fail(new AppError(ErrorCodes.PLATFORM_ABORTED, 'the platform client is closing'));
-    line.unshift(w);
-    void pump();
+  /** Start `w` at `ms` from now, the start time the fleet's budget gave it. */
+  const startAt = (w: Waiter, ms: number) => {
+    if (ms < 1) {
+      metrics?.granted.inc({ mode: 'fleet' });
+      return w.go();
+    }
+    const due = performance.now() + ms;
+    setTimeout(() => {
+      // A timer that fires late (a stalled event loop) would bunch this start with the fleet's next ones: the
+      // start time goes unused and the request asks again, first in line (or fails, if the fleet closed meanwhile:
+      // close() could not fail it, it was not in line).
+      if (w.done) return;
+      if (performance.now() - due <= plan.staleMs) {
+        metrics?.granted.inc({ mode: 'fleet' });
+        return w.go();
+      }
+      if (state.closed) return w.fail(new AppError(ErrorCodes.PLATFORM_ABORTED, 'the platform client is closing'));
+      line.unshift(w);
+      void pump();
+    }, ms);
   };
 
   /** One lease from the fleet's budget, handed to the waiters in line (or the fallback entered, if Redis is away). */
   const leaseRound = async (): Promise<void> => {
     const want = Math.min(line.pending(), MAX_LEASE);
-    const givenBack = unused;
-    unused = 0;
     let reply: ReserveReply;
     try {
-      reply = await link.reserve(want, givenBack);
+      reply = await link.reserve(want);
     } catch (e) {
-      link.enterFallback(e); // the start times given back are lost with the reply: they are past by now anyway
+      link.enterFallback(e);
       return;
     }
-    if (givenBack > 0) metrics?.givenBack.inc(givenBack);
     if (reply.throttled) metrics?.refusals.inc();
     let last = 0;
-    let handed = 0;
     for (const ms of reply.delaysMs) {
       const w = line.next();
-      if (!w) break; // its caller gave up meanwhile
-      startAt(w, ms, plan.staleMs, used, giveBack(w));
+      if (!w) break; // its caller gave up meanwhile: the start time goes unused
+      startAt(w, ms);
       last = ms;
-      handed++;
     }
-    unused += reply.delaysMs.length - handed;
     // Ask again half a horizon before the lease is spent (so that a late timer does not let the budget's next
     // start times pass unused), or when the budget has room again; never later than MAX_WAIT_MS.
     const wait =

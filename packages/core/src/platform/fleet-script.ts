@@ -2,11 +2,9 @@
  * The fleet's Get order budget as one Redis script: a reservation-style GCRA (generic cell rate algorithm). The
  * budget key keeps `tat`, the theoretical arrival time of the next request (µs, Redis's clock): a request may start
  * at `max(now, tat − tolerance)` and moves `tat` one interval (1 s / budget) on. A caller reserves up to `want`
- * start times at once (a lease), none further ahead than `horizon`, and starts its requests at them; start times it
- * could not use (a timer that fired late, a caller that gave up) it gives back with its next call, which moves `tat`
- * back that many intervals (never before now). The same call marks the caller alive (the fleet's head count, for the
- * fallback when Redis cannot be reached) and reads the shared breaker state, so a busy process learns of an open
- * breaker with no round trip of its own.
+ * start times at once (a lease), none further ahead than `horizon`, and starts its requests at them. The same call
+ * marks the caller alive (the fleet's head count, for the fallback when Redis cannot be reached) and reads the shared
+ * breaker state, so a busy process learns of an open breaker with no round trip of its own.
  *
  * All keys are the caller's, under the queue prefix (one hash tag, one slot on a cluster). Redis's TIME is used, not
  * the callers' clocks: hosts need not agree on the time. Losing the keys (a failover) costs one burst of
@@ -19,7 +17,7 @@
 /** Keys: budget hash, alive sorted set, breaker string. */
 export const RESERVE_KEYS = 3;
 
-// ARGV: interval µs, tolerance µs, horizon µs, want, process id, alive window ms, keys' ttl ms, start times given back.
+// ARGV: interval µs, tolerance µs, horizon µs, want, process id, alive window ms, keys' ttl ms.
 // Reply: { retry µs (0 unless refused in part), processes alive, breaker open (0/1), throttled (0/1),
 //          clamped (0/1), delay µs... }
 // Large numbers are written with %.0f: Lua's tostring would round a µs timestamp to 14 digits.
@@ -35,16 +33,14 @@ local nowMs = math.floor(now / 1000)
 redis.call('ZADD', KEYS[2], string.format('%.0f', nowMs), ARGV[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.0f', nowMs - tonumber(ARGV[6])))
 redis.call('PEXPIRE', KEYS[2], ttl)
-local given = tonumber(ARGV[8]) or 0
 local reply = { 0, redis.call('ZCARD', KEYS[2]), redis.call('EXISTS', KEYS[3]), 0, 0 }
-if interval <= 0 or (want <= 0 and given <= 0) then return reply end
+if want <= 0 or interval <= 0 then return reply end
 local tat = tonumber(redis.call('HGET', KEYS[1], 'tat')) or now
 local most = now + horizon + tolerance + interval
 if tat > most then
   tat = most
   reply[5] = 1
 end
-if given > 0 then tat = tat - given * interval end
 if tat < now then tat = now end
 local granted = 0
 while granted < want do
@@ -60,7 +56,7 @@ if granted < want then
   reply[4] = 1
   redis.call('HSET', KEYS[1], 'throttled', string.format('%.0f', nowMs))
 end
-if granted > 0 or given > 0 or reply[5] == 1 then redis.call('HSET', KEYS[1], 'tat', string.format('%.0f', tat)) end
+if granted > 0 or reply[5] == 1 then redis.call('HSET', KEYS[1], 'tat', string.format('%.0f', tat)) end
 redis.call('PEXPIRE', KEYS[1], ttl)
 return reply
 `;

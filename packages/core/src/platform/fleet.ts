@@ -87,7 +87,7 @@ export interface FleetPlan {
   toleranceUs: number;
   /** How far ahead start times may be reserved, in µs. */
   horizonUs: number;
-  /** A start time whose timer fires later than this, in ms, is not used but given back (see the pump). */
+  /** A start time whose timer fires later than this, in ms, is not used (see the pump). */
   staleMs: number;
 }
 

@@ -107,6 +107,13 @@ export function createFleetLink(
       ),
     );
     const reply = decodeReserveReply(raw);
+    if (reply.clamped) {
+      metrics?.clamps.inc();
+      logger?.warn(
+        { scope },
+        "fleet budget: the budget's timestamp was ahead of Redis's clock (a clock stepped back: a failover, NTP); clamped",
+      );
+    }
     state.alive = Math.max(1, reply.alive);
     metrics?.processes.set(state.alive);
     if (state.fallback) {

@@ -27,6 +27,13 @@ export function fleetMetrics(registry: Registry, maxRps: number) {
       help: 'Reservations the fleet budget refused or cut short: the fleet asked for more than the budget (throttled)',
       registers,
     }),
+    clamps: new Counter({
+      name: 'mcb_platform_budget_clock_clamps_total',
+      help:
+        "Reservations that found the budget's timestamp further ahead of Redis's clock than the budget ever moves " +
+        'it (written under a faster clock: a failover, an NTP step) and clamped it',
+      registers,
+    }),
     fallback: new Gauge({
       name: 'mcb_platform_budget_fallback',
       help: '1 while Redis is unreachable and this process keeps to its last fair share of the budget',

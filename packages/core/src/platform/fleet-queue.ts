@@ -11,6 +11,12 @@ import type { ReserveReply } from './fleet-script.ts';
 
 /** Most start times reserved in one round trip. */
 const MAX_LEASE = 64;
+/**
+ * The pump never sleeps longer than this between reservations, whatever the budget's reply says: a reply is never
+ * longer than one interval (at most 1 s) unless the budget's state is wrong, and a state put right meanwhile (the key
+ * deleted, a clock that caught up) is then seen within a second.
+ */
+export const MAX_WAIT_MS = 1000;
 
 type Waiter = { go: () => void; fail: (e: Error) => void; signal?: AbortSignal; done: boolean };
 
@@ -80,12 +86,14 @@ export function createFleetQueue(link: FleetLink, plan: FleetPlan, metrics: Flee
     const due = performance.now() + ms;
     setTimeout(() => {
       // A timer that fires late (a stalled event loop) would bunch this start with the fleet's next ones: the
-      // start time goes unused and the request asks again, first in line.
+      // start time goes unused and the request asks again, first in line (or fails, if the fleet closed meanwhile:
+      // close() could not fail it, it was not in line).
       if (w.done) return;
       if (performance.now() - due <= plan.staleMs) {
         metrics?.granted.inc({ mode: 'fleet' });
         return w.go();
       }
+      if (state.closed) return w.fail(new AppError(ErrorCodes.PLATFORM_ABORTED, 'the platform client is closing'));
       line.unshift(w);
       void pump();
     }, ms);
@@ -110,12 +118,12 @@ export function createFleetQueue(link: FleetLink, plan: FleetPlan, metrics: Flee
       last = ms;
     }
     // Ask again half a horizon before the lease is spent (so that a late timer does not let the budget's next
-    // start times pass unused), or when the budget has room again.
+    // start times pass unused), or when the budget has room again; never later than MAX_WAIT_MS.
     const wait =
       reply.delaysMs.length === 0
         ? reply.retryMs + Math.random() * (plan.intervalUs / 1000)
         : last - plan.horizonUs / 2000;
-    if (wait >= 1) await pause(wait);
+    if (wait >= 1) await pause(Math.min(wait, MAX_WAIT_MS));
   };
 
   const pump = async () => {

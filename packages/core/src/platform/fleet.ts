@@ -3,7 +3,8 @@
  * Redis beside the queue (docs/deployment.md "Sizing"). Work-conserving: a process reserves start times only while
  * it has requests waiting, so an idle process holds no share. A process that cannot reach Redis keeps to its last
  * fair share (the budget divided by the processes it last saw alive) until Redis answers again. The state is soft:
- * losing it (a failover, a flush) costs at most one burst of the tolerance, never a stall.
+ * losing it (a failover, a flush) costs at most one burst of the tolerance, never a stall; a budget timestamp written
+ * under a faster clock is clamped by the script, and no process waits more than a second between reservations.
  *
  * `scope` names whose budget it is: one for the whole deployment today ('all'); a merchant number later, each with
  * its own budget and breaker, needs only another scope.

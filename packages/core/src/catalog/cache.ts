@@ -23,6 +23,12 @@ export interface CatalogCacheDeps {
    * keeps it young; past this age a read asks the platform first. @defaultValue 300000 (5 minutes)
    */
   freshForMs?: number;
+  /**
+   * How often a miss (a currency the stored catalog does not list, or none stored) may refresh the full catalog, in
+   * ms. Every miss within the window is answered from that one refresh, so unknown currency codes cost the platform
+   * one request a window, not one each. @defaultValue 60000 (1 minute)
+   */
+  missRefreshMs?: number;
   /** Clock in ms since the epoch (tests). @defaultValue Date.now */
   now?: () => number;
 }
@@ -201,6 +207,9 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   const inflight = new Map<string, Promise<CatalogView>>();
   /** The platform's "not enabled" answers by currency, kept as long as a catalog would be (a typo asks once). */
   const refusals = new Map<string, { error: AppError; at: number }>();
+  const missRefreshMs = deps.missRefreshMs ?? 60_000;
+  /** The refresh of the full catalog a miss made, and when: every miss until the window ends is answered by it. */
+  let missRefresh: { at: number; work: Promise<CatalogView> } | undefined;
   /** Fetches finished so far, and the last one per scope: a read whose look-up raced a fetch uses that fetch. */
   let fetches = 0;
   const lastFetch = new Map<string, { catalog: Catalog; fetchedAt: Date; seq: number }>();
@@ -236,6 +245,35 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
     return work;
   }
 
+  /**
+   * A currency the stored catalog does not list (it may have been enabled since): the full catalog is refreshed at
+   * most once per `missRefreshMs`, and every miss of the window is answered by that refresh, as the narrowed catalog
+   * or CURRENCY_NOT_ENABLED. If the platform gave no catalog, the stored copy answers as when the platform is down.
+   */
+  async function missed(currency: string, stored: Stored | undefined): Promise<CatalogView> {
+    if (!missRefresh || now() - missRefresh.at >= missRefreshMs) {
+      const work = fetchAndStore(undefined, undefined);
+      work.catch(() => undefined);
+      missRefresh = { at: now(), work };
+    }
+    let full: CatalogView;
+    try {
+      full = await missRefresh.work;
+    } catch (e) {
+      if (!platformGaveNoCatalog(e)) throw e;
+      return fallBack(e as AppError, stored, false, currency, view, logger);
+    }
+    const narrowed = narrowCatalog(full.catalog, currency);
+    if (narrowed.currencies.length === 0) {
+      throw currencyNotEnabled(
+        currency,
+        undefined,
+        `not in the catalog the platform answered ${full.fetchedAt.toISOString()}`,
+      );
+    }
+    return view(narrowed, full.fetchedAt, false);
+  }
+
   return {
     async get(options = {}) {
       const { currency } = options;
@@ -250,6 +288,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
         return view(stored.catalog, stored.fetchedAt, false);
       const refused = refusals.get(scopeOf(currency));
       if (refused && now() - refused.at < freshForMs) throw refused.error;
+      if (currency !== undefined && !answers) return missed(currency, stored);
       try {
         return await fetchAndStore(currency, options.signal);
       } catch (e) {

@@ -119,42 +119,42 @@ describe('catalog cache', () => {
     const { platform, state } = fakePlatform();
     const cache = createCatalogCache({ db: env.db, platform, logger, now });
     await cache.get();
-    // The stored copy lacks USD, so the catalog is refreshed (it may have been enabled since); it lists none.
+    // The stored copy lacks USD, so the platform is asked (it may have been enabled since); it lists none.
     await expect(cache.get({ currency: 'USD' })).rejects.toMatchObject({
       code: 'CURRENCY_NOT_ENABLED',
       details: { currency: 'USD' },
     });
-    expect(state.calls).toEqual([undefined, undefined]);
+    expect(state.calls).toEqual([undefined, 'USD']);
   });
 
-  it('refreshes the catalog at most once per window for any number of unknown currency codes', async () => {
+  it('asks about unknown currency codes once a window: a burst or a series of them costs one platform request', async () => {
     const { platform, state } = fakePlatform();
-    const cache = createCatalogCache({ db: env.db, platform, logger, now, missRefreshMs: 60_000 });
+    const cache = createCatalogCache({ db: env.db, platform, logger, now, missWindowMs: 60_000 });
     await cache.get();
-    // 1. Fifty codes the catalog does not list, at once and then one by one: one refresh answers all of them.
+    // 1. Fifty codes the catalog does not list, all at once, then each again: one ask, the rest answered from it.
     const codes = Array.from({ length: 50 }, (_, i) => `X${String.fromCharCode(65 + (i % 26))}${i < 26 ? 'A' : 'B'}`);
-    const first = await Promise.allSettled(codes.map((currency) => cache.get({ currency })));
-    for (const currency of codes) await cache.get({ currency }).catch(() => undefined);
-    expect(first.every((r) => r.status === 'rejected' && (r.reason as AppError).code === 'CURRENCY_NOT_ENABLED')).toBe(
-      true,
-    );
-    expect(state.calls).toEqual([undefined, undefined]);
+    const burst = await Promise.allSettled(codes.map((currency) => cache.get({ currency })));
+    const again = await Promise.allSettled(codes.map((currency) => cache.get({ currency })));
+    for (const r of [...burst, ...again]) {
+      expect(r).toMatchObject({ status: 'rejected', reason: { code: 'CURRENCY_NOT_ENABLED' } });
+    }
+    expect(state.calls).toEqual([undefined, 'XAA']);
     // 2. A listed currency is still served from the stored copy, without asking.
     expect((await cache.get({ currency: 'VND' })).catalog.currencies.map((c) => c.currency)).toEqual(['VND']);
     expect(state.calls).toHaveLength(2);
-    // 3. The next window may refresh once more (a currency enabled since would be found then).
+    // 3. Once the window has passed, an unknown code is asked about again (it may have been enabled since), once.
     clock += 60_000;
     await expect(cache.get({ currency: 'XYZ' })).rejects.toMatchObject({ code: 'CURRENCY_NOT_ENABLED' });
-    await expect(cache.get({ currency: 'XYY' })).rejects.toMatchObject({ code: 'CURRENCY_NOT_ENABLED' });
-    expect(state.calls).toEqual([undefined, undefined, undefined]);
+    await expect(cache.get({ currency: 'XYY' })).rejects.toMatchObject({
+      code: 'CURRENCY_NOT_ENABLED',
+      message: expect.stringContaining('not in the catalog stored'),
+    });
+    expect(state.calls).toEqual([undefined, 'XAA', 'XYZ']);
   });
 
   it("carries the platform's 40017 in CURRENCY_NOT_ENABLED and remembers it; 40010 is MERCHANT_UNKNOWN", async () => {
     const { platform, state } = fakePlatform();
     const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 60_000 });
-    // An old copy lists PHP, so the platform is asked for PHP alone, and refuses it.
-    await cache.get();
-    clock += 61_000;
     state.failWith = new PlatformCodeError(40017, 'currency not enabled', '/api/open/order/getPaymentMethods');
     const refused = {
       code: 'CURRENCY_NOT_ENABLED',
@@ -163,7 +163,7 @@ describe('catalog cache', () => {
     await expect(cache.get({ currency: 'PHP' })).rejects.toMatchObject(refused);
     state.failWith = undefined;
     await expect(cache.get({ currency: 'PHP' })).rejects.toMatchObject(refused);
-    expect(state.calls).toEqual([undefined, 'PHP']);
+    expect(state.calls).toEqual(['PHP']);
     // Once the refusal is older than a catalog may be, the platform is asked again (and now enables PHP).
     clock += 61_000;
     expect((await cache.get({ currency: 'PHP' })).catalog.currencies.map((c) => c.currency)).toEqual(['PHP']);

@@ -24,11 +24,12 @@ export interface CatalogCacheDeps {
    */
   freshForMs?: number;
   /**
-   * How often a miss (a currency the stored catalog does not list, or none stored) may refresh the full catalog, in
-   * ms. Every miss within the window is answered from that one refresh, so unknown currency codes cost the platform
-   * one request a window, not one each. @defaultValue 60000 (1 minute)
+   * The window of unknown currencies, in ms: once the platform said a currency the stored copy does not list is not
+   * enabled, other such currencies are answered CURRENCY_NOT_ENABLED without asking until it ends, and concurrent
+   * asks for unlisted currencies go one at a time. Unknown codes cost the platform one request a window, not one each.
+   * @defaultValue 60000 (1 minute)
    */
-  missRefreshMs?: number;
+  missWindowMs?: number;
   /** Clock in ms since the epoch (tests). @defaultValue Date.now */
   now?: () => number;
 }
@@ -199,6 +200,42 @@ function fallBack(
   );
 }
 
+/**
+ * The gate of misses (asks for a currency no stored copy lists): one at a time, and once one is answered "not
+ * enabled", none for `windowMs`: `refuse` answers them instead. A burst of unknown codes costs one platform request.
+ */
+function createMissGate(windowMs: number, now: () => number) {
+  let refusedAt: number | undefined;
+  let running: Promise<unknown> | undefined;
+  return async <T>(ask: () => Promise<T>, refuse: () => AppError): Promise<T> => {
+    for (;;) {
+      if (refusedAt !== undefined && now() - refusedAt < windowMs) throw refuse();
+      if (!running) break;
+      await running.catch(() => undefined);
+    }
+    const work = ask();
+    running = work;
+    try {
+      return await work;
+    } catch (e) {
+      if (isAppError(e) && e.code === ErrorCodes.CURRENCY_NOT_ENABLED) refusedAt = now();
+      throw e;
+    } finally {
+      if (running === work) running = undefined;
+    }
+  };
+}
+
+/** A miss answered without asking, inside the window of {@link createMissGate}. */
+function unlisted(currency: string, stored: Stored): AppError {
+  return currencyNotEnabled(
+    currency,
+    undefined,
+    `not in the catalog stored ${stored.fetchedAt.toISOString()}; ` +
+      'the platform is asked about unlisted currencies once a minute after it refused one',
+  );
+}
+
 export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   const { platform, logger } = deps;
   const database: Database = 'pool' in deps.db && 'close' in deps.db ? deps.db.db : deps.db;
@@ -207,9 +244,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   const inflight = new Map<string, Promise<CatalogView>>();
   /** The platform's "not enabled" answers by currency, kept as long as a catalog would be (a typo asks once). */
   const refusals = new Map<string, { error: AppError; at: number }>();
-  const missRefreshMs = deps.missRefreshMs ?? 60_000;
-  /** The refresh of the full catalog a miss made, and when: every miss until the window ends is answered by it. */
-  let missRefresh: { at: number; work: Promise<CatalogView> } | undefined;
+  const misses = createMissGate(deps.missWindowMs ?? 60_000, now);
   /** Fetches finished so far, and the last one per scope: a read whose look-up raced a fetch uses that fetch. */
   let fetches = 0;
   const lastFetch = new Map<string, { catalog: Catalog; fetchedAt: Date; seq: number }>();
@@ -245,35 +280,6 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
     return work;
   }
 
-  /**
-   * A currency the stored catalog does not list (it may have been enabled since): the full catalog is refreshed at
-   * most once per `missRefreshMs`, and every miss of the window is answered by that refresh, as the narrowed catalog
-   * or CURRENCY_NOT_ENABLED. If the platform gave no catalog, the stored copy answers as when the platform is down.
-   */
-  async function missed(currency: string, stored: Stored | undefined): Promise<CatalogView> {
-    if (!missRefresh || now() - missRefresh.at >= missRefreshMs) {
-      const work = fetchAndStore(undefined, undefined);
-      work.catch(() => undefined);
-      missRefresh = { at: now(), work };
-    }
-    let full: CatalogView;
-    try {
-      full = await missRefresh.work;
-    } catch (e) {
-      if (!platformGaveNoCatalog(e)) throw e;
-      return fallBack(e as AppError, stored, false, currency, view, logger);
-    }
-    const narrowed = narrowCatalog(full.catalog, currency);
-    if (narrowed.currencies.length === 0) {
-      throw currencyNotEnabled(
-        currency,
-        undefined,
-        `not in the catalog the platform answered ${full.fetchedAt.toISOString()}`,
-      );
-    }
-    return view(narrowed, full.fetchedAt, false);
-  }
-
   return {
     async get(options = {}) {
       const { currency } = options;
@@ -288,9 +294,11 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
         return view(stored.catalog, stored.fetchedAt, false);
       const refused = refusals.get(scopeOf(currency));
       if (refused && now() - refused.at < freshForMs) throw refused.error;
-      if (currency !== undefined && !answers) return missed(currency, stored);
+      const ask = () => fetchAndStore(currency, options.signal);
       try {
-        return await fetchAndStore(currency, options.signal);
+        // A currency the stored catalog does not list (a typo, a guess, or enabled since) is a miss: asked through
+        // the gate. (With nothing stored there is nothing to tell a miss by: asked as any first read.)
+        return await (stored && !answers ? misses(ask, () => unlisted(currency!, stored)) : ask());
       } catch (e) {
         if (!platformGaveNoCatalog(e)) throw e;
         return fallBack(e as AppError, stored, answers, currency, view, logger);

@@ -1,4 +1,4 @@
-import { operatorActions, type Database } from '@mcb/core/db';
+import { AUTH_METHODS, operatorActions, type Database } from '@mcb/core/db';
 import { and, desc, eq, gte, lt, ne } from 'drizzle-orm';
 import { z } from 'zod';
 import { assertCan } from './perform.ts';
@@ -16,6 +16,10 @@ export const auditEntrySchema = z.object({
   reason: z.string(),
   outcome: z.string().describe('applied, dismissed, created, done, denied, failed:<CODE>, ...'),
   requestId: z.string().nullable(),
+  via: z
+    .enum(AUTH_METHODS)
+    .nullable()
+    .describe('How the actor came in: bearer (a token), session (/login), proxy (the SSO header); null on older rows'),
   details: z.record(z.string(), z.unknown()).nullable(),
 });
 export type AuditEntry = z.output<typeof auditEntrySchema>;
@@ -98,6 +102,7 @@ export async function listAudit(db: Database, reader: Operator, f: AuditFilter):
       reason: r.reason,
       outcome: r.outcome,
       requestId: r.requestId,
+      via: r.via ?? null,
       details: r.details ?? null,
     })),
     nextBefore: rows.length > f.limit ? page[page.length - 1]!.id : null,

@@ -113,7 +113,14 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const base = createServer(deps, auth);
   const identity = identityOf(deps);
   const { sessions, revocations, limiter, proxy } = identity;
-  auth.check = installAuth(base, { directory, sessions, revocations, limiter, proxy });
+  auth.check = installAuth(base, {
+    directory,
+    sessions,
+    revocations,
+    limiter,
+    proxy,
+    trustedProxies: identity.trusted,
+  });
   installServiceGate(base);
   installRoleCheck(base, { db: deps.db.db, logger: deps.logger });
   if (deps.registry) installMetrics(base, deps.registry);

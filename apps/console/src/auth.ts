@@ -37,6 +37,8 @@ export interface AuthOptions {
   revocations?: SessionRevocations;
   limiter?: AuthFailureLimiter;
   proxy?: ProxyIdentity;
+  /** CONSOLE_TRUSTED_PROXIES: whose `X-Forwarded-Proto` says the scheme the same-origin check compares. */
+  trustedProxies?: ProxyCheck;
 }
 
 /**
@@ -71,7 +73,7 @@ export function installAuth(
 ): (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
   const { directory, sessions, revocations, limiter, proxy } = opts;
   const admit = (req: FastifyRequest, reply: FastifyReply, operator: Operator, method: AuthMethod, path: string) => {
-    if (method !== 'bearer' && !isSafeMethod(req.method) && !isSameOrigin(req)) {
+    if (method !== 'bearer' && !isSafeMethod(req.method) && !isSameOrigin(req, opts.trustedProxies)) {
       req.log.warn(
         { method: req.method, path, origin: req.headers.origin, site: req.headers['sec-fetch-site'] },
         'cross-origin request refused',

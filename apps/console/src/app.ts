@@ -276,7 +276,12 @@ function pageRows(deps: ConsoleDeps & { config: Config }, replayDeps: ReplayDeps
       queue: deps.queue,
       platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
     }),
-    ...callbacksPageRows({ db: deps.db.db, logger: deps.logger, queue: deps.queue }),
+    ...callbacksPageRows({
+      db: deps.db.db,
+      logger: deps.logger,
+      queue: deps.queue,
+      platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
+    }),
     ...ordersPageRows({ db: deps.db, queue: deps.queue, logger: deps.logger }),
     ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
     ...auditPageRows({ db: deps.db.db }),

@@ -55,7 +55,7 @@ function rawFilter(form: Record<string, unknown>): Record<string, string | strin
       if (list.length > 0) raw[k] = list.length === 1 ? list[0]! : list;
       continue;
     }
-    let v = (textsOf(form[k])[0] ?? '').trim();
+    const v = (textsOf(form[k])[0] ?? '').trim();
     if (!v) continue;
     raw[k] = k === 'from' || k === 'to' ? asInstant(v) : v;
   }

@@ -59,7 +59,7 @@ describe("a review's history on a phone", () => {
       const history = page.locator('table[aria-label^="History of review"]');
       expect(await history.count()).toBe(1);
       await history.scrollIntoViewIfNeeded();
-      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+      expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
       const box = await history.boundingBox();
       expect(box!.x + box!.width).toBeLessThanOrEqual(375);
       expect(await history.locator('td[data-label="Why"]').first().innerText()).toContain('platform support');

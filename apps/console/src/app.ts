@@ -113,7 +113,14 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const base = createServer(deps, auth);
   const identity = identityOf(deps);
   const { sessions, revocations, limiter, proxy } = identity;
-  auth.check = installAuth(base, { directory, sessions, revocations, limiter, proxy });
+  auth.check = installAuth(base, {
+    directory,
+    sessions,
+    revocations,
+    limiter,
+    proxy,
+    trustedProxies: identity.trusted,
+  });
   installServiceGate(base);
   installRoleCheck(base, { db: deps.db.db, logger: deps.logger });
   if (deps.registry) installMetrics(base, deps.registry);
@@ -269,7 +276,12 @@ function pageRows(deps: ConsoleDeps & { config: Config }, replayDeps: ReplayDeps
       queue: deps.queue,
       platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
     }),
-    ...callbacksPageRows({ db: deps.db.db, logger: deps.logger, queue: deps.queue }),
+    ...callbacksPageRows({
+      db: deps.db.db,
+      logger: deps.logger,
+      queue: deps.queue,
+      platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
+    }),
     ...ordersPageRows({ db: deps.db, queue: deps.queue, logger: deps.logger }),
     ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
     ...auditPageRows({ db: deps.db.db }),

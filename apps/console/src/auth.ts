@@ -1,3 +1,4 @@
+import type { AUTH_METHODS } from '@mcb/core/db';
 import { ErrorCodes } from '@mcb/core/errors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OperatorDirectory } from './operators/directory.ts';
@@ -10,8 +11,8 @@ import { isSafeMethod, isSameOrigin } from './session/same-origin.ts';
 import type { SessionRevocations } from './session/revocations.ts';
 import { readCookie, SESSION_COOKIE, type SessionCodec } from './session/session-cookie.ts';
 
-/** How a request was authenticated. */
-export type AuthMethod = 'bearer' | 'session' | 'proxy';
+/** How a request was authenticated (recorded on each audit row as `via`). */
+export type AuthMethod = (typeof AUTH_METHODS)[number];
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -36,6 +37,8 @@ export interface AuthOptions {
   revocations?: SessionRevocations;
   limiter?: AuthFailureLimiter;
   proxy?: ProxyIdentity;
+  /** CONSOLE_TRUSTED_PROXIES: whose `X-Forwarded-Proto` says the scheme the same-origin check compares. */
+  trustedProxies?: ProxyCheck;
 }
 
 /**
@@ -53,7 +56,7 @@ const isOpenRoute = (route: string | undefined) =>
  *   file, looked up by its SHA-256;
  * - the SSO proxy's header, only when the peer address is one of CONSOLE_TRUSTED_PROXIES (from anywhere else the
  *   header is ignored); the name is looked up in the operators file only (`admin`, CONSOLE_TOKEN's holder, is not
- *   in it and cannot be named), and a name not in the file gets 403;
+ *   in it and cannot be named), and a name not in the file, or of a `service` entry, gets 403;
  * - the session cookie set by `POST /login`: signed by this console, not expired, not logged out, naming an operator
  *   who is still in the directory with the token the session was opened with.
  * Cookie- and proxy-authenticated requests are ambient credentials of a browser: one that changes state must come
@@ -70,7 +73,7 @@ export function installAuth(
 ): (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
   const { directory, sessions, revocations, limiter, proxy } = opts;
   const admit = (req: FastifyRequest, reply: FastifyReply, operator: Operator, method: AuthMethod, path: string) => {
-    if (method !== 'bearer' && !isSafeMethod(req.method) && !isSameOrigin(req)) {
+    if (method !== 'bearer' && !isSafeMethod(req.method) && !isSameOrigin(req, opts.trustedProxies)) {
       req.log.warn(
         { method: req.method, path, origin: req.headers.origin, site: req.headers['sec-fetch-site'] },
         'cross-origin request refused',
@@ -98,29 +101,9 @@ export function installAuth(
     const byToken = match !== null ? directory.byToken(match[1]!) : undefined;
     if (byToken) return admit(req, reply, byToken, 'bearer', path);
 
-    if (!header && proxy) {
-      const named = req.headers[proxy.header];
-      if (typeof named === 'string' && named !== '') {
-        if (proxy.trusted(req.socket.remoteAddress)) {
-          const operator = directory.byFileName(named.trim());
-          if (!operator) {
-            req.log.warn({ operator: named.slice(0, 128) }, 'proxy identity is not an operator of this console');
-            return refuse(
-              req,
-              reply,
-              403,
-              ErrorCodes.FORBIDDEN,
-              `${named.slice(0, 128)} is not an operator of this console (CONSOLE_OPERATORS_FILE)`,
-            );
-          }
-          return admit(req, reply, operator, 'proxy', path);
-        }
-        req.log.warn(
-          { peer: req.socket.remoteAddress, header: proxy.header },
-          'identity header from an untrusted address ignored',
-        );
-      }
-    }
+    const byProxy = !header && proxy ? proxyIdentity(req, proxy, directory) : undefined;
+    if (byProxy && 'refused' in byProxy) return refuse(req, reply, 403, ErrorCodes.FORBIDDEN, byProxy.refused);
+    if (byProxy) return admit(req, reply, byProxy, 'proxy', path);
 
     const claims = !header ? sessions?.verify(readCookie(req.headers.cookie, SESSION_COOKIE)) : undefined;
     if (claims && sessions) {
@@ -157,6 +140,39 @@ export function installAuth(
   };
   app.addHook('onRequest', check);
   return check;
+}
+
+/**
+ * The operator the SSO proxy's header names: none without the header or from an untrusted peer (the header is then
+ * ignored), else the operator, or why the name is refused: not in the file, or a `service` entry (a machine
+ * authenticates with its own token; a person's SSO login must not borrow its name).
+ */
+function proxyIdentity(
+  req: FastifyRequest,
+  proxy: ProxyIdentity,
+  directory: OperatorDirectory,
+): Operator | { refused: string } | undefined {
+  const named = req.headers[proxy.header];
+  if (typeof named !== 'string' || named === '') return undefined;
+  if (!proxy.trusted(req.socket.remoteAddress)) {
+    req.log.warn(
+      { peer: req.socket.remoteAddress, header: proxy.header },
+      'identity header from an untrusted address ignored',
+    );
+    return undefined;
+  }
+  const operator = directory.byFileName(named.trim());
+  if (!operator) {
+    req.log.warn({ operator: named.slice(0, 128) }, 'proxy identity is not an operator of this console');
+    return { refused: `${named.slice(0, 128)} is not an operator of this console (CONSOLE_OPERATORS_FILE)` };
+  }
+  if (operator.role === 'service') {
+    req.log.warn({ operator: operator.name }, 'proxy identity names a service client: refused');
+    return {
+      refused: `${operator.name} is a service client: it authenticates with its own token, never through the SSO proxy`,
+    };
+  }
+  return operator;
 }
 
 function refuse(req: FastifyRequest, reply: FastifyReply, status: number, code: string, message: string) {

@@ -103,7 +103,7 @@ describe('pnpm cli orders / reviews / audit', () => {
     const mine = await cli(TOKENS.operator, 'audit');
     expect(mine.code).toBe(0);
     expect(mine.stdout).toMatch(
-      /otto\.operator@example\.com\s+operator\s+reviews\.dismiss\s+review:\d+\s+dismissed\s+platform says it never existed/,
+      /otto\.operator@example\.com\s+operator\s+bearer\s+reviews\.dismiss\s+review:\d+\s+dismissed\s+platform says it never existed/,
     );
     expect(mine.stdout).not.toContain('vera.viewer');
     const admin = await cli(TOKENS.admin, 'audit', '--operator', 'vera.viewer@example.com', '--json');
@@ -125,7 +125,9 @@ describe('pnpm cli orders / reviews / audit', () => {
     expect(people.code).toBe(0);
     expect(people.stdout).not.toContain('shop-orders');
     const shown = await cli(TOKENS.admin, 'audit', '--services', 'show');
-    expect(shown.stdout).toMatch(/shop-orders\s+service\s+orders\.register\s+order:CLI-SHOP-1\s+created\s+\(none\)/);
+    expect(shown.stdout).toMatch(
+      /shop-orders\s+service\s+bearer\s+orders\.register\s+order:CLI-SHOP-1\s+created\s+\(none\)/,
+    );
     expect(shown.stdout).toContain('otto.operator@example.com');
     const only = await cli(TOKENS.admin, 'audit', '--services', 'only', '--json');
     expect((JSON.parse(only.stdout) as { entries: { role: string }[] }).entries.map((e) => e.role)).toEqual([

@@ -40,6 +40,7 @@ describe('POST /api/payins', () => {
       currency: 'PHP',
       amount: '100.5',
       platformOrderNo: null,
+      customerId: 'cust-9',
       ledger: [],
       review: null,
     });
@@ -194,6 +195,7 @@ describe('GET /api/orders/{merchantOrderNo}', () => {
       currency: 'PHP',
       amount: '250',
       platformOrderNo: 'P-777',
+      customerId: null,
       ledger: [{ entryType: 'payin_credit', amount: '250', currency: 'PHP', createdAt: creditedAt.toISOString() }],
       review: { reason: 'amount 250 ≠ 251', at: reviewedAt.toISOString() },
       timeline: expect.any(Array),

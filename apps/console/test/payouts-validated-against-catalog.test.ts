@@ -48,6 +48,7 @@ describe('POST /api/payouts', () => {
       currency: 'PHP',
       amount: '1500.5',
       platformOrderNo: null,
+      customerId: null,
       ledger: [],
       review: null,
       paymentMethod: 1,

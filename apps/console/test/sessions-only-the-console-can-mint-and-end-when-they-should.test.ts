@@ -182,7 +182,8 @@ describe('a session that ends when it should', () => {
 describe("the session cookie's Secure flag (CONSOLE_COOKIE_SECURE=auto)", () => {
   it('is set behind a trusted TLS proxy (X-Forwarded-Proto: https), and not when anyone else says https', async () => {
     const c = await start(OPERATORS, { CONSOLE_TRUSTED_PROXIES: '10.9.0.0/16', CONSOLE_COOKIE_SECURE: 'auto' });
-    const post = (remoteAddress: string, proto?: string) =>
+    // The browser's Origin carries the scheme it reached us by (https only through the trusted TLS proxy).
+    const post = (remoteAddress: string, proto?: string, scheme = 'http') =>
       c.app.inject({
         method: 'POST',
         url: '/login',
@@ -190,16 +191,17 @@ describe("the session cookie's Secure flag (CONSOLE_COOKIE_SECURE=auto)", () => 
         headers: {
           'content-type': 'application/x-www-form-urlencoded',
           ...SAME_ORIGIN,
+          origin: `${scheme}://console.test`,
           ...(proto ? { 'x-forwarded-proto': proto } : {}),
         },
         payload: new URLSearchParams({ token: TOKENS.operator, next: '/search' }).toString(),
       });
-    const secure = async (remoteAddress: string, proto?: string) => {
-      const res = await post(remoteAddress, proto);
+    const secure = async (remoteAddress: string, proto?: string, scheme?: string) => {
+      const res = await post(remoteAddress, proto, scheme);
       expect(res.statusCode).toBe(303);
       return /;\s*Secure(;|$)/.test(String(res.headers['set-cookie']));
     };
-    expect(await secure('10.9.1.2', 'https')).toBe(true);
+    expect(await secure('10.9.1.2', 'https', 'https')).toBe(true);
     expect(await secure('10.9.1.2', 'http')).toBe(false);
     expect(await secure('10.9.1.2')).toBe(false);
     expect(await secure('192.168.7.7', 'https')).toBe(false);

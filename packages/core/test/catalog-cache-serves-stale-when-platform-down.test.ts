@@ -127,6 +127,31 @@ describe('catalog cache', () => {
     expect(state.calls).toEqual([undefined, 'USD']);
   });
 
+  it('asks about unknown currency codes once a window: a burst or a series of them costs one platform request', async () => {
+    const { platform, state } = fakePlatform();
+    const cache = createCatalogCache({ db: env.db, platform, logger, now, missWindowMs: 60_000 });
+    await cache.get();
+    // 1. Fifty codes the catalog does not list, all at once, then each again: one ask, the rest answered from it.
+    const codes = Array.from({ length: 50 }, (_, i) => `X${String.fromCharCode(65 + (i % 26))}${i < 26 ? 'A' : 'B'}`);
+    const burst = await Promise.allSettled(codes.map((currency) => cache.get({ currency })));
+    const again = await Promise.allSettled(codes.map((currency) => cache.get({ currency })));
+    for (const r of [...burst, ...again]) {
+      expect(r).toMatchObject({ status: 'rejected', reason: { code: 'CURRENCY_NOT_ENABLED' } });
+    }
+    expect(state.calls).toEqual([undefined, 'XAA']);
+    // 2. A listed currency is still served from the stored copy, without asking.
+    expect((await cache.get({ currency: 'VND' })).catalog.currencies.map((c) => c.currency)).toEqual(['VND']);
+    expect(state.calls).toHaveLength(2);
+    // 3. Once the window has passed, an unknown code is asked about again (it may have been enabled since), once.
+    clock += 60_000;
+    await expect(cache.get({ currency: 'XYZ' })).rejects.toMatchObject({ code: 'CURRENCY_NOT_ENABLED' });
+    await expect(cache.get({ currency: 'XYY' })).rejects.toMatchObject({
+      code: 'CURRENCY_NOT_ENABLED',
+      message: expect.stringContaining('not in the catalog stored'),
+    });
+    expect(state.calls).toEqual([undefined, 'XAA', 'XYZ']);
+  });
+
   it("carries the platform's 40017 in CURRENCY_NOT_ENABLED and remembers it; 40010 is MERCHANT_UNKNOWN", async () => {
     const { platform, state } = fakePlatform();
     const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 60_000 });

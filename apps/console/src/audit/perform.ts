@@ -1,9 +1,11 @@
 import type { Database } from '@mcb/core/db';
 import { AppError, coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
+import type { AuthMethod } from '../auth.ts';
 import type { Operator } from '../operators/operator.ts';
 import { can, reasonOptional, requiredRole, type Action } from '../operators/roles.ts';
 import { completeIntent, PENDING, recordAction } from './record.ts';
+import { MAX_REASON, requirePlainText, storableText, VISIBLE } from './text.ts';
 
 /**
  * The action layer: every action that changes something goes through {@link performAction} (an effect in our own
@@ -17,6 +19,8 @@ import { completeIntent, PENDING, recordAction } from './record.ts';
 export interface Actor {
   operator: Operator;
   requestId?: string;
+  /** How the operator came in (a token, a session, the SSO proxy), for the audit row. */
+  via?: AuthMethod;
 }
 
 /** What is asked. */
@@ -41,8 +45,7 @@ export interface ActionDeps {
   logger: Logger;
 }
 
-/** Longest reason kept. */
-export const MAX_REASON = 2000;
+export { MAX_REASON } from './text.ts';
 
 /** 403 naming the role `action` needs (and `requiredRole` in the body, for the CLI and the UI). */
 export function forbidden(operator: Operator, action: Action): AppError {
@@ -62,27 +65,9 @@ export function assertCan(operator: Operator, action: Action): void {
 }
 
 /**
- * Characters a reason may not hold: control characters other than tab and line breaks (Postgres refuses NUL in text,
- * and the others garble the audit trail and logs), and lone UTF-16 surrogates (not storable as UTF-8).
- */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const UNSTORABLE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]|\p{Cs}/u;
-
-/**
- * Bidi embeddings, overrides and isolates (LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI, PDI): stored as written, they make
- * the audit page show the reason's characters in another order than they were written ("Trojan Source").
- */
-const REORDERING = /[\u202A-\u202E\u2066-\u2069]/u;
-
-/**
- * A character someone can read: a letter, digit, punctuation mark or symbol (not a space, mark or format character).
- */
-const VISIBLE = /[\p{L}\p{N}\p{P}\p{S}]/u;
-
-/**
  * The reason, trimmed; 400 REASON_REQUIRED when it is missing, blank, without a single visible character (zero-width
  * spaces, soft hyphens, bidi marks only) or not text, 400 REQUEST_INVALID when too long, when it holds characters that
- * cannot be stored as written ({@link UNSTORABLE}) or that reorder how it reads ({@link REORDERING}): refused before
+ * cannot be stored as written or that reorder how it reads ({@link requirePlainText}): refused before
  * anything happens.
  */
 export function requireReason(reason: unknown): string {
@@ -101,34 +86,12 @@ export function requireReason(reason: unknown): string {
       details: { errors: [{ field: 'reason', message: `at most ${MAX_REASON} characters` }] },
     });
   }
-  if (UNSTORABLE.test(text) || REORDERING.test(text)) {
-    throw new AppError(
-      ErrorCodes.REQUEST_INVALID,
-      'the reason holds control characters or invalid Unicode: write it as plain text',
-      {
-        details: {
-          errors: [
-            {
-              field: 'reason',
-              message: 'no control characters (other than tab and line breaks), bidi overrides or lone surrogates',
-            },
-          ],
-        },
-      },
-    );
-  }
+  requirePlainText('reason', text);
   return text;
 }
 
 /** A reason as far as it can be recorded on a refusal (which must be written whatever the operator sent). */
-const storableReason = (reason: unknown) =>
-  typeof reason === 'string'
-    ? reason
-        .trim()
-        .slice(0, MAX_REASON)
-        .replace(new RegExp(UNSTORABLE.source, 'gu'), '\uFFFD')
-        .replace(new RegExp(REORDERING.source, 'gu'), '\uFFFD')
-    : '';
+const storableReason = (reason: unknown) => (typeof reason === 'string' ? storableText(reason.trim(), MAX_REASON) : '');
 
 /** Proof that an action passed its checks: what {@link commitAction} and {@link commitExternalAction} take. */
 export interface Authorized {

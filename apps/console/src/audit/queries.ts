@@ -1,6 +1,7 @@
-import { operatorActions, type Database } from '@mcb/core/db';
+import { AUTH_METHODS, operatorActions, type Database } from '@mcb/core/db';
 import { and, desc, eq, gte, lt, ne } from 'drizzle-orm';
 import { z } from 'zod';
+import { asInstant } from '../callbacks/form.ts';
 import { assertCan } from './perform.ts';
 import type { Operator } from '../operators/operator.ts';
 import { ROLES } from '../operators/roles.ts';
@@ -16,11 +17,17 @@ export const auditEntrySchema = z.object({
   reason: z.string(),
   outcome: z.string().describe('applied, dismissed, created, done, denied, failed:<CODE>, ...'),
   requestId: z.string().nullable(),
+  via: z
+    .enum(AUTH_METHODS)
+    .nullable()
+    .describe('How the actor came in: bearer (a token), session (/login), proxy (the SSO header); null on older rows'),
   details: z.record(z.string(), z.unknown()).nullable(),
 });
 export type AuditEntry = z.output<typeof auditEntrySchema>;
 
-const instant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant, e.g. 2026-11-24T03:00:00Z');
+const instant = z.iso
+  .datetime({ offset: true })
+  .describe('ISO-8601 instant (e.g. 2026-11-24T03:00:00Z), or a UTC time without a zone: 2026-11-24 03:00[:00]');
 
 /** Filters of `GET /api/audit` and the audit page. Blank values (an empty form field) count as unset. */
 export const auditFilterSchema = z.strictObject({
@@ -54,10 +61,15 @@ export const auditPageSchema = z.object({
 });
 export type AuditPage = z.output<typeof auditPageSchema>;
 
-/** Drop blank fields, as an HTML form sends them. */
+/**
+ * Drop blank fields, as an HTML form sends them; `from` and `to` typed as the Callbacks page takes them
+ * (`2026-11-24 08:00`, `2026-11-24T08:00:15`: UTC) become the instants they mean.
+ */
 export function withoutBlanks(query: unknown): Record<string, unknown> {
   return Object.fromEntries(
-    Object.entries((query ?? {}) as Record<string, unknown>).filter(([, v]) => v !== '' && v !== undefined),
+    Object.entries((query ?? {}) as Record<string, unknown>)
+      .filter(([, v]) => v !== '' && v !== undefined)
+      .map(([k, v]) => [k, (k === 'from' || k === 'to') && typeof v === 'string' ? asInstant(v) : v]),
   );
 }
 
@@ -98,6 +110,7 @@ export async function listAudit(db: Database, reader: Operator, f: AuditFilter):
       reason: r.reason,
       outcome: r.outcome,
       requestId: r.requestId,
+      via: r.via ?? null,
       details: r.details ?? null,
     })),
     nextBefore: rows.length > f.limit ? page[page.length - 1]!.id : null,

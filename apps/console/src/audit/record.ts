@@ -1,7 +1,9 @@
 import { operatorActions, type Database } from '@mcb/core/db';
 import { and, eq } from 'drizzle-orm';
+import type { AuthMethod } from '../auth.ts';
 import type { Operator } from '../operators/operator.ts';
 import type { Action } from '../operators/roles.ts';
+import { MAX_REASON, storableLine, storableText } from './text.ts';
 
 /** One row of the audit trail, as an action writes it. */
 export interface ActionRecord {
@@ -14,6 +16,8 @@ export interface ActionRecord {
   /** `applied`, `dismissed`, `denied`, `failed:<CODE>`, ... */
   outcome: string;
   requestId?: string;
+  /** How the operator came in: `bearer`, `session` or `proxy` (SSO); none for an action without a request. */
+  via?: AuthMethod;
   /** Counts and ids that explain the outcome; never a callback body, a key or a token. */
   details?: Record<string, unknown>;
 }
@@ -29,10 +33,12 @@ export async function recordAction(tx: Database, record: ActionRecord): Promise<
       operator: record.operator.name,
       role: record.operator.role,
       action: record.action,
-      target: record.target.slice(0, 300),
-      reason: record.reason,
-      outcome: record.outcome.slice(0, 200),
+      // Cleaned, never refused: a refusal's row must be written whatever the request carried (a NUL in a target).
+      target: storableLine(record.target, 300),
+      reason: storableText(record.reason, MAX_REASON),
+      outcome: storableLine(record.outcome, 200),
       requestId: record.requestId ?? null,
+      via: record.via ?? null,
       details: record.details ?? null,
     })
     .returning({ id: operatorActions.id });
@@ -54,7 +60,7 @@ export async function completeIntent(
 ): Promise<void> {
   const done = await tx
     .update(operatorActions)
-    .set({ outcome: outcome.slice(0, 200), ...(details ? { details } : {}) })
+    .set({ outcome: storableLine(outcome, 200), ...(details ? { details } : {}) })
     .where(and(eq(operatorActions.id, id), eq(operatorActions.outcome, PENDING)))
     .returning({ id: operatorActions.id });
   if (done.length !== 1) throw new Error(`audit row ${id} is not pending`);

@@ -38,7 +38,7 @@ ${
 <label>Action <input name="action" value="${filter.action ?? ''}" size="16" placeholder="an action name"></label>
 <label>Target <input name="target" value="${filter.target ?? ''}" size="22" placeholder="e.g. an order: order:…">\
 </label>
-<label>From (UTC) <input name="from" value="${filter.from ?? ''}" size="22" placeholder="YYYY-MM-DDTHH:MM:SSZ"></label>
+<label>From (UTC) <input name="from" value="${filter.from ?? ''}" size="22" placeholder="2026-11-24 08:00 (UTC)"></label>
 <label>To (UTC) <input name="to" value="${filter.to ?? ''}" size="22"></label>
 <label>Service clients <select name="services">${SERVICES.map(
     ([v, label]) => html`<option value="${v}"${filter.services === v ? ' selected' : ''}>${label}</option>`,

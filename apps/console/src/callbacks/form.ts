@@ -24,6 +24,16 @@ const LISTS = new Set<string>(['status', 'code']);
 /** `2026-11-24 08:00`, `2026-11-24T08:00:15`: a time typed without a zone, read as UTC. */
 const LOCAL_TIME = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)(:\d\d)?$/;
 
+/**
+ * A time as typed in a filter: `2026-11-24 08:00` or `2026-11-24T08:00:15` (no zone: UTC) as the ISO instant it
+ * means; anything else as it is (the schema then says whether it is an instant). The Callbacks page, the replay
+ * wizard and the audit's filter all read times through it.
+ */
+export function asInstant(typed: string): string {
+  const local = LOCAL_TIME.exec(typed.trim());
+  return local ? `${local[1]}T${local[2]}${local[3] ?? ':00'}Z` : typed.trim();
+}
+
 function textsOf(v: unknown): string[] {
   const all = Array.isArray(v) ? v : [v];
   return all.filter((x): x is string => typeof x === 'string');
@@ -45,11 +55,9 @@ function rawFilter(form: Record<string, unknown>): Record<string, string | strin
       if (list.length > 0) raw[k] = list.length === 1 ? list[0]! : list;
       continue;
     }
-    let v = (textsOf(form[k])[0] ?? '').trim();
+    const v = (textsOf(form[k])[0] ?? '').trim();
     if (!v) continue;
-    const local = (k === 'from' || k === 'to') && LOCAL_TIME.exec(v);
-    if (local) v = `${local[1]}T${local[2]}${local[3] ?? ':00'}Z`;
-    raw[k] = v;
+    raw[k] = k === 'from' || k === 'to' ? asInstant(v) : v;
   }
   return raw;
 }

@@ -3,7 +3,8 @@
  * `GET /api/callbacks`; the run-now form calls the same action as every other way in (runNow: role, reason, audit).
  */
 import type { Database } from '@mcb/core/db';
-import { isAppError } from '@mcb/core/errors';
+import { ErrorCodes, isAppError, isRefusal } from '@mcb/core/errors';
+import type { FleetState } from '@mcb/core/platform';
 import type { Queue } from 'bullmq';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '@mcb/core/logger';
@@ -24,7 +25,14 @@ export interface CallbacksPagesDeps {
   logger: Logger;
   /** The callbacks queue: "run now" needs it. @defaultValue none (no run-now form) */
   queue?: Queue;
+  /** The fleet's Get order state, from Redis: "run now" runs nothing while the breaker holds the jobs. */
+  platformState?: () => Promise<FleetState>;
 }
+
+/** What comes back to the page as a flash line: our refusals (not a role's 403), and the breaker holding the jobs. */
+const refusedOnThePage = (e: unknown) =>
+  isAppError(e) &&
+  (e.code === ErrorCodes.PLATFORM_CIRCUIT_OPEN || (e.code !== ErrorCodes.FORBIDDEN && isRefusal(e.code)));
 
 /** The run-now form: the filter's fields, the reason, and the page it was posted from. */
 const runNowForm = formWithFilter({ reason: z.string().optional(), back: z.string().optional() });
@@ -48,10 +56,13 @@ export function callbacksPageRows(deps: CallbacksPagesDeps): RouteRow[] {
       target: runNowTargetOf,
       form: runNowForm,
       back: (req) => safeNext((req.body as { back?: unknown } | undefined)?.back ?? '/callbacks'),
+      refused: refusedOnThePage,
       run: async (req, { form }) => {
         if (!deps.queue) throw new Error('run now needs the callbacks queue');
+        const state = deps.platformState;
+        const breakerOpen = state && (async () => (await state().catch(() => undefined))?.breakerOpen === true);
         const r = await runNow(
-          { db: deps.db, logger: deps.logger, queue: deps.queue },
+          { db: deps.db, logger: deps.logger, queue: deps.queue, breakerOpen },
           actorOf(req),
           form.filter,
           form.reason,

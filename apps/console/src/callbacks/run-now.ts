@@ -48,9 +48,25 @@ export function runnableStatuses(filter: CallbackFilter): ArrivalStatus[] {
 export const runNowTarget = (filter: CallbackFilter): string =>
   filterTarget({ ...filter, status: runnableStatuses(filter) });
 
-/** Promote the delayed jobs of the callbacks matching `filter` (retrying or waiting), oldest job id first. */
+/**
+ * While the fleet's breaker is open, the breaker holds these jobs: promoted, each would find Get order paused and be
+ * put back at once. "Run now" then runs nothing and says why (503 PLATFORM_CIRCUIT_OPEN, its audit row
+ * `failed:PLATFORM_CIRCUIT_OPEN`); they run by themselves once the breaker closes.
+ */
+function heldByTheBreaker(): AppError {
+  return new AppError(
+    ErrorCodes.PLATFORM_CIRCUIT_OPEN,
+    'Nothing run now: the platform breaker is open and holds these jobs (Get order failed repeatedly). They run by ' +
+      'themselves once it closes; run them now after that if they still wait.',
+  );
+}
+
+/**
+ * Promote the delayed jobs of the callbacks matching `filter` (retrying or waiting), oldest job id first; none while
+ * `breakerOpen` says the fleet's breaker is open ({@link heldByTheBreaker}).
+ */
 export async function runNow(
-  deps: ActionDeps & { queue: Queue },
+  deps: ActionDeps & { queue: Queue; breakerOpen?: () => Promise<boolean> },
   actor: Actor,
   filter: CallbackFilter,
   reason: unknown,
@@ -62,6 +78,7 @@ export async function runNow(
     actor,
     { action: 'queue.promote', target: runNowTarget(filter), reason },
     async () => {
+      if (await deps.breakerOpen?.()) throw heldByTheBreaker();
       const rows = await deps.db
         .select({ jobId: callbackArrivals.jobId })
         .from(callbackArrivals)

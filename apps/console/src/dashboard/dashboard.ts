@@ -79,11 +79,27 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
     const route = req.routeOptions.url ?? '';
     return route.startsWith(basePath) ? route.slice(basePath.length) : route;
   };
+  app.addHook('onRequest', clampJobsPerPage);
   app.addHook('onRequest', checkAction(opts.actions, patternOf));
   app.addHook('onResponse', completeAction(opts.actions));
   app.addHook('onSend', readOnlyForViewers(patternOf));
   await app.register(serverAdapter.registerPlugin(), { prefix: basePath });
 };
+
+/** Most jobs one page of the board lists: bull-board's own settings offer 1-50, its API takes any number. */
+export const MAX_JOBS_PER_PAGE = 50;
+
+/**
+ * The onRequest hook that bounds a page of jobs for every role: bull-board reads `jobsPerPage` with no maximum, and a
+ * page of 100,000 jobs is one long Redis call (which every acknowledgement waits behind) and a reply of a gigabyte.
+ * A larger number is clamped to {@link MAX_JOBS_PER_PAGE}; what is not a number is left to bull-board's check (400).
+ */
+async function clampJobsPerPage(req: FastifyRequest) {
+  const query = req.query as Record<string, unknown> | undefined;
+  // bull-board reads it as Number(text): `1e5` and `0x186a0` are 100,000 too.
+  if (typeof query?.jobsPerPage === 'string' && Number(query.jobsPerPage) > MAX_JOBS_PER_PAGE)
+    query.jobsPerPage = String(MAX_JOBS_PER_PAGE);
+}
 
 /** bull-board on `queues`, each job's data, result and name through our formatters. */
 function createBoard(queues: readonly Queue[], basePath: string): FastifyAdapter {

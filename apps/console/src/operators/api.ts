@@ -1,3 +1,4 @@
+import { AUTH_METHODS } from '@mcb/core/db';
 import { z } from 'zod';
 import { ACTIONS, can, ROLES, type Action } from './roles.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
@@ -18,7 +19,7 @@ export function whoamiRows(): RouteRow[] {
           200: z.object({
             name: z.string(),
             role: z.enum(ROLES),
-            via: z.enum(['bearer', 'session', 'proxy']),
+            via: z.enum(AUTH_METHODS),
             may: z.array(z.string()).optional().describe('Actions this role allows (with ?actions=true)'),
           }),
         },

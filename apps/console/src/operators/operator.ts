@@ -1,4 +1,5 @@
 import { AppError, ErrorCodes } from '@mcb/core/errors';
+import type { AuthMethod } from '../auth.ts';
 import type { Role } from './roles.ts';
 
 /** The authenticated person behind a request: set on every authenticated request as `req.operator`. */
@@ -15,8 +16,15 @@ declare module 'fastify' {
   }
 }
 
-/** The operator of an authenticated request and its id, as the action layer wants them (401 if none: a wiring bug). */
-export function actorOf(req: { operator?: Operator; id: string }): { operator: Operator; requestId: string } {
+/**
+ * The operator of an authenticated request, its id and how it came in, as the action layer wants them (401 if none:
+ * a wiring bug).
+ */
+export function actorOf(req: { operator?: Operator; id: string; authMethod?: AuthMethod }): {
+  operator: Operator;
+  requestId: string;
+  via?: AuthMethod;
+} {
   if (!req.operator) throw new AppError(ErrorCodes.UNAUTHORIZED, 'no operator on this request');
-  return { operator: req.operator, requestId: req.id };
+  return { operator: req.operator, requestId: req.id, ...(req.authMethod ? { via: req.authMethod } : {}) };
 }

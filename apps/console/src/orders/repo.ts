@@ -58,6 +58,7 @@ export async function orderView(db: Db, order: Order): Promise<OrderView> {
     currency: order.currency,
     amount: normalizeDecimal(order.amount),
     platformOrderNo: order.platformOrderNo,
+    customerId: order.customerId ?? null,
     ledger: ledger.map((e) => ({
       entryType: e.entryType,
       amount: normalizeDecimal(e.amount),

@@ -51,6 +51,7 @@ export const orderViewSchema = z.object({
   currency: z.string(),
   amount: z.string(),
   platformOrderNo: z.string().nullable(),
+  customerId: z.string().nullable().describe('The customer the order was registered for (customerId), if given'),
   ledger: z.array(ledgerEntrySchema),
   review: z
     .object({ reason: z.string(), at: z.string().describe('ISO-8601 instant') })

@@ -152,6 +152,7 @@ export function orderPage(o: OrderDetail, openReviews: readonly ReviewView[], vi
 <dt>Kind</dt><dd>${o.kind}</dd>
 <dt>Amount</dt><dd class="mono">${o.amount} ${o.currency}</dd>
 <dt>Platform order</dt><dd class="mono">${platformOrderOf(o)}</dd>
+<dt>Customer</dt><dd class="mono">${o.customerId ?? '—'}</dd>
 <dt>Open review</dt><dd>${o.review ? html`${o.review.reason} (since ${when(o.review.at)})` : 'none'}</dd>
 </dl>
 <h2>Ledger</h2>

@@ -4,7 +4,8 @@ import type { Logger } from '@mcb/core/logger';
 import type { PlatformClient } from '@mcb/core/platform';
 import { reverifyReview } from '@mcb/settlement';
 import { and, eq, sql } from 'drizzle-orm';
-import { performAction, performExternalAction, type Actor } from '../audit/perform.ts';
+import { authorize, commitAction, performExternalAction, type Actor } from '../audit/perform.ts';
+import { requirePlainText } from '../audit/text.ts';
 import { findReviewRow, getReview, reviewViews, type ReviewRow, type ReviewView } from './queries.ts';
 
 /**
@@ -57,6 +58,7 @@ export async function reverify(
 
 /**
  * Close an open review without applying its event (role operator, a reason); the note (else the reason) stays on it.
+ * The note is checked as a reason is (after the role): no control characters but line breaks, no bidi overrides.
  */
 export async function dismiss(
   deps: ReviewActionDeps,
@@ -65,7 +67,9 @@ export async function dismiss(
   reason: unknown,
   note?: string,
 ): Promise<ReviewView> {
-  return performAction(deps, actor, { action: 'reviews.dismiss', target: target(id), reason }, async (tx) => {
+  const auth = await authorize(deps, actor, { action: 'reviews.dismiss', target: target(id), reason });
+  if (note !== undefined) requirePlainText('note', note);
+  return commitAction(deps, auth, async (tx) => {
     const text = (note?.trim() || (typeof reason === 'string' ? reason.trim() : '')).slice(0, 2000);
     const [closed] = await tx
       .update(reviews)

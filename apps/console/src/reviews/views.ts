@@ -79,13 +79,16 @@ class="num">${e.seen}</td><td><code>${e.reasonCode}</code> ${e.reason}</td></tr>
 
 /** The review's history: each re-verify and each commit of its pair, oldest first; the finding above never changes. */
 function attemptsTable(r: ReviewView): Html {
-  return html`<table aria-label="History of review ${r.id}">
+  // class="stack": at 375 px each attempt is a block of labelled lines, as every other table of the console.
+  return html`<table class="stack" aria-label="History of review ${r.id}">
 <caption>History (re-verifies and commits of this pair)</caption>
-<thead><tr><th>When</th><th>From</th><th>Outcome</th><th>Why</th></tr></thead>
+<thead><tr><th scope="col">When</th><th scope="col">From</th><th scope="col">Outcome</th><th scope="col">Why</th></tr>\
+</thead>
 <tbody>${r.attempts.map(
     (a) =>
-      html`<tr><td>${when(a.at)}</td><td>${a.source}</td><td>${a.outcome}</td>\
-<td>${a.reasonCode ? html`<code>${a.reasonCode}</code> ` : ''}${a.reason}</td></tr>`,
+      html`<tr><td data-label="When">${when(a.at)}</td><td data-label="From">${a.source}</td><td \
+data-label="Outcome">${a.outcome}</td>\
+<td data-label="Why">${a.reasonCode ? html`<code>${a.reasonCode}</code> ` : ''}${a.reason}</td></tr>`,
   )}</tbody>
 </table>`;
 }

@@ -1,4 +1,5 @@
-import type { Db } from '@mcb/core/db';
+import { orders, type Db } from '@mcb/core/db';
+import { desc, eq } from 'drizzle-orm';
 import { queueAgainstLists, waitingCounts, type QueueAgainstLists, type WaitingCounts } from '../callbacks/counts.ts';
 import type { Queue } from 'bullmq';
 import { findOrder } from '../orders/repo.ts';
@@ -8,9 +9,37 @@ import { loadCallbackRecords, timelineOf, type TimelineEntry } from '../orders/t
 export type FoundNumber =
   | { kind: 'order'; merchantOrderNo: string }
   | { kind: 'callbacks'; query: string; timeline: TimelineEntry[] }
+  | { kind: 'customer'; query: string; orders: CustomerOrder[] }
   | { kind: 'nothing'; query: string };
 
 const ORDER_NO = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** An order of a customer, as the search lists it. */
+export interface CustomerOrder {
+  merchantOrderNo: string;
+  kind: string;
+  status: string;
+  amount: string;
+  currency: string;
+  createdAt: Date;
+}
+
+/** The newest orders registered for `customerId` (at most 50; the index orders_customer_id_idx). */
+async function ordersOfCustomer(db: Db, customerId: string): Promise<CustomerOrder[]> {
+  return db.db
+    .select({
+      merchantOrderNo: orders.merchantOrderNo,
+      kind: orders.kind,
+      status: orders.status,
+      amount: orders.amount,
+      currency: orders.currency,
+      createdAt: orders.createdAt,
+    })
+    .from(orders)
+    .where(eq(orders.customerId, customerId))
+    .orderBy(desc(orders.id))
+    .limit(50);
+}
 
 /**
  * Find an order by what an operator has at hand: our merchant order number (what the customer quotes) or the
@@ -26,6 +55,10 @@ export async function findByNumber(db: Db, queue: Queue | undefined, text: strin
   if (/^[\x21-\x7e]{1,64}$/.test(query)) {
     for (const s of spellings) if (await findOrder(db, s)) return { kind: 'order', merchantOrderNo: s };
   }
+  // The customer id an order was registered with (what the shop's support has at hand): one order opens, several list.
+  const theirs = query.length <= 128 ? await ordersOfCustomer(db, query) : [];
+  if (theirs.length === 1) return { kind: 'order', merchantOrderNo: theirs[0]!.merchantOrderNo };
+  if (theirs.length > 1) return { kind: 'customer', query, orders: theirs };
   if (!ORDER_NO.test(query)) return { kind: 'nothing', query };
   let records = await loadCallbackRecords(db.db, queue, { orderNo: query });
   for (const s of spellings.slice(1)) {

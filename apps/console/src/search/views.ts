@@ -2,6 +2,8 @@ import type { FleetState } from '@mcb/core/platform';
 import type { QueueAgainstLists, WaitingCounts } from '../callbacks/counts.ts';
 import { countsLine, queueAgainstListsNotice } from '../callbacks/views.ts';
 import { timelineTable } from '../orders/views.ts';
+import { formatDecimal } from '@mcb/core/money';
+import { orderHref } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
 import type { FoundNumber } from './queries.ts';
 
@@ -14,14 +16,23 @@ export function searchPage(
 ): Html {
   return html`${platform ? platformNotice(platform) : ''}<h1>Find an order</h1>
 <form class="inline" method="get" action="/search" role="search">
-<label>Merchant order no. or platform OrderNo <input name="q" value="${query}" size="36" autofocus required \
-maxlength="64" placeholder="our order no. or the platform's"></label>
+<label>Merchant order no., platform OrderNo or customer id <input name="q" value="${query}" size="36" autofocus required \
+maxlength="128" placeholder="an order no. or a customer id"></label>
 <button class="primary" type="submit">Find</button>
 </form>
 ${
   waiting
     ? html`<h2>What waits</h2>${countsLine(waiting.counts)}${queueAgainstListsNotice(waiting.against)}<p class="muted">Each is a list: failed callbacks can be dry-run \
 and replayed from theirs, retrying and waiting ones run now.</p>`
+    : ''
+}
+${
+  found?.kind === 'customer'
+    ? html`<h2>Orders of customer <code>${found.query}</code></h2>
+<ul>${found.orders.map(
+        (o) =>
+          html`<li><a href="${orderHref(o.merchantOrderNo)}">${o.merchantOrderNo}</a> · ${o.kind} · ${o.status} · <span class="mono">${formatDecimal(o.amount)} ${o.currency}</span></li>`,
+      )}</ul>`
     : ''
 }
 ${

@@ -4,7 +4,7 @@ import type { OperatorDirectory } from '../operators/directory.ts';
 import type { ProxyCheck } from '../operators/trusted-proxies.ts';
 import { retryAfterSeconds, type AuthFailureLimiter } from './auth-failures.ts';
 import { PAGE_HEADERS } from '../web/send.ts';
-import { isSameOrigin } from './same-origin.ts';
+import { cameOverHttps, isSameOrigin } from './same-origin.ts';
 import { loginPage, safeNext } from './pages.ts';
 import type { SessionRevocations } from './revocations.ts';
 import { readCookie, SESSION_COOKIE, sessionSetCookie, type SessionCodec } from './session-cookie.ts';
@@ -26,16 +26,6 @@ export interface LoginRoutesOptions {
   trustedProxies?: ProxyCheck;
   /** Failed-login limit shared with the bearer check; none when omitted. */
   limiter?: AuthFailureLimiter;
-}
-
-/** Whether the browser reached us over https: TLS to this process, or a trusted TLS-terminating proxy that says so. */
-export function cameOverHttps(req: FastifyRequest, trusted: ProxyCheck | undefined): boolean {
-  if (req.protocol === 'https') return true;
-  if (!trusted?.(req.socket.remoteAddress)) return false;
-  const proto = req.headers['x-forwarded-proto'];
-  // The proxy nearest to us appends last; with one TLS proxy the value is a single `https`.
-  const last = (typeof proto === 'string' ? proto : '').split(',').pop()?.trim().toLowerCase();
-  return last === 'https';
 }
 
 function secure(req: FastifyRequest, opts: LoginRoutesOptions): boolean {
@@ -69,7 +59,7 @@ export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, o
   app.post('/login', { schema: { hide: true } }, async (req, reply) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const next = safeNext(body.next);
-    if (!isSameOrigin(req)) {
+    if (!isSameOrigin(req, opts.trustedProxies)) {
       req.log.warn({ origin: req.headers.origin }, 'login refused: not same-origin');
       return reply.code(403).headers(html).send(loginPage(next, 'Refused: the form must be posted from this console.'));
     }
@@ -113,7 +103,7 @@ export const loginRoutes: FastifyPluginAsync<LoginRoutesOptions> = async (app, o
   // Logout ends the session for good (recorded until it would have expired), not only in this browser. It must come
   // from this origin: another site may not log an operator out.
   app.post('/logout', { schema: { hide: true } }, async (req, reply) => {
-    if (!isSameOrigin(req)) {
+    if (!isSameOrigin(req, opts.trustedProxies)) {
       req.log.warn({ origin: req.headers.origin }, 'logout refused: not same-origin');
       return reply.code(403).headers(html).send(loginPage('/', 'Refused: log out from the console itself.'));
     }

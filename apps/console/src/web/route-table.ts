@@ -10,6 +10,7 @@ import type {
 } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { authorize, forbidden, type ActionDeps } from '../audit/perform.ts';
+import { actorOf } from '../operators/operator.ts';
 import { can, CHANGES_NOTHING, requiredRole, type Action, type PersonRole } from '../operators/roles.ts';
 
 /**
@@ -95,10 +96,10 @@ export function installRoleCheck(app: FastifyInstance, deps: ActionDeps): void {
     if (action === undefined || !req.operator || can(req.operator.role, action)) return;
     if (CHANGES_NOTHING.has(action)) throw forbidden(req.operator, action);
     const body = (req.body ?? {}) as { reason?: unknown };
-    await authorize(
-      deps,
-      { operator: req.operator, requestId: req.id },
-      { action, target: target?.(req) ?? req.routeOptions.url ?? '', reason: body.reason },
-    );
+    await authorize(deps, actorOf(req), {
+      action,
+      target: target?.(req) ?? req.routeOptions.url ?? '',
+      reason: body.reason,
+    });
   });
 }

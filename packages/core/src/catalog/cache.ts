@@ -23,6 +23,13 @@ export interface CatalogCacheDeps {
    * keeps it young; past this age a read asks the platform first. @defaultValue 300000 (5 minutes)
    */
   freshForMs?: number;
+  /**
+   * The window of unknown currencies, in ms: once the platform said a currency the stored copy does not list is not
+   * enabled, other such currencies are answered CURRENCY_NOT_ENABLED without asking until it ends, and concurrent
+   * asks for unlisted currencies go one at a time. Unknown codes cost the platform one request a window, not one each.
+   * @defaultValue 60000 (1 minute)
+   */
+  missWindowMs?: number;
   /** Clock in ms since the epoch (tests). @defaultValue Date.now */
   now?: () => number;
 }
@@ -193,6 +200,42 @@ function fallBack(
   );
 }
 
+/**
+ * The gate of misses (asks for a currency no stored copy lists): one at a time, and once one is answered "not
+ * enabled", none for `windowMs`: `refuse` answers them instead. A burst of unknown codes costs one platform request.
+ */
+function createMissGate(windowMs: number, now: () => number) {
+  let refusedAt: number | undefined;
+  let running: Promise<unknown> | undefined;
+  return async <T>(ask: () => Promise<T>, refuse: () => AppError): Promise<T> => {
+    for (;;) {
+      if (refusedAt !== undefined && now() - refusedAt < windowMs) throw refuse();
+      if (!running) break;
+      await running.catch(() => undefined);
+    }
+    const work = ask();
+    running = work;
+    try {
+      return await work;
+    } catch (e) {
+      if (isAppError(e) && e.code === ErrorCodes.CURRENCY_NOT_ENABLED) refusedAt = now();
+      throw e;
+    } finally {
+      if (running === work) running = undefined;
+    }
+  };
+}
+
+/** A miss answered without asking, inside the window of {@link createMissGate}. */
+function unlisted(currency: string, stored: Stored): AppError {
+  return currencyNotEnabled(
+    currency,
+    undefined,
+    `not in the catalog stored ${stored.fetchedAt.toISOString()}; ` +
+      'the platform is asked about unlisted currencies once a minute after it refused one',
+  );
+}
+
 export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   const { platform, logger } = deps;
   const database: Database = 'pool' in deps.db && 'close' in deps.db ? deps.db.db : deps.db;
@@ -201,6 +244,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   const inflight = new Map<string, Promise<CatalogView>>();
   /** The platform's "not enabled" answers by currency, kept as long as a catalog would be (a typo asks once). */
   const refusals = new Map<string, { error: AppError; at: number }>();
+  const misses = createMissGate(deps.missWindowMs ?? 60_000, now);
   /** Fetches finished so far, and the last one per scope: a read whose look-up raced a fetch uses that fetch. */
   let fetches = 0;
   const lastFetch = new Map<string, { catalog: Catalog; fetchedAt: Date; seq: number }>();
@@ -250,8 +294,11 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
         return view(stored.catalog, stored.fetchedAt, false);
       const refused = refusals.get(scopeOf(currency));
       if (refused && now() - refused.at < freshForMs) throw refused.error;
+      const ask = () => fetchAndStore(currency, options.signal);
       try {
-        return await fetchAndStore(currency, options.signal);
+        // A currency the stored catalog does not list (a typo, a guess, or enabled since) is a miss: asked through
+        // the gate. (With nothing stored there is nothing to tell a miss by: asked as any first read.)
+        return await (stored && !answers ? misses(ask, () => unlisted(currency!, stored)) : ask());
       } catch (e) {
         if (!platformGaveNoCatalog(e)) throw e;
         return fallBack(e as AppError, stored, answers, currency, view, logger);

@@ -26,6 +26,7 @@ export const orders = pgTable(
     kind: text('kind', { enum: ['payin', 'payout'] }).notNull(),
     currency: text('currency').notNull(),
     amount: numeric('amount').notNull(),
+    /** The merchant's customer the order was registered for, when the shop said (searchable in the console). */
     customerId: text('customer_id'),
     /** Payouts: the catalog method number. */
     paymentMethod: integer('payment_method'),
@@ -44,6 +45,9 @@ export const orders = pgTable(
   },
   (t) => [
     uniqueIndex('orders_merchant_order_no_key').on(t.merchantOrderNo),
+    index('orders_customer_id_idx')
+      .on(t.customerId, t.id)
+      .where(sql`${t.customerId} is not null`),
     index('orders_pending_created_idx')
       .on(t.createdAt)
       .where(sql`${t.status} = 'pending'`),
@@ -432,6 +436,9 @@ export const PERSON_ROLES = ['viewer', 'operator', 'admin'] as const;
 /** Every role an operator of the console holds: the people's, then `service`, a machine client (the shop). */
 export const OPERATOR_ROLES = [...PERSON_ROLES, 'service'] as const;
 
+/** How a console request was authenticated: a bearer token, a session cookie, or the SSO proxy's header. */
+export const AUTH_METHODS = ['bearer', 'session', 'proxy'] as const;
+
 /**
  * The operators' audit trail: one row per action that changes anything (or was refused for the role), written by
  * the console's action layer in the same transaction as the action's effect where it has one. Append-only: a
@@ -455,6 +462,11 @@ export const operatorActions = pgTable(
     /** What happened: `applied`, `dismissed`, `denied`, `failed:<CODE>`, ... */
     outcome: text('outcome').notNull(),
     requestId: text('request_id'),
+    /**
+     * How the actor came in: `bearer` (a token), `session` (a cookie from /login), `proxy` (the SSO proxy's header);
+     * null on rows written before it was recorded, and on an action with no request.
+     */
+    via: text('via', { enum: AUTH_METHODS }),
     /** Counts and ids that explain the outcome (never a body, an amount in full detail, or a key). */
     details: jsonb('details').$type<Record<string, unknown>>(),
   },

@@ -1,5 +1,6 @@
 import { loadConfig } from '@mcb/core/config';
 import { coerceError } from '@mcb/core/errors';
+import { terminalJson, terminalLines, terminalText } from './_terminal.ts';
 
 /** The console's HTTP API as the CLI commands call it: the CLI never reads the database for an operator action. */
 export interface CliApi {
@@ -61,12 +62,18 @@ export function describeRefusal(status: number, body: unknown): string {
   };
   const problems = b.errors?.map((e) => `${e.field}: ${e.message}`).join('; ');
   const role = b.requiredRole ? ` (needs the role ${b.requiredRole})` : '';
-  return `${status} ${b.code ?? ''} ${b.message ?? String(body)}${role}${problems ? ` [${problems}]` : ''}`
-    .replace(/\s+/g, ' ')
-    .trim();
+  return terminalText(
+    `${status} ${b.code ?? ''} ${b.message ?? String(body)}${role}${problems ? ` [${problems}]` : ''}`
+      .replace(/[ \t\n\r\f\v\u2028\u2029]+/g, ' ')
+      .trim(),
+  );
 }
 
-/** Print the console's answer: JSON as is with --json, else `render`; a refusal on stderr. Returns the exit status. */
+/**
+ * Print the console's answer: its JSON with --json, else `render`; a refusal on stderr. Returns the exit status. What
+ * `render` returns should escape each stored value itself (_terminal.ts); a control or bidi character it let through
+ * is escaped here all the same, and the JSON's are written as `\uXXXX`.
+ */
 export function answer<T>(
   res: { status: number; body: T },
   json: boolean | undefined,
@@ -76,7 +83,7 @@ export function answer<T>(
     console.error(describeRefusal(res.status, res.body));
     return 1;
   }
-  console.log(json ? JSON.stringify(res.body, null, 2) : render(res.body));
+  console.log(json ? terminalJson(res.body) : terminalLines(render(res.body)).join('\n'));
   return 0;
 }
 

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { AuditPage } from '../../audit/queries.ts';
 import { answer, at, cliApi } from './_api.ts';
-import { table } from './methods.ts';
+import { table } from './_terminal.ts';
 
 export const summary =
   'the audit trail: audit [--operator NAME] [--action A] [--target T] [--from ISO] [--to ISO] ' +
@@ -27,9 +27,10 @@ const OPTIONS = {
 
 export function renderAudit(page: AuditPage): string {
   if (page.entries.length === 0) return 'no actions recorded';
-  const rows = [['when (UTC)', 'operator', 'role', 'action', 'target', 'outcome', 'reason']];
+  // Each cell is escaped by table(); a reason that spans lines prints as indented continuation lines under it.
+  const rows = [['when (UTC)', 'operator', 'role', 'via', 'action', 'target', 'outcome', 'reason']];
   for (const e of page.entries)
-    rows.push([at(e.at), e.operator, e.role, e.action, e.target, e.outcome, e.reason || '(none)']);
+    rows.push([at(e.at), e.operator, e.role, e.via ?? '-', e.action, e.target, e.outcome, e.reason || '(none)']);
   return [...table(rows), ...(page.nextBefore !== null ? [`(more: --before ${page.nextBefore})`] : [])].join('\n');
 }
 

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { cliApi, describeRefusal } from './_api.ts';
-import { table } from './methods.ts';
+import { table, terminalJson, terminalText } from './_terminal.ts';
 import { FILTER_OPTIONS, FILTER_USAGE, filterOf, filterQuery } from './_filter.ts';
 
 export const summary =
@@ -86,7 +86,7 @@ export async function run(args: string[], env: Record<string, string | undefined
     if (res.status !== 200) return refused(res);
     const page = res.body;
     found += page.callbacks.length;
-    if (values.json) console.log(JSON.stringify(page));
+    if (values.json) console.log(terminalJson(page, 0));
     else {
       if (page.callbacks.length > 0) {
         console.log(
@@ -120,7 +120,7 @@ export async function run(args: string[], env: Record<string, string | undefined
       } else if (first) console.log('no callback matched');
       if (first && values.timeline && page.timeline.length > 0) {
         console.log('\ntimeline:');
-        for (const e of page.timeline) console.log(`  ${e.at}  ${e.event.padEnd(16)} ${e.detail}`);
+        for (const e of page.timeline) console.log(terminalText(`  ${e.at}  ${e.event.padEnd(16)} ${e.detail}`));
       }
     }
     cursor = page.nextCursor ?? undefined;

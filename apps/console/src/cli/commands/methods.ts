@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { CatalogView, MethodEntry } from '@mcb/core/catalog';
 import { openCatalog, reportCatalogFailure } from './_catalog.ts';
+import { table, terminalJson, terminalText } from './_terminal.ts';
 
 export const summary = 'print the payment-method catalog as a table: methods [--currency PHP] [--refresh] [--json]';
 
@@ -9,19 +10,12 @@ const USAGE = `usage: pnpm cli methods [--currency CODE] [--refresh] [--json]
   --refresh        ask the platform now instead of using a young cached copy (no fallback)
   --json           print the catalog as JSON`;
 
-/** Left-aligned columns separated by two spaces. */
-export function table(rows: string[][]): string[] {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) =>
-    r
-      .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd(),
-  );
-}
+// The table printer lives in _terminal.ts with the escaping of its cells; re-exported for the commands that import it
+// from here.
+export { table };
 
 function methodLines(m: MethodEntry): string[] {
-  const lines = [`  method ${m.paymentMethod}  ${m.name}  (${m.kind})`];
+  const lines = [terminalText(`  method ${m.paymentMethod}  ${m.name}  (${m.kind})`)];
   if (m.fields.length === 0) lines.push('    (no fields)');
   else {
     const rows = [['key', 'apiParam', 'required', 'pattern', 'label', 'hint']];
@@ -39,7 +33,7 @@ function methodLines(m: MethodEntry): string[] {
   }
   if (m.banks !== undefined) {
     const banks = m.banks.map((b) => `${b.name} (${b.code})`).join(', ');
-    lines.push(`    banks (${m.banks.length}, bankName must be one of these names): ${banks || 'none'}`);
+    lines.push(`    banks (${m.banks.length}, bankName must be one of these names): ${terminalText(banks) || 'none'}`);
   }
   return lines;
 }
@@ -54,7 +48,9 @@ export function renderCatalog(view: CatalogView): string {
   for (const c of view.catalog.currencies) {
     lines.push(
       '',
-      `${c.currency}  ${c.symbol}  ${plural(c.decimals, 'decimal')}  ${plural(c.methods.length, 'method')}`,
+      terminalText(
+        `${c.currency}  ${c.symbol}  ${plural(c.decimals, 'decimal')}  ${plural(c.methods.length, 'method')}`,
+      ),
     );
     for (const m of c.methods) lines.push(...methodLines(m));
   }
@@ -87,11 +83,7 @@ export async function run(args: string[], env: Record<string, string | undefined
     const view = values.refresh ? await catalog.refresh(options) : await catalog.get(options);
     console.log(
       values.json
-        ? JSON.stringify(
-            { ...view.catalog, fetchedAt: view.fetchedAt, ageSeconds: view.ageSeconds, stale: view.stale },
-            null,
-            2,
-          )
+        ? terminalJson({ ...view.catalog, fetchedAt: view.fetchedAt, ageSeconds: view.ageSeconds, stale: view.stale })
         : renderCatalog(view),
     );
     return 0;

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { OrderDetail } from '../../orders/queries.ts';
 import { answer, at, cliApi } from './_api.ts';
-import { table } from './methods.ts';
+import { indentedValue, table, terminalText } from './_terminal.ts';
 
 export const summary =
   'an order with its ledger, open review and callback timeline: orders get <merchantOrderNo> [--json]';
@@ -11,14 +11,16 @@ const USAGE = `usage: pnpm cli orders get <merchantOrderNo> [--json]
 
 export function renderOrder(o: OrderDetail): string {
   const lines = [
-    `order ${o.merchantOrderNo}  ${o.kind}  ${o.status.toUpperCase()}  ${o.amount} ${o.currency}  ` +
-      `platform ${o.platformOrderNo ?? '(not known yet)'}`,
-    o.review ? `open review since ${at(o.review.at)}: ${o.review.reason}` : 'no open review',
+    terminalText(
+      `order ${o.merchantOrderNo}  ${o.kind}  ${o.status.toUpperCase()}  ${o.amount} ${o.currency}  ` +
+        `platform ${o.platformOrderNo ?? '(not known yet)'}`,
+    ),
+    o.review ? indentedValue(`open review since ${at(o.review.at)}: `, o.review.reason, '    ') : 'no open review',
     '',
     'ledger:',
     ...(o.ledger.length === 0
       ? ['  nothing posted']
-      : o.ledger.map((l) => `  ${at(l.createdAt)}  ${l.entryType}  ${l.amount} ${l.currency}`)),
+      : o.ledger.map((l) => terminalText(`  ${at(l.createdAt)}  ${l.entryType}  ${l.amount} ${l.currency}`))),
     '',
     'timeline (UTC, oldest first):',
   ];

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import type { ReviewList, ReviewView } from '../../reviews/queries.ts';
 import { answer, at, cliApi } from './_api.ts';
 import { reverifiedLine } from '../../reviews/words.ts';
+import { indentedValue, terminalText } from './_terminal.ts';
 
 export const summary =
   'reviews list [--all | --status S] [--order MO] | reverify <id> --reason "..." | ' +
@@ -30,18 +31,22 @@ export function renderReview(r: ReviewView): string {
   const details = Object.entries(r.details ?? {})
     .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
     .join(' ');
+  // Every stored value escaped (a note or reason may hold anything someone typed); one that spans lines is printed
+  // as indented continuation lines, so it cannot draw a line of its own.
   return [
-    `review ${r.id}  ${r.status.toUpperCase()}  ${r.reasonCode}  ` +
-      `order ${r.merchantOrderNo} (platform ${r.orderNo}, ${r.kind} state ${r.state})  ` +
-      `opened ${at(r.createdAt)}${r.occurrences > 1 ? `  x${r.occurrences}` : ''}`,
-    `  ${r.reason}`,
-    `  what happened: ${r.story.happened}`,
-    `  next step: ${r.story.nextStep}`,
-    ...(details ? [`  compared: ${details}`] : []),
+    terminalText(
+      `review ${r.id}  ${r.status.toUpperCase()}  ${r.reasonCode}  ` +
+        `order ${r.merchantOrderNo} (platform ${r.orderNo}, ${r.kind} state ${r.state})  ` +
+        `opened ${at(r.createdAt)}${r.occurrences > 1 ? `  x${r.occurrences}` : ''}`,
+    ),
+    indentedValue('  ', r.reason, '    '),
+    indentedValue('  what happened: ', r.story.happened, '    '),
+    indentedValue('  next step: ', r.story.nextStep, '    '),
+    ...(details ? [`  compared: ${terminalText(details)}`] : []),
     ...(r.status === 'dismissed'
-      ? [`  dismissed by ${r.closedBy ?? 'unknown'}${r.closedAt ? `, ${at(r.closedAt)}` : ''}`]
+      ? [terminalText(`  dismissed by ${r.closedBy ?? 'unknown'}${r.closedAt ? `, ${at(r.closedAt)}` : ''}`)]
       : []),
-    ...(r.note ? [`  note: ${r.note}`] : []),
+    ...(r.note ? [indentedValue('  note: ', r.note, '    ')] : []),
   ].join('\n');
 }
 

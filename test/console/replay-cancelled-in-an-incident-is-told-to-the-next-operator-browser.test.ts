@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callbackArrivals, replays } from '@mcb/core/db';
+import { callbackJobOptions, type CallbackJobInput } from '@mcb/core/queue';
 import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { and, eq, inArray } from 'drizzle-orm';
 import type { Browser, Page } from 'playwright-core';
@@ -11,7 +12,9 @@ import { startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
 // The incident of issue 49, walked in a browser: callbacks fail for good while the database is read-only; an operator
 // dry-runs the failed jobs and starts a replay from the dry run, then cancels it with a reason; a second person (a
 // viewer, who may not read the audit) reads who cancelled it and why on the replay's page and in the list, at 1366 and
-// 375 px. (The "forgery handled and cleared" part of the incident waits on the Suspected forgeries count: not here.)
+// 375 px. Then the forgery, handled and cleared: a callback for an applied pair with another amount lands in review;
+// the landing counts 1 suspected forgery; the operator follows it to the order, reads what happened and the key
+// rotation, and dismisses it with a note; the count is back to 0 and the viewer reads who dismissed it and why.
 
 const env = useTestEnv();
 let stack: OpsStack;
@@ -83,8 +86,37 @@ async function failInReadOnlyWindow(n: number) {
   return made;
 }
 
+type PayinInput = Extract<CallbackJobInput, { kind: 'payin' }>;
+
+/** A pay-in credited 50.00, then a forged callback for the same pair claiming 9,999.99 (ingest's id for a variant). */
+async function forgeryOfAnAppliedPair() {
+  const no = uid();
+  const [merchantOrderNo, orderNo] = [`MO-FI-${no}`, `P-FI-${no}`];
+  await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '50.00' });
+  stack.platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '"50.00"' }));
+  const genuine = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '50.00' }) as PayinInput;
+  const id = await stack.add(genuine);
+  await waitFor(async () => (await stack.queue.getJobState(id)) === 'completed', { message: 'not credited' });
+  const forged = `${id}-forged`;
+  await stack.queue.add('payin', { ...genuine, fiatAmount: '9999.99' }, { ...callbackJobOptions, jobId: forged });
+  await waitFor(
+    async () => {
+      const [row] = await env.db.db.select().from(callbackArrivals).where(eq(callbackArrivals.jobId, forged));
+      return row?.status === 'review' || undefined;
+    },
+    { timeoutMs: 30_000, message: 'the forged callback did not land in review' },
+  );
+  return { merchantOrderNo };
+}
+
 const shot = (page: Page, name: string) =>
   page.screenshot({ path: path.join(ARTIFACTS, `incident-replay-${name}.png`), fullPage: true });
+
+/** Nothing wider than the window: the page does not scroll sideways. */
+async function fitsWidth(page: Page, width: number) {
+  // A string, evaluated in the page: this project's TypeScript has no DOM types.
+  expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(width);
+}
 
 async function logIn(page: Page, token: string, next: string) {
   await page.goto(`${stack.url}/login?next=${encodeURIComponent(next)}`);
@@ -161,6 +193,69 @@ describe('a replay in an incident, in a browser', () => {
       await shot(otto, '5-rest-1366');
     } finally {
       await otto.close();
+    }
+  }, 180_000);
+
+  it('a forgery lands: the landing counts it; the operator reads it, dismisses it with a note; the count clears; a viewer reads who and why', async () => {
+    const { merchantOrderNo } = await forgeryOfAnAppliedPair();
+    const note = 'forged: 9,999.99 claimed, 50.00 credited; key pair rotated (merchant-2026-11)';
+    // Seen at 375 px first (the landing and the order's review), then acted on at 1366.
+    for (const width of [375, 1366]) {
+      const otto = await browser!.newPage({ viewport: { width, height: 900 } });
+      try {
+        await logIn(otto, TOKENS.operator, '/search');
+        // 8. The landing counts it; its link is the Callbacks page's preset, which lists the same one.
+        const count = otto.locator('[data-count=forgeries]');
+        expect(await count.textContent()).toBe('1');
+        expect(await otto.locator('a', { has: count }).innerText()).toBe('1 suspected forgery');
+        await shot(otto, `6-landing-forgery-${width}`);
+        await fitsWidth(otto, width);
+        await otto.locator('a', { has: count }).click();
+        await otto.getByRole('heading', { name: '1 callback(s) match' }).waitFor();
+        await otto.getByRole('link', { name: merchantOrderNo }).click();
+        // 9. The order page: the review says what happened and the next step, the key rotation with its command.
+        const story = otto.locator('.story-forgery');
+        expect(await story.innerText()).toMatch(
+          /Suspected forgery\. What happened: The customer was credited 50\.00 \(receipt \d+\); another callback claimed 9,999\.99 and was not paid\.[\s\S]*Next step: Rotate our callback key pair[\s\S]*pnpm cli keys generate --out keys --name merchant-\d{4}-\d{2}/,
+        );
+        await shot(otto, `7-order-forgery-${width}`);
+        await fitsWidth(otto, width);
+        if (width === 375) continue;
+        // 10. Dismissed through the page's form, with the note.
+        await otto.getByLabel(/Why dismiss/).fill(note);
+        await Promise.all([
+          otto.waitForURL(/[?&]ok=/),
+          otto.getByRole('button', { name: /^Dismiss review \d+$/ }).click(),
+        ]);
+        expect(await otto.locator('.flash').first().innerText()).toMatch(/Review \d+ dismissed/);
+        await otto.goto(`${stack.url}/search`);
+        expect(await otto.locator('[data-count=forgeries]').textContent()).toBe('0');
+        await otto.locator('a', { has: otto.locator('[data-count=forgeries]') }).click();
+        await otto.getByRole('heading', { name: '0 callback(s) match' }).waitFor();
+      } finally {
+        await otto.close();
+      }
+    }
+
+    // 11. The viewer, later: the count is 0, and the review says it was dismissed, by whom, and the note.
+    for (const width of [1366, 375]) {
+      const vera = await browser!.newPage({ viewport: { width, height: 900 } });
+      try {
+        await logIn(vera, TOKENS.viewer, '/search');
+        expect(await vera.locator('[data-count=forgeries]').textContent()).toBe('0');
+        await shot(vera, `8-landing-cleared-viewer-${width}`);
+        await vera.goto(`${stack.url}/reviews?status=dismissed&merchantOrderNo=${merchantOrderNo}`);
+        const card = vera.locator('article.card');
+        expect(await card.count()).toBe(1);
+        expect(await card.locator('[data-closed-by]').textContent()).toBe('otto.operator@example.com');
+        expect(await card.innerText()).toContain(`Note\n${note}`);
+        expect(await card.innerText()).toContain('Suspected forgery. What happened:');
+        expect(await vera.getByRole('button', { name: /Dismiss review/ }).count()).toBe(0);
+        await shot(vera, `9-review-dismissed-viewer-${width}`);
+        await fitsWidth(vera, width);
+      } finally {
+        await vera.close();
+      }
     }
   }, 180_000);
 });

@@ -18,6 +18,7 @@ export const FILTER_FIELDS = [
   'amountMax',
   'from',
   'to',
+  'review',
 ] as const;
 const LISTS = new Set<string>(['status', 'code']);
 

@@ -5,7 +5,7 @@
  */
 import { isDecimalString } from '@mcb/core/money';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
-import { callbackArrivals, callbackReceipts, type Database } from '@mcb/core/db';
+import { callbackArrivals, callbackReceipts, reviews, type Database } from '@mcb/core/db';
 import { and, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { merchantOrderNoSchema } from '../orders/schemas.ts';
@@ -43,6 +43,13 @@ export const callbackFilterSchema = z.strictObject({
   amountMax: decimal.optional().describe('Pay-in amount at most'),
   from: instant.optional().describe('Received at or after'),
   to: instant.optional().describe('Received before'),
+  review: z
+    .enum(['open', 'closed'])
+    .optional()
+    .describe(
+      "The review of the callback's pair (order no., state): open (waits for a person), or closed (it has one, " +
+        'resolved or dismissed, and none open)',
+    ),
 });
 export type CallbackFilter = z.output<typeof callbackFilterSchema>;
 
@@ -100,7 +107,18 @@ export function filterWhere(f: CallbackFilter): SQL | undefined {
     f.amountMax ? lte(t.amount, f.amountMax) : undefined,
     f.from ? gte(t.receivedAt, new Date(f.from)) : undefined,
     f.to ? sql`${t.receivedAt} < ${new Date(f.to)}` : undefined,
+    f.review ? reviewOfPair(f.review) : undefined,
   );
+}
+
+/** The pair (order no., state) of the arrival has an open review, or has reviews and none open. */
+function reviewOfPair(review: 'open' | 'closed'): SQL {
+  const t = callbackArrivals;
+  const open = sql`exists (select 1 from ${reviews} r where r.order_no = ${t.orderNo} and r.state = ${t.state}
+                     and r.status = 'open')`;
+  if (review === 'open') return open;
+  return sql`exists (select 1 from ${reviews} r where r.order_no = ${t.orderNo} and r.state = ${t.state})
+             and not ${open}`;
 }
 
 // A cursor is the last row's (received_at in µs since the epoch, job id): exact, whatever Postgres stored.

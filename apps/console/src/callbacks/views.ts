@@ -19,9 +19,13 @@ export interface Preset {
   help: string;
 }
 
+/** "Suspected forgeries": callbacks in review whose content contradicts Get order or a receipt, review open. */
+const FORGERIES: CallbackFilter = { status: 'review', code: [...FORGERY_CODES], review: 'open' };
+
 /**
  * The presets. "Suspected forgeries": callbacks in review whose content contradicts Get order or a receipt
- * (FORGERY_CODES).
+ * (FORGERY_CODES) and whose review is open, as the landing counts them: a dismissed one has been handled (the filter's
+ * "Review: closed" lists those).
  */
 export const PRESETS: readonly Preset[] = [
   {
@@ -46,13 +50,13 @@ export const PRESETS: readonly Preset[] = [
   },
   {
     label: 'Suspected forgeries',
-    filter: { status: 'review', code: [...FORGERY_CODES] },
-    help: 'in review because what they claim contradicts Get order or what was already applied: nothing paid; dismiss the forged ones',
+    filter: FORGERIES,
+    help: 'in review because what they claim contradicts Get order or what was already applied, review open: nothing paid; dismiss the forged ones',
   },
 ];
 
 /** The Suspected forgeries preset's link. */
-export const FORGERIES_HREF = `/callbacks?${filterParams({ status: 'review', code: [...FORGERY_CODES] }).toString()}`;
+export const FORGERIES_HREF = `/callbacks?${filterParams(FORGERIES).toString()}`;
 
 const STATUS_HELP: Record<ArrivalStatus, string> = {
   active: 'an attempt runs now',
@@ -100,6 +104,11 @@ export interface CallbacksPageModel {
   self: string;
 }
 
+const REVIEW_CHOICES = [
+  ['open', 'open (waits for a person)'],
+  ['closed', 'closed (resolved or dismissed)'],
+] as const;
+
 const sameFilter = (a: CallbackFilter, b: CallbackFilter) => filterParams(a).toString() === filterParams(b).toString();
 
 function filterForm(vm: CallbacksPageModel): Html {
@@ -135,6 +144,9 @@ placeholder="any code; case does not matter"></label></fieldset>
 <div class="fields">
 <label>Kind <select name="kind"><option value="">any</option>${(['payin', 'payout'] as const).map(
     (k) => html`<option value="${k}"${vm.filter.kind === k ? html` selected` : ''}>${k}</option>`,
+  )}</select></label>
+<label>Review <select name="review"><option value="">any</option>${REVIEW_CHOICES.map(
+    ([k, label]) => html`<option value="${k}"${vm.filter.review === k ? html` selected` : ''}>${label}</option>`,
   )}</select></label>
 <label>Merchant order no. <input name="merchantOrderNo" value="${v.merchantOrderNo ?? ''}" size="18" \
 placeholder="exact"></label>

@@ -12,6 +12,7 @@ export const FILTER_OPTIONS = {
   'amount-max': { type: 'string' },
   from: { type: 'string' },
   to: { type: 'string' },
+  review: { type: 'string' },
 } as const;
 
 export const FILTER_USAGE = `filter (all narrow together):
@@ -20,7 +21,8 @@ export const FILTER_USAGE = `filter (all narrow together):
   --status S[,S]           active, waiting, retrying, failed, applied, duplicate, review (several: any of them)
   --kind payin|payout      --code CODE[,CODE] (e.g. PLATFORM_CIRCUIT_OPEN,PLATFORM_HTTP_ERROR: any of them)
   --amount-min D --amount-max D   pay-in amount range (decimal text)
-  --from ISO --to ISO      received at or after / before (e.g. 2026-11-24T08:00:00Z)`;
+  --from ISO --to ISO      received at or after / before (e.g. 2026-11-24T08:00:00Z)
+  --review open|closed     the pair's review: open, or closed (resolved or dismissed, none open)`;
 
 const NAMES: Record<keyof typeof FILTER_OPTIONS, string> = {
   'merchant-order-no': 'merchantOrderNo',
@@ -32,6 +34,7 @@ const NAMES: Record<keyof typeof FILTER_OPTIONS, string> = {
   'amount-max': 'amountMax',
   from: 'from',
   to: 'to',
+  review: 'review',
 };
 
 /** Options that take several values, comma-separated. */

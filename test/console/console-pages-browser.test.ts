@@ -61,7 +61,7 @@ describe('the console pages in a browser', () => {
       await Promise.all([page.waitForURL(`${stack.url}/orders/${merchantOrderNo}`), page.keyboard.press('Enter')]);
       await page.getByRole('heading', { name: /Timeline/ }).waitFor();
       expect(await page.locator('table').last().innerText()).toMatch(/review opened[\s\S]*VERIFY_AMOUNT_MISMATCH/);
-      expect(await page.locator('dl.facts').first().innerText()).toContain('100 PHP');
+      expect(await page.locator('dl.facts').first().innerText()).toContain('100.00 PHP');
       await shot(page, 'order-with-review');
 
       // 2. The platform now confirms the amount: re-verify, with the operator's note, from the order page.

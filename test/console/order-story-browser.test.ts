@@ -121,7 +121,7 @@ describe('the order page tells a story that is only added to', () => {
       );
 
       expect(await page.locator('#customer-line').innerText()).toMatch(
-        /^For the customer: Credited at .*: 1234\.50? INR\.$/,
+        /^For the customer: Credited at .*: 1,234\.50 INR\.$/,
       );
       const rows = page.locator('table.stack tbody tr');
       const texts = await rows.allInnerTexts();

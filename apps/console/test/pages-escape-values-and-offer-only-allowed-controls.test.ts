@@ -66,7 +66,7 @@ describe('pages', () => {
     const reviewsPage = (await page('/reviews', 'admin')).body;
     expect(reviewsPage).toContain('&lt;img src=x onerror=alert(2)&gt;&#39;&quot;&amp;');
     expect(reviewsPage).toContain(`href="/orders/${encodeURIComponent(EVIL_NO)}"`);
-    expect((await page(`/orders/${encodeURIComponent(EVIL_NO)}`, 'viewer')).body).toContain('1234.56 PHP');
+    expect((await page(`/orders/${encodeURIComponent(EVIL_NO)}`, 'viewer')).body).toContain('1,234.56 PHP');
     const api = await c.app.inject({ method: 'GET', url: '/api/reviews', headers: AUTH });
     expect(api.body).not.toContain(DECRYPTED_MARKER);
   });

@@ -5,7 +5,7 @@
  */
 import type { Operator } from '../operators/operator.ts';
 import { can } from '../operators/roles.ts';
-import { orderHref, status, when } from '../web/format.ts';
+import { amountText, orderHref, status, when } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
 import { FORGERY_CODES, type QueueAgainstLists, type WaitingCounts } from './counts.ts';
 import { filterParams, type FILTER_FIELDS } from './form.ts';
@@ -206,7 +206,7 @@ scope="col" class="num">Attempts</th><th scope="col">Code / outcome</th><th scop
 data-label="Status">${status(c.status)}</td><td data-label="Kind · state">${c.kind} · ${c.state}</td>
 <td data-label="Merchant order"><a href="${orderHref(c.merchantOrderNo)}">${c.merchantOrderNo}</a></td><td \
 data-label="Platform order" class="mono">${c.orderNo}</td><td data-label="Amount" class="num \
-mono">${c.amount ?? '—'}</td><td data-label="Attempts" class="num">${c.attempts}</td>
+mono">${amountText(c.amount)}</td><td data-label="Attempts" class="num">${c.attempts}</td>
 <td data-label="Code / outcome">${c.code ? html`<code>${c.code}</code>` : (c.outcome ?? '')}</td><td data-label="Last \
 attempt">${c.detail ?? ''} <span class="muted">${when(c.updatedAt)}</span></td></tr>`,
   )}</tbody></table>

@@ -23,7 +23,7 @@ import { and, asc, eq, inArray, ne } from 'drizzle-orm';
 import { z } from 'zod';
 import { FORGERY_CODES } from '../callbacks/counts.ts';
 import { arrivalsOf, platformOrderNosOf } from '../callbacks/queries.ts';
-import { iso } from '../web/format.ts';
+import { amountText, iso } from '../web/format.ts';
 import { noteEntry, notesOfReceipts } from './notes.ts';
 
 export const timelineEntrySchema = z.object({
@@ -335,7 +335,7 @@ const receiptEntry = (r: ReceiptRow): TimelineEntry =>
     orderNo: r.orderNo,
     state: r.state,
     jobId: r.jobId,
-    detail: `Get order confirmed state ${r.state} and ${r.confirmedAmount}; order ${r.outcome} (from ${r.source})`,
+    detail: `Get order confirmed state ${r.state} and ${amountText(r.confirmedAmount)}; order ${r.outcome} (from ${r.source})`,
   });
 
 function ledgerEntriesOf(
@@ -352,7 +352,7 @@ function ledgerEntriesOf(
       orderNo: receipt?.orderNo ?? null,
       state: receipt?.state ?? null,
       jobId: receipt?.jobId ?? null,
-      detail: `${l.entryType} ${l.amount} ${l.currency}`,
+      detail: `${l.entryType} ${amountText(l.amount)} ${l.currency}`,
     });
   });
 }

@@ -2,7 +2,7 @@ import type { Operator } from '../operators/operator.ts';
 import { can } from '../operators/roles.ts';
 import type { ReviewView } from '../reviews/queries.ts';
 import { reviewCard } from '../reviews/views.ts';
-import { status, when } from '../web/format.ts';
+import { amountText, status, when } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
 import type { OrderDetail } from './queries.ts';
 import type { TimelineEntry } from './timeline.ts';
@@ -96,8 +96,9 @@ export function customerLine(o: OrderDetail): string {
   const at = posted ? ` at ${when(posted)}` : '';
   const entry = o.ledger.at(-1);
   if (o.status === 'credited')
-    return `Credited${at}: ${entry ? `${entry.amount} ${entry.currency}` : `${o.amount} ${o.currency}`}.`;
-  if (o.status === 'succeeded') return `Paid out${at}: the platform confirmed the payout of ${o.amount} ${o.currency}.`;
+    return `Credited${at}: ${entry ? `${amountText(entry.amount)} ${entry.currency}` : `${amountText(o.amount)} ${o.currency}`}.`;
+  if (o.status === 'succeeded')
+    return `Paid out${at}: the platform confirmed the payout of ${amountText(o.amount)} ${o.currency}.`;
   if (o.status === 'refused')
     return o.kind === 'payout'
       ? `Refused by the platform; refunded${at}.`
@@ -150,7 +151,7 @@ export function orderPage(o: OrderDetail, openReviews: readonly ReviewView[], vi
 <p class="customer-line" id="customer-line"><strong>For the customer:</strong> ${customerLine(o)}</p>
 <dl class="facts">
 <dt>Kind</dt><dd>${o.kind}</dd>
-<dt>Amount</dt><dd class="mono">${o.amount} ${o.currency}</dd>
+<dt>Amount</dt><dd class="mono">${amountText(o.amount)} ${o.currency}</dd>
 <dt>Platform order</dt><dd class="mono">${platformOrderOf(o)}</dd>
 <dt>Customer</dt><dd class="mono">${o.customerId ?? '—'}</dd>
 <dt>Open review</dt><dd>${o.review ? html`${o.review.reason} (since ${when(o.review.at)})` : 'none'}</dd>
@@ -163,7 +164,7 @@ ${
 scope="col">Currency</th><th scope="col">Posted</th></tr></thead>
 <tbody>${o.ledger.map(
         (l) => html`<tr><td data-label="Entry">${l.entryType}</td><td data-label="Amount" class="num \
-mono">${l.amount}</td><td data-label="Currency">${l.currency}</td><td data-label="Posted" \
+mono">${amountText(l.amount)}</td><td data-label="Currency">${l.currency}</td><td data-label="Posted" \
 class="mono">${when(l.createdAt)}</td></tr>`,
       )}</tbody></table>`
 }

@@ -27,6 +27,7 @@ import { sumDecimals } from '@mcb/core/money';
 import { z } from 'zod';
 import { filterWhere, listOf, type CallbackFilter } from '../callbacks/queries.ts';
 import { unknownOrderCapPreview, type UnknownOrderCapPreview } from './unknown-order-cap-preview.ts';
+import { amountText } from '../web/format.ts';
 
 export const PLAN_CLASSES = [
   'alreadyApplied',
@@ -339,7 +340,7 @@ function previewOf(event: CallbackJob, v: Verdict): Preview {
   switch (v.verdict) {
     case 'apply': {
       const effect = event.kind === 'payin' ? 'credit' : 'finalise';
-      const confirms = `Get order confirms state ${v.confirmed.state} and ${v.confirmed.amount}`;
+      const confirms = `Get order confirms state ${v.confirmed.state} and ${amountText(v.confirmed.amount)}`;
       return { cls: 'willApply', code: null, detail: `${confirms}: it would ${effect} the order`, ...ours };
     }
     case 'duplicate':

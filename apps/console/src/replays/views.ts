@@ -4,7 +4,7 @@
  */
 import { filterParams, type FILTER_FIELDS } from '../callbacks/form.ts';
 import { listOf, type CallbackFilter } from '../callbacks/queries.ts';
-import { orderHref, when } from '../web/format.ts';
+import { amountText, orderHref, when } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
 import type { ReplayOutcomeRow } from './outcomes.ts';
 import { PLAN_CLASSES, type PlanClass, type ReplayPlan } from './plan.ts';
@@ -98,7 +98,7 @@ class="muted">${CLASS_LABELS[c].help}</td></tr>`;
 ${plan.samples[c].map(
   (s) => html`<tr><td data-label="Merchant order"><a href="${orderHref(s.merchantOrderNo)}">${s.merchantOrderNo}</a>\
 </td><td data-label="Platform order" class="mono">${s.orderNo}</td><td data-label="Kind">${s.kind}</td><td \
-data-label="Amount" class="num">${s.amount ?? '-'}</td><td data-label="Code" class="mono">${s.code ?? ''}</td><td \
+data-label="Amount" class="num">${s.amount === null ? '-' : amountText(s.amount)}</td><td data-label="Code" class="mono">${s.code ?? ''}</td><td \
 data-label="Why">${s.detail}</td></tr>`,
 )}
 </tbody></table>`,

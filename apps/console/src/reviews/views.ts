@@ -1,6 +1,6 @@
 import type { Operator } from '../operators/operator.ts';
 import { can } from '../operators/roles.ts';
-import { detailValue, orderHref, status, when } from '../web/format.ts';
+import { amountText, detailValue, orderHref, status, when } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
 import type { ReviewFilter, ReviewList, ReviewView } from './queries.ts';
 
@@ -46,7 +46,7 @@ ${storyBlock(r)}
 ${r.closedAt ? html`<dt>Closed</dt><dd>${when(r.closedAt)}</dd>` : ''}
 ${r.status === 'dismissed' ? html`<dt>Dismissed by</dt><dd data-closed-by>${r.closedBy ?? 'unknown'}</dd>` : ''}
 ${r.note ? html`<dt>Note</dt><dd>${r.note}</dd>` : ''}
-${details.map(([k, v]) => html`<dt>${k}</dt><dd class="mono">${detailValue(v)}</dd>`)}
+${details.map(([k, v]) => html`<dt>${k}</dt><dd class="mono">${/amount$/i.test(k) ? amountText(v) : detailValue(v)}</dd>`)}
 </dl>
 ${r.events.length > 1 ? eventsTable(r) : ''}
 ${r.attempts.length > 0 ? attemptsTable(r) : ''}
@@ -71,7 +71,7 @@ function eventsTable(r: ReviewView): Html {
 <thead><tr><th>First seen</th><th>Amount claimed</th><th>State</th><th>Copies</th><th>Finding</th></tr></thead>
 <tbody>${r.events.map(
     (e) =>
-      html`<tr><td>${when(e.firstSeenAt)}</td><td class="num">${e.fiatAmount ?? '—'}</td><td>${e.state ?? '—'}</td><td \
+      html`<tr><td>${when(e.firstSeenAt)}</td><td class="num">${amountText(e.fiatAmount)}</td><td>${e.state ?? '—'}</td><td \
 class="num">${e.seen}</td><td><code>${e.reasonCode}</code> ${e.reason}</td></tr>`,
   )}</tbody>
 </table>`;

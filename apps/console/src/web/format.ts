@@ -1,3 +1,4 @@
+import { formatDecimal } from '@mcb/core/money';
 import { html, type Html } from './html.ts';
 
 /**
@@ -31,6 +32,20 @@ export function detailValue(v: unknown): string {
     return JSON.stringify(v).slice(0, 300);
   } catch {
     return '(unreadable)';
+  }
+}
+
+/**
+ * An amount as every page writes it, through the one formatter: thousands grouped, at least two places
+ * ("1250.5" → "1,250.50"), text in and text out, never a float. A value that is not a decimal (a forged callback's
+ * field) is shown as stored; none is "—". JSON bodies keep the raw decimal string.
+ */
+export function amountText(v: unknown): string {
+  if (v === null || v === undefined) return '—';
+  try {
+    return formatDecimal(String(v));
+  } catch {
+    return detailValue(v);
   }
 }
 

@@ -200,6 +200,7 @@ describe('GET /api/orders/{merchantOrderNo}', () => {
       review: { reason: 'amount 250 ≠ 251', at: reviewedAt.toISOString() },
       timeline: expect.any(Array),
       jobs: [],
+      callbacksKnown: 'all',
     });
     // The timeline has the database's part of the story (this console has no queue): receipt, ledger, review, by time.
     const timeline = (res.json() as { timeline: { at: string; event: string }[] }).timeline;

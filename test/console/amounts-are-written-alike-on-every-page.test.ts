@@ -22,6 +22,15 @@ const main = async (url: string) => {
   expect(res.statusCode, url).toBe(200);
   return res.body.slice(res.body.indexOf('<main'));
 };
+/** The page once `ready` holds: the worker's arrival rows are written a moment after its credit commits. */
+const mainOnce = (url: string, ready: (body: string) => boolean) =>
+  waitFor(
+    async () => {
+      const body = await main(url);
+      return ready(body) ? body : false;
+    },
+    { message: `${url} never showed what it waits for` },
+  );
 // "1250.5" standing alone (not a part of "1,250.50" nor of a longer number).
 const RAW = /(?<![\d,.])1250\.50?(?![\d])/;
 
@@ -42,7 +51,7 @@ describe('amounts', () => {
   it('are written "1,250.50" on the order page, its timeline, the callbacks page and the review, never raw', async () => {
     const credited = await payin('1250.5', async (no) => (await ledgerOf(env.db.db, no)).ledger.length === 1);
 
-    const order = await main(`/orders/${credited}`);
+    const order = await mainOnce(`/orders/${credited}`, (b) => b.includes('Get order confirmed state 6'));
     expect(order).toContain('<dt>Amount</dt><dd class="mono">1,250.50 INR</dd>');
     expect(order).toMatch(/For the customer:<\/strong> Credited at [^<]*: 1,250\.50 INR\./);
     expect(order).toMatch(/data-label="Amount" class="num mono">1,250\.50<\/td><td data-label="Currency">INR/);
@@ -50,7 +59,9 @@ describe('amounts', () => {
     expect(order).toContain('Get order confirmed state 6 and 1,250.50;');
     expect(order).not.toMatch(RAW);
 
-    const callbacks = await main(`/callbacks?merchantOrderNo=${credited}`);
+    const callbacks = await mainOnce(`/callbacks?merchantOrderNo=${credited}`, (b) =>
+      b.includes('data-label="Amount"'),
+    );
     expect(callbacks).toMatch(/data-label="Amount" class="num mono">1,250\.50<\/td>/);
     expect(callbacks).not.toMatch(RAW);
 

@@ -55,6 +55,7 @@ import { createSessionCodec } from './session/session-cookie.ts';
 import { clientErrorReply, installSecurityHeaders, setSecurityHeaders } from './web/security-headers.ts';
 import { assetsPlugin } from './web/assets.ts';
 import { acceptForms } from './web/forms.ts';
+import { merchantKeys } from '@mcb/core/queue';
 
 /** Dependencies of {@link buildApp}; all are created by main.ts (or a test) and closed by it. */
 export interface ConsoleDeps {
@@ -274,13 +275,13 @@ function pageRows(deps: ConsoleDeps & { config: Config }, replayDeps: ReplayDeps
     ...searchPageRows({
       db: deps.db,
       queue: deps.queue,
-      platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
+      platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
     }),
     ...callbacksPageRows({
       db: deps.db.db,
       logger: deps.logger,
       queue: deps.queue,
-      platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
+      platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
     }),
     ...ordersPageRows({ db: deps.db, queue: deps.queue, logger: deps.logger }),
     ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),

@@ -7,7 +7,6 @@ import type { RedisClient } from '@mcb/core/redis';
 import {
   createReconcileMetrics,
   runSweep,
-  sweepLockKey,
   sweepSettingsFromConfig,
   type SweepDeps,
   type SweepReport,
@@ -17,6 +16,7 @@ import { actorOf } from '../operators/operator.ts';
 import { z } from 'zod';
 import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
+import { merchantKeys } from '@mcb/core/queue';
 
 /** What the reconcile route needs: the sweep's dependencies, built by {@link reconcileRouteDeps}. */
 export interface ReconcileRouteDeps {
@@ -61,7 +61,7 @@ export function reconcileRouteDeps(deps: {
       platform: deps.platform,
       logger: deps.logger,
       redis: deps.redis,
-      lockKey: sweepLockKey(deps.config.QUEUE_PREFIX),
+      lockKey: merchantKeys(deps.config.QUEUE_PREFIX).sweepLock,
       merchantNo: deps.config.MERCHANT_NO!,
       settings: sweepSettingsFromConfig(deps.config),
       reconcileMetrics: deps.registry ? createReconcileMetrics(deps.registry) : undefined,

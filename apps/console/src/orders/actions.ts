@@ -1,7 +1,8 @@
 import type { Database, NewOrder, Order } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { commitAction, type ActionDeps, type Authorized } from '../audit/perform.ts';
-import { findOrder, insertOrderIfAbsent } from './repo.ts';
+import { findOrder } from '@mcb/settlement';
+import { insertOrderIfAbsent } from './repo.ts';
 
 /** The 409 every registration gives for a number already registered with another body. */
 export function orderConflict(merchantOrderNo: string): AppError {

@@ -66,7 +66,7 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
           customerId: body.customerId ?? null,
           requestHash: registrationHash({ kind: 'payin', ...body }),
         });
-        return reply.code(created ? 201 : 200).send(await orderView(db, order));
+        return reply.code(created ? 201 : 200).send(await orderView(db.db, order));
       },
     }),
 
@@ -80,7 +80,7 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
         params: z.object({ merchantOrderNo: merchantOrderNoSchema }),
         response: { 200: orderDetailSchema, 404: errorBodySchema },
       },
-      handler: async (req) => orderDetail(db, queue, req.params.merchantOrderNo),
+      handler: async (req) => orderDetail(db.db, queue, req.params.merchantOrderNo),
     }),
 
     // "Replay this job" (replay-job.ts has the rules): only where the console has the queue.

@@ -30,7 +30,7 @@ export function ordersPageRows({ db, queue, logger }: OrdersPagesDeps): RouteRow
       handler: async (req, reply) => {
         const { merchantOrderNo } = z.object({ merchantOrderNo: merchantOrderNoSchema }).parse(req.params);
         const [detail, reviews] = await Promise.all([
-          orderDetail(db, queue, merchantOrderNo),
+          orderDetail(db.db, queue, merchantOrderNo),
           listReviews(db.db, { status: 'open', merchantOrderNo, limit: 20 }, req.operator!.role),
         ]);
         return sendPage(

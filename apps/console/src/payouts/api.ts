@@ -1,5 +1,6 @@
 import { validatePayout, type CatalogCache, type CatalogView } from '@mcb/core/catalog';
-import type { Db, Order } from '@mcb/core/db';
+import type { Database, Order } from '@mcb/core/db';
+import { findOrder } from '@mcb/settlement';
 import { AppError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import { normalizeDecimal } from '@mcb/core/money';
 import type { FastifyReply } from 'fastify';
@@ -7,7 +8,7 @@ import { authorize, recordFailure } from '../audit/perform.ts';
 import { orderTarget, registerOrder } from '../orders/actions.ts';
 import { targetOfBody } from '../orders/api.ts';
 import { actorOf } from '../operators/operator.ts';
-import { findOrder, orderView } from '../orders/repo.ts';
+import { orderView } from '../orders/repo.ts';
 import { registrationHash } from '../orders/request-hash.ts';
 import { errorBodySchema } from '../web/api-schemas.ts';
 import {
@@ -51,7 +52,7 @@ async function validateAgainstCatalog(
   return { apiParams: result.apiParams, view };
 }
 
-async function payoutView(db: Db, order: Order) {
+async function payoutView(db: Database, order: Order) {
   return {
     ...(await orderView(db, order)),
     paymentMethod: order.paymentMethod ?? 0,
@@ -101,7 +102,7 @@ export function payoutsRows({ db, catalog, logger }: RouteDeps): RouteRow[] {
         const requestHash = registrationHash({ kind: 'payout', ...body });
         // A retry of a registered payout must not depend on the catalog still being reachable or unchanged.
         let apiParams: Record<string, string> | undefined;
-        if (!(await findOrder(db, body.merchantOrderNo))) {
+        if (!(await findOrder(db.db, body.merchantOrderNo))) {
           try {
             ({ apiParams } = await validateAgainstCatalog(catalog, body, reply));
           } catch (e) {
@@ -120,7 +121,7 @@ export function payoutsRows({ db, catalog, logger }: RouteDeps): RouteRow[] {
           payoutParams: apiParams ?? {},
           requestHash,
         });
-        return reply.code(created ? 201 : 200).send(await payoutView(db, order));
+        return reply.code(created ? 201 : 200).send(await payoutView(db.db, order));
       },
     }),
 

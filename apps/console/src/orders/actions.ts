@@ -1,8 +1,16 @@
+/**
+ * Order actions: register a pay-in (and the registration step a payout shares), replay one failed job of an order.
+ * The role, the reason and the audit row are checked and written here (STYLE 18); the API and the pages only call
+ * these.
+ */
 import type { Database, NewOrder, Order } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
-import { commitAction, type ActionDeps, type Authorized } from '../audit/perform.ts';
+import { normalizeDecimal } from '@mcb/core/money';
 import { findOrder } from '@mcb/settlement';
-import { insertOrderIfAbsent } from './repo.ts';
+import { authorize, commitAction, type ActionDeps, type Actor, type Authorized } from '../audit/perform.ts';
+import { insertOrderIfAbsent, orderView } from './repo.ts';
+import { registrationHash } from './request-hash.ts';
+import type { OrderView, PayinBody } from './schemas.ts';
 
 /** The 409 every registration gives for a number already registered with another body. */
 export function orderConflict(merchantOrderNo: string): AppError {
@@ -13,20 +21,33 @@ export function orderConflict(merchantOrderNo: string): AppError {
   );
 }
 
-/** What a registration did: a new order (201) or the same registration again (200). */
-export interface Registered {
+/** What a registration did: a new order (201) or the same registration again (200); the order, or its view. */
+export interface Registered<O = Order> {
   created: boolean;
-  order: Order;
+  order: O;
 }
 
 /** The audit target of a registration. */
 export const orderTarget = (merchantOrderNo: string) => `order:${merchantOrderNo}`;
 
 /**
- * Register an order (already authorized for `orders.register`): insert it unless the number exists, in one
+ * The first step of every registration (a pay-in's, a payout's): `orders.register` for `merchantOrderNo`, which needs
+ * the role operator and a reason, or the role service (no reason). A refusal is written to the audit trail.
+ */
+export async function authorizeRegistration(
+  deps: ActionDeps,
+  actor: Actor,
+  merchantOrderNo: string,
+  reason: unknown,
+): Promise<Authorized> {
+  return authorize(deps, actor, { action: 'orders.register', target: orderTarget(merchantOrderNo), reason });
+}
+
+/**
+ * The last step of every registration (already authorized): insert the order unless the number exists, in one
  * transaction with the audit row. The same body again is `existing` (200); another body under the number is 409.
  */
-export async function registerOrder(
+export async function commitRegistration(
   deps: ActionDeps,
   auth: Authorized,
   order: NewOrder & { requestHash: string },
@@ -40,4 +61,23 @@ export async function registerOrder(
     if (!existing || existing.requestHash !== order.requestHash) throw orderConflict(order.merchantOrderNo);
     return { result: { created: false, order: existing }, outcome: 'existing', details: { kind: order.kind } };
   });
+}
+
+/**
+ * Register a pay-in (role operator and a reason, or a service): idempotent, the same body again answers the same
+ * order (`created: false`); another body under the number is 409 ORDER_CONFLICT. The reason is not part of what makes
+ * two registrations the same.
+ */
+export async function registerPayin(deps: ActionDeps, actor: Actor, body: PayinBody): Promise<Registered<OrderView>> {
+  const { reason, ...payin } = body;
+  const auth = await authorizeRegistration(deps, actor, payin.merchantOrderNo, reason);
+  const { created, order } = await commitRegistration(deps, auth, {
+    merchantOrderNo: payin.merchantOrderNo,
+    kind: 'payin',
+    currency: payin.currency,
+    amount: normalizeDecimal(payin.amount),
+    customerId: payin.customerId ?? null,
+    requestHash: registrationHash({ kind: 'payin', ...payin }),
+  });
+  return { created, order: await orderView(deps.db, order) };
 }

@@ -1,12 +1,8 @@
 import type { FastifyRequest } from 'fastify';
-import { normalizeDecimal } from '@mcb/core/money';
 import { z } from 'zod';
-import { authorize } from '../audit/perform.ts';
-import { orderTarget, registerOrder } from './actions.ts';
+import { orderTarget, registerPayin } from './actions.ts';
 import { orderDetail, orderDetailSchema } from './queries.ts';
-import { orderView } from './repo.ts';
 import { actorOf } from '../operators/operator.ts';
-import { registrationHash } from './request-hash.ts';
 import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 import { merchantOrderNoSchema, orderViewSchema, payinBodySchema } from './schemas.ts';
 import type { RouteDeps } from '../web/route-deps.ts';
@@ -52,21 +48,8 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
         },
       },
       handler: async (req, reply) => {
-        const { reason, ...body } = req.body;
-        const auth = await authorize(deps, actorOf(req), {
-          action: 'orders.register',
-          target: orderTarget(body.merchantOrderNo),
-          reason,
-        });
-        const { created, order } = await registerOrder(deps, auth, {
-          merchantOrderNo: body.merchantOrderNo,
-          kind: 'payin',
-          currency: body.currency,
-          amount: normalizeDecimal(body.amount),
-          customerId: body.customerId ?? null,
-          requestHash: registrationHash({ kind: 'payin', ...body }),
-        });
-        return reply.code(created ? 201 : 200).send(await orderView(db.db, order));
+        const { created, order } = await registerPayin(deps, actorOf(req), req.body);
+        return reply.code(created ? 201 : 200).send(order);
       },
     }),
 

@@ -1,13 +1,12 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { orderTarget, registerPayin } from './actions.ts';
+import { orderTarget, registerPayin, replayJob } from './actions.ts';
 import { orderDetail, orderDetailSchema } from './queries.ts';
 import { actorOf } from '../operators/operator.ts';
 import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 import { merchantOrderNoSchema, orderViewSchema, payinBodySchema } from './schemas.ts';
 import type { RouteDeps } from '../web/route-deps.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
-import { replayJob } from './replay-job.ts';
 
 export { orderConflict } from './actions.ts';
 
@@ -66,7 +65,7 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
       handler: async (req) => orderDetail(db.db, queue, req.params.merchantOrderNo),
     }),
 
-    // "Replay this job" (replay-job.ts has the rules): only where the console has the queue.
+    // "Replay this job" (actions.ts has the rules): only where the console has the queue.
     ...(queue
       ? [
           route({

@@ -9,9 +9,9 @@ import { safeNext } from '../session/pages.ts';
 import { formRoute, pageRoute } from '../web/page-route.ts';
 import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
+import { replayJob } from './actions.ts';
 import { jobParams, jobTarget } from './api.ts';
 import { orderDetail } from './queries.ts';
-import { replayJob } from './replay-job.ts';
 import { orderPage } from './views.ts';
 
 /** What the order pages need; without the queue the timeline shows the database's story and replays fail. */

@@ -18,7 +18,7 @@ import {
   type Authorized,
 } from '../audit/perform.ts';
 import { insertOrderIfAbsent, orderView } from './repo.ts';
-import { registrationHash } from './request-hash.ts';
+import { registrationHash, type RegistrationRequest } from './request-hash.ts';
 import type { OrderView, PayinBody } from './schemas.ts';
 
 /** The 409 every registration gives for a number already registered with another body. */
@@ -53,14 +53,25 @@ export async function authorizeRegistration(
 }
 
 /**
- * The last step of every registration (already authorized): insert the order unless the number exists, in one
+ * The last step of every registration (already authorized): insert the order the request describes, with its
+ * request hash (and `columns` of its kind: a payout's method and parameters), unless the number exists, in one
  * transaction with the audit row. The same body again is `existing` (200); another body under the number is 409.
  */
 export async function commitRegistration(
   deps: ActionDeps,
   auth: Authorized,
-  order: NewOrder & { requestHash: string },
+  request: RegistrationRequest,
+  columns: Pick<NewOrder, 'paymentMethod' | 'payoutParams'> = {},
 ): Promise<Registered> {
+  const order: NewOrder = {
+    merchantOrderNo: request.merchantOrderNo,
+    kind: request.kind,
+    currency: request.currency,
+    amount: normalizeDecimal(request.amount),
+    customerId: request.customerId ?? null,
+    ...columns,
+    requestHash: registrationHash(request),
+  };
   return commitAction<Registered>(deps, auth, async (tx: Database) => {
     const created = await insertOrderIfAbsent(tx, order);
     if (created)
@@ -80,14 +91,7 @@ export async function commitRegistration(
 export async function registerPayin(deps: ActionDeps, actor: Actor, body: PayinBody): Promise<Registered<OrderView>> {
   const { reason, ...payin } = body;
   const auth = await authorizeRegistration(deps, actor, payin.merchantOrderNo, reason);
-  const { created, order } = await commitRegistration(deps, auth, {
-    merchantOrderNo: payin.merchantOrderNo,
-    kind: 'payin',
-    currency: payin.currency,
-    amount: normalizeDecimal(payin.amount),
-    customerId: payin.customerId ?? null,
-    requestHash: registrationHash({ kind: 'payin', ...payin }),
-  });
+  const { created, order } = await commitRegistration(deps, auth, { kind: 'payin', ...payin });
   return { created, order: await orderView(deps.db, order) };
 }
 

@@ -2,11 +2,9 @@
  * Payout actions: register a payout, validated against the catalog. The role, the reason and the audit row are
  * checked and written through the orders' registration steps (a payout is an order); the API only calls this.
  */
-import { normalizeDecimal } from '@mcb/core/money';
 import { findOrder } from '@mcb/settlement';
 import { recordFailure, type ActionDeps, type Actor } from '../audit/perform.ts';
 import { authorizeRegistration, commitRegistration, type Registered } from '../orders/actions.ts';
-import { registrationHash } from '../orders/request-hash.ts';
 import { payoutView, validateAgainstCatalog, type PayoutCatalog } from './queries.ts';
 import type { PayoutBody, PayoutOrderView } from './schemas.ts';
 
@@ -27,7 +25,6 @@ export async function registerPayout(
 ): Promise<Registered<PayoutOrderView>> {
   const { reason, ...payout } = body;
   const auth = await authorizeRegistration(deps, actor, payout.merchantOrderNo, reason);
-  const requestHash = registrationHash({ kind: 'payout', ...payout });
   // A retry of a registered payout must not depend on the catalog still being reachable or unchanged.
   let apiParams: Record<string, string> | undefined;
   if (!(await findOrder(deps.db, payout.merchantOrderNo))) {
@@ -38,16 +35,12 @@ export async function registerPayout(
       throw e;
     }
   }
-  const { created, order } = await commitRegistration(deps, auth, {
-    merchantOrderNo: payout.merchantOrderNo,
-    kind: 'payout',
-    currency: payout.currency,
-    amount: normalizeDecimal(payout.amount),
-    customerId: payout.customerId ?? null,
-    paymentMethod: payout.paymentMethod,
+  const { created, order } = await commitRegistration(
+    deps,
+    auth,
+    { kind: 'payout', ...payout },
     // Only a new order is inserted; an existing one keeps its own parameters (and must have the same hash).
-    payoutParams: apiParams ?? {},
-    requestHash,
-  });
+    { paymentMethod: payout.paymentMethod, payoutParams: apiParams ?? {} },
+  );
   return { created, order: await payoutView(deps.db, order) };
 }

@@ -138,7 +138,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
 
   const routeDeps: RouteDeps = {
     db: deps.db,
-    catalog: deps.catalog ?? createCatalogCache({ db: deps.db, platform: deps.platform, logger: deps.logger }),
+    catalog: deps.catalog ?? createCatalogCache({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
     logger: deps.logger,
     ...(deps.queue ? { queue: deps.queue } : {}),
   };

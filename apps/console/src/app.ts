@@ -38,7 +38,8 @@ import { eventsRows } from './events/api.ts';
 import { ordersRows } from './orders/api.ts';
 import { paymentMethodsRows } from './catalog/api.ts';
 import { payoutsRows } from './payouts/api.ts';
-import { reconcileRouteDeps, reconcileRows } from './reconcile/api.ts';
+import { reconcileActionDeps } from './reconcile/actions.ts';
+import { reconcileRows } from './reconcile/api.ts';
 import { replaysRows } from './replays/api.ts';
 import type { ReplayDeps } from './replays/actions.ts';
 import { startReplayDriver } from './replays/driver.ts';
@@ -138,7 +139,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
 
   const routeDeps: RouteDeps = {
     db: deps.db,
-    catalog: deps.catalog ?? createCatalogCache({ db: deps.db, platform: deps.platform, logger: deps.logger }),
+    catalog: deps.catalog ?? createCatalogCache({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
     logger: deps.logger,
     ...(deps.queue ? { queue: deps.queue } : {}),
   };
@@ -261,7 +262,7 @@ function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): 
     ...ordersRows(routeDeps),
     ...payoutsRows(routeDeps),
     ...paymentMethodsRows(routeDeps),
-    ...(deps.redis ? reconcileRows(reconcileRouteDeps({ ...deps, redis: deps.redis })) : []),
+    ...(deps.redis ? reconcileRows(reconcileActionDeps({ ...deps, redis: deps.redis })) : []),
     ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
     ...callbacksRows({ db: deps.db.db, queue: deps.queue }),
     ...reviewsRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),

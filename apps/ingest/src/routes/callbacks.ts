@@ -120,7 +120,7 @@ async function handleCallback(
   if ('refused' in opened) return done('refused', CONTENT_FAILURE_STATUS, 'fail', opened.refused);
   const { job, keyIndex, lane } = opened;
   const ids = idsOf(route, lane, request, job);
-  span?.setAttributes(orderAttributes(job));
+  span?.setAttributes({ ...orderAttributes(job), 'mcb.merchant': lane.merchant.ref });
   const redis = h.gate.accept();
   if (!redis.acceptWrites)
     return done('unavailable', UNAVAILABLE_STATUS, 'fail', refuse(h, target, ids, redis.refusal));

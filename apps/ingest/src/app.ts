@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { Queue } from 'bullmq';
-import type { KeyRing } from '@mcb/core/callback';
+import { decoyKeyRing, prepareDecryption, type KeyRing } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
 import { coerceError } from '@mcb/core/errors';
 import { createLogThrottle, type Logger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
 import type { RedisClient } from '@mcb/core/redis';
 import { installReplyBoundary } from './boundary.ts';
+import { lanesOf, type IngestLane } from './lanes.ts';
 import { createListener } from './listener.ts';
 import { createIngestMetrics, type IngestMetrics } from './metrics.ts';
 import { createRedisGate } from './redis-gate.ts';
@@ -16,20 +17,30 @@ import { checkStartup } from './startup.ts';
 
 export { checkRedisDurability, type DurabilityMode, type DurabilityReport } from '@mcb/core/redis';
 export { createEnqueuer, enqueueCallback, type Enqueuer, type EnqueuerOptions } from './enqueue.ts';
+export { closeLanes, lanesOf, openLanes, type IngestLane } from './lanes.ts';
 export { createIngestMetrics, type IngestMetrics } from './metrics.ts';
-export { checkStartup, enforceDurability, loadKeyRingFromConfig, preflight } from './startup.ts';
+export { checkStartup, enforceDurability, loadKeyRingsFromConfig, preflight } from './startup.ts';
 
 /** What {@link buildApp} needs. */
 export interface IngestDeps {
   config: Config;
   /**
-   * The `callbacks` queue, created on a `createRedis(url, 'producer')` connection with
-   * `prefix: config.QUEUE_PREFIX`.
+   * One lane per merchant of `config.merchants`: its key ring and its queue, every queue on one
+   * `createRedis(url, 'producer')` connection (see openLanes). Or, for a deployment of one merchant, `queue` and
+   * `keyRing`.
    */
-  queue: Queue;
+  lanes?: readonly IngestLane[];
+  /** The one merchant's `callbacks` queue (with `prefix: config.QUEUE_PREFIX`), when `lanes` is not given. */
+  queue?: Queue;
+  /** The one merchant's key ring, when `lanes` is not given. */
+  keyRing?: KeyRing;
   logger: Logger;
-  keyRing: KeyRing;
-  /** The queue's connection (WAITAOF must run on it; readiness pings it). @defaultValue the queue's own client */
+  /**
+   * The ring a callback to a route no merchant serves is opened with before it is refused, so that it costs what a
+   * wrong key does. @defaultValue decoyKeyRing of the lanes' rings (generated once per process)
+   */
+  decoyKeyRing?: KeyRing;
+  /** The queues' connection (WAITAOF must run on it; readiness pings it). @defaultValue the first queue's client */
   redis?: RedisClient;
   /** Registry for the ingest metrics (served by main.ts on the separate metrics listener). @defaultValue a new one */
   metricsRegistry?: Registry;
@@ -54,12 +65,14 @@ export interface IngestDeps {
 export type IngestApp = FastifyInstance & { ingestMetrics: IngestMetrics };
 
 /**
- * The public ingest app: the callback routes, `/healthz` and `/readyz`, nothing else. Runs {@link checkStartup}
- * first (implicit rejection, MERCHANT_NO, Redis reachable and durable); throws otherwise.
+ * The public ingest app: the callback routes (each merchant's, and the legacy ones), `/healthz` and `/readyz`,
+ * nothing else. Runs {@link checkStartup} first (implicit rejection, merchant numbers, Redis reachable and durable);
+ * throws otherwise.
  */
 export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
   const { config, logger } = deps;
-  const redis = deps.redis ?? ((await deps.queue.getBackend().client) as unknown as RedisClient);
+  const lanes = lanesOf(config, deps);
+  const redis = deps.redis ?? ((await lanes[0]!.queue.getBackend().client) as unknown as RedisClient);
   const report = await checkStartup(config, redis, logger, deps.redisStartTimeoutMs ?? 5000);
   const metrics = createIngestMetrics(deps.metricsRegistry ?? new Registry());
   const gate = await createRedisGate(redis, {
@@ -70,16 +83,18 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     durabilityCheckIntervalMs: deps.durabilityCheckIntervalMs ?? 5000,
     memoryCheckIntervalMs: deps.memoryCheckIntervalMs ?? 1000,
   });
-  const stopLoggingErrors = logConnectionErrors(logger, [deps.queue, redis]);
+  const stopLoggingErrors = logConnectionErrors(logger, [...lanes.map((l) => l.queue), redis]);
+  const decoy = deps.decoyKeyRing ?? decoyKeyRing(lanes.map((l) => l.keyRing));
+  prepareDecryption(decoy.keys); // on the same decryption call as the merchants' keys
   const shuttingDown = deps.isShuttingDown ?? (() => false);
   const app = createListener({ config, logger, metrics, refusalLogIntervalMs: deps.refusalLogIntervalMs ?? 10_000 });
   installReplyBoundary(app, { logger, shuttingDown });
   registerCallbackRoutes(app, {
     config,
-    queue: deps.queue,
+    lanes,
+    decoyKeyRing: decoy,
     redis,
     logger,
-    keyRing: deps.keyRing,
     metrics,
     gate,
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 1000,

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { coerceError } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import { CONTENT_FAILURE_STATUS, sendText } from './reply.ts';
-import { CALLBACK_ROUTES } from './routes/callbacks.ts';
+import { ALL_CALLBACK_ROUTES, isCallbackPath } from './routes/callbacks.ts';
 
 /** The path a request asked for, without its query. */
 const pathOf = (url: string): string => url.split('?')[0] ?? '';
@@ -22,7 +22,9 @@ export function installReplyBoundary(
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
   app.addHook('onRequest', async (request, reply) => {
-    if (shuttingDown() && pathOf(request.url) in CALLBACK_ROUTES) return sendText(reply, 503, 'fail');
+    // Decided on the route fastify matched, whatever spelling of it was sent.
+    const route = request.routeOptions.url;
+    if (shuttingDown() && route !== undefined && ALL_CALLBACK_ROUTES.has(route)) return sendText(reply, 503, 'fail');
   });
 
   app.setErrorHandler((error, request, reply) => {
@@ -40,7 +42,7 @@ export function installReplyBoundary(
   });
 
   app.setNotFoundHandler((request, reply) => {
-    if (pathOf(request.url) in CALLBACK_ROUTES) return sendText(reply.header('allow', 'POST'), 405, 'fail');
+    if (isCallbackPath(pathOf(request.url))) return sendText(reply.header('allow', 'POST'), 405, 'fail');
     return sendText(reply, 404, 'fail');
   });
 }

@@ -27,8 +27,10 @@ export interface Enqueuer {
    *   caller replies failure and the platform retries (the job id is the same, so nothing is stored twice).
    * @throws AppError ENQUEUE_FAILED (transient): the caller replies failure and the platform retries; an add that
    *   timed out may still land, and the retry collapses onto the same id.
+   * `opts.queue`: the merchant's queue the job goes to (one batch may hold several merchants' jobs); the enqueuer's
+   * own queue when unset.
    */
-  enqueue(job: CallbackJobInput, opts: { check: BatchDurabilityCheck }): Promise<string>;
+  enqueue(job: CallbackJobInput, opts: { check: BatchDurabilityCheck; queue?: Queue }): Promise<string>;
 }
 
 function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
@@ -47,7 +49,8 @@ function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T>
  * (see BatchDurabilityCheck). When the batch fails (Redis down, WAITAOF short or refused, AOF found off), every
  * request of it fails and answers `503 fail`; none is acknowledged. An add Redis refuses on its own (out of
  * memory) fails alone.
- * @param redis the connection the queue uses: WAITAOF only covers writes made on its own connection.
+ * @param queue where a job goes unless its enqueue names its own queue (a merchant's)
+ * @param redis the connection every queue uses: WAITAOF only covers writes made on its own connection.
  */
 export function createEnqueuer(queue: Queue, redis: RedisClient, options: EnqueuerOptions): Enqueuer {
   const batcher = new Batcher<BatchAdd, void>(
@@ -59,7 +62,7 @@ export function createEnqueuer(queue: Queue, redis: RedisClient, options: Enqueu
   return {
     async enqueue(job, opts) {
       const jobId = callbackJobId(job.kind, job.orderNo, job.state);
-      const work = batcher.submit({ job, jobId, check: opts.check, context: captureContext() });
+      const work = batcher.submit({ job, jobId, check: opts.check, queue: opts.queue, context: captureContext() });
       try {
         await withDeadline(work, options.timeoutMs, 'enqueue');
       } catch (e) {

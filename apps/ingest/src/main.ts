@@ -4,7 +4,6 @@
  */
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
-import { Queue } from 'bullmq';
 import { AggregatorRegistry } from 'prom-client';
 import { prepareDecryption } from '@mcb/core/callback';
 import { loadConfig, type Config } from '@mcb/core/config';
@@ -12,24 +11,26 @@ import { coerceError } from '@mcb/core/errors';
 import { createReleasers, type Releasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf, type Logger } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
-import { CALLBACKS_QUEUE } from '@mcb/core/queue';
 import { createRedis, createRedisHealth, redisTargetOf } from '@mcb/core/redis';
 import { queueTelemetry, startTracing } from '@mcb/core/tracing';
 import { buildApp } from './app.ts';
-import { loadKeyRingFromConfig } from './startup.ts';
+import { closeLanes, openLanes } from './lanes.ts';
+import { loadKeyRingsFromConfig } from './startup.ts';
 import { runSupervisor } from './supervisor.ts';
 
 async function runServer(config: Config, logger: Logger, clustered: boolean, releasers: Releasers): Promise<void> {
   // First: the queue takes BullMQ's telemetry when it is built; released last, after the spans it ends.
   const tracing = startTracing('mcb-ingest', { ...process.env, ...config });
   if (tracing) releasers.add('tracing', () => tracing.shutdown());
-  const keyRing = loadKeyRingFromConfig(config);
-  // Each key's decryption call is chosen (and checked) now, not on its first callback; the line says which.
-  const rsaCalls = prepareDecryption(keyRing.keys);
-  logger.info(
-    { keys: keyRing.keys.map((k, i) => ({ id: k.id, bits: k.bits, rsaCall: rsaCalls[i] })) },
-    'key ring loaded',
-  );
+  const rings = loadKeyRingsFromConfig(config);
+  for (const [merchant, ring] of rings) {
+    // Each key's decryption call is chosen (and checked) now, not on its first callback; the line says which.
+    const rsaCalls = prepareDecryption(ring.keys);
+    logger.info(
+      { merchant, keys: ring.keys.map((k, i) => ({ id: k.id, bits: k.bits, rsaCall: rsaCalls[i] })) },
+      'key ring loaded',
+    );
+  }
   const registry = createMetricsRegistry('ingest');
   const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'ingest' });
   // The gauges (mcb_redis_up, mcb_redis_down_since_seconds). The app logs the connection's errors once it is built;
@@ -42,11 +43,14 @@ async function runServer(config: Config, logger: Logger, clustered: boolean, rel
     () => redis.quit().catch(() => redis.disconnect()),
     () => redis.disconnect(),
   );
-  const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX, ...queueTelemetry() });
-  redisHealth.listen(queue, 'callbacks queue');
-  releasers.add('queue', () => queue.close());
-  // Queue depth by state, read at scrape time (max across cluster workers: they all read the same queue).
-  registerQueueDepthGauge(registry, queue);
+  // One queue per merchant, all on the one producer connection.
+  const lanes = openLanes(config, redis, rings, queueTelemetry());
+  for (const { queue, merchant } of lanes)
+    redisHealth.listen(queue, lanes.length === 1 ? 'callbacks queue' : `callbacks queue (merchant ${merchant.ref})`);
+  releasers.add('queue', () => closeLanes(lanes));
+  // Queue depth by state, read at scrape time (max across cluster workers: they all read the same queues).
+  const queues = lanes.map((l) => l.queue);
+  registerQueueDepthGauge(registry, queues);
   if (clustered) {
     // Answer the supervisor's metrics requests from the first moment: its scrape waits for every worker, so a
     // worker that only listened after its (slow) start-up would make scrapes time out meanwhile.
@@ -64,10 +68,9 @@ async function runServer(config: Config, logger: Logger, clustered: boolean, rel
   let shuttingDown = false;
   const app = await buildApp({
     config,
-    queue,
+    lanes,
     redis,
     logger,
-    keyRing,
     metricsRegistry: registry,
     isShuttingDown: () => shuttingDown,
   });

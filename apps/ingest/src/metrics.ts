@@ -2,14 +2,18 @@ import { Counter, Gauge, Histogram, type Registry } from '@mcb/core/metrics';
 
 /** The ingest's Prometheus metrics, registered in the registry it is given. */
 export interface IngestMetrics {
-  /** Callbacks by route and outcome (`success`, `refused`, `unavailable`, `rejected`) and, when refused, the code. */
-  requests: Counter<'route' | 'outcome' | 'code'>;
-  /** Time from request to reply, by route and outcome. */
-  latency: Histogram<'route' | 'outcome'>;
-  /** Adds that failed or timed out (Redis down or slow). */
-  enqueueFailures: Counter;
-  /** Callbacks opened by each key of the ring (0 is current; others mean the platform still uses an old key). */
-  keyUsed: Counter<'key_index'>;
+  /**
+   * Callbacks by route (its pattern, never a ref as sent) and outcome (`success`, `refused`, `unavailable`,
+   * `rejected`) and, when refused, the code. With MERCHANTS_FILE, this and the next three carry `merchant`: a
+   * configured ref, or `_unknown` for a route no merchant serves (docs/merchants.md); without it, no such label.
+   */
+  requests: Counter<'route' | 'outcome' | 'code' | 'merchant'>;
+  /** Time from request to reply, by route and outcome (and merchant). */
+  latency: Histogram<'route' | 'outcome' | 'merchant'>;
+  /** Adds that failed or timed out (Redis down or slow), or that the Redis gate refused (and merchant). */
+  enqueueFailures: Counter<'merchant'>;
+  /** Callbacks opened by each key of the merchant's ring (0 is current; others: the platform still uses an old key). */
+  keyUsed: Counter<'key_index' | 'merchant'>;
   /** Callbacks stored per batch (one addBulk and one WAITAOF each). */
   enqueueBatchSize: Histogram;
   /** Free share of Redis maxmemory as last measured (1 when Redis has no limit). */
@@ -32,25 +36,26 @@ export function createIngestMetrics(registry: Registry): IngestMetrics {
     requests: new Counter({
       name: 'ingest_callbacks_total',
       help: 'Callback requests by route and outcome',
-      labelNames: ['route', 'outcome', 'code'],
+      labelNames: ['route', 'outcome', 'code', 'merchant'],
       registers: [registry],
     }),
     latency: new Histogram({
       name: 'ingest_callback_duration_seconds',
       help: 'Callback request latency until the reply',
-      labelNames: ['route', 'outcome'],
+      labelNames: ['route', 'outcome', 'merchant'],
       buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),
     enqueueFailures: new Counter({
       name: 'ingest_enqueue_failures_total',
       help: 'Callback jobs that could not be stored durably',
+      labelNames: ['merchant'],
       registers: [registry],
     }),
     keyUsed: new Counter({
       name: 'ingest_decrypt_key_total',
       help: 'Callbacks opened by each key of the ring (0 = current)',
-      labelNames: ['key_index'],
+      labelNames: ['key_index', 'merchant'],
       registers: [registry],
     }),
     redisHeadroom: new Gauge({

@@ -1,4 +1,4 @@
-import { assertImplicitRejection, loadKeyRingFromFiles, type KeyRing } from '@mcb/core/callback';
+import { assertImplicitRejection, loadMerchantKeyRings, type MerchantKeyRings } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
@@ -51,8 +51,8 @@ async function waitForRedis(redis: RedisClient, where: string, timeoutMs: number
 }
 
 /**
- * The checks ingest must pass before it listens, written once: the runtime has RSA implicit rejection, our merchant
- * number is set, Redis answers, and Redis keeps acknowledged writes (or volatile Redis is explicitly allowed).
+ * The checks ingest must pass before it listens, written once: the runtime has RSA implicit rejection, every
+ * merchant's number is set, Redis answers, and Redis keeps acknowledged writes (or volatile Redis is explicitly allowed).
  * `buildApp` runs them on its own connection; the cluster supervisor runs them once before forking.
  * @returns the durability report the app starts from
  * @throws AppError CONFIG_INVALID | ENQUEUE_FAILED (Redis unreachable) | REDIS_NOT_DURABLE; Error when the runtime
@@ -65,7 +65,9 @@ export async function checkStartup(
   redisTimeoutMs = 5000,
 ): Promise<DurabilityReport> {
   assertImplicitRejection();
-  if (!config.MERCHANT_NO) throw new AppError(ErrorCodes.CONFIG_INVALID, 'MERCHANT_NO: required for ingest (unset)');
+  // MERCHANTS_FILE requires each entry's number; without it the one merchant's is MERCHANT_NO.
+  if (config.merchants.length === 0 || config.merchants.some((m) => !m.merchantNo))
+    throw new AppError(ErrorCodes.CONFIG_INVALID, 'MERCHANT_NO: required for ingest (unset)');
   await waitForRedis(redis, describeRedisTarget(redisTargetOf(config)), redisTimeoutMs);
   const report = await checkRedisDurability(redis, { minReplicas: config.INGEST_MIN_REPLICAS });
   enforceDurability(report, config.INGEST_ALLOW_VOLATILE_REDIS, logger);
@@ -78,14 +80,20 @@ export async function checkStartup(
   return report;
 }
 
-/** The key ring from MERCHANT_PRIVATE_KEY_FILE (comma-separated; the first is current). */
-export function loadKeyRingFromConfig(config: Config): KeyRing {
-  return loadKeyRingFromFiles([config.MERCHANT_PRIVATE_KEY_FILE ?? '']);
+/**
+ * Each merchant's key ring, from its `privateKeyFiles` (MERCHANTS_FILE), or MERCHANT_PRIVATE_KEY_FILE
+ * (comma-separated; the first is current) for the one merchant it makes.
+ * @throws AppError KEY_FILE_INVALID naming the entry and field of every bad file, and any key two merchants share
+ */
+export function loadKeyRingsFromConfig(config: Config): MerchantKeyRings {
+  return loadMerchantKeyRings(config.merchants, {
+    source: config.MERCHANTS_FILE === undefined ? 'MERCHANT_PRIVATE_KEY_FILE' : 'MERCHANTS_FILE',
+  });
 }
 
-/** {@link checkStartup} on a short-lived connection of its own, plus the key ring: the supervisor's preflight. */
+/** {@link checkStartup} on a short-lived connection of its own, plus the key rings: the supervisor's preflight. */
 export async function preflight(config: Config, logger: Logger): Promise<void> {
-  loadKeyRingFromConfig(config);
+  loadKeyRingsFromConfig(config);
   const redis = createRedis(redisTargetOf(config), 'producer', { connectionName: 'ingest-preflight' });
   redis.on('error', () => {});
   try {

@@ -1,7 +1,9 @@
 /**
  * One batch of callbacks stored and proven kept, in named steps: store (add and read back), store variants (a record
  * whose id holds another one), note copies, confirm durable (WAITAOF), confirm replicated (WAIT), confirm primary
- * (the sentinel fence). Nothing is acknowledged before every confirmation has passed.
+ * (the sentinel fence). Nothing is acknowledged before every confirmation has passed. A batch may hold several
+ * merchants' callbacks: each merchant's queue is stored in a transaction of its own (on Redis Cluster each queue has
+ * its own hash tag, so its own slot and maybe its own node), and each node written to confirms what it holds.
  */
 import { createHash } from 'node:crypto';
 import { Job, type Queue } from 'bullmq';
@@ -9,6 +11,7 @@ import {
   batchDurabilityProblems,
   callBesideKey,
   DURABILITY_CONFIG_GET,
+  isCluster,
   type BatchDurabilityCheck,
 } from '@mcb/core/redis';
 import type { RedisClient } from '@mcb/core/redis';
@@ -21,6 +24,8 @@ import type { PrimaryFence } from './primary-fence.ts';
 /** One request's add in a batch: its job and id, its trace context, and the durability check it asked for. */
 export interface BatchAdd extends IdAdd {
   check: BatchDurabilityCheck;
+  /** The merchant's queue the job goes to. @defaultValue the store's own queue */
+  queue?: Queue;
 }
 
 /** Options of {@link createStoreBatch}, and of the enqueuer that runs it. */
@@ -47,16 +52,19 @@ export interface StoreBatchOptions {
 /** One add's outcome so far. */
 type Outcome = { ok: true } | { ok: false; error: Error };
 
-/** What the steps share: the queue, its connection, and how a write is proven kept. */
+/** What the steps share: the connection, and how a write is proven kept. */
 interface Store {
-  queue: Queue;
   redis: RedisClient;
-  /** A key of the queue: WAIT and WAITAOF travel beside it, to the node that holds the queue. */
-  anchor: string;
   jobOptions: { attempts?: number };
   timeoutMs: number;
   /** Tell the app that Redis does not keep writes now (a listener's failure never changes the outcome). */
   told: (problems: string[]) => void;
+}
+
+/** The adds of one queue in a batch, by their positions in the batch. */
+interface QueueGroup {
+  queue: Queue;
+  at: number[];
 }
 
 /** A batch Redis does not keep now (its own check said so): not acknowledged, and not a Redis outage either. */
@@ -95,8 +103,9 @@ function parseJobData(data: string): CallbackJobInput | undefined {
 }
 
 /**
- * The batch's steps on `queue`, whose connection is `redis` (WAITAOF and WAIT only cover writes made on their own
- * connection). The result is the Batcher's: one outcome per add, in order; a throw fails the whole batch.
+ * The batch's steps; each add goes to its own `queue` (a merchant's), or to `queue`. `redis` is the connection every
+ * queue uses (WAITAOF and WAIT only cover writes made on their own connection). The result is the Batcher's: one
+ * outcome per add, in order; a throw fails the whole batch.
  */
 export function createStoreBatch(
   queue: Queue,
@@ -110,12 +119,8 @@ export function createStoreBatch(
       // a listener's failure must not change the batch's outcome
     }
   };
-  // WAIT and WAITAOF count the writes of their own connection: on a cluster they must reach the node holding the
-  // queue (every key of it shares the prefix's hash tag), so they travel beside one of the queue's keys.
   const store: Store = {
-    queue,
     redis,
-    anchor: queue.keys.meta!,
     jobOptions: options.attempts === undefined ? {} : { attempts: options.attempts },
     timeoutMs: options.timeoutMs,
     told,
@@ -126,23 +131,66 @@ export function createStoreBatch(
     const stillPrimary = options.fence?.begin();
     // The strictest check any request of the batch asked for (they differ only while durability is re-read).
     const guard = adds.some((a) => a.check === 'config-in-transaction') ? configGuard : undefined;
-    // Every add and its read-back travel in one transaction (one round trip for the batch); each has its own result.
-    // Each add runs in the context of the request it came from, so that its span (and the job's trace) is that
-    // callback's, whichever request happened to start the batch.
-    const { outcome, variants, copies } = sortReadBacks(
-      adds,
-      await addAndReadBack(queue, adds, guard, store.jobOptions),
+    const groups = byQueue(adds, queue);
+    const outcome: Outcome[] = [];
+    // Each queue's adds and read-backs travel in one transaction of their own (a transaction spans one slot); the
+    // queues' transactions go out together. Each add has its own result.
+    await Promise.all(
+      groups.map(async (g) => {
+        const own = await storeQueue(
+          store,
+          g.queue,
+          g.at.map((i) => adds[i]!),
+          guard,
+        );
+        g.at.forEach((i, k) => (outcome[i] = own[k]!));
+      }),
     );
-    if (variants.length > 0) await storeVariants(store, adds, variants, guard, outcome);
-    if (copies.length > 0) await noteCopies(queue, adds, copies);
-    if (outcome.some((r) => r.ok)) {
-      if (adds.some((a, i) => a.check === 'waitaof' && outcome[i]!.ok)) await confirmDurable(store);
-      if (minReplicas > 0) await confirmReplicated(store, minReplicas);
+    const stored = groups.filter((g) => g.at.some((i) => outcome[i]!.ok));
+    if (stored.length > 0) {
+      // WAIT and WAITAOF travel beside a key of a queue written to, to the node that holds it: on a cluster, each
+      // queue's node; elsewhere one node holds every queue and one call covers the whole batch.
+      const anchors = (pick: (g: QueueGroup) => boolean) => {
+        const picked = stored.filter(pick).map((g) => g.queue.keys.meta!);
+        return isCluster(redis) ? picked : picked.slice(0, 1);
+      };
+      const fsync = anchors((g) => g.at.some((i) => adds[i]!.check === 'waitaof' && outcome[i]!.ok));
+      await Promise.all(fsync.map((anchor) => confirmDurable(store, anchor)));
+      if (minReplicas > 0) await Promise.all(anchors(() => true).map((a) => confirmReplicated(store, a, minReplicas)));
       // Last: the node that holds the batch (and its replicas' WAIT) is still the one the sentinels call primary.
       if (stillPrimary) await stillPrimary();
     }
     return outcome.map((r) => (r.ok ? { ok: true as const, value: undefined } : r));
   };
+}
+
+/** The batch's adds grouped by queue (by the queue's key prefix and name), in order of first appearance. */
+function byQueue(adds: readonly BatchAdd[], fallback: Queue): QueueGroup[] {
+  const groups = new Map<string, QueueGroup>();
+  adds.forEach((a, i) => {
+    const queue = a.queue ?? fallback;
+    const group = groups.get(queue.qualifiedName) ?? { queue, at: [] };
+    group.at.push(i);
+    groups.set(queue.qualifiedName, group);
+  });
+  return [...groups.values()];
+}
+
+/**
+ * One queue's adds: stored with their read-backs in one transaction (one round trip), variants stored again under
+ * their own ids, copies noted. Each add runs in the context of the request it came from, so that its span (and the
+ * job's trace) is that callback's, whichever request happened to start the batch.
+ */
+async function storeQueue(
+  store: Store,
+  queue: Queue,
+  adds: readonly BatchAdd[],
+  guard: TransactionGuard | undefined,
+): Promise<Outcome[]> {
+  const { outcome, variants, copies } = sortReadBacks(adds, await addAndReadBack(queue, adds, guard, store.jobOptions));
+  if (variants.length > 0) await storeVariants(store, queue, adds, variants, guard, outcome);
+  if (copies.length > 0) await noteCopies(queue, adds, copies);
+  return outcome;
 }
 
 /**
@@ -186,13 +234,14 @@ export function sortReadBacks(
 /** Store variants: add each again under its variant id; its outcome is that read-back's (written into `outcome`). */
 async function storeVariants(
   store: Store,
+  queue: Queue,
   adds: readonly BatchAdd[],
   variants: readonly number[],
   guard: TransactionGuard | undefined,
   outcome: Outcome[],
 ): Promise<void> {
   const again = await addAndReadBack(
-    store.queue,
+    queue,
     variants.map((i) => ({ ...adds[i]!, jobId: variantJobId(adds[i]!.jobId, adds[i]!.job) })),
     guard,
     store.jobOptions,
@@ -234,10 +283,10 @@ async function noteCopies(queue: Queue, adds: readonly BatchAdd[], copies: reado
  * acknowledged. It errors when AOF is off (Redis refuses numlocal without appendonly): that batch is not kept, so
  * say so.
  */
-async function confirmDurable(store: Store): Promise<void> {
+async function confirmDurable(store: Store, anchor: string): Promise<void> {
   let reply: [number, number];
   try {
-    reply = (await callBesideKey(store.redis, store.anchor, 'WAITAOF', '1', '0', String(store.timeoutMs))) as [
+    reply = (await callBesideKey(store.redis, anchor, 'WAITAOF', '1', '0', String(store.timeoutMs))) as [
       number,
       number,
     ];
@@ -253,9 +302,9 @@ async function confirmDurable(store: Store): Promise<void> {
 }
 
 /** Confirm replicated: acknowledged means replicated (INGEST_MIN_REPLICAS); WAIT covers every write before it. */
-async function confirmReplicated(store: Store, minReplicas: number): Promise<void> {
+async function confirmReplicated(store: Store, anchor: string, minReplicas: number): Promise<void> {
   const replicas = Number(
-    await callBesideKey(store.redis, store.anchor, 'WAIT', String(minReplicas), String(store.timeoutMs)),
+    await callBesideKey(store.redis, anchor, 'WAIT', String(minReplicas), String(store.timeoutMs)),
   );
   if (replicas < minReplicas)
     throw new Error(`WAIT: ${replicas} of ${minReplicas} replica(s) acknowledged the writes in time`);

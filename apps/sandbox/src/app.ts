@@ -1,15 +1,17 @@
 import { encryptRecord, parsePublicKey } from '@mcb/core/callback';
+import { DEFAULT_MERCHANT_REF, MERCHANT_REF_PATTERN } from '@mcb/core/config';
 import { AppError, coerceError, ErrorCodes, isAppError, statusOf } from '@mcb/core/errors';
 import { createLogger, type Logger } from '@mcb/core/logger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { checkCallbackUrl } from './callback-url.ts';
 import { FIRST_ATTEMPT_LIMIT_MS, type EncryptRecord } from './delivery.ts';
+import type { SandboxMerchant } from './model.ts';
 import { registerControlRoutes } from './routes/control.ts';
 import { registerPlatformRoutes } from './routes/platform.ts';
 import { createSimulator, type Simulator } from './simulator.ts';
 
-export type { Attempt, Delivery, GlobalFaults, OrderFaults, SandboxOrder } from './model.ts';
-export type { CreateOrderInput, ForgeInput, ForgeWhat, Simulator } from './simulator.ts';
+export type { Attempt, Delivery, GlobalFaults, OrderFaults, SandboxMerchant, SandboxOrder } from './model.ts';
+export type { CreateOrderInput, ForgeInput, ForgeWhat, MerchantView, Simulator } from './simulator.ts';
 export { CATALOG } from './catalog.ts';
 export { MAX_ATTEMPTS, RETRY_GAPS_MS } from './delivery.ts';
 export { GET_ORDER_PATH, GET_PAYMENT_METHODS_PATH, PLATFORM_CODES } from './routes/platform.ts';
@@ -22,17 +24,28 @@ declare module 'fastify' {
   }
 }
 
-/** Options of {@link buildApp}. */
+/**
+ * Options of {@link buildApp}. The sandbox simulates one merchant account (`merchantNo` and `merchantPublicKeyPem`,
+ * ref `default`) or several (`merchants`), never both.
+ */
 export interface SandboxOptions {
-  /** The merchant number the sandbox serves (and writes into every record). */
-  merchantNo: string;
-  /** The merchant's RSA public key (PEM, or Base64 DER SPKI as uploaded to a console); records are encrypted with it. */
-  merchantPublicKeyPem: string;
+  /** The merchant number the sandbox serves (and writes into every record), when it simulates one account. */
+  merchantNo?: string;
+  /** That merchant's RSA public key (PEM, or Base64 DER SPKI as uploaded to a console); records are encrypted with it. */
+  merchantPublicKeyPem?: string;
+  /**
+   * Several merchant accounts, each with its own number and key (docs/merchants.md); the first is the one an
+   * operation naming no merchant is for. Instead of `merchantNo` and `merchantPublicKeyPem`.
+   */
+  merchants?: SandboxMerchant[];
   /** Platform time runs this many times faster than real time (600 turns 3 minutes into 0.3 s). @defaultValue 1 */
   timeScale?: number;
-  /** Console default callback URL for pay-ins. @defaultValue none (orders must carry their own) */
+  /**
+   * Console default callback URL for pay-ins; `{ref}` in it becomes each account's ref (one receiver route per
+   * merchant, e.g. `https://ingest.example/callbacks/m/{ref}/payin`). @defaultValue none (orders carry their own)
+   */
   payinCallbackUrl?: string;
-  /** Console default callback URL for payouts. @defaultValue none */
+  /** Console default callback URL for payouts, `{ref}` replaced as for pay-ins. @defaultValue none */
   payoutCallbackUrl?: string;
   /** Accept http(s) callback URLs on this machine (localhost, 127.0.0.0/8, ::1). @defaultValue true */
   allowLocalCallbacks?: boolean;
@@ -46,14 +59,64 @@ export interface SandboxOptions {
   encrypt?: EncryptRecord;
 }
 
-function checkOptions(o: SandboxOptions): void {
+/** A console default URL for `ref`: the account's own, else the sandbox's with `{ref}` replaced. */
+const urlOf = (own: string | undefined, template: string | undefined, ref: string) =>
+  own ?? template?.replaceAll('{ref}', ref);
+
+/** The merchant accounts the options describe, each with its console URLs resolved, and what is wrong with them. */
+function merchantsOf(o: SandboxOptions): { merchants: SandboxMerchant[]; problems: string[] } {
   const problems: string[] = [];
-  if (!o.merchantNo?.trim()) problems.push('merchantNo: required');
-  try {
-    parsePublicKey(o.merchantPublicKeyPem ?? '');
-  } catch {
-    problems.push('merchantPublicKeyPem: not a usable RSA public key');
-  }
+  const single = o.merchants === undefined;
+  if (!single && (o.merchantNo !== undefined || o.merchantPublicKeyPem !== undefined))
+    problems.push('merchants: give either merchants or merchantNo and merchantPublicKeyPem, not both');
+  const given: SandboxMerchant[] = single
+    ? [
+        {
+          ref: DEFAULT_MERCHANT_REF,
+          merchantNo: o.merchantNo ?? '',
+          merchantPublicKeyPem: o.merchantPublicKeyPem ?? '',
+        },
+      ]
+    : o.merchants!;
+  if (given.length === 0) problems.push('merchants: expected at least one merchant account');
+  const allowLocal = o.allowLocalCallbacks ?? true;
+  const refs = new Set<string>();
+  const numbers = new Set<string>();
+  const merchants = given.map((m, i) => {
+    // One account keeps today's names; several are named by their position and field.
+    const field = (name: string) => (single ? name : `merchants[${i}].${name}`);
+    if (!single && !MERCHANT_REF_PATTERN.test(m.ref ?? ''))
+      problems.push(`${field('ref')}: expected 1 to 32 of a-z, 0-9 and -`);
+    else if (refs.has(m.ref)) problems.push(`${field('ref')}: the same as another account's`);
+    refs.add(m.ref);
+    if (!m.merchantNo?.trim()) problems.push(`${field('merchantNo')}: required`);
+    else if (numbers.has(m.merchantNo.trim())) problems.push(`${field('merchantNo')}: the same as another account's`);
+    numbers.add(m.merchantNo?.trim());
+    try {
+      parsePublicKey(m.merchantPublicKeyPem ?? '');
+    } catch {
+      problems.push(`${field('merchantPublicKeyPem')}: not a usable RSA public key`);
+    }
+    const resolved: SandboxMerchant = {
+      ref: m.ref,
+      merchantNo: m.merchantNo?.trim(),
+      merchantPublicKeyPem: m.merchantPublicKeyPem,
+      payinCallbackUrl: urlOf(m.payinCallbackUrl, o.payinCallbackUrl, m.ref),
+      payoutCallbackUrl: urlOf(m.payoutCallbackUrl, o.payoutCallbackUrl, m.ref),
+    };
+    for (const name of ['payinCallbackUrl', 'payoutCallbackUrl'] as const) {
+      const url = resolved[name];
+      const problem = url === undefined ? undefined : checkCallbackUrl(url, allowLocal);
+      if (problem) problems.push(`${m[name] === undefined && !single ? name : field(name)}: ${problem}`);
+    }
+    return resolved;
+  });
+  return { merchants, problems: [...new Set(problems)] };
+}
+
+/** The merchant accounts of `o`, checked with every other option. @throws AppError CONFIG_INVALID naming each problem */
+function checkOptions(o: SandboxOptions): SandboxMerchant[] {
+  const { merchants, problems } = merchantsOf(o);
   const scale = o.timeScale ?? 1;
   if (!(Number.isFinite(scale) && scale > 0 && scale <= 1_000_000))
     problems.push('timeScale: expected a number > 0 and ≤ 1000000');
@@ -64,19 +127,12 @@ function checkOptions(o: SandboxOptions): void {
   const timeout = o.replyTimeoutMs ?? 10_000;
   if (!(Number.isFinite(timeout) && timeout >= 1 && timeout <= 600_000))
     problems.push('replyTimeoutMs: expected 1 to 600000');
-  const allowLocal = o.allowLocalCallbacks ?? true;
-  for (const [name, url] of [
-    ['payinCallbackUrl', o.payinCallbackUrl],
-    ['payoutCallbackUrl', o.payoutCallbackUrl],
-  ] as const) {
-    const problem = url === undefined ? undefined : checkCallbackUrl(url, allowLocal);
-    if (problem) problems.push(`${name}: ${problem}`);
-  }
   if (problems.length > 0) {
     throw new AppError(ErrorCodes.CONFIG_INVALID, `invalid sandbox options:\n  - ${problems.join('\n  - ')}`, {
       details: { problems },
     });
   }
+  return merchants;
 }
 
 /**
@@ -84,19 +140,16 @@ function checkOptions(o: SandboxOptions): void {
  * API under /control, and callback delivery on the spec's schedule. State lives in memory (see docs/sandbox.md).
  */
 export async function buildApp(opts: SandboxOptions): Promise<FastifyInstance> {
-  checkOptions(opts);
+  const merchants = checkOptions(opts);
   const logger = opts.logger ?? createLogger({ name: 'sandbox', level: 'warn' });
   // Closing must not wait for a request the apiDown=hang switch holds open: drop every connection on close.
   const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, forceCloseConnections: true });
   const closing = new AbortController();
   const sim = createSimulator({
-    merchantNo: opts.merchantNo.trim(),
-    merchantPublicKeyPem: opts.merchantPublicKeyPem,
+    merchants,
     timeScale: opts.timeScale ?? 1,
     firstAttemptDelayMs: opts.firstAttemptDelayMs ?? 1000,
     replyTimeoutMs: opts.replyTimeoutMs ?? 10_000,
-    payinCallbackUrl: opts.payinCallbackUrl,
-    payoutCallbackUrl: opts.payoutCallbackUrl,
     allowLocalCallbacks: opts.allowLocalCallbacks ?? true,
     encrypt: opts.encrypt ?? encryptRecord,
     logger,

@@ -24,7 +24,8 @@ export interface DeliverySchedulerOptions {
   firstAttemptDelayMs: number;
   /** How long a reply may take, in real ms; a time-out is a failed attempt. */
   replyTimeoutMs: number;
-  merchantPublicKeyPem: string;
+  /** The merchant accounts: a delivery is encrypted with the public key of its own (`Delivery.merchant`). */
+  merchants: readonly { ref: string; merchantPublicKeyPem: string }[];
   encrypt: EncryptRecord;
   logger: Logger;
   /** Receives `attempt`, `delivered`, `gave-up` and `cancelled`. */
@@ -50,6 +51,8 @@ const FINAL = new Set<Delivery['status']>(['delivered', 'gave-up', 'cancelled'])
 /** What one scheduler holds: its options, its connection pool, the armed timers and the deliveries not settled. */
 interface SchedulerState {
   readonly opts: DeliverySchedulerOptions;
+  /** Each merchant account's public key by ref. */
+  readonly publicKeys: ReadonlyMap<string, string>;
   readonly agent: Agent;
   readonly timers: Map<string, NodeJS.Timeout>;
   readonly live: Map<string, Delivery>;
@@ -60,6 +63,7 @@ interface SchedulerState {
 export function createDeliveryScheduler(opts: DeliverySchedulerOptions): DeliveryScheduler {
   const s: SchedulerState = {
     opts,
+    publicKeys: new Map(opts.merchants.map((m) => [m.ref, m.merchantPublicKeyPem])),
     agent: new Agent({
       connect: { timeout: opts.replyTimeoutMs },
       headersTimeout: opts.replyTimeoutMs,
@@ -171,9 +175,9 @@ async function send(s: SchedulerState, d: Delivery, number: number, copy: number
   const base = { number, copy, at };
   let body: string;
   try {
-    body = JSON.stringify({
-      encryptedData: opts.encrypt(d.record, opts.merchantPublicKeyPem, { minBlocks: d.minBlocks }),
-    });
+    const publicKey = s.publicKeys.get(d.merchant);
+    if (publicKey === undefined) throw new Error(`no merchant account ${d.merchant}`);
+    body = JSON.stringify({ encryptedData: opts.encrypt(d.record, publicKey, { minBlocks: d.minBlocks }) });
   } catch (e) {
     return {
       ...base,

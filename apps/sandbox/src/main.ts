@@ -31,8 +31,16 @@ try {
   logger.level = config.LOG_LEVEL;
   const sandbox = sandboxSettings(config);
   const app = await buildApp({
-    merchantNo: sandbox.merchantNo,
-    merchantPublicKeyPem: readPublicKey(sandbox.publicKey),
+    // Every merchant of MERCHANTS_FILE, or the one merchant of today's variables.
+    ...(sandbox.merchants
+      ? {
+          merchants: sandbox.merchants.map((m) => ({
+            ref: m.ref,
+            merchantNo: m.merchantNo,
+            merchantPublicKeyPem: readPublicKey(m.publicKey),
+          })),
+        }
+      : { merchantNo: sandbox.merchantNo, merchantPublicKeyPem: readPublicKey(sandbox.publicKey) }),
     timeScale: sandbox.timeScale,
     payinCallbackUrl: sandbox.payinCallbackUrl,
     payoutCallbackUrl: sandbox.payoutCallbackUrl,
@@ -44,7 +52,15 @@ try {
   releasers.add('http server', () => app.close());
   await app.listen({ host: config.SANDBOX_HOST, port: config.SANDBOX_PORT });
   releasers.onSignals();
-  logger.info({ merchantNo: sandbox.merchantNo, timeScale: sandbox.timeScale }, 'sandbox listening');
+  logger.info(
+    {
+      merchants: (sandbox.merchants ?? [{ ref: 'default', merchantNo: sandbox.merchantNo }]).map(
+        (m) => `${m.ref} (${m.merchantNo})`,
+      ),
+      timeScale: sandbox.timeScale,
+    },
+    'sandbox listening',
+  );
 } catch (e) {
   console.error(`sandbox: ${coerceError(e).message}`);
   await releasers.shutdown('startup-failure', 1);

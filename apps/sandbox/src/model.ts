@@ -1,4 +1,18 @@
-/** The sandbox's in-memory model: orders, callback deliveries and their attempts, fault switches. */
+/** The sandbox's in-memory model: merchant accounts, orders, callback deliveries and their attempts, fault switches. */
+
+/** One merchant account the simulated platform holds (a merchant number with its key pair). */
+export interface SandboxMerchant {
+  /** How the control API and `pnpm sandbox trigger --merchant` name it; `{ref}` in a callback URL becomes it. */
+  ref: string;
+  /** Its number on the platform: written into its records, asked for by Get order and the catalog. */
+  merchantNo: string;
+  /** Its RSA public key (PEM, or Base64 DER SPKI as uploaded to a console); its records are encrypted with it. */
+  merchantPublicKeyPem: string;
+  /** Its console default callback URL for pay-ins. @defaultValue the sandbox's `payinCallbackUrl`, `{ref}` replaced */
+  payinCallbackUrl?: string;
+  /** Its console default callback URL for payouts. @defaultValue the sandbox's `payoutCallbackUrl`, `{ref}` replaced */
+  payoutCallbackUrl?: string;
+}
 
 export type OrderType = 'payin' | 'payout';
 
@@ -50,6 +64,8 @@ export const DEFAULT_FAULTS: Readonly<GlobalFaults> = Object.freeze({
 export interface SandboxOrder {
   /** The platform's order number (generated). */
   orderNo: string;
+  /** The ref of the merchant account it belongs to (`default` when the sandbox simulates one merchant). */
+  merchant: string;
   merchantNo: string;
   /** The merchant's own order number, unique per merchant. */
   merchantOrderNo: string;
@@ -94,6 +110,8 @@ export type DeliveryEvent = 'genuine' | 'forged' | 'stale';
 /** One callback event (an order reaching a state, or a fault) and its attempts. */
 export interface Delivery {
   id: string;
+  /** The ref of the merchant account whose public key encrypts it. */
+  merchant: string;
   orderNo: string;
   merchantOrderNo: string;
   type: OrderType;

@@ -8,6 +8,7 @@ import {
   getOrder,
   invalid,
   makeDelivery,
+  merchantOf,
   next,
   now,
   orderNoOf,
@@ -20,10 +21,12 @@ import type { ForgeInput } from './simulator.ts';
 /** A callback for an order that was never registered: Get order answers "not found" for it. */
 function forgeUnknownOrder(s: SimState, input: ForgeInput): Delivery {
   const type = input.type ?? 'payin';
+  const merchant = merchantOf(s, input.merchant);
   const n = next(s);
   const ghost: SandboxOrder = {
     orderNo: orderNoOf(s, type, n),
-    merchantNo: s.opts.merchantNo,
+    merchant: merchant.ref,
+    merchantNo: merchant.merchantNo,
     merchantOrderNo: `FORGED${s.tag}${n}`,
     type,
     amount: '100.00',
@@ -72,7 +75,7 @@ export function forge(s: SimState, input: ForgeInput): Delivery {
     d = forgeUnknownOrder(s, input);
   } else {
     if (!input.ref) throw invalid('forge needs the order (ref) unless what is unknown-order', { field: 'ref' });
-    const order = getOrder(s, input.ref);
+    const order = getOrder(s, input.ref, input.merchant);
     const url = input.callbackUrl ?? urlFor(s, order);
     d = input.what === 'amount' ? forgeAmount(s, order, url) : forgeState(s, order, url);
   }

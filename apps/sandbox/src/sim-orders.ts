@@ -11,19 +11,23 @@ import {
   checkFaults,
   checkUrl,
   getOrder,
+  indexOrder,
   invalid,
   makeDelivery,
+  merchantOf,
   next,
   now,
   orderNoOf,
+  orderOfMerchant,
   recordFor,
   urlFor,
   type SimState,
 } from './sim-state.ts';
 import type { CreateOrderInput } from './simulator.ts';
 
-/** The currency of `input`, checked with the amount, quantity, callback URL and kind of creation. */
+/** The merchant and currency of `input`, checked with the amount, quantity, callback URL and kind of creation. */
 function checkOrderInput(s: SimState, type: OrderType, input: CreateOrderInput) {
+  const merchant = merchantOf(s, input.merchant);
   const currency = findCurrency(input.currency);
   if (!currency)
     throw invalid(`currency ${JSON.stringify(input.currency)} is not enabled in the sandbox`, { field: 'currency' });
@@ -42,15 +46,15 @@ function checkOrderInput(s: SimState, type: OrderType, input: CreateOrderInput) 
   const createdVia = input.createdVia ?? 'api';
   if (type === 'payin' && createdVia !== 'api')
     throw invalid('pay-ins are created through the API only', { field: 'createdVia' });
-  return { currency, createdVia };
+  return { merchant, currency, createdVia };
 }
 
-/** A merchant order number unused so far: the given one, or a generated one. */
-function merchantOrderNoOf(s: SimState, input: CreateOrderInput, n: string): string {
+/** A merchant order number the merchant has not used so far: the given one, or a generated one. */
+function merchantOrderNoOf(s: SimState, merchant: string, input: CreateOrderInput, n: string): string {
   const merchantOrderNo = input.merchantOrderNo ?? `M${Date.now()}${s.tag}${n}`;
   if (merchantOrderNo.length < 1 || merchantOrderNo.length > 64)
     throw invalid('merchantOrderNo must be 1 to 64 characters');
-  if (s.byMerchantOrderNo.has(merchantOrderNo)) {
+  if (orderOfMerchant(s, merchant, merchantOrderNo)) {
     throw new AppError(ErrorCodes.ORDER_CONFLICT, `merchantOrderNo ${merchantOrderNo} already exists`, {
       details: { merchantOrderNo },
     });
@@ -59,14 +63,15 @@ function merchantOrderNoOf(s: SimState, input: CreateOrderInput, n: string): str
 }
 
 export function createOrder(s: SimState, type: OrderType, input: CreateOrderInput): SandboxOrder {
-  const { currency, createdVia } = checkOrderInput(s, type, input);
+  const { merchant, currency, createdVia } = checkOrderInput(s, type, input);
   const orderFaults = checkFaults(input.faults);
   const n = next(s);
-  const merchantOrderNo = merchantOrderNoOf(s, input, n);
+  const merchantOrderNo = merchantOrderNoOf(s, merchant.ref, input, n);
   const at = now();
   const order: SandboxOrder = {
     orderNo: orderNoOf(s, type, n),
-    merchantNo: s.opts.merchantNo,
+    merchant: merchant.ref,
+    merchantNo: merchant.merchantNo,
     merchantOrderNo,
     type,
     amount: input.amount,
@@ -82,8 +87,11 @@ export function createOrder(s: SimState, type: OrderType, input: CreateOrderInpu
     faults: orderFaults,
   };
   s.orders.set(order.orderNo, order);
-  s.byMerchantOrderNo.set(merchantOrderNo, order);
-  s.opts.logger.info({ orderNo: order.orderNo, merchantOrderNo, type, createdVia }, 'order created');
+  indexOrder(s, order);
+  s.opts.logger.info(
+    { orderNo: order.orderNo, merchant: merchant.ref, merchantOrderNo, type, createdVia },
+    'order created',
+  );
   return order;
 }
 
@@ -138,8 +146,13 @@ function sendCallbacks(s: SimState, order: SandboxOrder, state: number, at: Date
   return created;
 }
 
-export function finalize(s: SimState, ref: string, state: number): { order: SandboxOrder; deliveries: Delivery[] } {
-  const order = getOrder(s, ref);
+export function finalize(
+  s: SimState,
+  ref: string,
+  state: number,
+  merchant?: string,
+): { order: SandboxOrder; deliveries: Delivery[] } {
+  const order = getOrder(s, ref, merchant);
   checkMove(order, state);
   const sendsCallback = CALLBACK_SENT_STATES[order.type].includes(state) && order.createdVia === 'api';
   // Resolve the URL before changing anything, so a missing URL refuses the whole step.

@@ -1,6 +1,7 @@
 /**
- * The simulator's state (orders, deliveries, faults, console settings) and the small steps every operation of
- * simulator.ts shares: numbering, checks of input, the callback URL of an order, its record, a new delivery.
+ * The simulator's state (merchant accounts, orders, deliveries, faults, console settings) and the small steps every
+ * operation of simulator.ts shares: numbering, checks of input, the merchant an operation is for, the callback URL of
+ * an order, its record, a new delivery.
  */
 import { randomBytes } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
@@ -15,6 +16,7 @@ import {
   type GlobalFaults,
   type OrderFaults,
   type OrderType,
+  type SandboxMerchant,
   type SandboxOrder,
 } from './model.ts';
 import type { SimulatorOptions } from './simulator.ts';
@@ -27,15 +29,29 @@ export interface SimState {
   /** A per-instance tag keeps order numbers unique across resets and restarts: receivers' dedup keys never collide. */
   readonly tag: string;
   seq: number;
+  /** The merchant accounts by ref, the first one first (the one an operation naming none is for). */
+  readonly merchants: ReadonlyMap<string, SandboxMerchant>;
   orders: Map<string, SandboxOrder>;
-  byMerchantOrderNo: Map<string, SandboxOrder>;
+  /** Each merchant's orders by its own order number (unique per merchant, as on the platform). */
+  byMerchantOrderNo: Map<string, Map<string, SandboxOrder>>;
   deliveries: Delivery[];
   /** Genuine callbacks held while `outOfOrder` is on, in order of completion. */
   held: Delivery[];
   faults: GlobalFaults;
-  /** The console's default callback URLs by kind. */
-  urls: { payin: string | null; payout: string | null };
+  /** Each merchant's console default callback URLs by kind. */
+  urls: Map<string, ConsoleUrls>;
 }
+
+/** A merchant's console default callback URLs. */
+export interface ConsoleUrls {
+  payin: string | null;
+  payout: string | null;
+}
+
+const consoleUrls = (opts: SimulatorOptions) =>
+  new Map(
+    opts.merchants.map((m) => [m.ref, { payin: m.payinCallbackUrl ?? null, payout: m.payoutCallbackUrl ?? null }]),
+  );
 
 export function createState(opts: SimulatorOptions, events: EventEmitter, scheduler: DeliveryScheduler): SimState {
   return {
@@ -44,12 +60,13 @@ export function createState(opts: SimulatorOptions, events: EventEmitter, schedu
     scheduler,
     tag: randomBytes(3).toString('hex').toUpperCase(),
     seq: 0,
+    merchants: new Map(opts.merchants.map((m) => [m.ref, m])),
     orders: new Map(),
     byMerchantOrderNo: new Map(),
     deliveries: [],
     held: [],
     faults: { ...DEFAULT_FAULTS },
-    urls: { payin: opts.payinCallbackUrl ?? null, payout: opts.payoutCallbackUrl ?? null },
+    urls: consoleUrls(opts),
   };
 }
 
@@ -60,7 +77,38 @@ export function emptyState(s: SimState): void {
   s.deliveries = [];
   s.held = [];
   s.faults = { ...DEFAULT_FAULTS };
-  s.urls = { payin: s.opts.payinCallbackUrl ?? null, payout: s.opts.payoutCallbackUrl ?? null };
+  s.urls = consoleUrls(s.opts);
+}
+
+/**
+ * The merchant account `ref` names, or the first one when it names none.
+ * @throws AppError REQUEST_INVALID (field `merchant`) when no account has that ref
+ */
+export function merchantOf(s: SimState, ref: string | undefined): SandboxMerchant {
+  const merchant = ref === undefined ? s.merchants.values().next().value : s.merchants.get(ref);
+  if (!merchant) {
+    throw invalid(`no merchant account ${JSON.stringify(String(ref).slice(0, 40))} in the sandbox`, {
+      field: 'merchant',
+    });
+  }
+  return merchant;
+}
+
+/** The merchant account whose number is `merchantNo`, if any (how the platform API knows who asks). */
+export function merchantByNo(s: SimState, merchantNo: string): SandboxMerchant | undefined {
+  return [...s.merchants.values()].find((m) => m.merchantNo === merchantNo);
+}
+
+/** Index `order` under its merchant's own order number. */
+export function indexOrder(s: SimState, order: SandboxOrder): void {
+  let own = s.byMerchantOrderNo.get(order.merchant);
+  if (!own) s.byMerchantOrderNo.set(order.merchant, (own = new Map()));
+  own.set(order.merchantOrderNo, order);
+}
+
+/** The order of `merchant` (a ref) whose own number is `merchantOrderNo`. */
+export function orderOfMerchant(s: SimState, merchant: string, merchantOrderNo: string): SandboxOrder | undefined {
+  return s.byMerchantOrderNo.get(merchant)?.get(merchantOrderNo);
 }
 
 export const now = () => new Date().toISOString();
@@ -93,19 +141,31 @@ export function checkFaults(f: OrderFaults | undefined): OrderFaults {
   return out;
 }
 
-export function findOrder(s: SimState, ref: string): SandboxOrder | undefined {
-  return s.orders.get(ref) ?? s.byMerchantOrderNo.get(ref);
+/**
+ * The order `ref` names: a platform order number, else a merchant order number, of `merchant` (a ref) when given,
+ * else of the first merchant account that has one.
+ */
+export function findOrder(s: SimState, ref: string, merchant?: string): SandboxOrder | undefined {
+  const byPlatformNo = s.orders.get(ref);
+  if (byPlatformNo && (merchant === undefined || byPlatformNo.merchant === merchant)) return byPlatformNo;
+  if (merchant !== undefined) return orderOfMerchant(s, merchant, ref);
+  for (const m of s.merchants.keys()) {
+    const order = orderOfMerchant(s, m, ref);
+    if (order) return order;
+  }
+  return undefined;
 }
 
-export function getOrder(s: SimState, ref: string): SandboxOrder {
-  const o = findOrder(s, ref);
+export function getOrder(s: SimState, ref: string, merchant?: string): SandboxOrder {
+  if (merchant !== undefined) merchantOf(s, merchant);
+  const o = findOrder(s, ref, merchant);
   if (!o) throw new AppError(ErrorCodes.NOT_FOUND, `no order ${ref}`, { details: { ref } });
   return o;
 }
 
-/** Where an order's callbacks go: its own URL, else the console default of its kind. */
-export function urlFor(s: SimState, order: Pick<SandboxOrder, 'type' | 'callbackUrl'>): string {
-  const url = order.callbackUrl ?? s.urls[order.type];
+/** Where an order's callbacks go: its own URL, else its merchant's console default of its kind. */
+export function urlFor(s: SimState, order: Pick<SandboxOrder, 'type' | 'callbackUrl' | 'merchant'>): string {
+  const url = order.callbackUrl ?? s.urls.get(order.merchant)?.[order.type];
   if (!url) {
     throw invalid(`no callback URL: the order has none and the console default for ${order.type} is not set`, {
       field: order.type === 'payin' ? 'payinCallbackUrl' : 'payoutCallbackUrl',
@@ -152,6 +212,7 @@ export function makeDelivery(
 ): Delivery {
   const d: Delivery = {
     id: `D${s.tag}${next(s)}`,
+    merchant: order.merchant,
     orderNo: order.orderNo,
     merchantOrderNo: order.merchantOrderNo,
     type: order.type,

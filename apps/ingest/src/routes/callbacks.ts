@@ -1,33 +1,32 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { redisTargetOf, type BatchDurabilityCheck, type RedisClient } from '@mcb/core/redis';
 import { decodeCallbackDetailed, type DecodedCallback, type KeyRing } from '@mcb/core/callback';
 import type { Config } from '@mcb/core/config';
-import { coerceError, ErrorCodes, isAppError, type ErrorCode } from '@mcb/core/errors';
+import { AppError, coerceError, ErrorCodes, isAppError, type ErrorCode } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import type { CallbackJobInput, CallbackKind } from '@mcb/core/queue';
 import { inSpan, inSpanSync, orderAttributes, type Span } from '@mcb/core/tracing';
 import { createEnqueuer, type Enqueuer } from '../enqueue.ts';
+import type { IngestLane } from '../lanes.ts';
 import type { IngestMetrics } from '../metrics.ts';
 import { createSentinelFence } from '../primary-fence.ts';
 import type { RedisGate, RedisRefusal } from '../redis-gate.ts';
 import { CONTENT_FAILURE_STATUS, sendText, UNAVAILABLE_STATUS } from '../reply.ts';
+import { CALLBACK_ROUTES, MERCHANT_CALLBACK_ROUTES, routeTargets, type RouteTarget } from './route-targets.ts';
 
-/** The routes of DESIGN.md and the kind each expects (`undefined`: read from the record). */
-export const CALLBACK_ROUTES: Readonly<Record<string, CallbackKind | undefined>> = {
-  '/callbacks': undefined,
-  '/callbacks/payin': 'payin',
-  '/callbacks/payout': 'payout',
-};
+export { ALL_CALLBACK_ROUTES, CALLBACK_ROUTES, isCallbackPath, MERCHANT_CALLBACK_ROUTES } from './route-targets.ts';
 
 /** What the callback routes need. */
 export interface CallbackRouteDeps {
   config: Config;
-  queue: Queue;
+  /** Each merchant's lane: its key ring and its queue. */
+  lanes: readonly IngestLane[];
+  /** The ring a callback to no merchant is opened with before it is refused (see decoyKeyRing). */
+  decoyKeyRing: KeyRing;
+  /** The connection every lane's queue uses. */
   redis: RedisClient;
   logger: Logger;
-  keyRing: KeyRing;
   metrics: IngestMetrics;
   /**
    * Whether Redis may take callbacks now as last read (durable, or volatile allowed; replicas; memory headroom), why
@@ -43,15 +42,16 @@ interface Handling extends CallbackRouteDeps {
   enqueuer: Enqueuer;
 }
 
-/** The log fields that name a callback: never its body, only its route, request, ids and state. */
-type CallbackIds = { route: string; reqId: string } & Pick<
+/** The log fields that name a callback: never its body, only its route, merchant, request, ids and state. */
+type CallbackIds = { route: string; merchant: string; reqId: string } & Pick<
   CallbackJobInput,
   'kind' | 'orderNo' | 'merchantOrderNo' | 'state'
 >;
 
-function idsOf(route: string, request: FastifyRequest, job: CallbackJobInput): CallbackIds {
+function idsOf(route: string, lane: IngestLane, request: FastifyRequest, job: CallbackJobInput): CallbackIds {
   return {
     route,
+    merchant: lane.merchant.ref,
     reqId: request.id,
     kind: job.kind,
     orderNo: job.orderNo,
@@ -70,40 +70,61 @@ function parseBody(raw: unknown): unknown {
   }
 }
 
-/** POST on each of {@link CALLBACK_ROUTES}; one trace per callback starts there. */
+/**
+ * POST on each of {@link CALLBACK_ROUTES} (the `legacyRoutes` merchant's) and {@link MERCHANT_CALLBACK_ROUTES} (the
+ * merchant the ref names, one Map look-up); one trace per callback starts there. A route no merchant serves answers
+ * exactly as a wrong key does.
+ */
 export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRouteDeps): void {
   const h: Handling = { ...deps, enqueuer: createDurableEnqueuer(app, deps) };
+  const targets = routeTargets(deps.lanes, deps.decoyKeyRing, deps.config.MERCHANTS_FILE !== undefined);
   for (const [route, kind] of Object.entries(CALLBACK_ROUTES)) {
     // One trace per callback starts here (a SERVER span); without tracing, inSpan calls straight through.
     app.post(route, (request, reply) =>
       inSpan('callback receive', { 'http.route': route }, (span) =>
-        handleCallback(h, request, reply, route, kind, span),
+        handleCallback(h, request, reply, { route, kind, target: targets.legacy }, span),
+      ),
+    );
+  }
+  for (const [route, kind] of Object.entries(MERCHANT_CALLBACK_ROUTES)) {
+    app.post<{ Params: { ref: string } }>(route, (request, reply) =>
+      inSpan('callback receive', { 'http.route': route }, (span) =>
+        handleCallback(h, request, reply, { route, kind, target: targets.of(request.params.ref) }, span),
       ),
     );
   }
 }
 
+/** The route a callback came in on: its pattern, the kind it expects (`undefined`: read from the record), its merchant. */
+interface Arrival {
+  route: string;
+  kind: CallbackKind | undefined;
+  target: RouteTarget;
+}
+
 /**
- * One callback, as the spec has it: decrypt, check it is ours (the merchant number, the route's kind), store it
- * durably, reply `success`. Any refusal or failure replies `fail`; only a stored job is ever acknowledged.
+ * One callback, as the spec has it: decrypt with the route's merchant's ring, check it is that merchant's (its
+ * number, the route's kind), store it durably in that merchant's queue, reply `success`. Any refusal or failure
+ * replies `fail`; only a stored job is ever acknowledged.
  */
 async function handleCallback(
   h: Handling,
   request: FastifyRequest,
   reply: FastifyReply,
-  route: string,
-  expectedKind: CallbackKind | undefined,
+  arrival: Arrival,
   span: Span | undefined,
 ) {
-  const done = replier(h.metrics, reply, route, span);
-  const opened = decryptAndCheck(h, request, route, expectedKind);
+  const { route, target } = arrival;
+  const done = replier(h.metrics, reply, route, target.label, span);
+  const opened = decryptAndCheck(h, request, arrival);
   if ('refused' in opened) return done('refused', CONTENT_FAILURE_STATUS, 'fail', opened.refused);
-  const { job, keyIndex } = opened;
-  const ids = idsOf(route, request, job);
-  span?.setAttributes(orderAttributes(job));
+  const { job, keyIndex, lane } = opened;
+  const ids = idsOf(route, lane, request, job);
+  span?.setAttributes({ ...orderAttributes(job), 'mcb.merchant': lane.merchant.ref });
   const redis = h.gate.accept();
-  if (!redis.acceptWrites) return done('unavailable', UNAVAILABLE_STATUS, 'fail', refuse(h, ids, redis.refusal));
-  const failed = await enqueueDurably(h, job, redis.check, ids, keyIndex);
+  if (!redis.acceptWrites)
+    return done('unavailable', UNAVAILABLE_STATUS, 'fail', refuse(h, target, ids, redis.refusal));
+  const failed = await enqueueDurably(h, { job, lane, label: target.label }, redis.check, ids, keyIndex);
   if (failed) return done('unavailable', UNAVAILABLE_STATUS, 'fail', failed);
   return done('success', 200, 'success');
 }
@@ -120,7 +141,8 @@ function createDurableEnqueuer(app: FastifyInstance, deps: CallbackRouteDeps): E
       ? createSentinelFence(deps.redis as Redis, target, { timeoutMs: deps.enqueueTimeoutMs })
       : undefined;
   if (fence) app.addHook('onClose', async () => fence.close());
-  return createEnqueuer(deps.queue, deps.redis, {
+  // One enqueuer for every merchant: a batch holds whichever callbacks arrived together, each bound for its own queue.
+  return createEnqueuer(deps.lanes[0]!.queue, deps.redis, {
     fence,
     timeoutMs: deps.enqueueTimeoutMs,
     minReplicas: deps.config.INGEST_MIN_REPLICAS,
@@ -130,12 +152,19 @@ function createDurableEnqueuer(app: FastifyInstance, deps: CallbackRouteDeps): E
   });
 }
 
-/** The reply of one callback, counted, timed and put on its span. */
-function replier(metrics: IngestMetrics, reply: FastifyReply, route: string, span: Span | undefined) {
+/** The reply of one callback, counted (under its merchant's label, if any), timed and put on its span. */
+function replier(
+  metrics: IngestMetrics,
+  reply: FastifyReply,
+  route: string,
+  label: string | undefined,
+  span: Span | undefined,
+) {
   const started = process.hrtime.bigint();
+  const merchant = label === undefined ? {} : { merchant: label };
   return (outcome: string, status: number, body: 'success' | 'fail', code: ErrorCode | '' = '') => {
-    metrics.requests.inc({ route, outcome, code });
-    metrics.latency.observe({ route, outcome }, Number(process.hrtime.bigint() - started) / 1e9);
+    metrics.requests.inc({ route, outcome, code, ...merchant });
+    metrics.latency.observe({ route, outcome, ...merchant }, Number(process.hrtime.bigint() - started) / 1e9);
     span?.setAttributes({
       'mcb.outcome': outcome,
       'http.response.status_code': status,
@@ -146,57 +175,80 @@ function replier(metrics: IngestMetrics, reply: FastifyReply, route: string, spa
 }
 
 /**
- * Decrypt, and check the record is ours: the codec refuses a wrong merchant number or kind like any other content
- * failure (one code each, logged; the same reply for all). A throw that is not an AppError is a bug, not bad input:
- * it reaches the error boundary, which replies 500 fail and logs it.
+ * Decrypt with the route's merchant's ring, and check the record is that merchant's: the codec refuses a wrong
+ * merchant number or kind like any other content failure (one code each, logged; the same reply for all). A route
+ * no merchant serves does the same work with the decoy ring and is then refused, whatever it opened: its reply and
+ * its time are a wrong key's. A throw that is not an AppError is a bug, not bad input: it reaches the error boundary,
+ * which replies 500 fail and logs it.
  */
 function decryptAndCheck(
   h: Handling,
   request: FastifyRequest,
-  route: string,
-  expectedKind: CallbackKind | undefined,
-): DecodedCallback | { refused: ErrorCode } {
+  { route, kind, target }: Arrival,
+): (DecodedCallback & { lane: IngestLane }) | { refused: ErrorCode } {
+  const lane = target.lane;
   let decoded: DecodedCallback;
   try {
     // The decrypt span says how many blocks and which key, never what they held.
     decoded = inSpanSync('callback decrypt', {}, (decryptSpan) => {
       const d = decodeCallbackDetailed(parseBody(request.body), {
-        keyRing: h.keyRing,
-        merchantNo: h.config.MERCHANT_NO ?? '',
-        expectedKind,
+        keyRing: target.keyRing,
+        merchantNo: lane?.merchant.merchantNo ?? '',
+        expectedKind: kind,
         maxBlocks: h.config.INGEST_MAX_BLOCKS,
       });
       decryptSpan?.setAttribute('mcb.key_index', d.keyIndex);
       return d;
     });
+    if (!lane) throw noMerchant();
   } catch (e) {
     if (!isAppError(e)) throw e;
-    // Details hold order numbers and states at most; the message never quotes the body.
-    h.logger.warn({ route, reqId: request.id, code: e.code, reason: e.message, ...e.details }, 'callback refused');
-    return { refused: e.code };
+    const refusal = lane ? e : noMerchant();
+    // Details hold order numbers and states at most; the message never quotes the body. An unknown ref is an
+    // outsider's guess: logged cut short, never a metric label.
+    const who = lane ? { merchant: lane.merchant.ref } : { ref: refOf(request) };
+    h.logger.warn(
+      { route, ...who, reqId: request.id, code: refusal.code, reason: refusal.message, ...refusal.details },
+      'callback refused',
+    );
+    return { refused: refusal.code };
   }
-  h.metrics.keyUsed.inc({ key_index: String(decoded.keyIndex) });
-  return decoded;
+  h.metrics.keyUsed.inc({
+    key_index: String(decoded.keyIndex),
+    ...(target.label === undefined ? {} : { merchant: target.label }),
+  });
+  return { ...decoded, lane };
+}
+
+/** The refusal of a callback to a route no merchant serves: the merchant check failed. */
+function noMerchant(): AppError {
+  return new AppError(ErrorCodes.CALLBACK_MERCHANT_MISMATCH, 'no merchant is served at this route');
+}
+
+/** The ref a request named, cut short for a log line (undefined on the legacy routes). */
+function refOf(request: FastifyRequest): string | undefined {
+  const ref = (request.params as { ref?: unknown } | undefined)?.ref;
+  return typeof ref === 'string' ? ref.slice(0, 40) : undefined;
 }
 
 /** Refused by the Redis gate (not durable, replicas offline, memory low): counted, logged without a flood. */
-function refuse(h: Handling, ids: CallbackIds, refusal: RedisRefusal): RedisRefusal {
-  h.metrics.enqueueFailures.inc();
+function refuse(h: Handling, target: RouteTarget, ids: CallbackIds, refusal: RedisRefusal): RedisRefusal {
+  h.metrics.enqueueFailures.inc(target.label === undefined ? {} : { merchant: target.label });
   h.gate.noteRefusal(ids, refusal);
   return refusal;
 }
 
-/** Store the job durably (its batch proven kept); the failure's code, or undefined once it is stored. */
+/** Store the job durably in its merchant's queue (its batch proven kept); the failure's code, or undefined. */
 async function enqueueDurably(
   h: Handling,
-  job: CallbackJobInput,
+  { job, lane, label }: { job: CallbackJobInput; lane: IngestLane; label: string | undefined },
   check: BatchDurabilityCheck,
   ids: CallbackIds,
   keyIndex: number,
 ): Promise<ErrorCode | undefined> {
   try {
     const jobId = await inSpan('callback enqueue', {}, async (enqueueSpan) => {
-      const id = await h.enqueuer.enqueue(job, { check });
+      const id = await h.enqueuer.enqueue(job, { check, queue: lane.queue });
       enqueueSpan?.setAttribute('mcb.job_id', id);
       return id;
     });
@@ -205,7 +257,7 @@ async function enqueueDurably(
     h.logger.debug({ ...ids, jobId, keyIndex, outcome: 'enqueued' }, 'callback accepted');
     return undefined;
   } catch (e) {
-    h.metrics.enqueueFailures.inc();
+    h.metrics.enqueueFailures.inc(label === undefined ? {} : { merchant: label });
     const err = coerceError(e);
     h.logger.error(
       { ...ids, outcome: 'enqueue-failed', err: err.cause ?? err },

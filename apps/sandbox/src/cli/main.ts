@@ -11,6 +11,7 @@ import { consoleApi, describeError, samplePayout, type ConsoleApi } from './merc
  *     registers the order with our console first (POST /api/payins|payouts; --unregistered skips it), finalises it
  *     on the sandbox, then follows it through our console until it is credited / succeeded / refused.
  *   order <merchantOrderNo|orderNo>     show an order and every callback attempt
+ *   --merchant REF picks the merchant account (MERCHANTS_FILE's ref) of `trigger` and `order`; default: the first.
  *   reset                               forget all orders and restore faults
  * Talks to SANDBOX_URL (default http://127.0.0.1:8090).
  */
@@ -23,9 +24,11 @@ const USAGE = `usage:
       --forge             also send a forged callback for the order (a pay-in: wrong amount; a payout: the other
                           final state): it must be reviewed, not paid
       --duplicate N       send each callback N times       --stale  a payout callback that Get order contradicts
+      --merchant REF      the merchant account (its ref in MERCHANTS_FILE): the sandbox's order, our console's
+                          registration and reads are that merchant's; default: the sandbox's first account
       --merchant-order-no X  --callback-url URL  --min-blocks N  --timeout 60s  --json
       --wait              (--unregistered) until delivered or given up; exit 1 if given up
-  pnpm sandbox order <merchantOrderNo|orderNo> [--json]
+  pnpm sandbox order <merchantOrderNo|orderNo> [--merchant REF] [--json]
   pnpm sandbox reset
 env (or .env): SANDBOX_URL (default http://127.0.0.1:8090); CONSOLE_TOKEN, CONSOLE_HOST, CONSOLE_PORT for our console`;
 
@@ -91,9 +94,11 @@ function describeAttempt(a: AttemptView): string {
 
 function print(view: OrderView): void {
   const o = view.order;
+  // The account is named when the sandbox simulates several (the one account of a default sandbox is `default`).
+  const account = typeof o.merchant === 'string' && o.merchant !== 'default' ? `merchant ${o.merchant}, ` : '';
   console.log(
-    `${o.type} ${o.orderNo} (merchant order ${o.merchantOrderNo}): ${o.amount} ${o.currency}, state ${o.state}, ` +
-      `created via ${o.createdVia}`,
+    `${o.type} ${o.orderNo} (${account}merchant order ${o.merchantOrderNo}): ${o.amount} ${o.currency}, ` +
+      `state ${o.state}, created via ${o.createdVia}`,
   );
   if (view.deliveries.length === 0) console.log('  no callback (only pay-in 6 and API payouts 4/5 send one)');
   for (const d of view.deliveries) {
@@ -114,6 +119,7 @@ function parseTriggerArgs(args: string[]) {
     args,
     options: {
       currency: { type: 'string', default: 'INR' },
+      merchant: { type: 'string' },
       amount: { type: 'string', default: '1000' },
       state: { type: 'string' },
       'merchant-order-no': { type: 'string' },
@@ -203,12 +209,13 @@ async function registerWithConsole(run: TriggerRun, api: ConsoleApi): Promise<vo
     merchantOrderNo,
     currency: values.currency,
     amount: values.amount,
+    ...(values.merchant === undefined ? {} : { merchant: values.merchant }),
     reason: 'sandbox trigger: test order',
   };
   if (kind === 'payout') {
     const catalog = await api.call<{ currencies?: { methods: Parameters<typeof samplePayout>[0] }[] }>(
       'GET',
-      `/api/payment-methods?currency=${encodeURIComponent(values.currency)}`,
+      `/api/payment-methods?currency=${encodeURIComponent(values.currency)}${merchantParam(run, '&')}`,
     );
     if (catalog.status !== 200)
       throw new Error(`our console's catalog: ${describeError(catalog.status, catalog.body)}`);
@@ -222,7 +229,8 @@ async function registerWithConsole(run: TriggerRun, api: ConsoleApi): Promise<vo
     throw new Error(`registering with our console: ${describeError(registered.status, registered.body)}`);
   const method = kind === 'payout' ? ` (method ${String(body.paymentMethod)})` : '';
   run.step(
-    `registered ${kind} ${merchantOrderNo} (${values.amount} ${values.currency}) ` +
+    `registered ${kind} ${merchantOrderNo} (${values.amount} ${values.currency}` +
+      `${values.merchant === undefined ? '' : `, merchant ${values.merchant}`}) ` +
       `with our console at ${api.url}${method}`,
   );
 }
@@ -235,6 +243,7 @@ async function createOnSandbox(run: TriggerRun): Promise<SandboxOrderView> {
   if (values['min-blocks']) faults.minBlocks = Number(values['min-blocks']);
   if (values.stale) faults.stale = true;
   const created = await call<OrderView>('POST', `/control/${kind}s`, {
+    ...(values.merchant === undefined ? {} : { merchant: values.merchant }),
     currency: values.currency,
     amount: values.amount,
     merchantOrderNo: run.merchantOrderNo,
@@ -248,7 +257,7 @@ async function createOnSandbox(run: TriggerRun): Promise<SandboxOrderView> {
   if (values.forge) {
     // A payout record carries no amount: its forgery claims the final state the payout did not reach.
     const what = kind === 'payout' ? 'state' : 'amount';
-    await call('POST', '/control/forge', { what, ref: order.orderNo });
+    await call('POST', '/control/forge', { what, ref: order.orderNo, merchant: values.merchant });
     step(
       kind === 'payout'
         ? 'sent a forged callback (the other final state) for the same order'
@@ -284,7 +293,7 @@ async function follow(run: TriggerRun, order: SandboxOrderView) {
     if (!api) {
       if (deliveryDone(run, view)) break;
     } else {
-      const path = `/api/orders/${encodeURIComponent(run.merchantOrderNo)}`;
+      const path = `/api/orders/${encodeURIComponent(run.merchantOrderNo)}${merchantParam(run, '?')}`;
       const res = await api.call<Record<string, unknown>>('GET', path);
       if (res.status === 200) {
         orderBody = res.body;
@@ -320,7 +329,10 @@ async function reportCredit(
 ): Promise<number> {
   const { kind, values, merchantOrderNo, expected, step } = run;
   type Trail = { receipts?: Record<string, unknown>[]; reviews?: Record<string, unknown>[] };
-  const trail = await api.call<Trail>('GET', `/api/callbacks?merchantOrderNo=${encodeURIComponent(merchantOrderNo)}`);
+  const trail = await api.call<Trail>(
+    'GET',
+    `/api/callbacks?merchantOrderNo=${encodeURIComponent(merchantOrderNo)}${merchantParam(run, '&')}`,
+  );
   if (values.forge) {
     for (const d of view.deliveries.filter((f) => f.event !== 'genuine')) {
       const first = d.attempts[0] ? ` (${d.attempts[0].status} ${JSON.stringify(d.attempts[0].bodySnippet)})` : '';
@@ -355,6 +367,11 @@ async function reportCredit(
   return 1;
 }
 
+/** `?merchant=REF` (or `&merchant=REF`) when --merchant was given: our console's reads are per merchant. */
+function merchantParam(run: TriggerRun, sep: '?' | '&'): string {
+  return run.values.merchant === undefined ? '' : `${sep}merchant=${encodeURIComponent(run.values.merchant)}`;
+}
+
 /** Our console, from CONSOLE_TOKEN / CONSOLE_HOST / CONSOLE_PORT (the .env `pnpm dev` writes has them). */
 function merchantConsole() {
   if (!config.CONSOLE_TOKEN) {
@@ -380,13 +397,14 @@ async function main(argv: string[]): Promise<number> {
       const { values, positionals } = parseArgs({
         args: rest,
         allowPositionals: true,
-        options: { json: { type: 'boolean', default: false } },
+        options: { json: { type: 'boolean', default: false }, merchant: { type: 'string' } },
       });
       if (!positionals[0]) {
         console.error(USAGE);
         return 2;
       }
-      const view = await call<OrderView>('GET', `/control/orders/${encodeURIComponent(positionals[0])}`);
+      const of = values.merchant === undefined ? '' : `?merchant=${encodeURIComponent(values.merchant)}`;
+      const view = await call<OrderView>('GET', `/control/orders/${encodeURIComponent(positionals[0])}${of}`);
       if (values.json) console.log(JSON.stringify(view, null, 2));
       else print(view);
       return 0;

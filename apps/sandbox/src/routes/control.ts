@@ -9,6 +9,8 @@ import type { Delivery, SandboxOrder, Simulator } from '../simulator.ts';
  */
 
 const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'expected a decimal string such as "1000.10"');
+/** A merchant account's ref; the first account when omitted. */
+const merchant = z.string().min(1).max(64).optional();
 const orderFaults = z
   .object({
     duplicate: z.number().int().min(1).max(10),
@@ -19,6 +21,7 @@ const orderFaults = z
   .strict();
 const createBase = z
   .object({
+    merchant,
     merchantOrderNo: z.string().min(1).max(64).optional(),
     currency: z.string().min(1).max(8),
     amount: decimal,
@@ -44,15 +47,22 @@ const forgeBody = z
   .object({
     what: z.enum(['amount', 'state', 'unknown-order']),
     ref: z.string().min(1).optional(),
+    merchant,
     type: z.enum(['payin', 'payout']).optional(),
     callbackUrl: z.string().min(1).max(2048).optional(),
   })
   .strict();
 const settingsBody = z
-  .object({ payinCallbackUrl: z.string().min(1).nullable(), payoutCallbackUrl: z.string().min(1).nullable() })
+  .object({
+    merchant: z.string().min(1).max(64),
+    payinCallbackUrl: z.string().min(1).nullable(),
+    payoutCallbackUrl: z.string().min(1).nullable(),
+  })
   .partial()
   .strict();
-const listQuery = z.object({ type: z.enum(['payin', 'payout']).optional() });
+const listQuery = z.object({ type: z.enum(['payin', 'payout']).optional(), merchant });
+/** `?merchant=` of the routes of one order or of the settings. */
+const merchantQuery = z.object({ merchant });
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
   const r = schema.safeParse(value ?? {});
@@ -85,13 +95,15 @@ export function registerControlRoutes(app: FastifyInstance, sim: Simulator): voi
     return reply.code(201).send(view(order));
   });
   app.get('/control/orders', async (req) => ({ orders: sim.list(parse(listQuery, req.query)) }));
-  app.get<{ Params: { ref: string } }>('/control/orders/:ref', async (req) => view(sim.get(req.params.ref)));
+  app.get<{ Params: { ref: string } }>('/control/orders/:ref', async (req) =>
+    view(sim.get(req.params.ref, parse(merchantQuery, req.query).merchant)),
+  );
   app.post<{ Params: { ref: string } }>('/control/orders/:ref/finalize', async (req) => {
     const { state } = parse(finalizeBody, req.body);
-    return sim.finalize(req.params.ref, state);
+    return sim.finalize(req.params.ref, state, parse(merchantQuery, req.query).merchant);
   });
   app.post<{ Params: { ref: string } }>('/control/orders/:ref/faults', async (req) =>
-    view(sim.setOrderFaults(req.params.ref, parse(orderFaults, req.body))),
+    view(sim.setOrderFaults(req.params.ref, parse(orderFaults, req.body), parse(merchantQuery, req.query).merchant)),
   );
   app.get('/control/deliveries', async () => ({ deliveries: sim.allDeliveries() }));
   app.get('/control/faults', async () => sim.faults());
@@ -100,10 +112,17 @@ export function registerControlRoutes(app: FastifyInstance, sim: Simulator): voi
   app.post('/control/forge', async (req, reply) =>
     reply.code(201).send({ delivery: sim.forge(parse(forgeBody, req.body)) }),
   );
-  app.get('/control/settings', async () => ({ merchantNo: sim.merchantNo, ...sim.settings() }));
+  app.get('/control/merchants', async () => ({ merchants: sim.merchants() }));
+  /** One merchant account's console settings (the first account's unless `?merchant=` names one). */
+  const settingsOf = (ref: string | undefined) => {
+    const account = sim.merchants().find((m) => ref === undefined || m.ref === ref);
+    return { merchant: account?.ref, merchantNo: account?.merchantNo, ...sim.settings(ref) };
+  };
+  app.get('/control/settings', async (req) => settingsOf(parse(merchantQuery, req.query).merchant));
   app.put('/control/settings', async (req) => {
-    sim.setCallbackUrls(parse(settingsBody, req.body));
-    return { merchantNo: sim.merchantNo, ...sim.settings() };
+    const patch = parse(settingsBody, req.body);
+    sim.setCallbackUrls(patch);
+    return settingsOf(patch.merchant);
   });
   app.post('/control/reset', async () => {
     sim.reset();

@@ -7,7 +7,7 @@ import type { Simulator } from '../simulator.ts';
 
 /**
  * The platform's own API as the merchant calls it. Error codes the spec lists without meaning are assigned here:
- * 40010 = `merchantNo` missing or not the sandbox's merchant; 40017 = `currencyType` is not an enabled currency.
+ * 40010 = `merchantNo` missing or not one of the sandbox's merchant accounts; 40017 = `currencyType` is not an enabled currency.
  * Get order (shape assumed in docs/platform-interface.md) answers 40010 for a wrong merchant and 40404 for an unknown order.
  */
 export { PLATFORM_CODES };
@@ -57,7 +57,7 @@ export function registerPlatformRoutes(app: FastifyInstance, sim: Simulator, clo
   app.post(GET_PAYMENT_METHODS_PATH, async (req, reply) => {
     if (!(await applyApiFaults(req, reply))) return reply;
     const merchantNo = field(req.body, 'merchantNo');
-    if (!merchantNo || merchantNo !== sim.merchantNo) {
+    if (!merchantNo || !sim.merchantByNo(merchantNo)) {
       return envelope(
         PLATFORM_CODES.merchantUnknown,
         merchantNo ? 'merchant does not exist' : 'merchantNo is required',
@@ -76,14 +76,16 @@ export function registerPlatformRoutes(app: FastifyInstance, sim: Simulator, clo
   app.post(GET_ORDER_PATH, async (req, reply) => {
     if (!(await applyApiFaults(req, reply))) return reply;
     const merchantNo = field(req.body, 'merchantNo');
-    if (!merchantNo || merchantNo !== sim.merchantNo) {
+    const merchant = merchantNo ? sim.merchantByNo(merchantNo) : undefined;
+    if (!merchant) {
       return envelope(
         PLATFORM_CODES.merchantUnknown,
         merchantNo ? 'merchant does not exist' : 'merchantNo is required',
       );
     }
     const merchantOrderNo = field(req.body, 'merchantOrderNo');
-    const order = merchantOrderNo ? sim.find(merchantOrderNo) : undefined;
+    // Each merchant sees its own orders only: another account's order of the same number is not found.
+    const order = merchantOrderNo ? sim.find(merchantOrderNo, merchant.ref) : undefined;
     // find() also matches platform numbers; Get order is keyed by the merchant's number only.
     if (!order || order.merchantOrderNo !== merchantOrderNo) {
       return envelope(PLATFORM_CODES.orderNotFound, 'order not found');

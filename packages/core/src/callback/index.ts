@@ -12,6 +12,12 @@ export {
 } from './decode.ts';
 export { assertImplicitRejection } from './implicit-rejection.ts';
 export { loadKeyRing, loadKeyRingFromFiles, type KeyRing, type RingKey } from './key-ring.ts';
+export {
+  decoyKeyRing,
+  loadMerchantKeyRings,
+  type MerchantKeyRings,
+  type MerchantKeyRingsOptions,
+} from './merchant-key-rings.ts';
 export { generateKeyPair, parsePublicKey, type GeneratedKeyPair } from './keys.ts';
 export { platformTimeToIso } from './pay-time.ts';
 export { CALLBACK_STATES, parseRecord, type CallbackRecord } from './record.ts';

@@ -48,7 +48,8 @@ function toRingKey(pem: string, label: string): RingKey {
   return { label, id, bits, blockBytes: Math.ceil(bits / 8), privateKey };
 }
 
-function ring(keys: RingKey[]): KeyRing {
+/** A ring of `keys`, current first, each key once. @throws AppError KEY_FILE_INVALID when there is none. */
+export function keyRingOf(keys: RingKey[]): KeyRing {
   if (keys.length === 0) throw invalid('key ring', 'no private key given');
   const seen = new Set<string>();
   // The same key listed twice would only cost a second decryption per failure; keep the first occurrence.
@@ -74,7 +75,7 @@ export function loadKeyRing(pems: string[]): KeyRing {
       keys.push(toRingKey(block, blocks.length > 1 ? `key #${i + 1}.${j + 1}` : `key #${i + 1}`)),
     );
   });
-  return ring(keys);
+  return keyRingOf(keys);
 }
 
 /**
@@ -86,17 +87,21 @@ export function loadKeyRingFromFiles(paths: string[]): KeyRing {
     .flatMap((p) => p.split(','))
     .map((p) => p.trim())
     .filter((p) => p !== '');
-  const keys: RingKey[] = [];
-  for (const file of files) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (e) {
-      throw invalid(file, `cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`, e);
-    }
-    const blocks = privateKeyBlocks(text);
-    if (blocks.length === 0) throw invalid(file, 'holds no PEM private key block (-----BEGIN ... PRIVATE KEY-----)');
-    blocks.forEach((block, j) => keys.push(toRingKey(block, blocks.length > 1 ? `${file} (key ${j + 1})` : file)));
+  return keyRingOf(files.flatMap(keysOfFile));
+}
+
+/**
+ * The private keys of one PEM file, in order (a file may hold several).
+ * @throws AppError KEY_FILE_INVALID naming the file (and the key's position in it), never its content.
+ */
+export function keysOfFile(file: string): RingKey[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw invalid(file, `cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`, e);
   }
-  return ring(keys);
+  const blocks = privateKeyBlocks(text);
+  if (blocks.length === 0) throw invalid(file, 'holds no PEM private key block (-----BEGIN ... PRIVATE KEY-----)');
+  return blocks.map((block, j) => toRingKey(block, blocks.length > 1 ? `${file} (key ${j + 1})` : file));
 }

@@ -152,6 +152,8 @@ function roleProblems(
   }
   if (values) found.push(...crossChecks(values, env, role, found));
   for (const [name, fallback] of REQUIRED_EITHER[role] ?? []) {
+    // The sandbox takes every merchant of MERCHANTS_FILE instead of MERCHANT_NO and MERCHANT_PRIVATE_KEY_FILE.
+    if (merchantsFile && MERCHANTS_FILE_REPLACES.includes(fallback)) continue;
     const set = (n: string) => (values ? values[n as keyof typeof values] !== undefined : Boolean(env[n]?.trim()));
     if (!set(name) && !set(fallback) && !found.some((p) => p.startsWith(`${name}:`))) {
       found.push(`${name}: required for ${role} (or ${fallback} to fall back on) (unset)`);

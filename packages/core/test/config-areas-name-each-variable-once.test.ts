@@ -3,6 +3,7 @@ import { configVariables } from '@mcb/core/config';
 import { consoleFields } from '../src/config/console.ts';
 import { databaseFields } from '../src/config/database.ts';
 import { ingestFields } from '../src/config/ingest.ts';
+import { merchantsFields } from '../src/config/merchants.ts';
 import { observabilityFields } from '../src/config/observability.ts';
 import { platformFields } from '../src/config/platform.ts';
 import { redisFields } from '../src/config/redis.ts';
@@ -14,6 +15,7 @@ const areas = {
   database: databaseFields,
   redis: redisFields,
   platform: platformFields,
+  merchants: merchantsFields,
   observability: observabilityFields,
   ingest: ingestFields,
   worker: workerFields,

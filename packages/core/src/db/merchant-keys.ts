@@ -70,6 +70,8 @@ export const MERCHANT_INDEXES: readonly IndexSpec[] = [
 interface ForeignKeySpec {
   name: string;
   table: string;
+  /** The table it points at: locked first, in the order the apps' transactions take them (no deadlock). */
+  references: string;
   definition: string;
   /** The single-column key it replaces (migrations 0000 and 0009). */
   replaces: string;
@@ -80,30 +82,35 @@ export const MERCHANT_FOREIGN_KEYS: readonly ForeignKeySpec[] = [
   {
     name: 'callback_receipts_order_merchant_fk',
     table: 'callback_receipts',
+    references: 'orders',
     definition: 'FOREIGN KEY ("order_id","merchant_no") REFERENCES "public"."orders"("id","merchant_no")',
     replaces: 'callback_receipts_order_id_orders_id_fk',
   },
   {
     name: 'ledger_entries_order_merchant_fk',
     table: 'ledger_entries',
+    references: 'orders',
     definition: 'FOREIGN KEY ("order_id","merchant_no") REFERENCES "public"."orders"("id","merchant_no")',
     replaces: 'ledger_entries_order_id_orders_id_fk',
   },
   {
     name: 'ledger_entries_receipt_merchant_fk',
     table: 'ledger_entries',
+    references: 'callback_receipts',
     definition: 'FOREIGN KEY ("receipt_id","merchant_no") REFERENCES "public"."callback_receipts"("id","merchant_no")',
     replaces: 'ledger_entries_receipt_id_callback_receipts_id_fk',
   },
   {
     name: 'order_events_order_merchant_fk',
     table: 'order_events',
+    references: 'orders',
     definition: 'FOREIGN KEY ("order_id","merchant_no") REFERENCES "public"."orders"("id","merchant_no")',
     replaces: 'order_events_order_id_orders_id_fk',
   },
   {
     name: 'order_notes_receipt_merchant_fk',
     table: 'order_notes',
+    references: 'callback_receipts',
     definition: 'FOREIGN KEY ("receipt_id","merchant_no") REFERENCES "public"."callback_receipts"("id","merchant_no")',
     replaces: 'order_notes_receipt_id_callback_receipts_id_fk',
   },
@@ -144,24 +151,23 @@ export async function readMerchantKeys(db: Queryable): Promise<MerchantKeysStatu
     return { migrated: false, pending: ['migration 0014'], legacy: [...LEGACY_INDEXES], defaultMerchantNo: null };
   }
   const names = [...MERCHANT_INDEXES.map((i) => i.name), ...LEGACY_INDEXES];
-  const [indexes, columns, keys, setting] = await Promise.all([
-    db.query<{ name: string; valid: boolean }>(
-      `select c.relname as name, i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid
-        where c.relnamespace = 'public'::regnamespace and c.relname = any($1::text[])`,
-      [names],
-    ),
-    db.query<{ table: string; notnull: boolean }>(
-      `select c.relname as table, a.attnotnull as notnull from pg_attribute a join pg_class c on c.oid = a.attrelid
-        where c.relnamespace = 'public'::regnamespace and c.relname = any($1::text[]) and a.attname = 'merchant_no'`,
-      [[...MERCHANT_TABLES]],
-    ),
-    db.query<{ name: string; validated: boolean }>(
-      `select conname as name, convalidated as validated from pg_constraint
-        where connamespace = 'public'::regnamespace and conname = any($1::text[])`,
-      [MERCHANT_FOREIGN_KEYS.map((k) => k.name)],
-    ),
-    db.query<{ merchant_no: string | null }>('select mcb_default_merchant_no() as merchant_no'),
-  ]);
+  // One after another: `db` may be a single client.
+  const indexes = await db.query<{ name: string; valid: boolean }>(
+    `select c.relname as name, i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid
+      where c.relnamespace = 'public'::regnamespace and c.relname = any($1::text[])`,
+    [names],
+  );
+  const columns = await db.query<{ table: string; notnull: boolean }>(
+    `select c.relname as table, a.attnotnull as notnull from pg_attribute a join pg_class c on c.oid = a.attrelid
+      where c.relnamespace = 'public'::regnamespace and c.relname = any($1::text[]) and a.attname = 'merchant_no'`,
+    [[...MERCHANT_TABLES]],
+  );
+  const keys = await db.query<{ name: string; validated: boolean }>(
+    `select conname as name, convalidated as validated from pg_constraint
+      where connamespace = 'public'::regnamespace and conname = any($1::text[])`,
+    [MERCHANT_FOREIGN_KEYS.map((k) => k.name)],
+  );
+  const setting = await db.query<{ merchant_no: string | null }>('select mcb_default_merchant_no() as merchant_no');
   const valid = new Map(indexes.rows.map((r) => [r.name, r.valid]));
   const notNull = new Map(columns.rows.map((r) => [r.table, r.notnull]));
   const validated = new Map(keys.rows.map((r) => [r.name, r.validated]));
@@ -188,22 +194,34 @@ export interface MerchantKeysOptions {
   lockTimeoutMs?: number;
 }
 
-const LOCK_NOT_AVAILABLE = '55P03';
+/** lock_not_available (our lock_timeout) and deadlock_detected: give way and try again. */
+const GIVE_WAY = new Set(['55P03', '40P01']);
 
-/** Run a short catalogue change, giving way to long transactions: bounded lock waits, tried again. */
-async function alter(client: Queryable, statement: string, options: MerchantKeysOptions): Promise<void> {
-  const timeout = options.lockTimeoutMs ?? 5000;
+/**
+ * Run a short catalogue change in its own transaction, giving way to the apps' transactions: bounded lock waits,
+ * tried again. `first` is locked before the statement runs: a foreign key locks the table it points at as well as
+ * its own, and the apps' transactions write the order before its receipt and the receipt before its ledger entry;
+ * taken the other way round, a writer and the ALTER would wait for each other (a deadlock).
+ */
+async function alter(
+  client: Queryable,
+  statement: string,
+  options: MerchantKeysOptions,
+  first?: string,
+): Promise<void> {
+  const timeout = Math.round(options.lockTimeoutMs ?? 5000);
   for (let attempt = 1; ; attempt++) {
     try {
-      await client.query(`SET lock_timeout = ${Math.round(timeout)}`);
+      await client.query(`BEGIN; SET LOCAL lock_timeout = ${timeout}`);
+      if (first) await client.query(`LOCK TABLE "${first}" IN SHARE ROW EXCLUSIVE MODE`);
       await client.query(statement);
+      await client.query('COMMIT');
       return;
     } catch (e) {
-      if ((e as { code?: string }).code !== LOCK_NOT_AVAILABLE || attempt >= 20) throw e;
-      options.log?.(`  waiting for a lock held by another transaction (attempt ${attempt}): ${statement.slice(0, 80)}`);
+      await client.query('ROLLBACK').catch(() => {});
+      if (!GIVE_WAY.has((e as { code?: string }).code ?? '') || attempt >= 20) throw e;
+      options.log?.(`  giving way to the apps' transactions (attempt ${attempt}): ${statement.slice(0, 80)}`);
       await new Promise((r) => setTimeout(r, Math.min(5000, 200 * attempt)));
-    } finally {
-      await client.query('SET lock_timeout = 0');
     }
   }
 }
@@ -309,7 +327,12 @@ async function ensureForeignKey(client: Queryable, spec: ForeignKeySpec, options
       );
     }
   }
-  await alter(client, `ALTER TABLE "${spec.table}" DROP CONSTRAINT IF EXISTS "${spec.replaces}"`, options);
+  await alter(
+    client,
+    `ALTER TABLE "${spec.table}" DROP CONSTRAINT IF EXISTS "${spec.replaces}"`,
+    options,
+    spec.references,
+  );
 }
 
 /**

@@ -19,10 +19,11 @@
  */
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
-import { createFleet, fleetKeys } from '@mcb/core/platform';
+import { createFleet } from '@mcb/core/platform';
 import { createRedis } from '@mcb/core/redis';
 import { progress, section } from './lib/progress.ts';
 import { startRedis } from './lib/redis-server.ts';
+import { merchantKeys } from '@mcb/core/queue';
 
 /** What one process of a run is told. */
 interface Part {
@@ -56,7 +57,7 @@ function busyLoop(busy: number, every: number): () => void {
 async function takePart(p: Part): Promise<Used> {
   const client = createRedis(p.url, 'worker');
   client.on('error', () => undefined);
-  const fleet = createFleet({ redis: client, prefix: p.prefix, maxRps: p.rps });
+  const fleet = createFleet({ redis: client, keys: merchantKeys(p.prefix).fleet, maxRps: p.rps });
   const now = () => performance.timeOrigin + performance.now();
   const times: number[] = [];
   let stopped = false;
@@ -140,7 +141,11 @@ async function main(): Promise<void> {
       const parts = names.map(([name, busy]) => part(name, busy, from));
       if (aheadUs > 0) {
         const [sec, usec] = (await redis.admin.time()).map(Number) as [number, number];
-        await redis.admin.hset(fleetKeys(parts[0]!.prefix).budget, 'tat', String(sec * 1_000_000 + usec + aheadUs));
+        await redis.admin.hset(
+          merchantKeys(parts[0]!.prefix).fleet.budget,
+          'tat',
+          String(sec * 1_000_000 + usec + aheadUs),
+        );
       }
       const used = await Promise.all(parts.map((p, i) => (i === 0 ? takePart(p) : threads[i - 1]!(p))));
       const times = used.flatMap((u) => u.times);

@@ -8,6 +8,7 @@ import type { Browser, Page } from 'playwright-core';
 import { ARTIFACTS, launchBrowser } from './helpers/browser.ts';
 import { OPERATORS, TOKENS } from '../../apps/console/test/helpers/operators.ts';
 import { AUTH_LIMITS_OFF, MERCHANT_NO, startOpsStack, TOKEN, type OpsStack } from './helpers/ops-harness.ts';
+import { merchantKeys } from '@mcb/core/queue';
 
 // The console's landing page (/search) says when Get order is held back for the whole fleet: the shared breaker is
 // open, or the fleet asks beyond PLATFORM_MAX_RPS. The state is the workers' (Redis, under the queue prefix).
@@ -45,7 +46,7 @@ afterAll(async () => {
 /** A worker's view of the fleet (its own connection, as a worker process has). */
 function workerFleet(maxRps: number): Fleet {
   const connection = createRedis(env.redisUrl, 'worker');
-  const fleet = createFleet({ redis: connection, prefix: env.prefix, maxRps });
+  const fleet = createFleet({ redis: connection, keys: merchantKeys(env.prefix).fleet, maxRps });
   fleets.push({ ...fleet, close: async () => void (await fleet.close(), connection.disconnect()) });
   return fleet;
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callbackArrivals, reviews } from '@mcb/core/db';
-import { callbackJobId, unknownOrderWaitingKey, type CallbackJobInput } from '@mcb/core/queue';
+import { callbackJobId, type CallbackJobInput, merchantKeys } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { and, eq } from 'drizzle-orm';
@@ -198,7 +198,7 @@ describe('the replay dry run and the worker decide alike', () => {
       [u.merchantOrderNo],
     );
     // 2. The cap (WORKER_MAX_UNKNOWN_WAITING=1) is taken by another job waiting for its order.
-    const key = unknownOrderWaitingKey(env.prefix);
+    const key = merchantKeys(env.prefix).unknownOrderWaiting;
     await redis.zadd(key, Date.now(), 'another-job');
     try {
       const plan = await dryRun(u.merchantOrderNo);

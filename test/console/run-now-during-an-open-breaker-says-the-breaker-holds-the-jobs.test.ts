@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@mcb/core/config';
 import { operatorActions } from '@mcb/core/db';
-import { fleetKeys } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { useTestEnv } from '@mcb/testkit';
 import { desc, eq } from 'drizzle-orm';
 import { bearer, OPERATORS } from '../../apps/console/test/helpers/operators.ts';
 import { AUTH_LIMITS_OFF, MERCHANT_NO, startOpsStack, TOKEN, type OpsStack } from './helpers/ops-harness.ts';
+import { merchantKeys } from '@mcb/core/queue';
 
 const env = useTestEnv();
 let stack: OpsStack;
@@ -48,7 +48,7 @@ const runNow = async () => {
 describe('"Run now" while the fleet\'s breaker is open', () => {
   it('runs nothing and says the breaker holds the jobs (an error line, not a green "0 run"); once closed it runs', async () => {
     // 1. The fleet's breaker open, as the workers' Get order guard keeps it in Redis.
-    await redis.set(fleetKeys(env.prefix).breaker, '1', 'PX', 60_000);
+    await redis.set(merchantKeys(env.prefix).fleet.breaker, '1', 'PX', 60_000);
     const held = await runNow();
     expect(held.get('ok')).toBeNull();
     expect(held.get('error')).toMatch(/^Nothing run now: the platform breaker is open and holds these jobs/);
@@ -60,7 +60,7 @@ describe('"Run now" while the fleet\'s breaker is open', () => {
       .limit(1);
     expect(row).toMatchObject({ operator: 'otto.operator@example.com', outcome: 'failed:PLATFORM_CIRCUIT_OPEN' });
     // 2. Closed: run now does what it says (nothing waits here, so 0, in the page's green line).
-    await redis.del(fleetKeys(env.prefix).breaker);
+    await redis.del(merchantKeys(env.prefix).fleet.breaker);
     const ran = await runNow();
     expect([ran.get('ok'), ran.get('error')]).toEqual(['0 job(s) run now.', null]);
   });

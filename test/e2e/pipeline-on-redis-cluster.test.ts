@@ -8,9 +8,10 @@ import {
   MAINTENANCE_QUEUE,
   MaintenanceJobs,
   type CallbackJobInput,
+  merchantKeys,
 } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
-import { acquireSweepLock, sweepLockKey } from '@mcb/settlement';
+import { acquireSweepLock } from '@mcb/settlement';
 import { freePort, startOwnCluster, uniquePrefix, useTestEnv, waitFor, type OwnCluster } from '@mcb/testkit';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -147,10 +148,10 @@ describe('the pipeline on a 3-master Redis Cluster', () => {
   });
 
   it('runs one reconciliation sweep at a time: the console is refused while a worker holds the lock, and sweeps after', async () => {
-    const held = await acquireSweepLock(p.workerRedis, { key: sweepLockKey(p.prefix) });
+    const held = await acquireSweepLock(p.workerRedis, { key: merchantKeys(p.prefix).sweepLock });
     expect(held).toBeDefined();
     try {
-      expect(await acquireSweepLock(p.workerRedis, { key: sweepLockKey(p.prefix) })).toBeUndefined();
+      expect(await acquireSweepLock(p.workerRedis, { key: merchantKeys(p.prefix).sweepLock })).toBeUndefined();
       const refused = await p.operator('POST', '/api/reconcile', {});
       expect(refused.statusCode).toBe(409);
       expect(JSON.parse(refused.body)).toMatchObject({ code: 'RECONCILE_IN_PROGRESS' });
@@ -219,11 +220,11 @@ describe('the pipeline on a 3-master Redis Cluster', () => {
         [MaintenanceJobs.catalogRefresh, MaintenanceJobs.reconcile].sort(),
       );
       // Both workers share one Get order budget through the cluster: the fleet's script runs in the prefix's slot.
-      await waitFor(async () => (await readFleetState(admin, prefix)).processes === 2, {
+      await waitFor(async () => (await readFleetState(admin, merchantKeys(prefix).fleet)).processes === 2, {
         timeoutMs: 10_000,
         message: 'the workers did not join the fleet budget',
       });
-      const fleet = createFleet({ redis: admin, prefix, maxRps: 50 });
+      const fleet = createFleet({ redis: admin, keys: merchantKeys(prefix).fleet, maxRps: 50 });
       await Promise.all(Array.from({ length: 10 }, () => fleet.take()));
       expect(fleet.status()).toMatchObject({ fallback: false, alive: 3 });
       await fleet.close();

@@ -1,13 +1,13 @@
 import { catalogSnapshots } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient, type PlatformOrder } from '@mcb/core/platform';
-import { callbackJobId } from '@mcb/core/queue';
+import { callbackJobId, merchantKeys } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { freePort, useTestEnv, waitFor } from '@mcb/testkit';
 import type { Job } from 'bullmq';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runSweep, sweepLockKey, type SweepDeps, type SweepReport } from '@mcb/settlement';
+import { runSweep, type SweepDeps, type SweepReport } from '@mcb/settlement';
 import { createMaintenanceWorker } from '../../apps/worker/src/index.ts';
 import { MERCHANT_NO, startPipeline, type Pipeline } from './helpers/pipeline.ts';
 
@@ -28,7 +28,7 @@ function sweepDeps(): SweepDeps {
     platform,
     logger,
     redis,
-    lockKey: sweepLockKey(env.prefix),
+    lockKey: merchantKeys(env.prefix).sweepLock,
     merchantNo: MERCHANT_NO,
     settings: { minAgeMs: 0, maxAgeMs: 7 * 24 * 3600_000, ratePerSecond: 500, batchSize: 50 },
   };

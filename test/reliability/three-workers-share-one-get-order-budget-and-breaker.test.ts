@@ -2,6 +2,7 @@ import { readFleetState } from '@mcb/core/platform';
 import { useTestEnv, waitFor } from '@mcb/testkit';
 import { describe, expect, it } from 'vitest';
 import { busiestSecond, perSecond, startWorkerFleet } from './helpers/worker-fleet.ts';
+import { merchantKeys } from '@mcb/core/queue';
 
 // PLATFORM_MAX_RPS is the deployment's budget, not each process's: three worker processes (their own processes, as
 // deployed) share it through Redis. The platform double counts Get order requests as they arrive.
@@ -42,7 +43,7 @@ describe('three worker processes and one Get order budget', () => {
       expect(arrivals.length / Math.max(spanS, 1)).toBeGreaterThanOrEqual(0.6 * BUDGET);
       expect(await fleet.creditsOnce()).toEqual({ credits: PAYINS, twice: 0 });
       // Every process shared it (alive in the fleet's set), none died.
-      expect((await readFleetState(fleet.redis, `${env.prefix}-budget`)).processes).toBe(3);
+      expect((await readFleetState(fleet.redis, merchantKeys(`${env.prefix}-budget`).fleet)).processes).toBe(3);
       expect(fleet.exits).toEqual([]);
     } finally {
       await fleet.close();
@@ -66,7 +67,7 @@ describe('three worker processes and one Get order budget', () => {
       await fleet.enqueue();
       // Every process holds its breaker open, whether or not its own requests failed.
       await Promise.all(fleet.workers.map((w) => w.waitForOutput(/platform circuit breaker open/, 20_000)));
-      expect((await readFleetState(fleet.redis, prefix)).breakerOpen).toBe(true);
+      expect((await readFleetState(fleet.redis, merchantKeys(prefix).fleet)).breakerOpen).toBe(true);
       const from = performance.now();
       await waitFor(() => performance.now() - from >= 3000, { timeoutMs: 5000, intervalMs: 100 });
       const during = fleet.platform.arrivals.filter((t) => t >= from && t < from + 3000).length;
@@ -87,7 +88,7 @@ describe('three worker processes and one Get order budget', () => {
         `3 workers: ${PAYINS} pay-ins credited ${((performance.now() - back) / 1000).toFixed(1)} s after the platform came back`,
       );
       expect(await fleet.creditsOnce()).toEqual({ credits: PAYINS, twice: 0 });
-      expect((await readFleetState(fleet.redis, prefix)).breakerOpen).toBe(false);
+      expect((await readFleetState(fleet.redis, merchantKeys(prefix).fleet)).breakerOpen).toBe(false);
       expect(fleet.exits).toEqual([]);
     } finally {
       fleet.platform.setOutage(undefined);

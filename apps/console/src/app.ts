@@ -38,7 +38,8 @@ import { eventsRows } from './events/api.ts';
 import { ordersRows } from './orders/api.ts';
 import { paymentMethodsRows } from './catalog/api.ts';
 import { payoutsRows } from './payouts/api.ts';
-import { reconcileRouteDeps, reconcileRows } from './reconcile/api.ts';
+import { reconcileActionDeps } from './reconcile/actions.ts';
+import { reconcileRows } from './reconcile/api.ts';
 import { replaysRows } from './replays/api.ts';
 import type { ReplayDeps } from './replays/actions.ts';
 import { startReplayDriver } from './replays/driver.ts';
@@ -55,6 +56,7 @@ import { createSessionCodec } from './session/session-cookie.ts';
 import { clientErrorReply, installSecurityHeaders, setSecurityHeaders } from './web/security-headers.ts';
 import { assetsPlugin } from './web/assets.ts';
 import { acceptForms } from './web/forms.ts';
+import { merchantKeys } from '@mcb/core/queue';
 
 /** Dependencies of {@link buildApp}; all are created by main.ts (or a test) and closed by it. */
 export interface ConsoleDeps {
@@ -137,7 +139,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
 
   const routeDeps: RouteDeps = {
     db: deps.db,
-    catalog: deps.catalog ?? createCatalogCache({ db: deps.db, platform: deps.platform, logger: deps.logger }),
+    catalog: deps.catalog ?? createCatalogCache({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
     logger: deps.logger,
     ...(deps.queue ? { queue: deps.queue } : {}),
   };
@@ -260,7 +262,7 @@ function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): 
     ...ordersRows(routeDeps),
     ...payoutsRows(routeDeps),
     ...paymentMethodsRows(routeDeps),
-    ...(deps.redis ? reconcileRows(reconcileRouteDeps({ ...deps, redis: deps.redis })) : []),
+    ...(deps.redis ? reconcileRows(reconcileActionDeps({ ...deps, redis: deps.redis })) : []),
     ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
     ...callbacksRows({ db: deps.db.db, queue: deps.queue }),
     ...reviewsRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
@@ -274,13 +276,13 @@ function pageRows(deps: ConsoleDeps & { config: Config }, replayDeps: ReplayDeps
     ...searchPageRows({
       db: deps.db,
       queue: deps.queue,
-      platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
+      platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
     }),
     ...callbacksPageRows({
       db: deps.db.db,
       logger: deps.logger,
       queue: deps.queue,
-      platformState: redis && (() => readFleetState(redis, deps.config.QUEUE_PREFIX)),
+      platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
     }),
     ...ordersPageRows({ db: deps.db, queue: deps.queue, logger: deps.logger }),
     ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),

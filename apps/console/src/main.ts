@@ -5,7 +5,7 @@ import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { createFleet, createPlatformClientFromConfig, guardPlatform } from '@mcb/core/platform';
-import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
+import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE, merchantKeys } from '@mcb/core/queue';
 import { createRedis, createRedisHealth, redisTargetOf } from '@mcb/core/redis';
 import { startTracing } from '@mcb/core/tracing';
 import { Queue } from 'bullmq';
@@ -48,7 +48,13 @@ try {
   releasers.add('queues', () => Promise.all([queue.close(), maintenance.close()]));
   // Re-verify, the dry run and "sweep now" ask Get order out of the fleet's budget (PLATFORM_MAX_RPS), beside the
   // workers.
-  const fleet = createFleet({ redis, prefix: config.QUEUE_PREFIX, maxRps: config.PLATFORM_MAX_RPS, registry, logger });
+  const fleet = createFleet({
+    redis,
+    keys: merchantKeys(config.QUEUE_PREFIX).fleet,
+    maxRps: config.PLATFORM_MAX_RPS,
+    registry,
+    logger,
+  });
   releasers.add('fleet budget', () => fleet.close());
   const platform = guardPlatform(createPlatformClientFromConfig(config), { fleet, maxWaitMs: 5000 });
   releasers.add('platform', () => platform.close());

@@ -7,13 +7,13 @@ import { createMetricsRegistry } from '@mcb/core/metrics';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { freePort, useTestEnv } from '@mcb/testkit';
-import { sweepLockKey } from '@mcb/settlement';
 import { desc, eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 // The sandbox is the platform here, through its package entry (a dev dependency of the console).
 import { buildApp as buildSandbox } from '@mcb/sandbox';
+import { merchantKeys } from '@mcb/core/queue';
 
 const MERCHANT_NO = 'M300400';
 const TOKEN = 'reconcile-console-token-0123456789';
@@ -159,13 +159,13 @@ describe('POST /api/reconcile', () => {
   });
 
   it('answers 409 RECONCILE_IN_PROGRESS while another sweep holds the lock, and sweeps once it is free', async () => {
-    await redis.set(sweepLockKey(env.prefix), 'a-worker-sweeping', 'PX', 10_000);
+    await redis.set(merchantKeys(env.prefix).sweepLock, 'a-worker-sweeping', 'PX', 10_000);
     try {
       const res = await reconcile();
       expect(res.statusCode).toBe(409);
       expect(res.json()).toMatchObject({ code: 'RECONCILE_IN_PROGRESS', requestId: expect.any(String) });
     } finally {
-      await redis.del(sweepLockKey(env.prefix));
+      await redis.del(merchantKeys(env.prefix).sweepLock);
     }
     expect((await reconcile()).statusCode).toBe(200);
   });
@@ -189,6 +189,6 @@ describe('POST /api/reconcile', () => {
   it('requires the bearer token', async () => {
     const res = await reconcile(app, {});
     expect(res.statusCode).toBe(401);
-    expect(await redis.exists(sweepLockKey(env.prefix))).toBe(0);
+    expect(await redis.exists(merchantKeys(env.prefix).sweepLock)).toBe(0);
   });
 });

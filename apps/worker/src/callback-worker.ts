@@ -2,7 +2,7 @@ import { coerceError } from '@mcb/core/errors';
 import { createLogThrottle } from '@mcb/core/logger';
 import type { RedisClient, RedisHealth } from '@mcb/core/redis';
 import { queueTelemetry } from '@mcb/core/tracing';
-import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, unknownOrderWaitingKey, type CallbackJobInput } from '@mcb/core/queue';
+import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, type CallbackJobInput, merchantKeys } from '@mcb/core/queue';
 import { Queue, Worker } from 'bullmq';
 import {
   callbackBackoffDelay,
@@ -146,7 +146,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     arrivals,
     unknownOrders: createUnknownOrderCap({
       connection: deps.connection,
-      key: unknownOrderWaitingKey(prefix),
+      key: merchantKeys(prefix).unknownOrderWaiting,
       max: deps.maxUnknownWaiting ?? 10_000,
       graceMs: deps.orderGracePeriodMs ?? 15 * 60_000,
     }),

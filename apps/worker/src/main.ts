@@ -5,7 +5,7 @@ import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { createFleet, createPlatformClientFromConfig, guardPlatform } from '@mcb/core/platform';
-import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
+import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE, merchantKeys } from '@mcb/core/queue';
 import { createRedis, createRedisHealth, redisTargetOf } from '@mcb/core/redis';
 import { startTracing } from '@mcb/core/tracing';
 import { Queue } from 'bullmq';
@@ -14,7 +14,7 @@ import { createAdaptiveLimit, eventLoopDelaySampler } from './adaptive-concurren
 import { createCallbackWorker } from './callback-worker.ts';
 import { forcedClose } from './jobs-in-progress.ts';
 import { createMaintenanceWorker } from './maintenance-worker.ts';
-import { createReconcileMetrics, sweepLockKey, sweepSettingsFromConfig } from '@mcb/settlement';
+import { createReconcileMetrics, sweepSettingsFromConfig } from '@mcb/settlement';
 import { createWorkerMetrics, registerCommitWaitGauges } from './metrics.ts';
 
 // Only wiring. Each resource registers its release here as it is created; shutdown runs them in reverse order.
@@ -68,7 +68,13 @@ try {
       : undefined;
   // The fleet's Get order budget (PLATFORM_MAX_RPS, shared by every worker and the console) and breaker state, on
   // the queue's Redis connection under the queue prefix (docs/deployment.md "Sizing").
-  const fleet = createFleet({ redis, prefix: config.QUEUE_PREFIX, maxRps: config.PLATFORM_MAX_RPS, registry, logger });
+  const fleet = createFleet({
+    redis,
+    keys: merchantKeys(config.QUEUE_PREFIX).fleet,
+    maxRps: config.PLATFORM_MAX_RPS,
+    registry,
+    logger,
+  });
   releasers.add('fleet budget', () => fleet.close());
   // One keep-alive connection per Get order in flight at most; the guard takes Get order's start times from the
   // fleet's budget and pauses Get order while the platform keeps failing, so an outage costs jobs time rather than attempts.
@@ -127,7 +133,7 @@ try {
     logger,
     metrics,
     redis,
-    lockKey: sweepLockKey(config.QUEUE_PREFIX),
+    lockKey: merchantKeys(config.QUEUE_PREFIX).sweepLock,
     merchantNo: config.MERCHANT_NO!,
     settings: sweepSettingsFromConfig(config),
     reconcileMetrics: createReconcileMetrics(registry),

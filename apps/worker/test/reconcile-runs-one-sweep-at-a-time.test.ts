@@ -4,7 +4,7 @@ import { isAppError } from '@mcb/core/errors';
 import { createLogger } from '@mcb/core/logger';
 import { createMetricsRegistry } from '@mcb/core/metrics';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
-import { MAINTENANCE_QUEUE, MaintenanceJobs } from '@mcb/core/queue';
+import { MAINTENANCE_QUEUE, MaintenanceJobs, merchantKeys } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import {
   type FakePlatform,
@@ -17,7 +17,7 @@ import {
 } from '@mcb/testkit';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createReconcileMetrics, runSweep, sweepLockKey, type SweepDeps } from '@mcb/settlement';
+import { createReconcileMetrics, runSweep, type SweepDeps } from '@mcb/settlement';
 import { createMaintenanceWorker, type MaintenanceWorker } from '../src/index.ts';
 
 const env = useTestEnv();
@@ -67,7 +67,7 @@ function deps(platform: PlatformClient, overrides: Partial<SweepDeps> = {}): Swe
     platform,
     logger,
     redis,
-    lockKey: sweepLockKey(env.prefix),
+    lockKey: merchantKeys(env.prefix).sweepLock,
     merchantNo: MERCHANT_NO,
     settings: { minAgeMs: 0, maxAgeMs: 86_400_000, ratePerSecond: 1000, batchSize: 100, concurrency: 1 },
     ...overrides,
@@ -104,14 +104,16 @@ describe('one reconciliation sweep at a time', () => {
     const { client } = slowPlatform({ gate: g.wait });
     // 1. A sweep starts and blocks on its first Get order.
     const first = runSweep(deps(client));
-    await waitFor(async () => (await redis.exists(sweepLockKey(env.prefix))) === 1, { message: 'the lock is taken' });
+    await waitFor(async () => (await redis.exists(merchantKeys(env.prefix).sweepLock)) === 1, {
+      message: 'the lock is taken',
+    });
     // 2. A second one is refused at once, without touching the platform.
     const second = await runSweep(deps(real)).catch((e: unknown) => e);
     expect(isAppError(second, 'RECONCILE_IN_PROGRESS')).toBe(true);
     // 3. The first one finishes and releases the lock; a new sweep runs.
     g.open();
     await expect(first).resolves.toMatchObject({ scanned: 3, stillPending: 3 });
-    expect(await redis.exists(sweepLockKey(env.prefix))).toBe(0);
+    expect(await redis.exists(merchantKeys(env.prefix).sweepLock)).toBe(0);
     await expect(runSweep(deps(real))).resolves.toMatchObject({ scanned: 3 });
   });
 
@@ -119,10 +121,10 @@ describe('one reconciliation sweep at a time', () => {
     const g = gate();
     const { client } = slowPlatform({ gate: g.wait });
     const first = runSweep(deps(client, { lockTtlMs: 150 }));
-    await waitFor(async () => (await redis.exists(sweepLockKey(env.prefix))) === 1);
+    await waitFor(async () => (await redis.exists(merchantKeys(env.prefix).sweepLock)) === 1);
     await delay(450); // three TTLs: without renewal the lock would be gone
     await expect(runSweep(deps(real))).rejects.toMatchObject({ code: 'RECONCILE_IN_PROGRESS' });
-    expect(await redis.pttl(sweepLockKey(env.prefix))).toBeGreaterThan(0);
+    expect(await redis.pttl(merchantKeys(env.prefix).sweepLock)).toBeGreaterThan(0);
     g.open();
     await expect(first).resolves.toMatchObject({ stoppedEarly: false, scanned: 3 });
   });
@@ -131,15 +133,15 @@ describe('one reconciliation sweep at a time', () => {
     const g = gate();
     const { client } = slowPlatform({ gate: g.wait });
     const first = runSweep(deps(client, { lockTtlMs: 150 }));
-    await waitFor(async () => (await redis.exists(sweepLockKey(env.prefix))) === 1);
+    await waitFor(async () => (await redis.exists(merchantKeys(env.prefix).sweepLock)) === 1);
     // Someone else holds it now (as after a long Redis stall that let it expire).
-    await redis.set(sweepLockKey(env.prefix), 'another-holder', 'PX', 5000);
+    await redis.set(merchantKeys(env.prefix).sweepLock, 'another-holder', 'PX', 5000);
     const report = await first;
     expect(report.stoppedEarly).toBe(true);
     expect(report.stopReason).toBe('aborted: reconciliation lock lost');
     expect(report.scanned).toBe(0);
-    expect(await redis.get(sweepLockKey(env.prefix))).toBe('another-holder');
-    await redis.del(sweepLockKey(env.prefix));
+    expect(await redis.get(merchantKeys(env.prefix).sweepLock)).toBe('another-holder');
+    await redis.del(merchantKeys(env.prefix).sweepLock);
     g.open();
   });
 
@@ -188,6 +190,6 @@ describe('one reconciliation sweep at a time', () => {
       await Promise.all(connections.map((c) => c.quit()));
     }
     // Closing aborted any sweep in progress and released its lock.
-    expect(await redis.exists(sweepLockKey(env.prefix))).toBe(0);
+    expect(await redis.exists(merchantKeys(env.prefix).sweepLock)).toBe(0);
   });
 });

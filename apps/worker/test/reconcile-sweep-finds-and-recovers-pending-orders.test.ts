@@ -6,8 +6,9 @@ import { createRedis, type Redis } from '@mcb/core/redis';
 import { type FakePlatform, MERCHANT_NO, platformOrder, startFakePlatform, uid, useTestEnv } from '@mcb/testkit';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createReconcileMetrics, runSweep, sweepLockKey, type SweepDeps, type SweepSettings } from '@mcb/settlement';
+import { createReconcileMetrics, runSweep, type SweepDeps, type SweepSettings } from '@mcb/settlement';
 import { orderState } from './helpers/db-checks.ts';
+import { merchantKeys } from '@mcb/core/queue';
 
 const env = useTestEnv();
 let fake: FakePlatform;
@@ -40,7 +41,7 @@ function deps(overrides: Partial<SweepDeps> = {}, settings: Partial<SweepSetting
     platform: recording(platform),
     logger,
     redis,
-    lockKey: sweepLockKey(env.prefix),
+    lockKey: merchantKeys(env.prefix).sweepLock,
     merchantNo: MERCHANT_NO,
     settings: { ...defaults, ...settings },
     ...overrides,

@@ -6,8 +6,9 @@ import { createRedis, type Redis } from '@mcb/core/redis';
 import { type FakePlatform, MERCHANT_NO, platformOrder, startFakePlatform, uid, useTestEnv } from '@mcb/testkit';
 import { asc, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createReconcileMetrics, runSweep, sweepLockKey, type SweepDeps } from '@mcb/settlement';
+import { createReconcileMetrics, runSweep, type SweepDeps } from '@mcb/settlement';
 import { orderState } from './helpers/db-checks.ts';
+import { merchantKeys } from '@mcb/core/queue';
 
 // Issue 48: abandoned checkouts at the front of the sweep's window (the platform answering "not found" as a 404, or
 // code 0 with no data) stopped every sweep after three of them, so a paid order behind them was never asked about.
@@ -36,7 +37,7 @@ function deps(overrides: Partial<SweepDeps> = {}): SweepDeps {
     },
     logger,
     redis,
-    lockKey: sweepLockKey(env.prefix),
+    lockKey: merchantKeys(env.prefix).sweepLock,
     merchantNo: MERCHANT_NO,
     // One request at a time: the orders are asked oldest first, so the six unusable answers come in a row.
     settings: { minAgeMs: 10 * MINUTE, maxAgeMs: 7 * 24 * HOUR, ratePerSecond: 1000, batchSize: 100, concurrency: 1 },

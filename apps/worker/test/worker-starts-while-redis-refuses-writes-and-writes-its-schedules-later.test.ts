@@ -1,6 +1,6 @@
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient } from '@mcb/core/platform';
-import { MaintenanceJobs } from '@mcb/core/queue';
+import { MaintenanceJobs, merchantKeys } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
 import {
   lineSink,
@@ -13,7 +13,6 @@ import {
   type RespProxy,
 } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepLockKey } from '@mcb/settlement';
 import { createMaintenanceWorker } from '../src/index.ts';
 
 // A Redis that refuses writes for a while (NOREPLICAS while a replica resyncs under min-replicas-to-write, READONLY
@@ -52,7 +51,7 @@ describe('the maintenance worker on a Redis that refuses writes at start', () =>
       redis: connection,
       connection,
       prefix: env.prefix,
-      lockKey: sweepLockKey(env.prefix),
+      lockKey: merchantKeys(env.prefix).sweepLock,
       merchantNo: MERCHANT_NO,
       settings: { minAgeMs: 600_000, maxAgeMs: 86_400_000, ratePerSecond: 10, batchSize: 100, concurrency: 1 },
     });

@@ -1,13 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes, type AppError } from '@mcb/core/errors';
-import {
-  createFleet,
-  createPlatformClient,
-  fleetKeys,
-  guardPlatform,
-  readFleetState,
-  type Fleet,
-} from '@mcb/core/platform';
+import { createFleet, createPlatformClient, guardPlatform, readFleetState, type Fleet } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import {
   MERCHANT_NO,
@@ -18,6 +11,7 @@ import {
   waitFor,
   type FakePlatform,
 } from '@mcb/testkit';
+import { merchantKeys } from '@mcb/core/queue';
 
 // The fleet's Get order budget and breaker state, shared through real Redis by several "processes" (each its own
 // connection and fleet handle, as each process has). The three-worker-process acceptance tests are in test/reliability.
@@ -47,7 +41,7 @@ afterAll(async () => {
 function fleetOn(url: string, prefix: string, maxRps: number, scope?: string): Fleet {
   const redis = createRedis(url, 'worker');
   redis.on('error', () => undefined);
-  const fleet = createFleet({ redis, prefix, maxRps, scope, redisTimeoutMs: 300 });
+  const fleet = createFleet({ redis, keys: merchantKeys(prefix, scope).fleet, maxRps, scope, redisTimeoutMs: 300 });
   opened.push({ fleet, redis });
   return fleet;
 }
@@ -95,15 +89,15 @@ describe('the fleet budget', () => {
 
   it('keeps budgets of different scopes apart (a merchant number could have its own)', async () => {
     const prefix = `${env.prefix}-scope`;
-    const a = fleetOn(env.redisUrl, prefix, 50, 'M-A');
-    const b = fleetOn(env.redisUrl, prefix, 50, 'M-B');
+    const a = fleetOn(env.redisUrl, prefix, 50, 'm-a');
+    const b = fleetOn(env.redisUrl, prefix, 50, 'm-b');
     const times: number[] = [];
     const started = performance.now();
     await Promise.all([takeMany(a, 50, times), takeMany(b, 50, times)]);
     // Each scope's 50 within about a second, side by side: 100 in the busiest second, not 50.
     expect((performance.now() - started) / 1000).toBeLessThan(1.5);
     expect(busiestSecond(times)).toBeGreaterThan(60);
-    expect(fleetKeys(prefix, 'M-A').budget).toBe(`${prefix}:platform:M-A:budget`);
+    expect(merchantKeys(prefix, 'm-a').fleet.budget).toBe(`${prefix}:platform:m-m-a:budget`);
   });
 
   it('keeps each process to its last fair share (budget / processes alive) while Redis cannot be reached', async () => {
@@ -154,7 +148,7 @@ describe('the fleet breaker', () => {
         timeoutMs: 5000,
         message: 'not every process saw the breaker open',
       });
-      const state = await readFleetState(opened[0]!.redis, prefix);
+      const state = await readFleetState(opened[0]!.redis, merchantKeys(prefix).fleet);
       expect(state.breakerOpen).toBe(true);
       const rest = guards
         .slice(1)
@@ -178,7 +172,7 @@ describe('the fleet breaker', () => {
         firstOutcomes.filter((o) => !o.startsWith('F')).every((code) => code === ErrorCodes.PLATFORM_HTTP_ERROR),
       ).toBe(true);
       expect(guards.map((g) => g.breakerState())).toEqual(['closed', 'closed', 'closed']);
-      expect((await readFleetState(opened[0]!.redis, prefix)).breakerOpen).toBe(false);
+      expect((await readFleetState(opened[0]!.redis, merchantKeys(prefix).fleet)).breakerOpen).toBe(false);
     } finally {
       platform.setOutage(undefined);
       await Promise.all(guards.map((g) => g.close()));

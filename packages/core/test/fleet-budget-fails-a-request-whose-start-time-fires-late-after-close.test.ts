@@ -3,6 +3,7 @@ import { ErrorCodes, type AppError } from '@mcb/core/errors';
 import { createFleet } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { useTestEnv, waitFor } from '@mcb/testkit';
+import { merchantKeys } from '@mcb/core/queue';
 
 // A start time whose timer fires late (a busy event loop) is not used, so as not to bunch with the fleet's next ones,
 // and its request asks again, first in line. After close() there is no line: before issue 48 such a request was
@@ -30,7 +31,7 @@ function spin(ms: number): void {
 
 describe('close()', () => {
   it('a start time that fires late after close() fails its request instead of leaving it waiting', async () => {
-    const fleet = createFleet({ redis: connect(), prefix: `${env.prefix}-closed`, maxRps: 100 });
+    const fleet = createFleet({ redis: connect(), keys: merchantKeys(`${env.prefix}-closed`).fleet, maxRps: 100 });
     // 100 a second with a burst of 2: the first request is leased alone (the pump starts on it), the other 7 together,
     // at most 3 of them at once and the others on timers up to 50 ms on.
     const outcomes: string[] = [];

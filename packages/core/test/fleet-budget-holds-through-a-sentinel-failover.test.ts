@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFleet, type Fleet } from '@mcb/core/platform';
 import { createRedis, parseRedisNodes, type RedisClient } from '@mcb/core/redis';
 import { startOwnSentinel, type OwnSentinelSetup } from '@mcb/testkit';
+import { merchantKeys } from '@mcb/core/queue';
 
 // The fleet's budget is soft state: a Sentinel failover in the middle of a drain neither stalls the processes nor lets
 // them exceed the budget by more than its stated tolerance (10 %).
@@ -36,7 +37,7 @@ describe('the fleet budget through a Sentinel failover', () => {
       const redis = createRedis({ kind: 'sentinel', sentinels, name: setup.name }, 'worker');
       redis.on('error', () => undefined);
       connections.push(redis);
-      fleets.push(createFleet({ redis, prefix: '{fo}', maxRps: 50 }));
+      fleets.push(createFleet({ redis, keys: merchantKeys('{fo}').fleet, maxRps: 50 }));
     }
     const before = await setup.primaryPort();
     const times: number[] = [];

@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { metricValue, Registry } from '@mcb/core/metrics';
-import { createFleet, fleetKeys, type Fleet } from '@mcb/core/platform';
+import { createFleet, type Fleet } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { useTestEnv, waitFor } from '@mcb/testkit';
 import { fleetPlan } from '../src/platform/fleet.ts';
 import type { FleetLink } from '../src/platform/fleet-link.ts';
 import { createFleetQueue, MAX_WAIT_MS } from '../src/platform/fleet-queue.ts';
 import type { ReserveReply } from '../src/platform/fleet-script.ts';
+import { merchantKeys } from '@mcb/core/queue';
 
 // Issue 48: a budget timestamp written under a faster clock (a Sentinel failover to a replica whose clock is behind,
 // an NTP step back on the Redis host) made every Get order of the fleet wait for the difference. The script clamps
@@ -24,7 +25,7 @@ afterEach(async () => {
 function fleetOn(prefix: string, maxRps: number, registry?: Registry): { fleet: Fleet; redis: Redis } {
   const redis = createRedis(env.redisUrl, 'worker');
   redis.on('error', () => undefined);
-  const fleet = createFleet({ redis, prefix, maxRps, registry });
+  const fleet = createFleet({ redis, keys: merchantKeys(prefix).fleet, maxRps, registry });
   opened.push({ fleet, redis });
   return { fleet, redis };
 }
@@ -51,7 +52,7 @@ describe('a budget timestamp ahead of Redis clock', () => {
     const prefix = `${env.prefix}-ahead`;
     const registry = new Registry();
     const { fleet, redis } = fleetOn(prefix, 50, registry);
-    const { budget } = fleetKeys(prefix);
+    const { budget } = merchantKeys(prefix).fleet;
     // 1. Written straight into the budget key, as a clock 120 s faster would have left it.
     await redis.hset(budget, 'tat', String((await redisNowUs(redis)) + 120_000_000));
     // 2. 50 Get orders at 50 a second: about a second, plus at most one capped wait (before: 120 s).
@@ -70,7 +71,7 @@ describe('a budget timestamp ahead of Redis clock', () => {
     expect((performance.now() - started) / 1000).toBeLessThan(1 + MAX_WAIT_MS / 1000 + 3);
     // 3. At the budget's rate: the clamp is no burst (50 a second plus the stated 10 %).
     expect(busiestSecond(times)).toBeLessThanOrEqual(55);
-    const plan = fleetPlan({ redis, prefix, maxRps: 50 });
+    const plan = fleetPlan({ redis, keys: merchantKeys(prefix).fleet, maxRps: 50 });
     const tat = Number(await redis.hget(budget, 'tat'));
     expect(tat - (await redisNowUs(redis))).toBeLessThanOrEqual(plan.horizonUs + plan.toleranceUs + plan.intervalUs);
     expect(metricValue(await registry.metrics(), 'mcb_platform_budget_clock_clamps_total')).toBe(1);
@@ -79,7 +80,7 @@ describe('a budget timestamp ahead of Redis clock', () => {
   it('does not keep a waiting process asleep after the budget key is deleted', async () => {
     const prefix = `${env.prefix}-deleted`;
     const { fleet, redis } = fleetOn(prefix, 50);
-    const { budget } = fleetKeys(prefix);
+    const { budget } = merchantKeys(prefix).fleet;
     await redis.hset(budget, 'tat', String((await redisNowUs(redis)) + 120_000_000));
     let started = false;
     void fleet.take().then(
@@ -115,7 +116,11 @@ describe("the pump's waits", () => {
       },
       enterFallback: () => undefined,
     } as unknown as FleetLink;
-    const queue = createFleetQueue(link, fleetPlan({ redis: {} as never, prefix: 'p', maxRps: 50 }), undefined);
+    const queue = createFleetQueue(
+      link,
+      fleetPlan({ redis: {} as never, keys: merchantKeys('p').fleet, maxRps: 50 }),
+      undefined,
+    );
     let started = false;
     void queue.take().then(
       () => (started = true),

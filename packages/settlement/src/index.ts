@@ -61,7 +61,6 @@ export {
   createRateLimiter,
   createReconcileMetrics,
   runSweep,
-  sweepLockKey,
   sweepSettingsFromConfig,
   type RateLimiter,
   type ReconcileMetrics,

@@ -1,8 +1,8 @@
 import type { CatalogView } from '@mcb/core/catalog';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { performExternalAction } from '../audit/perform.ts';
 import { actorOf } from '../operators/operator.ts';
+import { refreshCatalog } from './actions.ts';
 import { catalogResponseSchema } from './schemas.ts';
 import { currencySchema } from '../orders/schemas.ts';
 import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
@@ -38,6 +38,7 @@ const responses = {
 
 /** The payment-method catalog, from the cache (served stale with its age when the platform is down). */
 export function paymentMethodsRows({ catalog, db, logger }: RouteDeps): RouteRow[] {
+  const deps = { db: db.db, logger, catalog };
   return [
     route({
       method: 'GET',
@@ -71,16 +72,10 @@ export function paymentMethodsRows({ catalog, db, logger }: RouteDeps): RouteRow
         response: { ...responses, 403: errorBodySchema.describe('FORBIDDEN: a viewer') },
       },
       handler: async (req, reply) => {
-        // The snapshot commits in the cache's own transaction: an external action (intent row first).
-        const view = await performExternalAction(
-          { db: db.db, logger },
-          actorOf(req),
-          { action: 'catalog.refresh', target: 'catalog', reason: req.body?.reason },
-          async () => {
-            const fresh = await catalog.refresh({ currency: req.query.currency });
-            return { result: fresh, outcome: 'refreshed', details: { currencies: fresh.catalog.currencies.length } };
-          },
-        );
+        const view = await refreshCatalog(deps, actorOf(req), {
+          currency: req.query.currency,
+          reason: req.body?.reason,
+        });
         return sendCatalog(reply, view);
       },
     }),

@@ -1,17 +1,12 @@
 import type { FastifyRequest } from 'fastify';
-import { normalizeDecimal } from '@mcb/core/money';
 import { z } from 'zod';
-import { authorize } from '../audit/perform.ts';
-import { orderTarget, registerOrder } from './actions.ts';
+import { orderTarget, registerPayin, replayJob } from './actions.ts';
 import { orderDetail, orderDetailSchema } from './queries.ts';
-import { orderView } from './repo.ts';
 import { actorOf } from '../operators/operator.ts';
-import { registrationHash } from './request-hash.ts';
 import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 import { merchantOrderNoSchema, orderViewSchema, payinBodySchema } from './schemas.ts';
 import type { RouteDeps } from '../web/route-deps.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
-import { replayJob } from './replay-job.ts';
 
 export { orderConflict } from './actions.ts';
 
@@ -52,21 +47,8 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
         },
       },
       handler: async (req, reply) => {
-        const { reason, ...body } = req.body;
-        const auth = await authorize(deps, actorOf(req), {
-          action: 'orders.register',
-          target: orderTarget(body.merchantOrderNo),
-          reason,
-        });
-        const { created, order } = await registerOrder(deps, auth, {
-          merchantOrderNo: body.merchantOrderNo,
-          kind: 'payin',
-          currency: body.currency,
-          amount: normalizeDecimal(body.amount),
-          customerId: body.customerId ?? null,
-          requestHash: registrationHash({ kind: 'payin', ...body }),
-        });
-        return reply.code(created ? 201 : 200).send(await orderView(db, order));
+        const { created, order } = await registerPayin(deps, actorOf(req), req.body);
+        return reply.code(created ? 201 : 200).send(order);
       },
     }),
 
@@ -80,10 +62,10 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
         params: z.object({ merchantOrderNo: merchantOrderNoSchema }),
         response: { 200: orderDetailSchema, 404: errorBodySchema },
       },
-      handler: async (req) => orderDetail(db, queue, req.params.merchantOrderNo),
+      handler: async (req) => orderDetail(db.db, queue, req.params.merchantOrderNo),
     }),
 
-    // "Replay this job" (replay-job.ts has the rules): only where the console has the queue.
+    // "Replay this job" (actions.ts has the rules): only where the console has the queue.
     ...(queue
       ? [
           route({

@@ -9,9 +9,9 @@ import { safeNext } from '../session/pages.ts';
 import { formRoute, pageRoute } from '../web/page-route.ts';
 import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
+import { replayJob } from './actions.ts';
 import { jobParams, jobTarget } from './api.ts';
 import { orderDetail } from './queries.ts';
-import { replayJob } from './replay-job.ts';
 import { orderPage } from './views.ts';
 
 /** What the order pages need; without the queue the timeline shows the database's story and replays fail. */
@@ -30,7 +30,7 @@ export function ordersPageRows({ db, queue, logger }: OrdersPagesDeps): RouteRow
       handler: async (req, reply) => {
         const { merchantOrderNo } = z.object({ merchantOrderNo: merchantOrderNoSchema }).parse(req.params);
         const [detail, reviews] = await Promise.all([
-          orderDetail(db, queue, merchantOrderNo),
+          orderDetail(db.db, queue, merchantOrderNo),
           listReviews(db.db, { status: 'open', merchantOrderNo, limit: 20 }, req.operator!.role),
         ]);
         return sendPage(

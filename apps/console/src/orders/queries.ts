@@ -1,9 +1,10 @@
-import type { Db } from '@mcb/core/db';
+import type { Database } from '@mcb/core/db';
+import { findOrder } from '@mcb/settlement';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import { orderViewSchema } from './schemas.ts';
-import { findOrder, orderView } from './repo.ts';
+import { orderView } from './repo.ts';
 import { queueAgainstLists, waitingCounts } from '../callbacks/counts.ts';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf, type TimelineEntry } from './timeline.ts';
 
@@ -32,13 +33,17 @@ export const orderDetailSchema = orderViewSchema.extend({
 });
 export type OrderDetail = z.output<typeof orderDetailSchema>;
 
-export async function orderDetail(db: Db, queue: Queue | undefined, merchantOrderNo: string): Promise<OrderDetail> {
+export async function orderDetail(
+  db: Database,
+  queue: Queue | undefined,
+  merchantOrderNo: string,
+): Promise<OrderDetail> {
   const order = await findOrder(db, merchantOrderNo);
   if (!order) throw new AppError(ErrorCodes.NOT_FOUND, `no order ${merchantOrderNo}`, { details: { merchantOrderNo } });
   const [view, { timeline, jobs, callbacksKnown }] = await Promise.all([
     orderView(db, order),
-    loadCallbackRecords(db.db, queue, { merchantOrderNo: order.merchantOrderNo }).then(async (records) => {
-      const timeline = await timelineOf(db.db, queue, records);
+    loadCallbackRecords(db, queue, { merchantOrderNo: order.merchantOrderNo }).then(async (records) => {
+      const timeline = await timelineOf(db, queue, records);
       return {
         timeline,
         jobs: records.jobs.map(({ job, state }) => ({ jobId: job.id!, state, attemptsMade: job.attemptsMade })),
@@ -55,12 +60,12 @@ export async function orderDetail(db: Db, queue: Queue | undefined, merchantOrde
  * arrived" only when the queue's counts agree with the lists'.
  */
 async function callbacksKnownOf(
-  db: Db,
+  db: Database,
   queue: Queue | undefined,
   timeline: readonly TimelineEntry[],
 ): Promise<OrderDetail['callbacksKnown']> {
   if (timeline.some((e) => e.event === 'received' || e.source === 'receipt')) return 'all';
-  const against = await queueAgainstLists(queue, await waitingCounts(db.db));
+  const against = await queueAgainstLists(queue, await waitingCounts(db));
   if (against.agree) return 'all';
   return 'unreadable' in against ? 'queue-unreadable' : 'lists-behind-queue';
 }

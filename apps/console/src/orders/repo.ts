@@ -1,18 +1,12 @@
 import { and, asc, desc, eq } from 'drizzle-orm';
-import { ledgerEntries, orders, reviews, type Database, type Db, type NewOrder, type Order } from '@mcb/core/db';
+import { ledgerEntries, orders, reviews, type Database, type NewOrder, type Order } from '@mcb/core/db';
 import { normalizeDecimal } from '@mcb/core/money';
 import type { OrderView } from './schemas.ts';
 
-/** One query per function: the console's reads and writes of orders. */
-
-export async function findOrder(db: Db | Database, merchantOrderNo: string): Promise<Order | undefined> {
-  const [row] = await ('db' in db ? db.db : db)
-    .select()
-    .from(orders)
-    .where(eq(orders.merchantOrderNo, merchantOrderNo))
-    .limit(1);
-  return row;
-}
+/**
+ * One query per function: the console's reads and writes of orders. An order by its number is settlement's
+ * `findOrder` (the one the money path reads).
+ */
 
 /** Insert unless the number exists; returns the new row, or undefined when another registration holds it. */
 export async function insertOrderIfAbsent(db: Database, order: NewOrder): Promise<Order | undefined> {
@@ -24,8 +18,8 @@ export async function insertOrderIfAbsent(db: Database, order: NewOrder): Promis
   return row;
 }
 
-async function ledgerOf(db: Db, orderId: number) {
-  return db.db
+async function ledgerOf(db: Database, orderId: number) {
+  return db
     .select({
       entryType: ledgerEntries.entryType,
       amount: ledgerEntries.amount,
@@ -38,8 +32,8 @@ async function ledgerOf(db: Db, orderId: number) {
 }
 
 /** The newest open review of a callback for this order number (a resolved or dismissed one is history). */
-async function openReviewOf(db: Db, merchantOrderNo: string) {
-  const [row] = await db.db
+async function openReviewOf(db: Database, merchantOrderNo: string) {
+  const [row] = await db
     .select({ reason: reviews.reason, at: reviews.createdAt })
     .from(reviews)
     .where(and(eq(reviews.merchantOrderNo, merchantOrderNo), eq(reviews.status, 'open')))
@@ -49,7 +43,7 @@ async function openReviewOf(db: Db, merchantOrderNo: string) {
 }
 
 /** The order as GET /api/orders/{merchantOrderNo} shows it: with its ledger and its open review. */
-export async function orderView(db: Db, order: Order): Promise<OrderView> {
+export async function orderView(db: Database, order: Order): Promise<OrderView> {
   const [ledger, review] = await Promise.all([ledgerOf(db, order.id), openReviewOf(db, order.merchantOrderNo)]);
   return {
     merchantOrderNo: order.merchantOrderNo,

@@ -1,61 +1,27 @@
-import { validatePayout, type CatalogCache, type CatalogView } from '@mcb/core/catalog';
-import type { Db, Order } from '@mcb/core/db';
-import { AppError, ErrorCodes, isAppError } from '@mcb/core/errors';
-import { normalizeDecimal } from '@mcb/core/money';
 import type { FastifyReply } from 'fastify';
-import { authorize, recordFailure } from '../audit/perform.ts';
-import { orderTarget, registerOrder } from '../orders/actions.ts';
 import { targetOfBody } from '../orders/api.ts';
 import { actorOf } from '../operators/operator.ts';
-import { findOrder, orderView } from '../orders/repo.ts';
-import { registrationHash } from '../orders/request-hash.ts';
 import { errorBodySchema } from '../web/api-schemas.ts';
+import type { RouteDeps } from '../web/route-deps.ts';
+import { route, type RouteRow } from '../web/route-table.ts';
+import { registerPayout } from './actions.ts';
+import { payoutValidation, type PayoutCatalog } from './queries.ts';
 import {
   payoutBodySchema,
   payoutOrderViewSchema,
   payoutValidateBodySchema,
   validateResponseSchema,
-  type PayoutBody,
 } from './schemas.ts';
-import type { RouteDeps } from '../web/route-deps.ts';
-import { route, type RouteRow } from '../web/route-table.ts';
 
-type Validated = { apiParams: Record<string, string>; view: CatalogView };
-
-/** Validate against the catalog for the payout's currency; 422 with every problem, or the apiParams. */
-async function validateAgainstCatalog(
-  catalog: CatalogCache,
-  body: Omit<PayoutBody, 'merchantOrderNo'>,
-  reply: FastifyReply,
-): Promise<Validated> {
-  const view = await catalog.get({ currency: body.currency }).catch((e: unknown) => {
-    // For a payout, a currency not enabled is one more validation problem of the body, in the same shape.
-    if (!isAppError(e) || e.code !== ErrorCodes.CURRENCY_NOT_ENABLED) throw e;
-    throw new AppError(ErrorCodes.PAYOUT_INVALID, 'the payout does not satisfy the catalog (1 problem)', {
-      cause: e,
-      details: { errors: [{ field: 'currency', message: e.message }], ...e.details },
-    });
-  });
-  reply.header('x-catalog-age-seconds', String(view.ageSeconds));
-  if (view.stale) reply.header('x-catalog-stale', 'true');
-  const result = validatePayout(view.catalog, body);
-  if (!result.ok) {
-    throw new AppError(
-      ErrorCodes.PAYOUT_INVALID,
-      `the payout does not satisfy the catalog (${result.errors.length} problem${result.errors.length === 1 ? '' : 's'})`,
-      {
-        details: { errors: result.errors },
-      },
-    );
-  }
-  return { apiParams: result.apiParams, view };
-}
-
-async function payoutView(db: Db, order: Order) {
+/** The catalog, saying the age of each copy it serves in the response's headers (also on a 422 that follows). */
+function withAgeHeaders(catalog: PayoutCatalog, reply: FastifyReply): PayoutCatalog {
   return {
-    ...(await orderView(db, order)),
-    paymentMethod: order.paymentMethod ?? 0,
-    apiParams: order.payoutParams ?? {},
+    get: async (options) => {
+      const view = await catalog.get(options);
+      reply.header('x-catalog-age-seconds', String(view.ageSeconds));
+      if (view.stale) reply.header('x-catalog-stale', 'true');
+      return view;
+    },
   };
 }
 
@@ -92,35 +58,9 @@ export function payoutsRows({ db, catalog, logger }: RouteDeps): RouteRow[] {
         },
       },
       handler: async (req, reply) => {
-        const { reason, ...body } = req.body;
-        const auth = await authorize(deps, actorOf(req), {
-          action: 'orders.register',
-          target: orderTarget(body.merchantOrderNo),
-          reason,
-        });
-        const requestHash = registrationHash({ kind: 'payout', ...body });
-        // A retry of a registered payout must not depend on the catalog still being reachable or unchanged.
-        let apiParams: Record<string, string> | undefined;
-        if (!(await findOrder(db, body.merchantOrderNo))) {
-          try {
-            ({ apiParams } = await validateAgainstCatalog(catalog, body, reply));
-          } catch (e) {
-            await recordFailure(deps, auth, e);
-            throw e;
-          }
-        }
-        const { created, order } = await registerOrder(deps, auth, {
-          merchantOrderNo: body.merchantOrderNo,
-          kind: 'payout',
-          currency: body.currency,
-          amount: normalizeDecimal(body.amount),
-          customerId: body.customerId ?? null,
-          paymentMethod: body.paymentMethod,
-          // Only a new order is inserted; an existing one keeps its own parameters (and must have the same hash).
-          payoutParams: apiParams ?? {},
-          requestHash,
-        });
-        return reply.code(created ? 201 : 200).send(await payoutView(db, order));
+        const payoutDeps = { ...deps, catalog: withAgeHeaders(catalog, reply) };
+        const { created, order } = await registerPayout(payoutDeps, actorOf(req), req.body);
+        return reply.code(created ? 201 : 200).send(order);
       },
     }),
 
@@ -134,14 +74,7 @@ export function payoutsRows({ db, catalog, logger }: RouteDeps): RouteRow[] {
         body: payoutValidateBodySchema,
         response: { 200: validateResponseSchema, ...errorResponses },
       },
-      handler: async (req, reply) => {
-        const { apiParams, view } = await validateAgainstCatalog(catalog, req.body, reply);
-        return {
-          ok: true as const,
-          apiParams,
-          catalog: { fetchedAt: view.fetchedAt.toISOString(), ageSeconds: view.ageSeconds, stale: view.stale },
-        };
-      },
+      handler: async (req, reply) => payoutValidation(withAgeHeaders(catalog, reply), req.body),
     }),
   ];
 }

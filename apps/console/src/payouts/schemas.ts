@@ -39,8 +39,12 @@ export const payoutOrderViewSchema = orderViewSchema.extend({
   apiParams: z.record(z.string(), z.string()),
 });
 
+export type PayoutOrderView = z.output<typeof payoutOrderViewSchema>;
+
 export const validateResponseSchema = z.object({
   ok: z.literal(true),
   apiParams: z.record(z.string(), z.string()).describe('Create-payout parameters keyed by apiParam'),
   catalog: catalogAgeSchema,
 });
+
+export type ValidateResponse = z.output<typeof validateResponseSchema>;

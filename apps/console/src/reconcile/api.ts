@@ -1,73 +1,8 @@
-import type { Config } from '@mcb/core/config';
-import type { Db } from '@mcb/core/db';
-import type { Logger } from '@mcb/core/logger';
-import type { Registry } from '@mcb/core/metrics';
-import type { PlatformClient } from '@mcb/core/platform';
-import type { RedisClient } from '@mcb/core/redis';
-import {
-  createReconcileMetrics,
-  runSweep,
-  sweepLockKey,
-  sweepSettingsFromConfig,
-  type SweepDeps,
-  type SweepReport,
-} from '@mcb/settlement';
-import { performExternalAction, type Actor } from '../audit/perform.ts';
-import { actorOf } from '../operators/operator.ts';
 import { z } from 'zod';
+import { actorOf } from '../operators/operator.ts';
 import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
-
-/** What the reconcile route needs: the sweep's dependencies, built by {@link reconcileRouteDeps}. */
-export interface ReconcileRouteDeps {
-  sweep: SweepDeps;
-}
-
-/** Run a sweep now (role operator, a reason), recorded in the audit trail with its counts. */
-export async function reconcileNow(deps: ReconcileRouteDeps, actor: Actor, reason: unknown): Promise<SweepReport> {
-  return performExternalAction(
-    { db: deps.sweep.db, logger: deps.sweep.logger },
-    actor,
-    { action: 'reconcile.run', target: 'sweep', reason },
-    async () => {
-      // An operator asks now, often for a customer who says they paid: orders on their "unknown" back-off too.
-      const report = await runSweep(deps.sweep, { trigger: 'manual', askBackedOff: true });
-      const { scanned, recovered, stillPending, unknown, reviews, errors, stoppedEarly } = report;
-      return {
-        result: report,
-        outcome: stoppedEarly ? 'stopped-early' : 'completed',
-        details: { scanned, recovered, stillPending, unknown, reviews, errors },
-      };
-    },
-  );
-}
-
-/**
- * The sweep's dependencies from the console's own clients: the same settings (RECONCILE_*), the same lock key
- * (QUEUE_PREFIX) and the same merchant as the workers', so a manual sweep and a scheduled one never overlap.
- * `redis` holds the lock; a `producer` connection suits (a Redis outage answers 503 within about a second).
- */
-export function reconcileRouteDeps(deps: {
-  config: Config;
-  db: Db;
-  platform: PlatformClient;
-  logger: Logger;
-  redis: RedisClient;
-  registry?: Registry;
-}): ReconcileRouteDeps {
-  return {
-    sweep: {
-      db: deps.db.db,
-      platform: deps.platform,
-      logger: deps.logger,
-      redis: deps.redis,
-      lockKey: sweepLockKey(deps.config.QUEUE_PREFIX),
-      merchantNo: deps.config.MERCHANT_NO!,
-      settings: sweepSettingsFromConfig(deps.config),
-      reconcileMetrics: deps.registry ? createReconcileMetrics(deps.registry) : undefined,
-    },
-  };
-}
+import { reconcileNow, type ReconcileActionDeps } from './actions.ts';
 
 const count = z.number().int().nonnegative();
 const reportSchema = z.object({
@@ -93,7 +28,7 @@ const reportSchema = z.object({
  * `POST /api/reconcile`: run a sweep now, in this process, under the workers' lock, and answer what it found.
  * A sweep already running (scheduled or manual) answers 409 at once rather than queueing a second one.
  */
-export function reconcileRows({ sweep }: ReconcileRouteDeps): RouteRow[] {
+export function reconcileRows(deps: ReconcileActionDeps): RouteRow[] {
   return [
     route({
       method: 'POST',
@@ -117,7 +52,7 @@ export function reconcileRows({ sweep }: ReconcileRouteDeps): RouteRow[] {
           503: errorBodySchema.describe('The sweep lock could not be asked for (RECONCILE_UNAVAILABLE)'),
         },
       },
-      handler: async (req) => reconcileNow({ sweep }, actorOf(req), req.body?.reason),
+      handler: async (req) => reconcileNow(deps, actorOf(req), req.body?.reason),
     }),
   ];
 }

@@ -1,6 +1,6 @@
-import { unknownOrderWaitingKey } from '@mcb/core/queue';
 import type { RedisClient } from '@mcb/core/redis';
 import type { Queue } from 'bullmq';
+import { merchantKeys } from '@mcb/core/queue';
 
 /** What the preview reads: the worker's settings and the Redis its cap lives in. */
 interface CapDeps {
@@ -24,7 +24,7 @@ export async function unknownOrderCapPreview(deps: CapDeps): Promise<UnknownOrde
   const max = deps.maxUnknownWaiting ?? 10_000;
   const redis = deps.redis;
   if (max <= 0 || !redis) return { full: async () => false };
-  const key = unknownOrderWaitingKey(deps.queue.opts.prefix ?? 'bull');
+  const key = merchantKeys(deps.queue.opts.prefix ?? 'bull').unknownOrderWaiting;
   const stale = Date.now() - (deps.orderGracePeriodMs ?? 15 * 60_000) - 3_600_000;
   let taken = await redis.zcount(key, `(${stale}`, '+inf');
   return {

@@ -2,7 +2,7 @@ import { orders, type Db } from '@mcb/core/db';
 import { desc, eq } from 'drizzle-orm';
 import { queueAgainstLists, waitingCounts, type QueueAgainstLists, type WaitingCounts } from '../callbacks/counts.ts';
 import type { Queue } from 'bullmq';
-import { findOrder } from '../orders/repo.ts';
+import { findOrder } from '@mcb/settlement';
 import { loadCallbackRecords, timelineOf, type TimelineEntry } from '../orders/timeline.ts';
 
 /** What a search for one number found. */
@@ -53,7 +53,7 @@ export async function findByNumber(db: Db, queue: Queue | undefined, text: strin
   // look-up on the unique index, where lower(...) would scan the table.
   const spellings = [...new Set([query, query.toUpperCase(), query.toLowerCase()])];
   if (/^[\x21-\x7e]{1,64}$/.test(query)) {
-    for (const s of spellings) if (await findOrder(db, s)) return { kind: 'order', merchantOrderNo: s };
+    for (const s of spellings) if (await findOrder(db.db, s)) return { kind: 'order', merchantOrderNo: s };
   }
   // The customer id an order was registered with (what the shop's support has at hand): one order opens, several list.
   const theirs = query.length <= 128 ? await ordersOfCustomer(db, query) : [];
@@ -70,7 +70,7 @@ export async function findByNumber(db: Db, queue: Queue | undefined, text: strin
     records.jobs
       .map((j) => (j.job.data as { merchantOrderNo?: unknown }).merchantOrderNo)
       .find((n): n is string => typeof n === 'string');
-  if (named && (await findOrder(db, named))) return { kind: 'order', merchantOrderNo: named };
+  if (named && (await findOrder(db.db, named))) return { kind: 'order', merchantOrderNo: named };
   const timeline = await timelineOf(db.db, queue, records);
   return timeline.length > 0 ? { kind: 'callbacks', query, timeline } : { kind: 'nothing', query };
 }

@@ -8,6 +8,7 @@ import { AppError, ErrorCodes } from '../errors.ts';
 import { consoleAuthProblems, consoleFields, consoleWarnings } from './console.ts';
 import { databaseFields } from './database.ts';
 import { ingestFields, ingestProblems } from './ingest.ts';
+import { merchantsFields, merchantsOf, type Merchant } from './merchants.ts';
 import { observabilityFields } from './observability.ts';
 import { platformFields, platformProblems, platformWarnings } from './platform.ts';
 import { redisFields, redisTopologyProblems } from './redis.ts';
@@ -19,6 +20,15 @@ export { parseDuration } from './duration.ts';
 export { addressMatcher, ipv6Groups, parseSourceRanges, type SourceRange } from './source-ranges.ts';
 export { hashTagOf } from './redis.ts';
 export { APP_ROLES, type AppRole } from './role.ts';
+export {
+  DEFAULT_MERCHANT_REF,
+  MAX_MERCHANTS,
+  MERCHANT_REF_PATTERN,
+  legacyMerchant,
+  merchantByRef,
+  parseMerchantsFile,
+  type Merchant,
+} from './merchants.ts';
 
 /**
  * Every environment variable the pipeline reads, with its default, area by area (the order of `.env.example`). The
@@ -28,6 +38,7 @@ const schema = z.object({
   ...databaseFields,
   ...redisFields,
   ...platformFields,
+  ...merchantsFields,
   ...observabilityFields,
   ...ingestFields,
   ...workerFields,
@@ -36,7 +47,11 @@ const schema = z.object({
 });
 
 type ConfigValues = z.output<typeof schema>;
-export type Config = Readonly<ConfigValues> & { readonly role: AppRole };
+/**
+ * The parsed environment, the role that read it, and the merchants it serves (MERCHANTS_FILE, or the one `default`
+ * merchant MERCHANT_NO makes): code below `main.ts` takes a {@link Merchant}, never MERCHANT_NO.
+ */
+export type Config = Readonly<ConfigValues> & { readonly role: AppRole; readonly merchants: readonly Merchant[] };
 
 /** Variables a role cannot start without. */
 const REQUIRED: Record<AppRole, readonly (keyof ConfigValues)[]> = {
@@ -46,6 +61,9 @@ const REQUIRED: Record<AppRole, readonly (keyof ConfigValues)[]> = {
   sandbox: [],
   cli: [],
 };
+
+/** What MERCHANTS_FILE holds per merchant instead. */
+const MERCHANTS_FILE_REPLACES: readonly (keyof ConfigValues)[] = ['MERCHANT_NO', 'MERCHANT_PRIVATE_KEY_FILE'];
 
 /** Settings a role needs one of: the first is named in the error, the second is its fallback. */
 const REQUIRED_EITHER: Partial<Record<AppRole, readonly (readonly [keyof ConfigValues, keyof ConfigValues])[]>> = {
@@ -122,7 +140,11 @@ function roleProblems(
   problems: string[],
 ): string[] {
   const found = [...problems];
+  const merchantsFile = values ? values.MERCHANTS_FILE !== undefined : Boolean(env.MERCHANTS_FILE?.trim());
   for (const name of REQUIRED[role]) {
+    if (merchantsFile && MERCHANTS_FILE_REPLACES.includes(name)) continue;
+    // With MERCHANTS_FILE, merchantPlatformProblems names PLATFORM_BASE_URL only when a merchant lacks its own.
+    if (merchantsFile && name === 'PLATFORM_BASE_URL') continue;
     const alreadyNamed = found.some((p) => p.startsWith(`${name}:`));
     if (!alreadyNamed && (values ? values[name] === undefined : !env[name]?.trim())) {
       found.push(`${name}: required for ${role} (unset)`);
@@ -148,12 +170,51 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (parsed.success || problems.length > 0) {
     problems = roleProblems(parsed.success ? parsed.data : undefined, env, role, problems);
   }
+  const merchants = parsed.success ? merchantsOf(parsed.data, role) : { merchants: [], problems: [] };
+  problems.push(...merchants.problems);
+  if (parsed.success) problems.push(...merchantPlatformProblems(parsed.data, merchants.merchants, role, problems));
   if (problems.length > 0 || !parsed.success) {
     throw new AppError(ErrorCodes.CONFIG_INVALID, `invalid configuration:\n  - ${problems.join('\n  - ')}`, {
       details: { problems },
     });
   }
-  return Object.freeze({ ...parsed.data, role });
+  return Object.freeze({ ...parsed.data, role, merchants: Object.freeze(merchants.merchants) });
+}
+
+/**
+ * Each merchant's platform: worker and console need a base URL for every merchant (its own or PLATFORM_BASE_URL),
+ * and a merchant's own http URL needs PLATFORM_ALLOW_HTTP as PLATFORM_BASE_URL does.
+ */
+function merchantPlatformProblems(
+  values: ConfigValues,
+  merchants: readonly Merchant[],
+  role: AppRole,
+  named: readonly string[],
+): string[] {
+  const problems: string[] = [];
+  const needsUrl = role === 'worker' || role === 'console';
+  if (
+    needsUrl &&
+    values.MERCHANTS_FILE !== undefined &&
+    values.PLATFORM_BASE_URL === undefined &&
+    !named.some((p) => p.startsWith('PLATFORM_BASE_URL:'))
+  ) {
+    const without = merchants.filter((m) => m.platformBaseUrl === undefined).map((m) => `"${m.ref}"`);
+    if (without.length > 0) {
+      problems.push(
+        `PLATFORM_BASE_URL: required for ${role} by merchants without platformBaseUrl (${without.join(', ')})`,
+      );
+    }
+  }
+  for (const m of merchants) {
+    if (m.platformBaseUrl === undefined) continue;
+    const own = platformProblems({ ...values, PLATFORM_BASE_URL: m.platformBaseUrl }, role, []);
+    if (own.length > 0)
+      problems.push(
+        `MERCHANTS_FILE: merchant "${m.ref}".platformBaseUrl: ${own[0]!.replace(/^PLATFORM_BASE_URL: /, '')}`,
+      );
+  }
+  return problems;
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import { CircuitState, type CircuitBreakerPolicy, type IDisposable } from 'cockatiel';
 import { AppError, ErrorCodes } from '../errors.ts';
-import type { Fleet } from './fleet.ts';
+import type { Fleet } from './fleet-types.ts';
 
 /** A breaker bound to the fleet's state. */
 export interface SharedBreaker {

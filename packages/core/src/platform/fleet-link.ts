@@ -5,10 +5,10 @@
  */
 import type { Logger } from '../logger.ts';
 import type { RedisClient } from '../redis-nodes.ts';
-import type { FleetPlan } from './fleet.ts';
+import type { FleetPlan } from './fleet-types.ts';
 import type { FleetMetrics } from './fleet-metrics.ts';
 import { decodeReserveReply, RESERVE_KEYS, RESERVE_LUA, type ReserveReply } from './fleet-script.ts';
-import { createRateSpacer } from './guard.ts';
+import { createRateSpacer } from './rate-spacer.ts';
 
 /** A process not heard of for this long no longer counts as alive. */
 const ALIVE_WINDOW_MS = 10_000;

@@ -4,7 +4,7 @@
  * this process's own share while Redis is away.
  */
 import { AppError, ErrorCodes } from '../errors.ts';
-import type { FleetPlan } from './fleet.ts';
+import type { FleetPlan } from './fleet-types.ts';
 import type { FleetLink } from './fleet-link.ts';
 import type { FleetMetrics } from './fleet-metrics.ts';
 import type { ReserveReply } from './fleet-script.ts';

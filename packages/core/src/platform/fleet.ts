@@ -6,90 +6,23 @@
  * losing it (a failover, a flush) costs at most one burst of the tolerance, never a stall; a budget timestamp written
  * under a faster clock is clamped by the script, and no process waits more than a second between reservations.
  *
- * `scope` names whose budget it is: one for the whole deployment today ('all'); a merchant number later, each with
- * its own budget and breaker, needs only another scope.
+ * Each merchant has its own budget and breaker: `keys` come from `merchantKeys(QUEUE_PREFIX, ref).fleet`, and
+ * `scope` (the ref) names it in logs.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Registry } from 'prom-client';
 import { AppError, ErrorCodes } from '../errors.ts';
-import type { Logger } from '../logger.ts';
 import type { RedisClient } from '../redis-nodes.ts';
 import { createFleetLink, type FleetLink } from './fleet-link.ts';
 import { fleetMetrics, type FleetMetrics } from './fleet-metrics.ts';
 import { createFleetQueue } from './fleet-queue.ts';
+import type { Fleet, FleetOptions, FleetPlan, FleetState } from './fleet-types.ts';
+import type { FleetKeys } from '../queue/keys.ts';
 
-/** Options of {@link createFleet}. */
-export interface FleetOptions {
-  /** The queue's Redis connection (single, Sentinel or cluster). */
-  redis: RedisClient;
-  /** QUEUE_PREFIX: the keys live under it and so carry its hash tag on a cluster. */
-  prefix: string;
-  /** Whose budget and breaker: 'all' (the deployment) by default; a merchant number later. */
-  scope?: string;
-  /** The fleet's Get order requests per second (PLATFORM_MAX_RPS); 0 = no budget (the breaker is still shared). */
-  maxRps: number;
-  /** Probes of an open breaker per second, the whole fleet together. @defaultValue 3 */
-  probesPerSecond?: number;
-  /** How long a Redis call may take before this process falls back to its own share, in ms. @defaultValue 1000 */
-  redisTimeoutMs?: number;
-  /** Metrics of the budget and the shared breaker are registered here when given. */
-  registry?: Registry;
-  logger?: Pick<Logger, 'info' | 'warn'>;
-  /** This process's name in the alive set. @defaultValue host-pid-random */
-  processId?: string;
-}
-
-/** A process's handle on the fleet's budget and breaker state (used by {@link guardPlatform}). */
-export interface Fleet {
-  readonly scope: string;
-  readonly maxRps: number;
-  /** Wait for a start time of the fleet's budget (or of this process's share while Redis is away). */
-  take(signal?: AbortSignal): Promise<void>;
-  /** The fleet's breaker state as last seen. */
-  breakerOpen(): boolean;
-  /** Told when the fleet's breaker state, as this process sees it, changes. */
-  onBreakerChange(listener: (open: boolean) => void): void;
-  /** This process saw the platform fail repeatedly (or a probe fail): the fleet's breaker is open. */
-  reportOpen(): void;
-  /** This process saw the platform answer again: the fleet's breaker is closed. */
-  reportClosed(): void;
-  /** True when this process may send the next probe (the fleet's probe token, a few a second in all). */
-  tryProbe(): Promise<boolean>;
-  /** What this process knows now (tests, logs). */
-  status(): { alive: number; fallback: boolean; breakerOpen: boolean };
-  /** Stop the heartbeat, leave the alive set, fail the waiting requests. */
-  close(): Promise<void>;
-}
-
-/** The fleet's keys of `scope` under `prefix` (all in the prefix's slot on a cluster). */
-export function fleetKeys(prefix: string, scope = 'all') {
-  const base = `${prefix}:platform:${scope}`;
-  return { budget: `${base}:budget`, alive: `${base}:alive`, breaker: `${base}:breaker`, probe: `${base}:probe` };
-}
+export type { Fleet, FleetOptions, FleetPlan, FleetState } from './fleet-types.ts';
 
 /** An open breaker nobody confirms (no failed probe) for this long is forgotten: the next requests find out. */
 const OPEN_TTL_MS = 30_000;
-
-/** The budget's GCRA parameters, its keys and this process's name, from {@link FleetOptions}. */
-export interface FleetPlan {
-  scope: string;
-  keys: ReturnType<typeof fleetKeys>;
-  maxRps: number;
-  /** How long a Redis call may take, in ms. */
-  timeoutMs: number;
-  /** The fleet's probe token lasts this long, in ms. */
-  probeIntervalMs: number;
-  processId: string;
-  /** Start times are this far apart (1 s / budget), in µs; 0 with no budget. */
-  intervalUs: number;
-  /** The burst allowed after a pause, in µs. */
-  toleranceUs: number;
-  /** How far ahead start times may be reserved, in µs. */
-  horizonUs: number;
-  /** A start time whose timer fires later than this, in ms, is not used (see the pump). */
-  staleMs: number;
-}
 
 /** The plan of `options` (defaults filled in). */
 export function fleetPlan(options: FleetOptions): FleetPlan {
@@ -100,7 +33,7 @@ export function fleetPlan(options: FleetOptions): FleetPlan {
   const intervalUs = maxRps > 0 ? 1_000_000 / maxRps : 0;
   return {
     scope,
-    keys: fleetKeys(options.prefix, scope),
+    keys: options.keys,
     maxRps,
     timeoutMs: options.redisTimeoutMs ?? 1000,
     probeIntervalMs: Math.round(1000 / (options.probesPerSecond ?? 3)),
@@ -180,22 +113,12 @@ function probeToken(
   };
 }
 
-/** What the console shows: is the platform being throttled, or the fleet's breaker open? */
-export interface FleetState {
-  breakerOpen: boolean;
-  /** The budget refused or cut a reservation within the last `recentMs`. */
-  throttled: boolean;
-  /** Processes alive within 10 s. */
-  processes: number;
-}
-
 /** Read the fleet's state of `scope` (one round trip; Redis's clock). */
 export async function readFleetState(
   redis: RedisClient,
-  prefix: string,
-  options: { scope?: string; recentMs?: number } = {},
+  keys: FleetKeys,
+  options: { recentMs?: number } = {},
 ): Promise<FleetState> {
-  const keys = fleetKeys(prefix, options.scope);
   const replies = await redis
     .pipeline()
     .exists(keys.breaker)

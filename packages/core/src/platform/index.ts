@@ -20,8 +20,8 @@ export {
   type PlatformOrder,
 } from './get-order.ts';
 export { GET_PAYMENT_METHODS_PATH, getPaymentMethods, type GetPaymentMethodsParams } from './payment-methods.ts';
+export { createRateSpacer } from './rate-spacer.ts';
 export {
-  createRateSpacer,
   guardPlatform,
   isPlatformOutage,
   type BreakerState,
@@ -29,4 +29,4 @@ export {
   type PlatformGuardOptions,
   type PlatformSample,
 } from './guard.ts';
-export { createFleet, fleetKeys, readFleetState, type Fleet, type FleetOptions, type FleetState } from './fleet.ts';
+export { createFleet, readFleetState, type Fleet, type FleetOptions, type FleetState } from './fleet.ts';

@@ -1,18 +1,7 @@
 import { z } from 'zod';
 import type { Job } from 'bullmq';
 
-/** The one BullMQ queue of callback events (docs/design.md contract). */
-export const CALLBACKS_QUEUE = 'callbacks';
-/** Repeatable housekeeping: reconciliation sweeps and catalog refresh. */
-export const MAINTENANCE_QUEUE = 'maintenance';
-
-/**
- * The sorted set of callback jobs waiting for their order to be registered (the worker's unknown-order cap,
- * WORKER_MAX_UNKNOWN_WAITING), job ids scored by when they started waiting; the replay dry run reads it.
- */
-export function unknownOrderWaitingKey(prefix: string): string {
-  return `${prefix}:${CALLBACKS_QUEUE}:unknown-order-waiting`;
-}
+export { CALLBACKS_QUEUE, MAINTENANCE_QUEUE, merchantKeys, type FleetKeys, type MerchantKeys } from './keys.ts';
 
 export { CALLBACK_KINDS, type CallbackKind } from '../spec.ts';
 import type { CallbackKind } from '../spec.ts';

@@ -25,11 +25,6 @@ export interface SweepLockOptions {
   logger?: Logger;
 }
 
-/** The Redis key of the reconciliation lock under a queue prefix (shared by the worker's job and the console). */
-export function sweepLockKey(prefix: string): string {
-  return `${prefix}:maintenance:reconcile-lock`;
-}
-
 /**
  * Take the "one sweep at a time" lock: `SET key token NX PX ttl`, renewed while held. Returns undefined when
  * another holder has it. Redis errors on acquiring are thrown (nothing was taken).

@@ -35,7 +35,7 @@ export interface SweepSettings {
 export interface SweepDeps extends ApplyDeps {
   /** Holds the "one sweep at a time" lock. */
   redis: RedisClient;
-  /** Key of the lock (`sweepLockKey(QUEUE_PREFIX)`): every worker and the console must use the same. */
+  /** Key of the lock (`merchantKeys(QUEUE_PREFIX, ref).sweepLock`): every worker and the console must use the same. */
   lockKey: string;
   /** Lock time to live, in ms; renewed while the sweep runs. @defaultValue 60000 */
   lockTtlMs?: number;

@@ -26,7 +26,7 @@ export function openCatalog(env: Record<string, string | undefined>): CliCatalog
   });
   const db = createDb(config.DATABASE_URL, { max: 2, applicationName: 'mcb-cli', connectionTimeoutMs: 3000 });
   return {
-    catalog: createCatalogCache({ db, platform, logger }),
+    catalog: createCatalogCache({ db: db.db, platform, logger }),
     async close() {
       await platform.close();
       await db.close();

@@ -323,4 +323,22 @@ describe('migrating a database of today’s release in place', () => {
       { merchant_no: M, amount: '12.50' },
     ]);
   });
+
+  it('clears the default merchant once several merchants are configured, so a write naming none fails', async () => {
+    const file = join(folder, 'merchants.json');
+    const entry = (ref: string, merchantNo: string) => ({ ref, merchantNo, privateKeyFiles: [`/keys/${ref}.pem`] });
+    await writeFile(file, JSON.stringify({ merchants: [entry('today', M), entry('other', 'M-OTHER')] }));
+    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: url.toString(), MERCHANTS_FILE: file };
+    delete env.MERCHANT_NO;
+    delete env.MERCHANT_PRIVATE_KEY_FILE;
+    delete env.DATABASE_MIGRATION_URL;
+    const r = await run(process.execPath, [cli], { env, encoding: 'utf8' });
+    expect(r.stdout).toMatch(/cleared the default merchant number M-TODAY/);
+    expect((await readMerchantKeys(pool)).defaultMerchantNo).toBeNull();
+    await expect(
+      pool.query(
+        `insert into orders (merchant_order_no, kind, currency, amount, request_hash) values ('MO-none', 'payin', 'PHP', '1', 'h')`,
+      ),
+    ).rejects.toMatchObject({ code: '23502', column: 'merchant_no' });
+  });
 });

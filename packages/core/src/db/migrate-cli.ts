@@ -15,9 +15,11 @@ try {
   // Migrations hold a session advisory lock: through PgBouncer (transaction pooling) they need Postgres itself.
   const url = config.DATABASE_MIGRATION_URL ?? config.DATABASE_URL;
   const target = new URL(url);
+  // One merchant (MERCHANT_NO, or a file of one): the previous release's rows and writes are its. Several: none is
+  // the default once the single-merchant indexes are gone (a write naming no merchant then fails).
+  const numbers = config.merchants.map((m) => m.merchantNo).filter((n) => n !== '');
   const result = await migrateDatabase(url, {
-    // This deployment's merchant: what the previous release's rows and writes belong to.
-    defaultMerchantNo: config.MERCHANT_NO,
+    defaultMerchantNo: numbers.length === 1 ? numbers[0] : numbers.length > 1 ? null : undefined,
     finishMerchants: args.includes('--finish-merchants'),
     log: (line) => console.log(`db:migrate: ${line}`),
   });

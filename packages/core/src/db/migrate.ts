@@ -54,7 +54,8 @@ export interface MigrateOptions {
    * The merchant number that rows written without one get (the column default of `merchant_no`, migration 0014):
    * MERCHANT_NO of a single-merchant deployment, so that its previous release's inserts keep working during the
    * rollout. Required to apply 0014 to a database that already holds migrations (its rows get it). `undefined`
-   * leaves the stored one; `null` clears it, so that a write without a merchant number fails. @defaultValue undefined
+   * leaves the stored one; `null` clears it once the single-merchant indexes are gone (until then the previous
+   * release may still be writing), so that a write without a merchant number fails. @defaultValue undefined
    */
   defaultMerchantNo?: string | null;
   /**
@@ -122,8 +123,8 @@ async function checkBeforeMerchantKeys(
     throw new AppError(
       ErrorCodes.DB_MIGRATION_FAILED,
       `migration ${MERCHANT_KEYS_MIGRATION} gives every row of this database a merchant number, and the previous ` +
-        "release's writes during the rollout too: set MERCHANT_NO (this deployment's merchant number) and run " +
-        '`pnpm db:migrate` again (docs/deployment.md, "Several merchant numbers")',
+        "release's writes during the rollout too: set MERCHANT_NO (this deployment's one merchant number, not a " +
+        'MERCHANTS_FILE of several) and run `pnpm db:migrate` again (docs/deployment.md, "Several merchant numbers")',
     );
   }
   const other = await client.query<{ merchant_no: string }>(
@@ -185,9 +186,22 @@ async function merchantKeysStep(
 ): Promise<Pick<MigrateResult, 'merchantKeys' | 'finished'>> {
   const status = await readMerchantKeys(client);
   if (!status.migrated) return { finished: [] };
-  await storeDefaultMerchantNo(client, options.defaultMerchantNo);
+  if (options.defaultMerchantNo !== null) await storeDefaultMerchantNo(client, options.defaultMerchantNo);
   if (status.pending.length > 0) await buildMerchantKeys(client, { log: options.log });
   const finished =
     options.finishMerchants || options.fresh ? await finishMerchantKeys(client, { log: options.log }) : [];
+  const after = await readMerchantKeys(client);
+  if (options.defaultMerchantNo === null && after.defaultMerchantNo !== null) {
+    if (after.legacy.length === 0) {
+      await storeDefaultMerchantNo(client, null);
+      options.log?.(
+        `cleared the default merchant number ${after.defaultMerchantNo}: every write must name its merchant`,
+      );
+    } else {
+      options.log?.(
+        `kept the default merchant number ${after.defaultMerchantNo} for the previous release until --finish-merchants`,
+      );
+    }
+  }
   return { merchantKeys: await readMerchantKeys(client), finished };
 }

@@ -14,7 +14,7 @@ describe('chaos audit', () => {
     const order = async (no: string, kind: string, amount: string, status: string) =>
       (
         await q(
-          `insert into orders (merchant_order_no, kind, currency, amount, status, request_hash) values ($1, $2, 'INR', $3, $4, 'x') returning id`,
+          `insert into orders (merchant_no, merchant_order_no, kind, currency, amount, status, request_hash) values ('M1', $1, $2, 'INR', $3, $4, 'x') returning id`,
           [no, kind, amount, status],
         )
       ).rows[0].id as number;

@@ -49,8 +49,8 @@ async function fill(databaseUrl: string, rows: number, base: number): Promise<vo
       const to = Math.min(rows, from + chunk - 1);
       const params = [from, to, new Date(base).toISOString(), step];
       await pool.query(
-        `insert into orders (merchant_order_no, kind, currency, amount, status, platform_order_no, request_hash, created_at)
-         select 'MO-' || g, case when g % 5 = 0 then 'payout' else 'payin' end, 'PHP', ((g::bigint * 7919) % 999900 + 100) / 100.0,
+        `insert into orders (merchant_no, merchant_order_no, kind, currency, amount, status, platform_order_no, request_hash, created_at)
+         select 'M1', 'MO-' || g, case when g % 5 = 0 then 'payout' else 'payin' end, 'PHP', ((g::bigint * 7919) % 999900 + 100) / 100.0,
                 case when g % 100 < 96 then (case when g % 5 = 0 then 'succeeded' else 'credited' end) else 'pending' end,
                 'P-' || g, md5('MO-' || g), $3::timestamptz + g * $4::interval
            from generate_series($1::int, $2::int) g`,

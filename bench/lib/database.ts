@@ -1,6 +1,7 @@
 /** The benchmark's own database on the shared Postgres: created and migrated at the start, dropped at the end. */
 import { randomBytes } from 'node:crypto';
 import { migrateDatabase } from '@mcb/core/db';
+import { BENCH_MERCHANT_NO } from './callbacks.ts';
 import pg from 'pg';
 
 export interface BenchDatabase {
@@ -27,13 +28,16 @@ export async function adminQuery(serverUrl: string, sql: string): Promise<void> 
   }
 }
 
-/** Create `mcb_bench_<time>_<random>` and apply the migrations (migrateDatabase creates it). */
+/**
+ * Create `mcb_bench_<time>_<random>` and apply the migrations (migrateDatabase creates it). Rows the bench writes
+ * without a merchant number are the bench merchant's.
+ */
 export async function createBenchDatabase(
   serverUrl = process.env.BENCH_POSTGRES_URL ?? DEFAULT_SERVER,
 ): Promise<BenchDatabase> {
   const name = `mcb_bench_${Date.now()}_${randomBytes(3).toString('hex')}`;
   const url = withDatabase(serverUrl, name);
-  await migrateDatabase(url);
+  await migrateDatabase(url, { defaultMerchantNo: BENCH_MERCHANT_NO });
   return { url, name, drop: () => adminQuery(serverUrl, `drop database if exists "${name}" with (force)`) };
 }
 

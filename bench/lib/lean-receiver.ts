@@ -8,7 +8,7 @@
  *   2. check MerchantNo;
  *   3. look up the order and the pair (OrderNo, OrderState): one SELECT; a pair already applied answers `success`;
  *   4. Get order (undici `request`, keep-alive pool): state 6 or 3, amount = FiatCurrency = our order's amount;
- *   5. ONE transaction: the receipt (unique (order_no, state), `ON CONFLICT DO NOTHING RETURNING`: a duplicate that
+ *   5. ONE transaction: the receipt (unique (order_no, state, merchant_no), `ON CONFLICT DO NOTHING RETURNING`: a duplicate that
  *      raced past step 3 inserts nothing and rolls back), the order's move to credited, the ledger entry;
  *
  * then `success`. Every failure answers 5xx `fail` (the platform retries). Runs on all cores (node:cluster), 16
@@ -115,7 +115,7 @@ if (cluster.isPrimary) {
         `insert into callback_receipts (order_no, state, kind, merchant_no, merchant_order_no, order_id, pay_time,
            quantity, fiat_amount, confirmed_amount, source, outcome)
          values ($1, $2, 'payin', $3, $4, $5, ($6 || '+08:00')::timestamptz, $7, $8, $9, 'callback', 'credited')
-         on conflict (order_no, state) do nothing returning id`,
+         on conflict (order_no, state, merchant_no) do nothing returning id`,
         [
           orderNo,
           state,

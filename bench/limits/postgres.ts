@@ -18,7 +18,7 @@ export interface PostgresLimit {
 const RECEIPT = `insert into callback_receipts (order_no, state, kind, merchant_no, merchant_order_no, order_id, pay_time,
   quantity, fiat_amount, confirmed_amount, source, outcome, job_id, received_at)
   values ($1, 6, 'payin', $2, $3, $4, $5, $6, $7, $8, 'callback', 'credited', $9, $10)
-  on conflict (order_no, state) do nothing returning id`;
+  on conflict (order_no, state, merchant_no) do nothing returning id`;
 const MOVE = `update orders set status = 'credited', platform_order_no = $1, updated_at = now(), finalized_at = now()
   where id = $2 and status = 'pending' and (platform_order_no is null or platform_order_no = $1) returning id`;
 const LEDGER = `insert into ledger_entries (order_id, entry_type, amount, currency, receipt_id)

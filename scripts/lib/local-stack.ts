@@ -182,7 +182,7 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   const consoleToken = ensureConsoleToken(settings);
 
   const db = new URL(settings.databaseUrl);
-  const migrated = await migrate(settings.databaseUrl);
+  const migrated = await migrate(settings.databaseUrl, settings.merchantNo);
   say(
     `database ${db.pathname.slice(1)} on ${db.host}: ${migrated.createdDatabase ? 'created, ' : ''}` +
       `${migrated.applied} migration(s) applied`,

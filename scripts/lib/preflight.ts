@@ -107,7 +107,10 @@ export function volatileRedisWarning(report: DurabilityReport): string {
   ].join('\n');
 }
 
-/** Create the database when missing and apply pending migrations. */
-export async function migrate(databaseUrl: string): Promise<MigrateResult> {
-  return migrateDatabase(databaseUrl);
+/**
+ * Create the database when missing and apply pending migrations; `merchantNo` (the stack's MERCHANT_NO) is what rows
+ * of a database written before merchant numbers belong to.
+ */
+export async function migrate(databaseUrl: string, merchantNo?: string): Promise<MigrateResult> {
+  return migrateDatabase(databaseUrl, { defaultMerchantNo: merchantNo });
 }

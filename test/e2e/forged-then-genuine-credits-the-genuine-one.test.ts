@@ -49,7 +49,7 @@ describe('a forged callback sent before the genuine one', () => {
   it('does not swallow it: the genuine record gets its own job and is credited without waiting for the sweep', async () => {
     const no = uid();
     const [orderNo, merchantOrderNo] = [`P-FG-${no}`, `M-FG-${no}`];
-    await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10' });
+    await createOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo, kind: 'payin', amount: '10' });
     platform.setOrder({
       orderNo,
       merchantNo: MERCHANT_NO,

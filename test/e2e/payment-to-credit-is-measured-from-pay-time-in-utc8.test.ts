@@ -45,7 +45,7 @@ describe('mcb_payment_to_credit_seconds', () => {
   it('observes PayTime (UTC+8) to the commit of the credit, by kind: 90 s, not 8 hours and 90 s', async () => {
     const no = uid();
     const [orderNo, merchantOrderNo] = [`P-PT-${no}`, `M-PT-${no}`];
-    await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10' });
+    await createOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo, kind: 'payin', amount: '10' });
     platform.setOrder(
       platformOrder({ orderNo, merchantNo: MERCHANT_NO, merchantOrderNo, type: 'payin', state: 6, amountJson: '10' }),
     );
@@ -92,7 +92,7 @@ describe('mcb_payment_to_credit_seconds', () => {
     const credit = async (paidAt: number) => {
       const no = uid();
       const [orderNo, merchantOrderNo] = [`P-PX-${no}`, `M-PX-${no}`];
-      await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10' });
+      await createOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo, kind: 'payin', amount: '10' });
       platform.setOrder(
         platformOrder({ orderNo, merchantNo: MERCHANT_NO, merchantOrderNo, type: 'payin', state: 6, amountJson: '10' }),
       );

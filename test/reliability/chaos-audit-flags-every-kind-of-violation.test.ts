@@ -14,7 +14,7 @@ describe('chaos audit', () => {
     const order = async (no: string, kind: string, amount: string, status: string) =>
       (
         await q(
-          `insert into orders (merchant_order_no, kind, currency, amount, status, request_hash) values ($1, $2, 'INR', $3, $4, 'x') returning id`,
+          `insert into orders (merchant_no, merchant_order_no, kind, currency, amount, status, request_hash) values ('M1', $1, $2, 'INR', $3, $4, 'x') returning id`,
           [no, kind, amount, status],
         )
       ).rows[0].id as number;
@@ -35,7 +35,7 @@ describe('chaos audit', () => {
       ).rows[0].id as number;
     const entry = (orderId: number, type: string, amount: string, receiptId: number) =>
       q(
-        `insert into ledger_entries (order_id, entry_type, amount, currency, receipt_id) values ($1, $2, $3, 'INR', $4)`,
+        `insert into ledger_entries (merchant_no, order_id, entry_type, amount, currency, receipt_id) values ('M1', $1, $2, $3, 'INR', $4)`,
         [orderId, type, amount, receiptId],
       );
 

@@ -36,9 +36,9 @@ beforeAll(async () => {
   admin = new Redis(redis.url);
   platform = await startFakePlatform();
   await env.db.pool.query(
-    `insert into orders (merchant_order_no, kind, currency, amount, request_hash)
-     select 'M-OOM-' || g, 'payin', 'PHP', 10, md5(g::text) from generate_series(1, $1::int) g`,
-    [ORDERS],
+    `insert into orders (merchant_no, merchant_order_no, kind, currency, amount, request_hash)
+     select $2, 'M-OOM-' || g, 'payin', 'PHP', 10, md5(g::text) from generate_series(1, $1::int) g`,
+    [ORDERS, MERCHANT_NO],
   );
   for (let i = 1; i <= ORDERS; i++) {
     platform.setOrder({

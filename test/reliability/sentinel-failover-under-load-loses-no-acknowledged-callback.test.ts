@@ -68,6 +68,7 @@ async function failoverUnderLoad(minReplicas: number): Promise<RunReport> {
     for (let i = 0; i < N; i += 500) {
       await db.db.insert(orders).values(
         records.slice(i, i + 500).map((r) => ({
+          merchantNo: MERCHANT_NO,
           merchantOrderNo: String(r.MerchantOrderNo),
           kind: 'payin' as const,
           amount: '100.5',

@@ -33,7 +33,7 @@ import {
 import { trustedProxies } from './operators/trusted-proxies.ts';
 import { callbacksPageRows } from './callbacks/pages.ts';
 import { callbacksRows } from './callbacks/api.ts';
-import type { RouteDeps } from './web/route-deps.ts';
+import { consoleMerchantNo, type RouteDeps } from './web/route-deps.ts';
 import { eventsRows } from './events/api.ts';
 import { ordersRows } from './orders/api.ts';
 import { paymentMethodsRows } from './catalog/api.ts';
@@ -142,6 +142,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     catalog: deps.catalog ?? createCatalogCache({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
     logger: deps.logger,
     ...(deps.queue ? { queue: deps.queue } : {}),
+    merchantNo: consoleMerchantNo(config.merchants),
   };
   // The areas' route tables, registered in one loop; the role check is one hook over them (web/route-table.ts).
   registerRoutes(app, apiRows(deps, routeDeps));
@@ -276,6 +277,7 @@ function pageRows(deps: ConsoleDeps & { config: Config }, replayDeps: ReplayDeps
     ...searchPageRows({
       db: deps.db,
       queue: deps.queue,
+      merchantNo: consoleMerchantNo(deps.config.merchants),
       platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
     }),
     ...callbacksPageRows({
@@ -284,7 +286,12 @@ function pageRows(deps: ConsoleDeps & { config: Config }, replayDeps: ReplayDeps
       queue: deps.queue,
       platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
     }),
-    ...ordersPageRows({ db: deps.db, queue: deps.queue, logger: deps.logger }),
+    ...ordersPageRows({
+      db: deps.db,
+      queue: deps.queue,
+      logger: deps.logger,
+      merchantNo: consoleMerchantNo(deps.config.merchants),
+    }),
     ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
     ...auditPageRows({ db: deps.db.db }),
     ...(replayDeps ? replaysPageRows(replayDeps) : []),

@@ -27,7 +27,8 @@ try {
   const db = createDb(config.DATABASE_URL, { max: 10, applicationName: 'mcb-console' });
   releasers.add('postgres', () => db.close());
   // Before it serves anything (replays and the dashboard enqueue jobs): a missing migration stops it here.
-  await requireMigratedSchema(db.pool, { app: 'console', logger });
+  // Two or more merchants also need the single-merchant indexes gone (`pnpm db:migrate --finish-merchants`).
+  await requireMigratedSchema(db.pool, { app: 'console', logger, merchants: config.merchants.length });
   // The dashboard's Redis connection fails fast (an operator gets an error, not a hang) while Redis is down. Its
   // errors, and the queues' copies of them, are logged at most once per interval (watched before the queues exist).
   const registry = createMetricsRegistry('console');

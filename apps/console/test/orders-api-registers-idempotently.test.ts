@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callbackReceipts, ledgerEntries, orders, reviews } from '@mcb/core/db';
-import { useTestEnv } from '@mcb/testkit';
+import { MERCHANT_NO, useTestEnv } from '@mcb/testkit';
 import { eq } from 'drizzle-orm';
 import { AUTH, startConsole, startFakePlatform, type TestConsole } from './helpers/fake-platform.ts';
 
@@ -144,7 +144,7 @@ describe('GET /api/orders/{merchantOrderNo}', () => {
         orderNo: 'P-777',
         state: 6,
         kind: 'payin',
-        merchantNo: 'M100',
+        merchantNo: MERCHANT_NO,
         merchantOrderNo: 'PI-VIEW',
         orderId: order!.id,
         confirmedAmount: '250',

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestEnv } from '@mcb/testkit';
+import { MERCHANT_NO, useTestEnv } from '@mcb/testkit';
 import { AUTH, startConsole, startFakePlatform, WIRE_CATALOG, type TestConsole } from './helpers/fake-platform.ts';
 
 const env = useTestEnv();
@@ -104,7 +104,7 @@ describe('GET /api/payment-methods', () => {
     platform.state.requests = [];
     const res = await get('/api/payment-methods?currency=PHP');
     expect(res.json()).toMatchObject({ currencies: [{ currency: 'PHP' }], ageSeconds: 0, stale: false });
-    expect(platform.state.requests).toEqual([{ merchantNo: 'M100', currencyType: 'PHP' }]);
+    expect(platform.state.requests).toEqual([{ merchantNo: MERCHANT_NO, currencyType: 'PHP' }]);
     const refreshed = await c.app.inject({
       method: 'POST',
       url: '/api/payment-methods/refresh',

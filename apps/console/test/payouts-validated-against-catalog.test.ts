@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { catalogSnapshots, orders } from '@mcb/core/db';
-import { useTestEnv } from '@mcb/testkit';
+import { MERCHANT_NO, useTestEnv } from '@mcb/testkit';
 import { eq } from 'drizzle-orm';
 import { AUTH, startConsole, startFakePlatform, type TestConsole } from './helpers/fake-platform.ts';
 
@@ -54,7 +54,7 @@ describe('POST /api/payouts', () => {
       paymentMethod: 1,
       apiParams: { accountName: 'Juan Cruz', bankAccount: '1234567890', bankName: 'BDO Unibank' },
     });
-    expect(platform.state.requests).toEqual([{ merchantNo: 'M100', currencyType: 'PHP' }]);
+    expect(platform.state.requests).toEqual([{ merchantNo: MERCHANT_NO, currencyType: 'PHP' }]);
     const [row] = await env.db.db.select().from(orders).where(eq(orders.merchantOrderNo, 'PO-1'));
     expect(row).toMatchObject({ kind: 'payout', paymentMethod: 1, payoutParams: res.json().apiParams });
   });

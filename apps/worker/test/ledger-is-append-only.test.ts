@@ -1,5 +1,5 @@
 import { ledgerEntries } from '@mcb/core/db';
-import { createOrder, payinEvent, uid, useTestEnv } from '@mcb/testkit';
+import { createOrder, MERCHANT_NO, payinEvent, uid, useTestEnv } from '@mcb/testkit';
 import { eq, sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { callbackJobSchema } from '@mcb/core/queue';
@@ -12,7 +12,7 @@ let entryId: number;
 beforeAll(async () => {
   const no = `PI-${uid()}`;
   await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '20' });
-  const order = (await findOrder(env.db.db, no))!;
+  const order = (await findOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))!;
   const event = callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '20' }));
   const confirmed = {
     orderNo: `P${no}`,

@@ -1,6 +1,7 @@
 import {
   createOrder,
   type FakePlatform,
+  MERCHANT_NO,
   payinEvent,
   payoutEvent,
   platformOrder,
@@ -90,7 +91,7 @@ describe('the Postgres constraint, not the queue, is the guard against double cr
   it('lets exactly one of 20 concurrent transactions for the same pair commit, even with the early receipt check skipped', async () => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '9' });
-    const order = (await findOrder(env.db.db, no))!;
+    const order = (await findOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))!;
     const event = callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '9' }));
     const confirmed = {
       orderNo: `P${no}`,

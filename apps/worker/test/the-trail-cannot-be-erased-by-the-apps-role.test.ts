@@ -5,6 +5,7 @@ import { createDb, type Db } from '@mcb/core/db';
 import { callbackJobSchema } from '@mcb/core/queue';
 import {
   createOrder,
+  MERCHANT_NO,
   payinEvent,
   payoutEvent,
   platformOrder,
@@ -120,7 +121,7 @@ describe('the apps role (a member of mcb_app)', () => {
   it('commits as the role when the order has already moved: the receipt it inserted is taken back in the same transaction', async () => {
     const no = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '30' });
-    const stale = (await findOrder(appDb.db, no))!; // read while pending, as a job does before Get order answers
+    const stale = (await findOrder(appDb.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))!; // read while pending, as a job does before Get order answers
     const event = (state: number) =>
       callbackJobSchema.parse(payoutEvent({ orderNo: `P${no}`, merchantOrderNo: no, state }));
     const confirmed = (state: number) => ({

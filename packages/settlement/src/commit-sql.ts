@@ -18,12 +18,15 @@ WITH free AS (SELECT id FROM orders WHERE id = ANY($1::bigint[]) FOR NO KEY UPDA
 SELECT k.id FROM unnest($1::bigint[]) AS k(id) WHERE k.id NOT IN (SELECT id FROM free)`;
 
 /**
- * Steps 1 and 2 in one statement. The receipt insert is the dedup guard (unique (order_no, state)); an order moves
+ * Steps 1 and 2 in one statement. The receipt insert is the dedup guard (unique (order_no, state, merchant_no): the
+ * platform may reuse an OrderNo across our merchant numbers, and each is applied once); an order moves
  * only where this statement inserted the receipt, only from pending, only for its own platform order, and at most
  * once: of the events holding a new receipt for one order, only the first (by index) may move it, and `moved` names
  * that event, so a second event of the same order is never reported as moved (a payout's 4 and 5 in one statement:
  * one moves it, the other is taken back as a conflict). A pair held twice gets one receipt, owned by its first event.
- * Receipts are inserted in key order (OrderNo, state): concurrent batches take the unique index's locks in one order.
+ * Receipts are inserted in key order (OrderNo, state, merchant): concurrent batches take the unique index's locks in
+ * one order. The receipt's merchant is the event's and its order's: the foreign key (order_id, merchant_no) refuses
+ * anything else, and the order moves only where it is that merchant's.
  */
 export const RECEIPTS_AND_ORDERS_SQL = `
 WITH v AS (
@@ -36,16 +39,16 @@ WITH v AS (
 ins AS (
   INSERT INTO callback_receipts (order_no, state, kind, merchant_no, merchant_order_no, order_id, pay_time, quantity,
                                  fiat_amount, confirmed_amount, source, outcome, job_id, received_at)
-  SELECT DISTINCT ON (order_no, state) order_no, state, kind, merchant_no, merchant_order_no, order_id, pay_time,
-         quantity, fiat_amount, confirmed_amount, source, outcome, job_id, received_at
-    FROM v ORDER BY order_no, state, i
-  ON CONFLICT (order_no, state) DO NOTHING
-  RETURNING id, order_no, state
+  SELECT DISTINCT ON (order_no, state, merchant_no) order_no, state, kind, merchant_no, merchant_order_no, order_id,
+         pay_time, quantity, fiat_amount, confirmed_amount, source, outcome, job_id, received_at
+    FROM v ORDER BY order_no, state, merchant_no, i
+  ON CONFLICT (merchant_no, order_no, state) DO NOTHING
+  RETURNING id, order_no, state, merchant_no
 ),
 owner AS (
-  SELECT DISTINCT ON (v.order_no, v.state) v.i, v.order_id, ins.id AS receipt_id
-    FROM v JOIN ins ON ins.order_no = v.order_no AND ins.state = v.state
-   ORDER BY v.order_no, v.state, v.i
+  SELECT DISTINCT ON (v.order_no, v.state, v.merchant_no) v.i, v.order_id, ins.id AS receipt_id
+    FROM v JOIN ins ON ins.order_no = v.order_no AND ins.state = v.state AND ins.merchant_no = v.merchant_no
+   ORDER BY v.order_no, v.state, v.merchant_no, v.i
 ),
 mover AS (
   SELECT min(i) AS i FROM owner GROUP BY order_id
@@ -54,7 +57,8 @@ moved AS (
   UPDATE orders o
      SET status = v.outcome, platform_order_no = v.order_no, updated_at = now(), finalized_at = now()
     FROM v JOIN mover ON mover.i = v.i
-   WHERE o.id = v.order_id AND o.status = 'pending' AND (o.platform_order_no IS NULL OR o.platform_order_no = v.order_no)
+   WHERE o.id = v.order_id AND o.merchant_no = v.merchant_no AND o.status = 'pending'
+     AND (o.platform_order_no IS NULL OR o.platform_order_no = v.order_no)
   RETURNING v.i
 )
 SELECT v.i, owner.receipt_id, moved.i IS NOT NULL AS moved
@@ -99,27 +103,30 @@ export function receiptsAndOrdersParams(inputs: readonly CommitInput[]): unknown
 /**
  * Steps 3, 4 and 5 in one statement: ledger entries (a pay-in credit, a refused payout's refund), the outbox, and
  * the open reviews of the applied pairs with each of their distinct events, locked: commit.ts decides which of them
- * the confirmation settles (only a review whose every event Get order confirms is resolved as applied).
+ * the confirmation settles (only a review whose every event Get order confirms is resolved as applied). Each row
+ * names its merchant, whose order and receipt it points at (composite foreign keys), and only that merchant's
+ * reviews of the pair are settled.
  */
 export const LEDGER_OUTBOX_REVIEWS_SQL = `
 WITH v AS (
   SELECT * FROM unnest($1::int[], $2::bigint[], $3::text[], $4::numeric[], $5::text[], $6::bigint[], $7::text[],
-                       $8::text[], $9::jsonb[], $10::text[], $11::int[])
-    AS v(i, order_id, entry_type, amount, currency, receipt_id, merchant_order_no, event_type, payload, order_no, state)
+                       $8::text[], $9::jsonb[], $10::text[], $11::int[], $12::text[])
+    AS v(i, order_id, entry_type, amount, currency, receipt_id, merchant_order_no, event_type, payload, order_no, state,
+         merchant_no)
 ),
 l AS (
-  INSERT INTO ledger_entries (order_id, entry_type, amount, currency, receipt_id)
-  SELECT order_id, entry_type, amount, currency, receipt_id FROM v WHERE entry_type IS NOT NULL ORDER BY i
+  INSERT INTO ledger_entries (merchant_no, order_id, entry_type, amount, currency, receipt_id)
+  SELECT merchant_no, order_id, entry_type, amount, currency, receipt_id FROM v WHERE entry_type IS NOT NULL ORDER BY i
   RETURNING id, order_id
 ),
 e AS (
-  INSERT INTO order_events (order_id, merchant_order_no, event_type, payload)
-  SELECT order_id, merchant_order_no, event_type, payload FROM v ORDER BY i
+  INSERT INTO order_events (merchant_no, order_id, merchant_order_no, event_type, payload)
+  SELECT merchant_no, order_id, merchant_order_no, event_type, payload FROM v ORDER BY i
   RETURNING id, order_id
 ),
 r AS (
   SELECT reviews.id, v.i
-    FROM reviews JOIN v ON reviews.order_no = v.order_no AND reviews.state = v.state
+    FROM reviews JOIN v ON reviews.order_no = v.order_no AND reviews.state = v.state AND reviews.merchant_no = v.merchant_no
    WHERE reviews.status = 'open'
    ORDER BY reviews.id
      FOR UPDATE OF reviews

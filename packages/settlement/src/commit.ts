@@ -129,6 +129,7 @@ async function postMoved(
     list.map((x) => `${x.order.kind}.${x.target}`),
     list.map((x) =>
       JSON.stringify({
+        merchantNo: x.order.merchantNo,
         merchantOrderNo: x.order.merchantOrderNo,
         kind: x.order.kind,
         status: x.target,
@@ -142,6 +143,7 @@ async function postMoved(
     ),
     list.map((x) => x.event.orderNo),
     list.map((x) => x.event.state),
+    list.map((x) => x.order.merchantNo),
   ]);
   const ledger = new Map<number, number>();
   const outbox = new Map<number, number>();
@@ -192,7 +194,7 @@ export async function commitEvents(
     const later: number[] = [];
     for (const i of left) {
       const { event, order } = inputs[i]!;
-      const pair = `${event.orderNo}\u0000${event.state}`;
+      const pair = `${event.merchantNo}\u0000${event.orderNo}\u0000${event.state}`;
       if (pairs.has(pair) || orderIds.has(order.id)) later.push(i);
       else {
         pairs.add(pair);

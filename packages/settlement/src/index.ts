@@ -19,7 +19,7 @@ export {
 } from './decide.ts';
 export { unusableAnswer } from './unusable-answer.ts';
 export { commitStarted, commitWaits, type CommitWaits } from './commit-watch.ts';
-export { findOrder, lookUpEvent, lookUpEvents, type LookupKey, type LookupResult } from './lookup.ts';
+export { findOrder, lookUpEvent, lookUpEvents, type LookupKey, type LookupResult, type OrderKey } from './lookup.ts';
 export type { SettlementMetrics } from './metrics.ts';
 export { orderNoteLine, recordOrderNote } from './order-notes.ts';
 export { judgePayTime, PAY_TIME_SKEW_MS, type PayTimeJudgement } from './pay-time.ts';

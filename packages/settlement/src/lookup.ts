@@ -1,12 +1,22 @@
 import { orders, type Database, type Order } from '@mcb/core/db';
-import { eq } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { runAlone, type Settled } from '@mcb/core/batcher';
 import { orderColumns, poolOf, toOrder, type OrderRow } from './sql.ts';
 
-/** What the money path reads before it calls Get order: is the pair applied, and which order of ours is it. */
+/**
+ * What the money path reads before it calls Get order: is the pair applied, and which order of ours is it. Both are
+ * the merchant's own: the event's `merchantNo` (the merchant whose route and key it came by) is in every key.
+ */
 export interface LookupKey {
+  merchantNo: string;
   orderNo: string;
   state: number;
+  merchantOrderNo: string;
+}
+
+/** One of our orders: whose, and its merchant order number. */
+export interface OrderKey {
+  merchantNo: string;
   merchantOrderNo: string;
 }
 
@@ -36,7 +46,7 @@ export interface LookupResult {
    * other pay-in state's), to compare a callback of the order's other state with. @defaultValue undefined
    */
   orderMerchantNo?: string | undefined;
-  /** Our order with that merchant order number, if any. */
+  /** Our order with that merchant number and merchant order number, if any. */
   order: Order | undefined;
 }
 
@@ -46,14 +56,16 @@ SELECT k.i, r.id AS receipt_id, r.outcome AS receipt_outcome, r.kind AS receipt_
        r.job_id AS receipt_job_id,
        f.merchant_no AS order_merchant_no,
        ${orderColumns('o')}
-  FROM unnest($1::text[], $2::int[], $3::text[]) WITH ORDINALITY AS k(order_no, state, merchant_order_no, i)
-  LEFT JOIN callback_receipts r ON r.order_no = k.order_no AND r.state = k.state
-  LEFT JOIN orders o ON o.merchant_order_no = k.merchant_order_no
+  FROM unnest($1::text[], $2::text[], $3::int[], $4::text[])
+         WITH ORDINALITY AS k(merchant_no, order_no, state, merchant_order_no, i)
+  LEFT JOIN callback_receipts r ON r.order_no = k.order_no AND r.state = k.state AND r.merchant_no = k.merchant_no
+  LEFT JOIN orders o ON o.merchant_order_no = k.merchant_order_no AND o.merchant_no = k.merchant_no
   -- Only for a final order and a pair without a receipt (a callback of the order's other state): read by the
   -- merchant order number index; for the common case (a pending order, or the pair applied) nothing is read.
   LEFT JOIN LATERAL (
     SELECT a.merchant_no FROM callback_receipts a
      WHERE r.id IS NULL AND o.status <> 'pending' AND a.merchant_order_no = o.merchant_order_no
+       AND a.order_id = o.id
      ORDER BY a.id LIMIT 1
   ) f ON true
  ORDER BY k.i`;
@@ -75,7 +87,12 @@ export async function lookUpEvents(db: Database, keys: readonly LookupKey[]): Pr
       order_merchant_no: string | null;
       id: string | null;
     }
-  >(LOOKUP_SQL, [keys.map((k) => k.orderNo), keys.map((k) => k.state), keys.map((k) => k.merchantOrderNo)]);
+  >(LOOKUP_SQL, [
+    keys.map((k) => k.merchantNo),
+    keys.map((k) => k.orderNo),
+    keys.map((k) => k.state),
+    keys.map((k) => k.merchantOrderNo),
+  ]);
   return rows.map((row) => ({
     ok: true as const,
     value: {
@@ -104,8 +121,12 @@ export async function lookUpEvent(db: Database, key: LookupKey): Promise<LookupR
   return runAlone((keys) => lookUpEvents(db, keys), key);
 }
 
-/** Our own order by its merchant order number, or undefined. */
-export async function findOrder(db: Database, merchantOrderNo: string): Promise<Order | undefined> {
-  const rows = await db.select().from(orders).where(eq(orders.merchantOrderNo, merchantOrderNo)).limit(1);
+/** Our own order by its merchant number and merchant order number, or undefined. */
+export async function findOrder(db: Database, key: OrderKey): Promise<Order | undefined> {
+  const rows = await db
+    .select()
+    .from(orders)
+    .where(and(eq(orders.merchantOrderNo, key.merchantOrderNo), eq(orders.merchantNo, key.merchantNo)))
+    .limit(1);
   return rows[0];
 }

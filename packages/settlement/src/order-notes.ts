@@ -33,8 +33,9 @@ export async function recordOrderNote(
   note: AppliedNote,
 ): Promise<void> {
   await poolOf(db).query(
-    `INSERT INTO order_notes (merchant_order_no, order_no, state, receipt_id, job_id, applied_job_id, topic, detail, details)
-     VALUES ($1, $2, $3, $4, $5, $6, 'unconfirmed-field-differs', $7, $8::jsonb)
+    `INSERT INTO order_notes (merchant_order_no, order_no, state, receipt_id, job_id, applied_job_id, topic, detail, details,
+                              merchant_no)
+     VALUES ($1, $2, $3, $4, $5, $6, 'unconfirmed-field-differs', $7, $8::jsonb, $9)
      ON CONFLICT (receipt_id, job_id, topic) DO UPDATE SET seen = order_notes.seen + 1, last_seen_at = now()`,
     [
       event.merchantOrderNo,
@@ -45,6 +46,7 @@ export async function recordOrderNote(
       note.appliedJobId,
       orderNoteLine(note, jobId),
       JSON.stringify({ differences: note.differences }),
+      event.merchantNo,
     ],
   );
 }

@@ -14,9 +14,9 @@ export interface RecordedReview {
 // (an identical copy counts on its row), so a forged event and the genuine one of a pair are both kept.
 const RECORD_REVIEW_SQL = `
 WITH r AS (
-  INSERT INTO reviews (kind, order_no, state, merchant_order_no, reason_code, reason, details, event)
-  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb)
-  ON CONFLICT (order_no, state) WHERE status = 'open'
+  INSERT INTO reviews (kind, order_no, state, merchant_order_no, reason_code, reason, details, event, merchant_no)
+  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9)
+  ON CONFLICT (merchant_no, order_no, state) WHERE status = 'open'
   DO UPDATE SET occurrences = reviews.occurrences + 1, updated_at = now()
   RETURNING id, (xmax = 0) AS opened
 ),
@@ -29,8 +29,9 @@ o AS (
 SELECT r.id, r.opened FROM r`;
 
 /**
- * Open a review for an event that failed verification, or count one more occurrence of the open review of the
- * same pair (OrderNo, state); the partial unique index keeps one open review per pair. Nothing is credited.
+ * Open a review for an event that failed verification, in the name of the event's merchant, or count one more
+ * occurrence of that merchant's open review of the same pair (OrderNo, state); the partial unique index keeps one
+ * open review per merchant and pair. Nothing is credited.
  * `opened` comes from the same statement (a freshly inserted row has xmax = 0), so two workers racing on the
  * same pair can never both believe they opened it. The review's reason stays that of the event that opened it;
  * the event is kept among the review's occurrences with its own finding.
@@ -40,7 +41,7 @@ export async function recordReview(
   event: CallbackJob,
   failure: Omit<VerifyFailure, 'retry'>,
 ): Promise<RecordedReview> {
-  const { rows } = await poolOf(db).query<{ id: string; opened: boolean }>(RECORD_REVIEW_SQL, [
+  const params = [
     event.kind,
     event.orderNo,
     event.state,
@@ -49,9 +50,20 @@ export async function recordReview(
     failure.reason,
     JSON.stringify(failure.details),
     JSON.stringify(event),
-  ]);
-  const row = rows[0]!;
-  return { id: Number(row.id), opened: row.opened };
+    event.merchantNo,
+  ];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { rows } = await poolOf(db).query<{ id: string; opened: boolean }>(RECORD_REVIEW_SQL, params);
+      const row = rows[0]!;
+      return { id: Number(row.id), opened: row.opened };
+    } catch (e) {
+      // During a rollout the previous release's single-merchant index is still there. Two occurrences racing insert
+      // into it before the per-merchant one (the ON CONFLICT arbiter) and the second fails as a unique violation
+      // instead of counting on the first; run again, it finds the committed review and counts.
+      if (attempt >= 2 || (e as { constraint?: string }).constraint !== 'reviews_open_event_key') throw e;
+    }
+  }
 }
 
 /** One entry of a review's history (see review_attempts). */

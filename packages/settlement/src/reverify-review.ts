@@ -78,7 +78,7 @@ async function appliedBefore(
   outcome: Extract<ApplyOutcome, { status: 'duplicate' }>,
 ): Promise<ReverifyOutcome> {
   const first = events[0]!;
-  const order = await findOrder(deps.db, first.merchantOrderNo);
+  const order = await findOrder(deps.db, { merchantNo: review.merchantNo, merchantOrderNo: first.merchantOrderNo });
   const why =
     outcome.reason === 'receipt-exists' ? 'the pair was applied before' : 'the order already has this outcome';
   let codes: string[];

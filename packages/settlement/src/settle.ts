@@ -102,7 +102,12 @@ export async function applyConfirmed(
 /** The facts read before Get order: the look-up (batched when the process shares one), and the in-doubt note. */
 async function lookUp(ctx: EventContext): Promise<EventFacts> {
   const { event, deps, options } = ctx;
-  const key = { orderNo: event.orderNo, state: event.state, merchantOrderNo: event.merchantOrderNo };
+  const key = {
+    merchantNo: event.merchantNo,
+    orderNo: event.orderNo,
+    state: event.state,
+    merchantOrderNo: event.merchantOrderNo,
+  };
   const found = deps.batchers ? await deps.batchers.lookups.submit(key) : await lookUpEvent(deps.db, key);
   const wasInDoubt = found.receipt && options.wasInDoubt;
   return {

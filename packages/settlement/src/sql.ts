@@ -80,6 +80,7 @@ export async function inTransaction<T>(
 /** The `orders` row as pg returns it. */
 export interface OrderRow {
   id: string | number;
+  merchant_no: string;
   merchant_order_no: string;
   kind: Order['kind'];
   currency: string;
@@ -99,6 +100,7 @@ export interface OrderRow {
 export function orderColumns(alias: string): string {
   return [
     'id',
+    'merchant_no',
     'merchant_order_no',
     'kind',
     'currency',
@@ -121,6 +123,7 @@ export function orderColumns(alias: string): string {
 export function toOrder(row: OrderRow): Order {
   return {
     id: Number(row.id),
+    merchantNo: row.merchant_no,
     merchantOrderNo: row.merchant_order_no,
     kind: row.kind,
     currency: row.currency,

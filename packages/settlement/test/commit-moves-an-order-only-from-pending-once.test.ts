@@ -12,7 +12,7 @@ const env = useTestEnv();
 async function pendingPayin(amount = '10'): Promise<{ no: string; order: Order }> {
   const no = `PI-${uid()}`;
   await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount });
-  return { no, order: (await findOrder(env.db.db, no))! };
+  return { no, order: (await findOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))! };
 }
 
 function payin(order: Order, platformOrderNo: string, state: number): CommitInput {

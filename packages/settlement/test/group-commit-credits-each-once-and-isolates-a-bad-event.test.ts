@@ -9,7 +9,7 @@ const env = useTestEnv();
 async function payin(amount = '10'): Promise<CommitInput> {
   const no = `PI-${uid()}`;
   await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount });
-  const order = (await findOrder(env.db.db, no))!;
+  const order = (await findOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))!;
   const event: CallbackJob = callbackJobSchema.parse(
     payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: amount }),
   );
@@ -88,7 +88,7 @@ describe('group commit', () => {
   it('tells a conflicting final state from a duplicate, per event, and keeps no receipt for either', async () => {
     const no = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '5' });
-    const order = (await findOrder(env.db.db, no))!;
+    const order = (await findOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))!;
     const confirmed = (state: number) => ({
       orderNo: `P${no}`,
       merchantNo: MERCHANT_NO,

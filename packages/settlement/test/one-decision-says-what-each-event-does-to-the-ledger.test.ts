@@ -30,6 +30,7 @@ const event = callbackJobSchema.parse(
 function ours(o: Partial<Order> = {}): Order {
   return {
     id: 7,
+    merchantNo: MERCHANT_NO,
     merchantOrderNo: 'M-1',
     kind: 'payin',
     currency: 'PHP',

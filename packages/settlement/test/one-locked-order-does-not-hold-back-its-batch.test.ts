@@ -12,7 +12,7 @@ async function payins(n: number): Promise<CommitInput[]> {
     Array.from({ length: n }, async () => {
       const no = `PI-${uid()}`;
       await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '8' });
-      const order = (await findOrder(env.db.db, no))!;
+      const order = (await findOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))!;
       return {
         event: callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '8' })),
         order,

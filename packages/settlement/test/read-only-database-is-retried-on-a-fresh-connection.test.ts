@@ -28,7 +28,7 @@ afterEach(async () => {
 async function payin(): Promise<CommitInput> {
   const no = `RO-${uid()}`;
   await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '10' });
-  const order = (await findOrder(env.db.db, no))!;
+  const order = (await findOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))!;
   const event = callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '10' }));
   const confirmed = {
     orderNo: `P${no}`,

@@ -31,7 +31,7 @@ async function runStatement(inputs: readonly CommitInput[]) {
 async function payout() {
   const no = `PO-${uid()}`;
   await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '5' });
-  const order = (await findOrder(env.db.db, no))!;
+  const order = (await findOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))!;
   return (state: 4 | 5): CommitInput => ({
     event: callbackJobSchema.parse(payoutEvent({ orderNo: `P${no}`, merchantOrderNo: no, state })),
     order,
@@ -51,7 +51,7 @@ async function payout() {
 async function payin() {
   const no = `PI-${uid()}`;
   await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '10' });
-  const order = (await findOrder(env.db.db, no))!;
+  const order = (await findOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))!;
   return (state: 3 | 6, jobId?: string): CommitInput => ({
     event: callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '10', state })),
     order,

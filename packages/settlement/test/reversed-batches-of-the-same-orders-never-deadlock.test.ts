@@ -25,7 +25,7 @@ async function payins(n: number): Promise<((state: 3 | 6) => CommitInput)[]> {
     Array.from({ length: n }, async () => {
       const no = `PI-${uid()}`;
       await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '3' });
-      const order = (await findOrder(env.db.db, no))!;
+      const order = (await findOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))!;
       return (state: 3 | 6): CommitInput => ({
         event: callbackJobSchema.parse(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '3', state })),
         order,

@@ -20,6 +20,7 @@ function agreeing(kind: CallbackKind, state = kind === 'payin' ? 6 : 4) {
   );
   const own: Order = {
     id: 1,
+    merchantNo: MERCHANT_NO,
     merchantOrderNo: 'PI-1',
     kind,
     currency: 'PHP',

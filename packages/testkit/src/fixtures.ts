@@ -12,14 +12,15 @@ export function uid(): string {
   return randomBytes(4).toString('hex');
 }
 
-/** Register one of our own orders (as the console would). */
+/** Register one of our own orders (as the console would), for {@link MERCHANT_NO} unless told another merchant. */
 export async function createOrder(
   db: Database,
-  o: { merchantOrderNo: string; kind: 'payin' | 'payout'; amount: string; currency?: string },
+  o: { merchantOrderNo: string; kind: 'payin' | 'payout'; amount: string; currency?: string; merchantNo?: string },
 ): Promise<number> {
   const [row] = await db
     .insert(orders)
     .values({
+      merchantNo: o.merchantNo ?? MERCHANT_NO,
       merchantOrderNo: o.merchantOrderNo,
       kind: o.kind,
       amount: o.amount,

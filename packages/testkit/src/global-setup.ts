@@ -4,6 +4,7 @@ import pg from 'pg';
 import type * as TestcontainersModule from 'testcontainers';
 import type { TestProject } from 'vitest/node';
 import { fileURLToPath } from 'node:url';
+import { MERCHANT_NO } from './fixtures.ts';
 import {
   INSTALL_SERVICES,
   missingForPlan,
@@ -160,7 +161,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await admin.connect();
   try {
     await dropStale(admin);
-    await migrateDatabase(withDatabase(services.databaseUrl, template));
+    // A fresh database ends fully migrated (merchant keys built, single-merchant indexes gone). Its stored default
+    // merchant is the tests' one merchant, so that rows a test writes without a merchant number are that merchant's.
+    await migrateDatabase(withDatabase(services.databaseUrl, template), { defaultMerchantNo: MERCHANT_NO });
     // A template must have no connections while it is cloned; the migrator has closed its own.
     await admin.query(`alter database "${template}" with is_template true allow_connections false`);
   } finally {

@@ -114,7 +114,7 @@ export async function startChaosStack(opts: StackOptions): Promise<ChaosStack> {
     const pg = await startOwnPostgres();
     closers.push(() => pg.destroy());
     const databaseUrl = pg.url('mcb_chaos');
-    await migrateDatabase(databaseUrl);
+    await migrateDatabase(databaseUrl, { defaultMerchantNo: CHAOS_MERCHANT_NO });
     const pgbouncer = sentinelTopology ? await startOwnPgBouncer(databaseUrl, { poolSize: 8 }) : undefined;
     if (pgbouncer) closers.push(() => pgbouncer.destroy());
     const workerDatabaseUrl = pgbouncer ? pgbouncer.urlFor(databaseUrl) : databaseUrl;

@@ -75,6 +75,7 @@ export async function startPayinLoad(options: PayinLoadOptions): Promise<PayinLo
     for (let i = 0; i < records.length; i += 500) {
       await options.db.db.insert(orders).values(
         records.slice(i, i + 500).map((r) => ({
+          merchantNo,
           merchantOrderNo: String(r.MerchantOrderNo),
           kind: 'payin' as const,
           amount: '100.5',

@@ -30,6 +30,12 @@ export function orderConflict(merchantOrderNo: string): AppError {
   );
 }
 
+/** What a registration needs: the action layer's, and the merchant whose order it registers. */
+export interface RegistrationDeps extends ActionDeps {
+  /** The merchant number the order is registered for (written on the row; the key is per merchant). */
+  merchantNo: string;
+}
+
 /** What a registration did: a new order (201) or the same registration again (200); the order, or its view. */
 export interface Registered<O = Order> {
   created: boolean;
@@ -58,12 +64,13 @@ export async function authorizeRegistration(
  * transaction with the audit row. The same body again is `existing` (200); another body under the number is 409.
  */
 export async function commitRegistration(
-  deps: ActionDeps,
+  deps: RegistrationDeps,
   auth: Authorized,
   request: RegistrationRequest,
   columns: Pick<NewOrder, 'paymentMethod' | 'payoutParams'> = {},
 ): Promise<Registered> {
-  const order: NewOrder = {
+  const order = {
+    merchantNo: deps.merchantNo,
     merchantOrderNo: request.merchantOrderNo,
     kind: request.kind,
     currency: request.currency,
@@ -71,13 +78,13 @@ export async function commitRegistration(
     customerId: request.customerId ?? null,
     ...columns,
     requestHash: registrationHash(request),
-  };
+  } satisfies NewOrder;
   return commitAction<Registered>(deps, auth, async (tx: Database) => {
     const created = await insertOrderIfAbsent(tx, order);
     if (created)
       return { result: { created: true, order: created }, outcome: 'created', details: { kind: order.kind } };
     // Registered before, or a concurrent registration of the same number won: the same body is the same order.
-    const existing = await findOrder(tx, order.merchantOrderNo);
+    const existing = await findOrder(tx, order);
     if (!existing || existing.requestHash !== order.requestHash) throw orderConflict(order.merchantOrderNo);
     return { result: { created: false, order: existing }, outcome: 'existing', details: { kind: order.kind } };
   });
@@ -88,7 +95,11 @@ export async function commitRegistration(
  * order (`created: false`); another body under the number is 409 ORDER_CONFLICT. The reason is not part of what makes
  * two registrations the same.
  */
-export async function registerPayin(deps: ActionDeps, actor: Actor, body: PayinBody): Promise<Registered<OrderView>> {
+export async function registerPayin(
+  deps: RegistrationDeps,
+  actor: Actor,
+  body: PayinBody,
+): Promise<Registered<OrderView>> {
   const { reason, ...payin } = body;
   const auth = await authorizeRegistration(deps, actor, payin.merchantOrderNo, reason);
   const { created, order } = await commitRegistration(deps, auth, { kind: 'payin', ...payin });

@@ -22,8 +22,8 @@ export const jobTarget = (queueName: string, req: FastifyRequest): string =>
   `job:${queueName}/${String((req.params as { jobId?: unknown } | undefined)?.jobId ?? '')}`;
 
 /** Pay-in registration and the order view. */
-export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
-  const deps = { db: db.db, logger };
+export function ordersRows({ db, queue, logger, merchantNo }: RouteDeps): RouteRow[] {
+  const deps = { db: db.db, logger, merchantNo };
   return [
     route({
       method: 'POST',
@@ -62,7 +62,7 @@ export function ordersRows({ db, queue, logger }: RouteDeps): RouteRow[] {
         params: z.object({ merchantOrderNo: merchantOrderNoSchema }),
         response: { 200: orderDetailSchema, 404: errorBodySchema },
       },
-      handler: async (req) => orderDetail(db.db, queue, req.params.merchantOrderNo),
+      handler: async (req) => orderDetail(db.db, queue, { merchantNo, merchantOrderNo: req.params.merchantOrderNo }),
     }),
 
     // "Replay this job" (actions.ts has the rules): only where the console has the queue.

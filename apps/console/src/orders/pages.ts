@@ -19,10 +19,12 @@ export interface OrdersPagesDeps {
   db: Db;
   queue?: Queue;
   logger: Logger;
+  /** The merchant whose orders it shows (RouteDeps.merchantNo). */
+  merchantNo: string;
 }
 
 /** `/orders/{merchantOrderNo}`: the same query as `GET /api/orders/{no}`, as a page; and its "Replay this job". */
-export function ordersPageRows({ db, queue, logger }: OrdersPagesDeps): RouteRow[] {
+export function ordersPageRows({ db, queue, logger, merchantNo }: OrdersPagesDeps): RouteRow[] {
   return [
     pageRoute({
       url: '/orders/:merchantOrderNo',
@@ -30,7 +32,7 @@ export function ordersPageRows({ db, queue, logger }: OrdersPagesDeps): RouteRow
       handler: async (req, reply) => {
         const { merchantOrderNo } = z.object({ merchantOrderNo: merchantOrderNoSchema }).parse(req.params);
         const [detail, reviews] = await Promise.all([
-          orderDetail(db.db, queue, merchantOrderNo),
+          orderDetail(db.db, queue, { merchantNo, merchantOrderNo }),
           listReviews(db.db, { status: 'open', merchantOrderNo, limit: 20 }, req.operator!.role),
         ]);
         return sendPage(

@@ -1,5 +1,5 @@
 import type { Database } from '@mcb/core/db';
-import { findOrder } from '@mcb/settlement';
+import { findOrder, type OrderKey } from '@mcb/settlement';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
@@ -33,12 +33,9 @@ export const orderDetailSchema = orderViewSchema.extend({
 });
 export type OrderDetail = z.output<typeof orderDetailSchema>;
 
-export async function orderDetail(
-  db: Database,
-  queue: Queue | undefined,
-  merchantOrderNo: string,
-): Promise<OrderDetail> {
-  const order = await findOrder(db, merchantOrderNo);
+export async function orderDetail(db: Database, queue: Queue | undefined, key: OrderKey): Promise<OrderDetail> {
+  const { merchantOrderNo } = key;
+  const order = await findOrder(db, key);
   if (!order) throw new AppError(ErrorCodes.NOT_FOUND, `no order ${merchantOrderNo}`, { details: { merchantOrderNo } });
   const [view, { timeline, jobs, callbacksKnown }] = await Promise.all([
     orderView(db, order),

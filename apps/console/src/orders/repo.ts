@@ -13,7 +13,7 @@ export async function insertOrderIfAbsent(db: Database, order: NewOrder): Promis
   const [row] = await db
     .insert(orders)
     .values(order)
-    .onConflictDoNothing({ target: orders.merchantOrderNo })
+    .onConflictDoNothing({ target: [orders.merchantNo, orders.merchantOrderNo] })
     .returning();
   return row;
 }

@@ -3,13 +3,18 @@
  * checked and written through the orders' registration steps (a payout is an order); the API only calls this.
  */
 import { findOrder } from '@mcb/settlement';
-import { recordFailure, type ActionDeps, type Actor } from '../audit/perform.ts';
-import { authorizeRegistration, commitRegistration, type Registered } from '../orders/actions.ts';
+import { recordFailure, type Actor } from '../audit/perform.ts';
+import {
+  authorizeRegistration,
+  commitRegistration,
+  type Registered,
+  type RegistrationDeps,
+} from '../orders/actions.ts';
 import { payoutView, validateAgainstCatalog, type PayoutCatalog } from './queries.ts';
 import type { PayoutBody, PayoutOrderView } from './schemas.ts';
 
 /** What a payout's registration needs: the action layer's, and the catalog a new payout is checked against. */
-export interface PayoutDeps extends ActionDeps {
+export interface PayoutDeps extends RegistrationDeps {
   catalog: PayoutCatalog;
 }
 
@@ -27,7 +32,7 @@ export async function registerPayout(
   const auth = await authorizeRegistration(deps, actor, payout.merchantOrderNo, reason);
   // A retry of a registered payout must not depend on the catalog still being reachable or unchanged.
   let apiParams: Record<string, string> | undefined;
-  if (!(await findOrder(deps.db, payout.merchantOrderNo))) {
+  if (!(await findOrder(deps.db, { merchantNo: deps.merchantNo, merchantOrderNo: payout.merchantOrderNo }))) {
     try {
       ({ apiParams } = await validateAgainstCatalog(deps.catalog, payout));
     } catch (e) {

@@ -33,8 +33,8 @@ const errorResponses = {
 };
 
 /** Payout registration (validated against the catalog) and validation alone. */
-export function payoutsRows({ db, catalog, logger }: RouteDeps): RouteRow[] {
-  const deps = { db: db.db, logger };
+export function payoutsRows({ db, catalog, logger, merchantNo }: RouteDeps): RouteRow[] {
+  const deps = { db: db.db, logger, merchantNo };
   return [
     route({
       method: 'POST',

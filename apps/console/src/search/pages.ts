@@ -12,12 +12,14 @@ import { searchPage } from './views.ts';
 export interface SearchPagesDeps {
   db: Db;
   queue?: Queue;
+  /** The merchant whose orders it finds (RouteDeps.merchantNo). */
+  merchantNo: string;
   /** The fleet's Get order state (throttled, breaker open), from Redis. @defaultValue none (not shown) */
   platformState?: () => Promise<FleetState>;
 }
 
 /** `/` opens the search; `/search?q=`: an order's number takes you to its page; anything else is shown here. */
-export function searchPageRows({ db, queue, platformState }: SearchPagesDeps): RouteRow[] {
+export function searchPageRows({ db, queue, platformState, merchantNo }: SearchPagesDeps): RouteRow[] {
   return [
     pageRoute({
       url: '/',
@@ -41,7 +43,7 @@ export function searchPageRows({ db, queue, platformState }: SearchPagesDeps): R
             searchPage('', undefined, await waiting(db, queue), platform),
           );
         }
-        const found = await findByNumber(db, queue, query);
+        const found = await findByNumber(db, queue, query, merchantNo);
         if (found.kind === 'order') return reply.code(303).header('location', orderHref(found.merchantOrderNo)).send();
         return sendPage(req, reply, { title: `Search: ${query}`, area: 'search' }, searchPage(query, found));
       },

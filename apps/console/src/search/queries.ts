@@ -46,14 +46,21 @@ async function ordersOfCustomer(db: Db, customerId: string): Promise<CustomerOrd
  * platform's OrderNo (what the platform's support quotes). A platform number whose callbacks name no registered
  * order shows those callbacks' timeline, so "something arrived" is never mistaken for "nothing arrived".
  */
-export async function findByNumber(db: Db, queue: Queue | undefined, text: string): Promise<FoundNumber> {
+export async function findByNumber(
+  db: Db,
+  queue: Queue | undefined,
+  text: string,
+  merchantNo: string,
+): Promise<FoundNumber> {
   const query = text.trim();
   if (query === '') return { kind: 'nothing', query };
   // Exact first, then the same number in upper or lower case (what people retype from a phone call): each is one
   // look-up on the unique index, where lower(...) would scan the table.
   const spellings = [...new Set([query, query.toUpperCase(), query.toLowerCase()])];
   if (/^[\x21-\x7e]{1,64}$/.test(query)) {
-    for (const s of spellings) if (await findOrder(db.db, s)) return { kind: 'order', merchantOrderNo: s };
+    for (const s of spellings) {
+      if (await findOrder(db.db, { merchantNo, merchantOrderNo: s })) return { kind: 'order', merchantOrderNo: s };
+    }
   }
   // The customer id an order was registered with (what the shop's support has at hand): one order opens, several list.
   const theirs = query.length <= 128 ? await ordersOfCustomer(db, query) : [];
@@ -70,7 +77,9 @@ export async function findByNumber(db: Db, queue: Queue | undefined, text: strin
     records.jobs
       .map((j) => (j.job.data as { merchantOrderNo?: unknown }).merchantOrderNo)
       .find((n): n is string => typeof n === 'string');
-  if (named && (await findOrder(db.db, named))) return { kind: 'order', merchantOrderNo: named };
+  if (named && (await findOrder(db.db, { merchantNo, merchantOrderNo: named }))) {
+    return { kind: 'order', merchantOrderNo: named };
+  }
   const timeline = await timelineOf(db.db, queue, records);
   return timeline.length > 0 ? { kind: 'callbacks', query, timeline } : { kind: 'nothing', query };
 }

@@ -6,7 +6,7 @@ import { Queue } from 'bullmq';
 import type { Db } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
-import { startFakePlatform as startPlatformDouble, type CatalogMode } from '@mcb/testkit';
+import { MERCHANT_NO, startFakePlatform as startPlatformDouble, type CatalogMode } from '@mcb/testkit';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { OperatorEntry } from '../../src/operators/directory.ts';
@@ -127,7 +127,8 @@ export async function startConsole(opts: {
 }): Promise<TestConsole> {
   const config = loadConfig(
     {
-      MERCHANT_NO: 'M100',
+      // The tests' one merchant: the orders testkit's createOrder writes, and rows written without a merchant, are its.
+      MERCHANT_NO,
       PLATFORM_BASE_URL: opts.baseUrl,
       PLATFORM_ALLOW_HTTP: 'true',
       CONSOLE_TOKEN: TOKEN,
@@ -140,7 +141,7 @@ export async function startConsole(opts: {
     'console',
   );
   const logger = createLogger({ name: 'console-test', level: 'silent' });
-  const platform = createPlatformClient({ baseUrl: opts.baseUrl, merchantNo: 'M100', timeoutMs: 2000 });
+  const platform = createPlatformClient({ baseUrl: opts.baseUrl, merchantNo: MERCHANT_NO, timeoutMs: 2000 });
   const catalog = createCatalogCache({ db: opts.db, platform, logger, now: opts.now, freshForMs: opts.freshForMs });
   const redis = opts.redis ? createRedis(opts.redis.url, 'worker') : undefined;
   const queue =

@@ -1,6 +1,13 @@
 export * from './schema.ts';
 export { createDb, type CreateDbOptions, type Database, type Db, type Schema } from './client.ts';
-export { ensureDatabase, migrateDatabase, MIGRATIONS_FOLDER, type MigrateResult } from './migrate.ts';
+export {
+  ensureDatabase,
+  migrateDatabase,
+  MIGRATIONS_FOLDER,
+  type MigrateOptions,
+  type MigrateResult,
+} from './migrate.ts';
+export { LEGACY_INDEXES, MERCHANT_KEYS_MIGRATION, readMerchantKeys, type MerchantKeysStatus } from './merchant-keys.ts';
 export {
   readSchemaStatus,
   requireMigratedSchema,

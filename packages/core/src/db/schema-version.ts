@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import type pg from 'pg';
 import { AppError, ErrorCodes } from '../errors.ts';
-import { MIGRATIONS_FOLDER } from './migrate.ts';
+import { MERCHANT_KEYS_MIGRATION, readMerchantKeys } from './merchant-keys.ts';
+import { MIGRATIONS_FOLDER } from './migrations-folder.ts';
 
 /** One migration of this build. */
 export interface ShippedMigration {
@@ -74,6 +75,33 @@ function isConnectionError(e: unknown): boolean {
   );
 }
 
+/**
+ * The merchant keys step of `pnpm db:migrate` (merchant-keys.ts) is part of the schema: this build's look-ups and
+ * commits name the per-merchant unique indexes in ON CONFLICT. A process serving two or more merchants also needs
+ * the single-merchant ones gone.
+ */
+async function requireMerchantKeys(pool: pg.Pool, options: RequireSchemaOptions): Promise<void> {
+  const keys = await readMerchantKeys(pool);
+  if (keys.pending.length > 0) {
+    throw new AppError(
+      ErrorCodes.DB_SCHEMA_OUTDATED,
+      `the merchant keys of this database are not built yet (${keys.pending.slice(0, 3).join(', ')}` +
+        `${keys.pending.length > 3 ? ', ...' : ''}): run \`pnpm db:migrate\` (it builds them without blocking ` +
+        `writes), then start the ${options.app} again; it takes no job until then`,
+      { details: { pending: keys.pending } },
+    );
+  }
+  if ((options.merchants ?? 1) > 1 && keys.legacy.length > 0) {
+    throw new AppError(
+      ErrorCodes.DB_SCHEMA_OUTDATED,
+      `this ${options.app} serves ${options.merchants} merchant numbers, and the database still has the ` +
+        `single-merchant unique indexes (${keys.legacy.join(', ')}): once no process of the previous release runs, ` +
+        'run `pnpm db:migrate --finish-merchants`, then start it again (docs/deployment.md, "Several merchant numbers")',
+      { details: { legacy: keys.legacy } },
+    );
+  }
+}
+
 /** Options of {@link requireMigratedSchema}. */
 export interface RequireSchemaOptions {
   /** Who checks, for the message ("worker", "console"). */
@@ -84,6 +112,12 @@ export interface RequireSchemaOptions {
   waitMs?: number;
   /** The migrations folder. @defaultValue this build's */
   folder?: string;
+  /**
+   * How many merchant numbers the process serves. Two or more need the single-merchant unique indexes gone (`pnpm
+   * db:migrate --finish-merchants`): with them a second merchant cannot reuse an order number, and its callbacks for
+   * an OrderNo another merchant was paid under would fail. @defaultValue 1
+   */
+  merchants?: number;
 }
 
 /**
@@ -125,6 +159,7 @@ export async function requireMigratedSchema(pool: pg.Pool, options: RequireSchem
       { details: { missing: names, latest } },
     );
   }
+  if (status.shipped.some((m) => m.tag === MERCHANT_KEYS_MIGRATION)) await requireMerchantKeys(pool, options);
   if (status.changed.length > 0) {
     options.logger.warn(
       { changed: status.changed.map((m) => m.tag) },

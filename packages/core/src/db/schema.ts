@@ -2,7 +2,9 @@ import { sql } from 'drizzle-orm';
 import {
   bigint,
   bigserial,
+  boolean,
   check,
+  foreignKey,
   index,
   integer,
   jsonb,
@@ -15,6 +17,32 @@ import {
 } from 'drizzle-orm/pg-core';
 
 /**
+ * The deployment's settings about merchant numbers: one row (migration 0014). `default_merchant_no` is what a row
+ * written without a merchant number gets (the column default {@link merchantNoColumn}): the one merchant of a
+ * deployment migrated from a single-merchant release (`pnpm db:migrate` stores MERCHANT_NO), so that the old release's
+ * inserts, which name no merchant, keep working during the rollout. The apps always write the merchant number.
+ */
+export const merchantSettings = pgTable(
+  'merchant_settings',
+  {
+    id: boolean('id').primaryKey().default(true),
+    /** The merchant number of rows written without one; null: such a write fails (NOT NULL). */
+    defaultMerchantNo: text('default_merchant_no'),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [check('merchant_settings_one_row', sql`${t.id}`)],
+);
+
+/**
+ * `merchant_no` of a table keyed by an order number: whose order it is. Written by every query of the apps; a row
+ * written without it (the previous release's, a test's) takes `mcb_default_merchant_no()`, the stored default.
+ */
+const merchantNoColumn = () =>
+  text('merchant_no')
+    .notNull()
+    .default(sql`mcb_default_merchant_no()`);
+
+/**
  * The merchant's own orders: pay-ins (money in, credited once the platform releases it) and payouts (money out,
  * finalised as succeeded or refused). Amounts are `numeric`: exact decimals, read back as strings.
  */
@@ -22,6 +50,8 @@ export const orders = pgTable(
   'orders',
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
+    /** Whose order: our merchant number on the platform (one deployment serves several). */
+    merchantNo: merchantNoColumn(),
     merchantOrderNo: text('merchant_order_no').notNull(),
     kind: text('kind', { enum: ['payin', 'payout'] }).notNull(),
     currency: text('currency').notNull(),
@@ -43,13 +73,17 @@ export const orders = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
     finalizedAt: timestamp('finalized_at', { withTimezone: true }),
   },
+  // The number first: the same index finds a number across merchants (is it ambiguous?) and serves the key, which
+  // ON CONFLICT (merchant_no, merchant_order_no) infers whatever the column order.
   (t) => [
-    uniqueIndex('orders_merchant_order_no_key').on(t.merchantOrderNo),
+    uniqueIndex('orders_merchant_order_key').on(t.merchantOrderNo, t.merchantNo),
+    /** The target of the composite foreign keys that tie a receipt, a ledger entry or an event to its merchant. */
+    uniqueIndex('orders_id_merchant_key').on(t.id, t.merchantNo),
     index('orders_customer_id_idx')
       .on(t.customerId, t.id)
       .where(sql`${t.customerId} is not null`),
-    index('orders_pending_created_idx')
-      .on(t.createdAt)
+    index('orders_merchant_pending_created_idx')
+      .on(t.merchantNo, t.createdAt, t.id)
       .where(sql`${t.status} = 'pending'`),
     check('orders_amount_positive', sql`${t.amount} > 0`),
     check(
@@ -73,11 +107,10 @@ export const callbackReceipts = pgTable(
     orderNo: text('order_no').notNull(),
     state: integer('state').notNull(),
     kind: text('kind', { enum: ['payin', 'payout'] }).notNull(),
+    /** The callback's MerchantNo: the merchant whose order it settled (the foreign key holds it to the order's). */
     merchantNo: text('merchant_no').notNull(),
     merchantOrderNo: text('merchant_order_no').notNull(),
-    orderId: bigint('order_id', { mode: 'number' })
-      .notNull()
-      .references(() => orders.id),
+    orderId: bigint('order_id', { mode: 'number' }).notNull(),
     /** PayTime as sent (UTC+8 local time), converted to an instant. */
     payTime: timestamp('pay_time', { withTimezone: true }),
     /** Pay-in `Quantity` (USDT), exact text. */
@@ -95,8 +128,15 @@ export const callbackReceipts = pgTable(
     appliedAt: timestamp('applied_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    uniqueIndex('callback_receipts_order_no_state_key').on(t.orderNo, t.state),
+    // The dedup guard per merchant: the platform may reuse an OrderNo across merchant numbers.
+    uniqueIndex('callback_receipts_pair_merchant_key').on(t.orderNo, t.state, t.merchantNo),
+    uniqueIndex('callback_receipts_id_merchant_key').on(t.id, t.merchantNo),
     index('callback_receipts_merchant_order_no_idx').on(t.merchantOrderNo),
+    foreignKey({
+      name: 'callback_receipts_order_merchant_fk',
+      columns: [t.orderId, t.merchantNo],
+      foreignColumns: [orders.id, orders.merchantNo],
+    }),
   ],
 );
 
@@ -109,20 +149,28 @@ export const ledgerEntries = pgTable(
   'ledger_entries',
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
-    orderId: bigint('order_id', { mode: 'number' })
-      .notNull()
-      .references(() => orders.id),
+    merchantNo: merchantNoColumn(),
+    orderId: bigint('order_id', { mode: 'number' }).notNull(),
     entryType: text('entry_type', { enum: ['payin_credit', 'payout_refund'] }).notNull(),
     amount: numeric('amount').notNull(),
     currency: text('currency').notNull(),
-    receiptId: bigint('receipt_id', { mode: 'number' })
-      .notNull()
-      .references(() => callbackReceipts.id),
+    receiptId: bigint('receipt_id', { mode: 'number' }).notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
     uniqueIndex('ledger_entries_order_entry_type_key').on(t.orderId, t.entryType),
     check('ledger_entries_amount_positive', sql`${t.amount} > 0`),
+    // Its order and its receipt are both the same merchant's: no entry posts one merchant's money on another's callback.
+    foreignKey({
+      name: 'ledger_entries_order_merchant_fk',
+      columns: [t.orderId, t.merchantNo],
+      foreignColumns: [orders.id, orders.merchantNo],
+    }),
+    foreignKey({
+      name: 'ledger_entries_receipt_merchant_fk',
+      columns: [t.receiptId, t.merchantNo],
+      foreignColumns: [callbackReceipts.id, callbackReceipts.merchantNo],
+    }),
   ],
 );
 
@@ -131,15 +179,21 @@ export const orderEvents = pgTable(
   'order_events',
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
-    orderId: bigint('order_id', { mode: 'number' })
-      .notNull()
-      .references(() => orders.id),
+    merchantNo: merchantNoColumn(),
+    orderId: bigint('order_id', { mode: 'number' }).notNull(),
     merchantOrderNo: text('merchant_order_no').notNull(),
     eventType: text('event_type').notNull(),
     payload: jsonb('payload').$type<Record<string, unknown>>().notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index('order_events_order_id_idx').on(t.orderId)],
+  (t) => [
+    index('order_events_order_id_idx').on(t.orderId),
+    foreignKey({
+      name: 'order_events_order_merchant_fk',
+      columns: [t.orderId, t.merchantNo],
+      foreignColumns: [orders.id, orders.merchantNo],
+    }),
+  ],
 );
 
 /**
@@ -153,6 +207,8 @@ export const reviews = pgTable(
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
     kind: text('kind', { enum: ['payin', 'payout'] }).notNull(),
+    /** In whose name the event came (its MerchantNo, as ingest checked it against the merchant's route). */
+    merchantNo: merchantNoColumn(),
     orderNo: text('order_no').notNull(),
     state: integer('state').notNull(),
     merchantOrderNo: text('merchant_order_no').notNull(),
@@ -175,8 +231,8 @@ export const reviews = pgTable(
     closedAt: timestamp('closed_at', { withTimezone: true }),
   },
   (t) => [
-    uniqueIndex('reviews_open_event_key')
-      .on(t.orderNo, t.state)
+    uniqueIndex('reviews_open_event_merchant_key')
+      .on(t.orderNo, t.state, t.merchantNo)
       .where(sql`${t.status} = 'open'`),
     index('reviews_merchant_order_no_idx').on(t.merchantOrderNo),
   ],
@@ -248,13 +304,12 @@ export const orderNotes = pgTable(
   'order_notes',
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
+    merchantNo: merchantNoColumn(),
     merchantOrderNo: text('merchant_order_no').notNull(),
     orderNo: text('order_no').notNull(),
     state: integer('state').notNull(),
     /** The receipt of the pair: what was applied. */
-    receiptId: bigint('receipt_id', { mode: 'number' })
-      .notNull()
-      .references(() => callbackReceipts.id),
+    receiptId: bigint('receipt_id', { mode: 'number' }).notNull(),
     /** The job of the callback that differed ('' when it ran outside a job). */
     jobId: text('job_id').notNull(),
     /** The job the receipt was applied from (null: not recorded, e.g. the sweep's). */
@@ -273,6 +328,11 @@ export const orderNotes = pgTable(
   (t) => [
     uniqueIndex('order_notes_receipt_job_topic_key').on(t.receiptId, t.jobId, t.topic),
     index('order_notes_merchant_order_no_idx').on(t.merchantOrderNo),
+    foreignKey({
+      name: 'order_notes_receipt_merchant_fk',
+      columns: [t.receiptId, t.merchantNo],
+      foreignColumns: [callbackReceipts.id, callbackReceipts.merchantNo],
+    }),
   ],
 );
 
@@ -286,6 +346,8 @@ export const callbackArrivals = pgTable(
   'callback_arrivals',
   {
     jobId: text('job_id').primaryKey(),
+    /** The merchant whose queue the job is on. */
+    merchantNo: merchantNoColumn(),
     kind: text('kind', { enum: ['payin', 'payout'] }).notNull(),
     orderNo: text('order_no').notNull(),
     state: integer('state').notNull(),
@@ -387,6 +449,8 @@ export const replayJobs = pgTable(
     replayId: bigint('replay_id', { mode: 'number' })
       .notNull()
       .references(() => replays.id),
+    /** The merchant whose queue the job is on (a job id names an OrderNo, which merchants may share). */
+    merchantNo: merchantNoColumn(),
     jobId: text('job_id').notNull(),
     sentAt: timestamp('sent_at', { withTimezone: true }).notNull().defaultNow(),
   },
@@ -430,6 +494,7 @@ export type ReviewAttempt = typeof reviewAttempts.$inferSelect;
 export type CallbackArrival = typeof callbackArrivals.$inferSelect;
 export type Replay = typeof replays.$inferSelect;
 export type ReconcileUnknownOrder = typeof reconcileUnknownOrders.$inferSelect;
+export type MerchantSettings = typeof merchantSettings.$inferSelect;
 
 /** The console's people's roles, least first (apps/console/src/operators/roles.ts says what each may do). */
 export const PERSON_ROLES = ['viewer', 'operator', 'admin'] as const;

@@ -19,13 +19,21 @@ export interface PendingCursor {
 }
 
 /**
- * One batch of pending orders created in [oldest, newest], after `cursor`, in (created_at, id) order: keyset
- * pagination, so a batch costs the same at any depth and orders finalised meanwhile never shift the pages. Orders
- * whose "unknown" back-off runs past `now` are left out (unknown-backoff.ts).
+ * One batch of one merchant's pending orders created in [oldest, newest], after `cursor`, in (created_at, id) order:
+ * keyset pagination (index orders_merchant_pending_created_idx), so a batch costs the same at any depth and orders
+ * finalised meanwhile never shift the pages. Orders whose "unknown" back-off runs past `now` are left out
+ * (unknown-backoff.ts).
  */
 export async function pendingOrdersBatch(
   db: Database,
-  params: { oldest: Date; newest: Date; now: Date; after: PendingCursor | undefined; limit: number },
+  params: {
+    merchantNo: string;
+    oldest: Date;
+    newest: Date;
+    now: Date;
+    after: PendingCursor | undefined;
+    limit: number;
+  },
 ): Promise<PendingOrder[]> {
   const backoff = reconcileUnknownOrders;
   const after = params.after
@@ -43,6 +51,7 @@ export async function pendingOrdersBatch(
     .leftJoin(backoff, eq(backoff.orderId, orders.id))
     .where(
       and(
+        eq(orders.merchantNo, params.merchantNo),
         eq(orders.status, 'pending'),
         gte(orders.createdAt, params.oldest),
         lte(orders.createdAt, params.newest),
@@ -54,11 +63,11 @@ export async function pendingOrdersBatch(
     .limit(params.limit);
 }
 
-/** Pending orders older than the sweep's window: no sweep looks at them any more, so an operator must. */
-export async function countPendingBefore(db: Database, oldest: Date): Promise<number> {
+/** A merchant's pending orders older than the sweep's window: no sweep looks at them any more, so an operator must. */
+export async function countPendingBefore(db: Database, merchantNo: string, oldest: Date): Promise<number> {
   const [row] = await db
     .select({ n: count() })
     .from(orders)
-    .where(and(eq(orders.status, 'pending'), lt(orders.createdAt, oldest)));
+    .where(and(eq(orders.merchantNo, merchantNo), eq(orders.status, 'pending'), lt(orders.createdAt, oldest)));
   return row?.n ?? 0;
 }

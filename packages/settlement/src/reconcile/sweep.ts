@@ -39,7 +39,10 @@ export interface SweepDeps extends ApplyDeps {
   lockKey: string;
   /** Lock time to live, in ms; renewed while the sweep runs. @defaultValue 60000 */
   lockTtlMs?: number;
-  /** Our merchant number (MERCHANT_NO): the events are checked against it as ingest checks a callback's. */
+  /**
+   * The merchant number swept: only its pending orders are read, and the events rebuilt from Get order carry it (they
+   * are checked against Get order's answer as ingest checks a callback's). `platform` must be that merchant's.
+   */
   merchantNo: string;
   settings: SweepSettings;
   reconcileMetrics?: ReconcileMetrics;
@@ -191,12 +194,13 @@ async function sweep(
   const backoff = settings.unknownBackoff ?? DEFAULT_UNKNOWN_BACKOFF;
   const concurrency = Math.max(1, settings.concurrency ?? Math.min(4, Math.ceil(settings.ratePerSecond)));
   try {
-    report.beyondMaxAge = await countPendingBefore(deps.db, oldest);
+    report.beyondMaxAge = await countPendingBefore(deps.db, deps.merchantNo, oldest);
     let cursor: PendingCursor | undefined;
     for (;;) {
       if (halted.aborted) break;
       // Asking the backed-off orders too: every back-off ends before the end of time.
       const window = {
+        merchantNo: deps.merchantNo,
         oldest,
         newest,
         now: askBackedOff ? FAR_FUTURE : startedAt,

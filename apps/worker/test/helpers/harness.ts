@@ -1,39 +1,69 @@
-import { createDb, type Db } from '@mcb/core/db';
+import { loadConfig } from '@mcb/core/config';
 import { createLogger, type Logger } from '@mcb/core/logger';
-import { createMetricsRegistry } from '@mcb/core/metrics';
-import {
-  createPlatformClient,
-  guardPlatform,
-  type PlatformClient,
-  type PlatformGuardOptions,
-} from '@mcb/core/platform';
+import type { PlatformClient, PlatformGuardOptions } from '@mcb/core/platform';
 import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
-import { createRedis, type Redis } from '@mcb/core/redis';
+import { createRedis } from '@mcb/core/redis';
 import { MERCHANT_NO, waitFor, type TestEnv } from '@mcb/testkit';
 import { Queue, type Job } from 'bullmq';
-import { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } from '../../src/callback-worker.ts';
-import { createWorkerMetrics, type WorkerMetrics } from '../../src/metrics.ts';
+import type { AdaptiveLimit } from '../../src/adaptive-concurrency.ts';
+import type { Alerter } from '../../src/alerts.ts';
+import type { CallbackWorker, CallbackWorkerDeps } from '../../src/callback-worker.ts';
+import type { WorkerMetrics } from '../../src/metrics.ts';
+import { runWorker, type WorkerRunner } from '../../src/run-worker.ts';
 
 /** Options of {@link startHarness}: worker settings tests tune so retries take milliseconds. */
-export interface HarnessOptions extends Partial<Omit<CallbackWorkerDeps, 'db' | 'platform' | 'logger' | 'connection'>> {
-  /** Worker instances, each with its own Redis connection and Postgres pool. @defaultValue 1 */
+export interface HarnessOptions extends Pick<
+  Partial<CallbackWorkerDeps>,
+  | 'backoff'
+  | 'circuitRedelayMs'
+  | 'circuitWaitBoundMs'
+  | 'releaseReviewedJobIds'
+  | 'failedRowsCheckMs'
+  | 'allLoopsFrom'
+  | 'arrivals'
+  | 'afterCommit'
+  | 'orderGracePeriodMs'
+  | 'confirmMaxWaitMs'
+  | 'maxUnknownWaiting'
+  | 'commitBatch'
+  | 'lockDurationMs'
+  | 'stalledIntervalMs'
+> {
+  /** Worker processes (runners), each with its own Redis connection and Postgres pool. @defaultValue 1 */
   instances?: number;
+  /** Jobs in flight per runner, pinned (WORKER_CONCURRENCY), unless `adaptive` is given. @defaultValue 4 */
+  concurrency?: number;
+  /** The adaptive limit of the runner's jobs in flight, made by the test to watch it. @defaultValue none (pinned) */
+  adaptive?: AdaptiveLimit;
+  /** Where alerts go. @defaultValue ALERT_WEBHOOK_URL unset: logged only */
+  alerts?: Alerter;
   /** Postgres URL of the workers (a proxy's, to cut them off). @defaultValue env.databaseUrl */
   workerDatabaseUrl?: string;
   /** Timeout of a Get order call. @defaultValue 2000 */
   platformTimeoutMs?: number;
   /** Where the workers log (a test reads the lines back). @defaultValue silent, or TEST_LOG_LEVEL */
   logger?: Logger;
-  /** Put Get order behind the worker's flow control (rate cap, circuit breaker), as main.ts does. @defaultValue none */
-  platformGuard?: PlatformGuardOptions;
+  /**
+   * The Get order guard's rate cap (the fleet's PLATFORM_MAX_RPS) and breaker. @defaultValue no cap, and a breaker
+   * that never opens (the guard lets every failure through, as a platform without one would)
+   */
+  platformGuard?: Pick<PlatformGuardOptions, 'maxRps' | 'failuresToOpen' | 'openMs' | 'maxWaitMs'> &
+    /** Ignored when `adaptive` is given: the runner feeds it as main.ts does. */
+    Pick<PlatformGuardOptions, 'onSample' | 'onStateChange'>;
 }
 
-/** Queue, workers and their clients for one test; `close()` releases all of it. */
+/** The metrics the tests read: one runner's, or every runner's added up (a test with several instances). */
+export type HarnessMetrics = { [K in keyof WorkerMetrics]: Pick<WorkerMetrics[K], 'get'> };
+
+/** Queue, runners and their clients for one test; `close()` releases all of it. */
 export interface Harness {
   queue: Queue<CallbackJobInput>;
+  /** Each runner's callback worker (its only lane's). */
   workers: CallbackWorker[];
-  platform: PlatformClient;
-  metrics: WorkerMetrics;
+  runners: WorkerRunner[];
+  /** The first runner's Get order client (undefined without runners). */
+  platform: PlatformClient | undefined;
+  metrics: HarnessMetrics;
   logger: Logger;
   /** Enqueue an event as ingest does; `jobId` defaults to the contract's id. */
   add(event: CallbackJobInput, jobId?: string): Promise<Job<CallbackJobInput>>;
@@ -42,52 +72,86 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** The worker's settings of a test, as the environment a worker process would read. */
+function harnessEnv(env: TestEnv, platformUrl: string, o: HarnessOptions): Record<string, string> {
+  const ms = (v: number | undefined) => (v === undefined ? undefined : `${v}ms`);
+  const values: Record<string, string | undefined> = {
+    MERCHANT_NO,
+    PLATFORM_BASE_URL: platformUrl,
+    PLATFORM_ALLOW_HTTP: 'true',
+    PLATFORM_TIMEOUT: ms(o.platformTimeoutMs ?? 2000),
+    PLATFORM_MAX_RPS: String(o.platformGuard?.maxRps ?? 0),
+    DATABASE_URL: o.workerDatabaseUrl ?? env.databaseUrl,
+    REDIS_URL: env.redisUrl,
+    QUEUE_PREFIX: env.prefix,
+    // With an adaptive limit the platform's pool is sized for its ceiling, as in production.
+    WORKER_CONCURRENCY: o.adaptive ? undefined : String(o.concurrency ?? 4),
+    WORKER_DB_POOL: '4',
+    WORKER_METRICS_PORT: '0',
+    WORKER_COMMIT_BATCH: o.commitBatch === undefined ? undefined : String(o.commitBatch),
+    WORKER_MAX_UNKNOWN_WAITING: o.maxUnknownWaiting === undefined ? undefined : String(o.maxUnknownWaiting),
+    WORKER_LOCK_DURATION: ms(o.lockDurationMs),
+    WORKER_STALLED_INTERVAL: ms(o.stalledIntervalMs),
+    ORDER_GRACE_PERIOD: ms(o.orderGracePeriodMs),
+    CONFIRM_MAX_WAIT: ms(o.confirmMaxWaitMs),
+    LOG_LEVEL: 'silent',
+  };
+  return Object.fromEntries(Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
 export async function startHarness(env: TestEnv, platformUrl: string, options: HarnessOptions = {}): Promise<Harness> {
   const logger =
     options.logger ??
     createLogger({ name: 'worker-test', level: (process.env.TEST_LOG_LEVEL as 'info' | undefined) ?? 'silent' });
-  const { platformGuard, ...workerOptions } = options;
-  const direct = createPlatformClient({
-    baseUrl: platformUrl,
-    merchantNo: MERCHANT_NO,
-    timeoutMs: options.platformTimeoutMs ?? 2000,
-  });
-  const platform = platformGuard ? guardPlatform(direct, platformGuard) : direct;
-  const metrics = createWorkerMetrics(createMetricsRegistry('worker-test'));
+  const config = loadConfig(harnessEnv(env, platformUrl, options), 'worker');
+  const { platformGuard, adaptive } = options;
   const queueConnection = createRedis(env.redisUrl, 'worker');
   const queue = new Queue<CallbackJobInput>(CALLBACKS_QUEUE, { connection: queueConnection, prefix: env.prefix });
-  const connections: Redis[] = [queueConnection];
-  const pools: Db[] = [];
-  const workers: CallbackWorker[] = [];
-  for (let i = 0; i < (options.instances ?? 1); i++) {
-    const connection = createRedis(env.redisUrl, 'worker');
-    const pool = createDb(options.workerDatabaseUrl ?? env.databaseUrl, { max: 4, connectionTimeoutMs: 1000 });
-    connections.push(connection);
-    pools.push(pool);
-    workers.push(
-      createCallbackWorker({
-        concurrency: 4,
-        backoff: { baseMs: 20, capMs: 200 },
-        // Tests read a settled job's return value, reviews included; release-on-review has its own test.
-        releaseReviewedJobIds: false,
-        ...workerOptions,
-        connection,
-        name: `worker-${i}`,
-        prefix: env.prefix,
-        db: pool.db,
-        platform,
-        logger,
-        metrics,
-      }),
-    );
+  const runners: WorkerRunner[] = [];
+  const close = async () => {
+    await Promise.all(runners.map((r) => r.stop()));
+    await queue.close();
+    await queueConnection.quit().catch(() => queueConnection.disconnect());
+  };
+  try {
+    for (let i = 0; i < (options.instances ?? 1); i++) {
+      runners.push(
+        await runWorker({
+          config,
+          logger,
+          name: `worker-${i}`,
+          tuning: {
+            callbacks: {
+              backoff: { baseMs: 20, capMs: 200 },
+              // Tests read a settled job's return value, reviews included; release-on-review has its own test.
+              releaseReviewedJobIds: false,
+              ...pick(options, CALLBACK_KNOBS),
+            },
+            guard: {
+              failuresToOpen: platformGuard?.failuresToOpen ?? Number.MAX_SAFE_INTEGER,
+              openMs: platformGuard?.openMs,
+              maxWaitMs: platformGuard?.maxWaitMs,
+            },
+            // Each runner spaces its own Get orders and keeps its own breaker (a file's harnesses share its prefix).
+            fleet: false,
+            adaptive: adaptive && (() => adaptive),
+            alerts: options.alerts,
+            dbConnectionTimeoutMs: 1000,
+          },
+        }),
+      );
+    }
+  } catch (e) {
+    await close();
+    throw e;
   }
-  await Promise.all(workers.map((w) => w.waitUntilReady()));
-
+  const lanes = runners.map((r) => r.lane());
   return {
     queue,
-    workers,
-    platform,
-    metrics,
+    workers: lanes.map((l) => l.callbacks),
+    runners,
+    platform: lanes[0]?.platform,
+    metrics: summed(lanes.map((l) => l.metrics)),
     logger,
     add: (event, jobId) =>
       queue.add(event.kind, event, {
@@ -104,12 +168,47 @@ export async function startHarness(env: TestEnv, platformUrl: string, options: H
         { timeoutMs, message: `job ${jobId} did not finish` },
       );
     },
-    async close() {
-      await Promise.all(workers.map((w) => w.close()));
-      await queue.close();
-      await Promise.all(pools.map((p) => p.close()));
-      await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
-      await platform.close();
-    },
+    close,
   };
+}
+
+/** The callback worker's knobs a test may set, handed to the runners as they are. */
+const CALLBACK_KNOBS = [
+  'backoff',
+  'circuitRedelayMs',
+  'circuitWaitBoundMs',
+  'releaseReviewedJobIds',
+  'failedRowsCheckMs',
+  'allLoopsFrom',
+  'arrivals',
+  'afterCommit',
+] as const;
+
+function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Partial<Pick<T, K>> {
+  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]])) as Partial<Pick<T, K>>;
+}
+
+type Value = { value: number; labels: object; metricName?: string };
+
+/** One runner's metrics, or every runner's series added up by their labels. */
+function summed(all: WorkerMetrics[]): HarnessMetrics {
+  if (all.length === 1) return all[0]!;
+  const keys = Object.keys(all[0] ?? {}) as (keyof WorkerMetrics)[];
+  return Object.fromEntries(
+    keys.map((k) => [
+      k,
+      {
+        async get() {
+          const parts = await Promise.all(all.map((m) => m[k].get()));
+          const byLabels = new Map<string, Value>();
+          for (const v of parts.flatMap((p): Value[] => p.values)) {
+            const key = `${v.metricName ?? ''}${JSON.stringify(v.labels)}`;
+            const seen = byLabels.get(key);
+            byLabels.set(key, seen ? { ...seen, value: seen.value + v.value } : { ...v });
+          }
+          return { ...parts[0]!, values: [...byLabels.values()] };
+        },
+      },
+    ]),
+  ) as unknown as HarnessMetrics;
 }

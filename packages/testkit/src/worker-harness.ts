@@ -3,13 +3,19 @@ import { createLogger, type Logger } from '@mcb/core/logger';
 import type { PlatformClient, PlatformGuardOptions } from '@mcb/core/platform';
 import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
-import { MERCHANT_NO, waitFor, type TestEnv } from '@mcb/testkit';
+import {
+  runWorker,
+  type AdaptiveLimit,
+  type Alerter,
+  type CallbackWorker,
+  type CallbackWorkerDeps,
+  type WorkerMetrics,
+  type WorkerRunner,
+} from '@mcb/worker';
 import { Queue, type Job } from 'bullmq';
-import type { AdaptiveLimit } from '../../src/adaptive-concurrency.ts';
-import type { Alerter } from '../../src/alerts.ts';
-import type { CallbackWorker, CallbackWorkerDeps } from '../../src/callback-worker.ts';
-import type { WorkerMetrics } from '../../src/metrics.ts';
-import { runWorker, type WorkerRunner } from '../../src/run-worker.ts';
+import { MERCHANT_NO } from './fixtures.ts';
+import type { TestEnv } from './index.ts';
+import { waitFor } from './wait-for.ts';
 
 /** Options of {@link startHarness}: worker settings tests tune so retries take milliseconds. */
 export interface HarnessOptions extends Pick<

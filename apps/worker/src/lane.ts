@@ -1,9 +1,9 @@
 import { AppError, ErrorCodes } from '@mcb/core/errors';
-import type { Config, Merchant } from '@mcb/core/config';
+import { DEFAULT_MERCHANT_REF, type Config, type Merchant } from '@mcb/core/config';
 import type { Database } from '@mcb/core/db';
 import type { Releasers } from '@mcb/core/lifecycle';
 import type { Logger } from '@mcb/core/logger';
-import { registerQueueDepthGauge, type Registry } from '@mcb/core/metrics';
+import { registerQueueDepthGauge, Registry } from '@mcb/core/metrics';
 import {
   createFleet,
   createPlatformClient,
@@ -61,6 +61,8 @@ export interface WorkerTuning {
  */
 export interface Lane {
   readonly merchant: Merchant;
+  /** Its metrics, every series labelled `merchant` (its ref); the runner serves them beside the process's. */
+  readonly registry: Registry;
   /** Every Redis key the merchant owns. */
   readonly keys: MerchantKeys;
   readonly metrics: WorkerMetrics;
@@ -95,12 +97,7 @@ export interface LanesDeps {
  * every lane's fetching together: budgets and platforms, depth queues, callback workers, maintenance workers.
  */
 export async function createLanes(deps: LanesDeps): Promise<Lane[]> {
-  const { config } = deps;
-  if (config.merchants.length !== 1) {
-    throw new AppError(ErrorCodes.CONFIG_INVALID, 'this worker serves one merchant (MERCHANTS_FILE lists several)');
-  }
-  const metrics = createWorkerMetrics(deps.registry);
-  const links = config.merchants.map((merchant) => laneLink(deps, merchant, metrics));
+  const links = deps.config.merchants.map((merchant) => laneLink(deps, merchant));
   depthGauges(deps, links);
   const callbacks = links.map((link) => callbackWorker(deps, link));
   deps.releasers.add(
@@ -118,11 +115,17 @@ export async function createLanes(deps: LanesDeps): Promise<Lane[]> {
 }
 
 /** A lane's link to the platform: its keys, metrics, adaptive limit, fleet budget and guarded Get order. */
-type LaneLink = Omit<Lane, 'callbacks' | 'maintenance'>;
+type LaneLink = Omit<Lane, 'callbacks' | 'maintenance'> & { logger: Logger };
 
-function laneLink(deps: LanesDeps, merchant: Merchant, metrics: WorkerMetrics): LaneLink {
-  const { config, logger, releasers } = deps;
+function laneLink(deps: LanesDeps, merchant: Merchant): LaneLink {
+  const { config, releasers } = deps;
+  const logger = deps.logger.child({ merchant: merchant.ref });
   const keys = merchantKeys(config.QUEUE_PREFIX, merchant.ref);
+  // The lane's own registry, its series labelled with the merchant's ref (a configured one, never a caller's guess).
+  const registry = new Registry();
+  registry.setDefaultLabels({ app: 'worker', merchant: merchant.ref });
+  const metrics = createWorkerMetrics(registry);
+  const named = (what: string) => (merchant.ref === DEFAULT_MERCHANT_REF ? what : `${what} ${merchant.ref}`);
   const maxRps = merchant.getOrderRps ?? config.PLATFORM_MAX_RPS;
   // Jobs in flight: pinned by WORKER_CONCURRENCY, or adapted to Get order's latency and failures (docs/worker.md).
   const adaptive =
@@ -140,10 +143,10 @@ function laneLink(deps: LanesDeps, merchant: Merchant, metrics: WorkerMetrics): 
           keys: keys.fleet,
           scope: merchant.ref,
           maxRps,
-          registry: deps.registry,
+          registry,
           logger,
         });
-  if (fleet) releasers.add('fleet budget', () => fleet.close());
+  if (fleet) releasers.add(named('fleet budget'), () => fleet.close());
   // One keep-alive connection per Get order in flight at most, in a pool of the merchant's own; the guard takes Get
   // order's start times from the fleet's budget and pauses Get order while the platform keeps failing, so an outage
   // costs jobs time rather than attempts.
@@ -155,14 +158,11 @@ function laneLink(deps: LanesDeps, merchant: Merchant, metrics: WorkerMetrics): 
     onStateChange: (state) => {
       adaptive?.paused(state === 'open');
       metrics.platformCircuitOpen.set(state === 'closed' ? 0 : 1);
-      logger[state === 'closed' ? 'info' : 'warn'](
-        { state, merchant: merchant.ref },
-        `platform circuit breaker ${state}`,
-      );
+      logger[state === 'closed' ? 'info' : 'warn']({ state }, `platform circuit breaker ${state}`);
     },
   });
-  releasers.add('platform', () => platform.close());
-  return { merchant, keys, metrics, adaptive, fleet, platform };
+  releasers.add(named('platform'), () => platform.close());
+  return { merchant, registry, keys, metrics, adaptive, fleet, platform, logger };
 }
 
 /** Get order and the catalog for `merchant`: its base URL and number, and an HTTP pool of its own. */
@@ -186,15 +186,16 @@ function platformClient(config: Config, merchant: Merchant) {
   });
 }
 
-/** Queue depth by state for Prometheus, read at scrape time: every lane's callbacks and maintenance queues. */
+/** Queue depth by state for Prometheus, read at scrape time: each lane's callbacks and maintenance queues. */
 function depthGauges(deps: LanesDeps, links: readonly LaneLink[]): void {
-  const queues = links.flatMap(({ keys }) =>
-    [keys.callbacksQueue, keys.maintenanceQueue].map(
+  const queues = links.flatMap(({ keys, registry }) => {
+    const own = [keys.callbacksQueue, keys.maintenanceQueue].map(
       (name) => new Queue(name, { connection: deps.redis, prefix: keys.prefix }),
-    ),
-  );
-  for (const q of queues) deps.redisHealth.listen(q, `${q.name} depth queue`);
-  registerQueueDepthGauge(deps.registry, queues);
+    );
+    for (const q of own) deps.redisHealth.listen(q, `${q.name} depth queue`);
+    registerQueueDepthGauge(registry, own);
+    return own;
+  });
   deps.releasers.add('depth queues', () => Promise.all(queues.map((q) => q.close())));
 }
 
@@ -206,7 +207,12 @@ function callbackWorker(deps: LanesDeps, link: LaneLink): CallbackWorker {
     alerts: deps.alerts,
     connection: deps.redis,
     redisHealth: deps.redisHealth,
-    prefix: link.keys.prefix,
+    prefix: config.QUEUE_PREFIX,
+    merchant: link.merchant,
+    // With MERCHANTS_FILE a job carrying another merchant number is not settled on this lane (misrouted-job.ts).
+    // Without it there is one merchant and no other lane: its number is checked as before, by ingest and against
+    // Get order's answer.
+    checkMerchantNo: config.MERCHANTS_FILE !== undefined,
     name: deps.name,
     concurrency: config.WORKER_CONCURRENCY,
     adaptive: link.adaptive,
@@ -214,7 +220,7 @@ function callbackWorker(deps: LanesDeps, link: LaneLink): CallbackWorker {
     maxUnknownWaiting: config.WORKER_MAX_UNKNOWN_WAITING,
     db: deps.database,
     platform: link.platform,
-    logger: deps.logger,
+    logger: link.logger,
     metrics: link.metrics,
     orderGracePeriodMs: config.ORDER_GRACE_PERIOD,
     confirmMaxWaitMs: config.CONFIRM_MAX_WAIT,
@@ -233,17 +239,18 @@ function maintenanceWorker(deps: LanesDeps, link: LaneLink): Promise<Maintenance
     onReviewOpened: alertOnReviewOpened(deps.alerts),
     connection: deps.redis,
     redisHealth: deps.redisHealth,
-    prefix: link.keys.prefix,
+    prefix: config.QUEUE_PREFIX,
+    merchant: link.merchant,
     name: deps.name,
     db: deps.database,
     platform: link.platform,
-    logger: deps.logger,
+    logger: link.logger,
     metrics: link.metrics,
     redis: deps.redis,
     lockKey: link.keys.sweepLock,
     merchantNo: link.merchant.merchantNo,
     settings: sweepSettingsFromConfig(config),
-    reconcileMetrics: createReconcileMetrics(deps.registry),
+    reconcileMetrics: createReconcileMetrics(link.registry),
     reconcileEveryMs: config.RECONCILE_INTERVAL,
     catalogRefreshEveryMs: config.CATALOG_REFRESH_INTERVAL,
   });

@@ -5,6 +5,7 @@ import type { Logger } from '@mcb/core/logger';
 import { createMetricsRegistry, startMetricsServer, type Registry } from '@mcb/core/metrics';
 import { createRedis, createRedisHealth, redisTargetOf, type RedisClient, type RedisHealth } from '@mcb/core/redis';
 import { poolOf } from '@mcb/settlement';
+import { AggregatorRegistry } from 'prom-client';
 import { createAlerter, type Alerter } from './alerts.ts';
 import { createLanes, type Lane, type WorkerTuning } from './lane.ts';
 import { registerCommitWaitGauges } from './metrics.ts';
@@ -87,7 +88,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerRunner
     });
     await Promise.all(lanes.map((lane) => lane.callbacks.waitUntilReady()));
     const metricsServer = await startMetricsServer({
-      source: shared.registry,
+      source: metricsOf(shared.registry, lanes),
       host: config.WORKER_METRICS_HOST,
       port: config.WORKER_METRICS_PORT,
       logger,
@@ -160,6 +161,18 @@ async function openShared(options: RunWorkerOptions, releasers: Releasers): Prom
   const alerts = options.tuning?.alerts ?? createAlerter({ url: config.ALERT_WEBHOOK_URL, logger });
   releasers.add('alerts', () => alerts.close());
   return { registry, redisHealth, redis, database, alerts };
+}
+
+/**
+ * `/metrics`: the process's registry and every lane's, in one exposition. The lanes' series differ by their
+ * `merchant` label, so merging them by name only gathers each metric's series under one HELP and TYPE.
+ */
+function metricsOf(registry: Registry, lanes: readonly Lane[]): () => Promise<{ contentType: string; body: string }> {
+  return async () => {
+    const all = await Promise.all([registry, ...lanes.map((l) => l.registry)].map((r) => r.getMetricsAsJSON()));
+    const merged = AggregatorRegistry.aggregate(all);
+    return { contentType: registry.contentType, body: await merged.metrics() };
+  };
 }
 
 /** The start line operators and the process tests wait for ("worker started"). */

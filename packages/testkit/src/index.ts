@@ -170,3 +170,4 @@ export {
 } from './resp-proxy.ts';
 export { startTcpProxy, type TcpProxy, type TcpTap } from './tcp-proxy.ts';
 export { startLostCommitReplyProxy, type LostCommitReplyProxy } from './lost-commit-reply-proxy.ts';
+export { writeMerchantsFile, type MerchantEntry } from './merchants-file.ts';

@@ -7,7 +7,7 @@ import type { OrderDetail } from '../../apps/console/src/orders/queries.ts';
 import { customerLine } from '../../apps/console/src/orders/views.ts';
 import { searchPage } from '../../apps/console/src/search/views.ts';
 import { OPERATORS, bearer } from '../../apps/console/test/helpers/operators.ts';
-import { startTcpProxy, type TcpProxy } from '../../apps/worker/test/helpers/tcp-proxy.ts';
+import { startTcpProxy, type TcpProxy } from '@mcb/testkit';
 import { startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
 
 // Issue 49: after a database outage, callbacks still retrying were not listed ("0 retrying" while four waited in

@@ -2,8 +2,8 @@ import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback'
 import { PayinState } from '@mcb/core/spec';
 import { createOrder, startFakePlatform, uid, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MERCHANT_NO, startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
-import { startHarness, type Harness } from '../../apps/worker/test/helpers/harness.ts';
+import { MERCHANT_NO, startIngest, type TestIngest } from '@mcb/testkit/ingest';
+import { startHarness, type Harness } from '@mcb/testkit/worker';
 
 // Finding: a forged record for a real (OrderNo, state) sent first took the contract job id; the genuine callback
 // then got `success` but collapsed onto the forged job, which went to review, and the order waited for the sweep.

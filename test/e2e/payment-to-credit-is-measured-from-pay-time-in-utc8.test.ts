@@ -11,8 +11,8 @@ import {
   type FakePlatform,
 } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MERCHANT_NO, startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
-import { startHarness, type Harness } from '../../apps/worker/test/helpers/harness.ts';
+import { MERCHANT_NO, startIngest, type TestIngest } from '@mcb/testkit/ingest';
+import { startHarness, type Harness } from '@mcb/testkit/worker';
 
 // Issue 37: nothing measured how long a customer waits from payment to credit. mcb_payment_to_credit_seconds runs
 // from the record's PayTime, which the platform sends as UTC+8 local time without an offset, to the credit's commit.

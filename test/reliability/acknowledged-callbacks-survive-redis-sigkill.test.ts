@@ -1,7 +1,7 @@
 import { uniquePrefix } from '@mcb/testkit';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
+import { startIngest, type TestIngest } from '@mcb/testkit/ingest';
 import { callbackBody, payinRecord } from './helpers/callbacks.ts';
 import { createTestKeys, type TestKeys } from './helpers/keys.ts';
 import { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from '@mcb/testkit';

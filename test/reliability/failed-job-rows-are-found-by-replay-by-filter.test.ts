@@ -7,8 +7,8 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replayCandidates } from '../../apps/console/src/replays/plan.ts';
 import { createArrivalRecorder } from '../../apps/worker/src/arrival-recorder.ts';
-import { startHarness, type Harness } from '../../apps/worker/test/helpers/harness.ts';
-import { startTcpProxy, type TcpProxy } from '../../apps/worker/test/helpers/tcp-proxy.ts';
+import { startHarness, type Harness } from '@mcb/testkit/worker';
+import { startTcpProxy, type TcpProxy } from '@mcb/testkit';
 
 // Issue 48: replay by filter, its dry run and the Callbacks page read a job's `failed` row, which went missing when
 // the worker stopped before Postgres came back (the row lived only in its memory), and when workers' clocks differed

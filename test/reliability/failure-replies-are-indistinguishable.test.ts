@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { uniquePrefix } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
+import { startIngest, type TestIngest } from '@mcb/testkit/ingest';
 import { callbackBody, encryptBytes, payinRecord } from './helpers/callbacks.ts';
 import { createTestKeys, type TestKeys } from './helpers/keys.ts';
 import { startOwnRedis, type OwnRedis } from '@mcb/testkit';

@@ -5,7 +5,7 @@ import { uniquePrefix } from '@mcb/testkit';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
+import { startIngest, type TestIngest } from '@mcb/testkit/ingest';
 import { callbackBody, encryptBytes, payinRecord } from './helpers/callbacks.ts';
 import { createTestKeys, type TestKeys } from './helpers/keys.ts';
 import { startOwnRedis, type OwnRedis } from '@mcb/testkit';

@@ -14,8 +14,8 @@ import {
 } from '@mcb/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MERCHANT_NO, startIngest, type TestIngest } from '../../apps/ingest/test/helpers/harness.ts';
-import { startHarness, type Harness } from '../../apps/worker/test/helpers/harness.ts';
+import { MERCHANT_NO, startIngest, type TestIngest } from '@mcb/testkit/ingest';
+import { startHarness, type Harness } from '@mcb/testkit/worker';
 
 // Finding: a Redis at maxmemory (noeviction) refuses every BullMQ script with OOM; the worker spun on it and ingest
 // stayed "ready". Now ingest refuses callbacks (503, readiness fails) while headroom is still left, the worker backs

@@ -15,7 +15,7 @@ import {
   testMerchant,
   type MerchantsIngest,
   type TestMerchant,
-} from './helpers/merchants.ts';
+} from '@mcb/testkit/ingest';
 
 // Callbacks that arrive together go to Redis as one batch whichever merchants they are for; each merchant's jobs
 // must land in its own queue, and each node written to must confirm what it holds before any is acknowledged. On a

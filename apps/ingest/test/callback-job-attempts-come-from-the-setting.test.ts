@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { useTestEnv } from '@mcb/testkit';
-import { MERCHANT_NO, startIngest, type TestIngest } from './helpers/harness.ts';
+import { MERCHANT_NO, startIngest, type TestIngest } from '@mcb/testkit/ingest';
 
 const env = useTestEnv();
 const key = generateKeyPair();

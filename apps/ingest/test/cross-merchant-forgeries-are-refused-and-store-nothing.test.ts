@@ -10,7 +10,7 @@ import {
   testMerchant,
   type MerchantsIngest,
   type TestMerchant,
-} from './helpers/merchants.ts';
+} from '@mcb/testkit/ingest';
 
 // Two merchants in one deployment, each with its own key pair, number and queue; A also holds /callbacks. Every
 // forgery across them must get the uniform 400 fail of a wrong key and store nothing in either queue.

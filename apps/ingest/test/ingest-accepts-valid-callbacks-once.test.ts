@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { callbackJobSchema } from '@mcb/core/queue';
 import { useTestEnv } from '@mcb/testkit';
-import { MERCHANT_NO, startIngest, type TestIngest } from './helpers/harness.ts';
+import { MERCHANT_NO, startIngest, type TestIngest } from '@mcb/testkit/ingest';
 
 const env = useTestEnv();
 const current = generateKeyPair();

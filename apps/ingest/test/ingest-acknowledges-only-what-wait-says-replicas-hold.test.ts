@@ -9,7 +9,7 @@ import {
   startOwnRedis,
   type OwnRedis,
   type TestIngest,
-} from './helpers/harness.ts';
+} from '@mcb/testkit/ingest';
 
 // INGEST_MIN_REPLICAS=1: a callback is acknowledged only once `WAIT` says a replica holds its batch. The replica poll
 // (readiness, early 503s) is not enough: a replica can be listed online while it holds nothing new (paused, its link

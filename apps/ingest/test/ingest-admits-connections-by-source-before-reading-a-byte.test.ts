@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { uniquePrefix, useTestEnv, waitFor } from '@mcb/testkit';
-import { captureLogger, MERCHANT_NO, startIngest, type TestIngest } from './helpers/harness.ts';
+import { captureLogger, MERCHANT_NO, startIngest, type TestIngest } from '@mcb/testkit/ingest';
 
 // Who may hold a connection to the one public listener: only sources in INGEST_ALLOWED_SOURCES (when set), at most
 // INGEST_MAX_CONNECTIONS_PER_ADDRESS per source, decided when the connection opens and before a byte is read; a

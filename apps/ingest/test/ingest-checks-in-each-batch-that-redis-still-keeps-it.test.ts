@@ -11,7 +11,7 @@ import {
   startOwnRedis,
   type OwnRedis,
   type TestIngest,
-} from './helpers/harness.ts';
+} from '@mcb/testkit/ingest';
 
 // Acknowledgements stop the moment Redis stops keeping them: each enqueue batch proves durability itself, instead of
 // trusting a poll that re-reads the settings every few seconds. Every test here runs ingest with that poll an hour

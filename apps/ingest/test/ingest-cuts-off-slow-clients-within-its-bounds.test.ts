@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { uniquePrefix, useTestEnv, waitFor } from '@mcb/testkit';
-import { MERCHANT_NO, startIngest, type TestIngest } from './helpers/harness.ts';
+import { MERCHANT_NO, startIngest, type TestIngest } from '@mcb/testkit/ingest';
 
 // Ingest is the one listener on the internet. A client that sends its headers and then trickles the body (or the
 // headers) one byte at a time, or opens a socket and says nothing, must be cut off within the configured bounds,

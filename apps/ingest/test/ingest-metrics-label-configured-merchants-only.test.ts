@@ -7,7 +7,7 @@ import {
   startMerchantsIngest,
   testMerchant,
   type MerchantsIngest,
-} from './helpers/merchants.ts';
+} from '@mcb/testkit/ingest';
 
 // The `merchant` label takes configured refs only: a stranger guessing refs must not grow /metrics by one series per
 // guess (each series costs memory in ingest and in Prometheus for as long as it is kept).

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair } from '@mcb/core/callback';
 import { listeningAddresses, uniquePrefix, waitFor } from '@mcb/testkit';
-import { DURABLE_REDIS_ARGS, freePort, MERCHANT_NO, startOwnRedis, type OwnRedis } from './helpers/harness.ts';
+import { DURABLE_REDIS_ARGS, freePort, MERCHANT_NO, startOwnRedis, type OwnRedis } from '@mcb/testkit/ingest';
 
 const keys = generateKeyPair();
 const dir = mkdtempSync(join(tmpdir(), 'mcb-ingest-proc-'));

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateKeyPair } from '@mcb/core/callback';
 import { testServices, uniquePrefix } from '@mcb/testkit';
-import { MERCHANT_NO } from './helpers/harness.ts';
+import { MERCHANT_NO } from '@mcb/testkit/ingest';
 
 // A runtime whose RSA PKCS#1 v1.5 decryption throws on bad padding (OpenSSL < 3.2, or Node's CVE-2023-46809 guard)
 // makes the receiver a padding oracle. Node 24 has implicit rejection, so the old behaviour is put back in the

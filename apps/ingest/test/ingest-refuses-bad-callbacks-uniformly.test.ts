@@ -2,7 +2,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { useTestEnv } from '@mcb/testkit';
-import { captureLogger, MERCHANT_NO, startIngest, type TestIngest } from './helpers/harness.ts';
+import { captureLogger, MERCHANT_NO, startIngest, type TestIngest } from '@mcb/testkit/ingest';
 
 const env = useTestEnv();
 const ours = generateKeyPair();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { useTestEnv } from '@mcb/testkit';
-import { captureLogger, MERCHANT_NO, startIngest, type TestIngest } from './helpers/harness.ts';
+import { captureLogger, MERCHANT_NO, startIngest, type TestIngest } from '@mcb/testkit/ingest';
 
 // Decryption is the CPU cost of a callback: a body of many RSA blocks must be refused by its length, before any
 // block is decrypted. The body limit here is raised so that the block limit (INGEST_MAX_BLOCKS) is what refuses.

@@ -15,7 +15,7 @@ import {
   startIngest,
   startOwnRedis,
   type OwnRedis,
-} from './helpers/harness.ts';
+} from '@mcb/testkit/ingest';
 
 const keys = generateKeyPair();
 const keyRing = loadKeyRing([keys.privateKeyPem]);

@@ -8,7 +8,7 @@ import {
   startOwnRedis,
   type OwnRedis,
   type TestIngest,
-} from './helpers/harness.ts';
+} from '@mcb/testkit/ingest';
 
 // A private, durable Redis (AOF, fsync always) that this file kills and restarts; the shared one is never touched.
 const keys = generateKeyPair();

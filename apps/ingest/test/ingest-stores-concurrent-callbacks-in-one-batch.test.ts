@@ -10,7 +10,7 @@ import {
   startOwnRedis,
   type OwnRedis,
   type TestIngest,
-} from './helpers/harness.ts';
+} from '@mcb/testkit/ingest';
 
 // A private, durable Redis (AOF, fsync always) this file can make refuse writes; the shared one is never touched.
 const keys = generateKeyPair();

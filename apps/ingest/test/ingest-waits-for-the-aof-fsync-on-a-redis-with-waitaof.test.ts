@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptRecord, generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { startRespProxy, uniquePrefix, type RespProxy, type RespValue } from '@mcb/testkit';
-import { MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis, type TestIngest } from './helpers/harness.ts';
+import { MERCHANT_NO, startIngest, startOwnRedis, type OwnRedis, type TestIngest } from '@mcb/testkit/ingest';
 
 // Ingest accepts a Redis whose AOF fsyncs only every second when the server has WAITAOF (Redis >= 7.2): it then
 // waits for the fsync of each batch before `success`. Debian's Redis is 7.0, so a proxy in front of a real one

@@ -19,6 +19,7 @@ import type { AdaptiveLimit } from './adaptive-concurrency.ts';
 import { attemptReport, type ArrivalRecorder } from './arrival-recorder.ts';
 import { noteSaysInDoubt } from './in-doubt-notes.ts';
 import type { WorkerMetrics } from './metrics.ts';
+import { reviewMisroutedJob } from './misrouted-job.ts';
 import type { UnknownOrderCap } from './unknown-order-cap.ts';
 
 /** What {@link createCallbackProcessor} needs: the callback worker's pieces, built by `createCallbackWorker`. */
@@ -34,6 +35,8 @@ export interface CallbackProcessorDeps {
   logger: Logger;
   metrics?: WorkerMetrics;
   adaptive?: AdaptiveLimit;
+  /** The lane's merchant number: a job carrying another is not settled (misrouted-job.ts). @defaultValue no check */
+  merchantNo?: string;
   /** How long a job is put back while the platform's breaker is open, in ms (with up to 50% jitter). */
   circuitRedelayMs: number;
   /** How long after it was first seen a job may wait for the open breaker without using attempts, in ms. */
@@ -86,7 +89,10 @@ async function processCallback(
   deps.arrivals.taken(job, event);
   let waiting = false;
   try {
-    const outcome = await confirmAndSettle(deps, attempt, event, signal);
+    const misrouted = deps.merchantNo !== undefined && event.merchantNo !== deps.merchantNo;
+    const outcome = misrouted
+      ? await reviewMisroutedJob({ ...deps.applyDeps, logger: deps.logger }, event, deps.merchantNo!, job.id)
+      : await confirmAndSettle(deps, attempt, event, signal);
     if (outcome.status === 'deferred') {
       waiting = true;
       throw new AppError(outcome.code, outcome.reason, { transient: true });

@@ -2,7 +2,8 @@ import { coerceError } from '@mcb/core/errors';
 import { createLogThrottle } from '@mcb/core/logger';
 import type { RedisClient, RedisHealth } from '@mcb/core/redis';
 import { queueTelemetry } from '@mcb/core/tracing';
-import { CALLBACK_BACKOFF, CALLBACKS_QUEUE, type CallbackJobInput, merchantKeys } from '@mcb/core/queue';
+import type { Merchant } from '@mcb/core/config';
+import { CALLBACK_BACKOFF, type CallbackJobInput, merchantKeys, type MerchantKeys } from '@mcb/core/queue';
 import { Queue, Worker } from 'bullmq';
 import {
   callbackBackoffDelay,
@@ -38,8 +39,18 @@ export interface CallbackWorkerDeps extends ApplyDeps {
    * it they are logged here, at most one line per 10 s. @defaultValue none
    */
   redisHealth?: RedisHealth;
-  /** BullMQ key prefix (QUEUE_PREFIX). @defaultValue 'mcb' */
+  /** BullMQ key prefix (QUEUE_PREFIX); the merchant's keys are named under it (`merchantKeys`). @defaultValue 'mcb' */
   prefix?: string;
+  /**
+   * The lane's merchant: its callbacks queue and unknown-order set (`merchantKeys(prefix, ref)`), and the one merchant
+   * number whose jobs this worker may settle (see `checkMerchantNo`). @defaultValue the `default` merchant's queue
+   */
+  merchant?: Pick<Merchant, 'ref' | 'merchantNo'>;
+  /**
+   * Settle only jobs carrying `merchant.merchantNo`; any other goes to review unsettled (misrouted-job.ts).
+   * @defaultValue true when `merchant` is given
+   */
+  checkMerchantNo?: boolean;
   /**
    * Jobs processed at once by this instance, fixed (WORKER_CONCURRENCY). Ignored when `adaptive` is given.
    * @defaultValue 256
@@ -139,14 +150,14 @@ export type CallbackWorker = FetchLoopGroup<CallbackJobInput, ApplyOutcome>;
  */
 export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   const { metrics, logger, adaptive } = deps;
-  const prefix = deps.prefix ?? 'mcb';
+  const keys = keysOf(deps);
   const arrivals = deps.arrivals ?? createArrivalRecorder(deps.db, logger, WORKER_ARRIVAL_WAITS);
   const processor = createCallbackProcessor({
     applyDeps: settlementDeps(deps),
     arrivals,
     unknownOrders: createUnknownOrderCap({
       connection: deps.connection,
-      key: merchantKeys(prefix).unknownOrderWaiting,
+      key: keys.unknownOrderWaiting,
       max: deps.maxUnknownWaiting ?? 10_000,
       graceMs: deps.orderGracePeriodMs ?? 15 * 60_000,
     }),
@@ -155,12 +166,14 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     logger,
     metrics,
     adaptive,
+    merchantNo: (deps.checkMerchantNo ?? true) ? deps.merchant?.merchantNo : undefined,
     circuitRedelayMs: deps.circuitRedelayMs ?? 5000,
     circuitWaitBoundMs: deps.circuitWaitBoundMs ?? 24 * 3600_000,
   });
   const count = Math.max(1, Math.floor(deps.fetchLoops ?? (adaptive ? 4 : 1)));
   const allowed = adaptive?.limit ?? deps.concurrency ?? 256;
-  const loop = (i: number) => new Worker(CALLBACKS_QUEUE, processor, workerOptions(deps, shareOf(allowed, count, i)));
+  const loop = (i: number) =>
+    new Worker(keys.callbacksQueue, processor, workerOptions(deps, keys, shareOf(allowed, count, i)));
   const loops = groupFetchLoops([loop(0), ...Array.from({ length: count - 1 }, (_, i) => loop(i + 1))]);
 
   const oomPause = createRedisOomPause({ fetching: loops, logger, metrics });
@@ -171,8 +184,8 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   if (deps.releaseReviewedJobIds ?? true) loops.on('completed', releaseReviewedJobId(logger));
   loops.on('failed', recordFinalFailure(arrivals));
   loops.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled (its worker died or hung); it runs again'));
-  if (deps.alerts) loops.on('failed', alertFinalFailure(deps.alerts));
-  const failedRows = startFailedRows(deps, arrivals);
+  if (deps.alerts) loops.on('failed', alertFinalFailure(deps.alerts, keys.callbacksQueue));
+  const failedRows = startFailedRows(deps, keys, arrivals);
   return {
     ...loops,
     async close(force) {
@@ -187,10 +200,10 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
 }
 
 /** The failed-rows check on its own queue handle (closed with it), unless `failedRowsCheckMs` is 0. */
-function startFailedRows(deps: CallbackWorkerDeps, arrivals: ArrivalRecorder) {
+function startFailedRows(deps: CallbackWorkerDeps, keys: MerchantKeys, arrivals: ArrivalRecorder) {
   const everyMs = deps.failedRowsCheckMs ?? 60_000;
   if (everyMs <= 0 || deps.autorun === false) return undefined;
-  const queue = new Queue(CALLBACKS_QUEUE, { connection: deps.connection, prefix: deps.prefix ?? 'mcb' });
+  const queue = new Queue(keys.callbacksQueue, { connection: deps.connection, prefix: keys.prefix });
   queue.on(
     'error',
     reportErrors(deps, () => false),
@@ -219,12 +232,17 @@ function settlementDeps(deps: CallbackWorkerDeps): ApplyDeps {
   };
 }
 
+/** The merchant's keys under the worker's prefix (the `default` merchant's when none is given). */
+function keysOf(deps: CallbackWorkerDeps): MerchantKeys {
+  return merchantKeys(deps.prefix ?? 'mcb', deps.merchant?.ref);
+}
+
 /** The BullMQ options of one fetch loop, `concurrency` its share of the jobs in flight. */
-function workerOptions(deps: CallbackWorkerDeps, concurrency: number) {
+function workerOptions(deps: CallbackWorkerDeps, keys: MerchantKeys, concurrency: number) {
   const { logger } = deps;
   return {
     connection: deps.connection,
-    prefix: deps.prefix ?? 'mcb',
+    prefix: keys.prefix,
     name: deps.name,
     concurrency,
     autorun: deps.autorun ?? true,

@@ -35,14 +35,14 @@ export function recordFinalFailure(arrivals: ArrivalRecorder) {
   };
 }
 
-/** Tell the alerts that a job failed for good (its payload's order fields, if it has them). */
-export function alertFinalFailure(alerts: Alerter) {
+/** Tell the alerts that a job of `queue` failed for good (its payload's order fields, if it has them). */
+export function alertFinalFailure(alerts: Alerter, queue: string = CALLBACKS_QUEUE) {
   return (job: CallbackJob | undefined, err: Error): void => {
     if (!job || !isFinalFailure(job, err)) return;
     const data = (job.data ?? {}) as Partial<Record<'orderNo' | 'merchantOrderNo', unknown> & { state: unknown }>;
     alerts.notify({
       type: 'job.exhausted',
-      queue: CALLBACKS_QUEUE,
+      queue,
       jobId: job.id ?? '',
       jobName: job.name,
       orderNo: typeof data.orderNo === 'string' ? data.orderNo : undefined,

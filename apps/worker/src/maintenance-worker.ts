@@ -1,6 +1,7 @@
 import { refreshCatalog } from '@mcb/core/catalog';
 import { coerceError, ErrorCodes, isAppError } from '@mcb/core/errors';
-import { MAINTENANCE_QUEUE, MaintenanceJobs } from '@mcb/core/queue';
+import type { Merchant } from '@mcb/core/config';
+import { MaintenanceJobs, merchantKeys } from '@mcb/core/queue';
 import { createLogThrottle } from '@mcb/core/logger';
 import type { RedisClient, RedisHealth } from '@mcb/core/redis';
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
@@ -18,8 +19,13 @@ export interface MaintenanceWorkerDeps extends SweepDeps {
    * @defaultValue none
    */
   redisHealth?: RedisHealth;
-  /** BullMQ key prefix (QUEUE_PREFIX). @defaultValue 'mcb' */
+  /** BullMQ key prefix (QUEUE_PREFIX); the merchant's queue is named under it (`merchantKeys`). @defaultValue 'mcb' */
   prefix?: string;
+  /**
+   * The lane's merchant: whose maintenance queue (`merchantKeys(prefix, ref).maintenanceQueue`) this worker runs; its
+   * sweep looks only at `merchantNo`'s orders. @defaultValue the `default` merchant's queue
+   */
+  merchant?: Pick<Merchant, 'ref'>;
   /** Interval of the reconciliation sweep (RECONCILE_INTERVAL), in ms. @defaultValue 300000 */
   reconcileEveryMs?: number;
   /** Interval of the catalog refresh (CATALOG_REFRESH_INTERVAL), in ms. @defaultValue 900000 */
@@ -50,12 +56,13 @@ const templateOpts = { attempts: 1, removeOnComplete: { count: 200 }, removeOnFa
  */
 export async function createMaintenanceWorker(deps: MaintenanceWorkerDeps): Promise<MaintenanceWorker> {
   const { logger } = deps;
-  const prefix = deps.prefix ?? 'mcb';
-  const queue = new Queue(MAINTENANCE_QUEUE, { connection: deps.connection, prefix });
+  const keys = merchantKeys(deps.prefix ?? 'mcb', deps.merchant?.ref);
+  const prefix = keys.prefix;
+  const queue = new Queue(keys.maintenanceQueue, { connection: deps.connection, prefix });
   // Aborts a running sweep on close, so shutdown does not wait for thousands of Get order calls.
   const closing = new AbortController();
 
-  const worker = new Worker(MAINTENANCE_QUEUE, maintenanceProcessor(deps, closing.signal), {
+  const worker = new Worker(keys.maintenanceQueue, maintenanceProcessor(deps, closing.signal), {
     connection: deps.connection,
     prefix,
     name: deps.name,

@@ -1,78 +1,80 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { createLogger } from '@mcb/core/logger';
-import {
-  createOrder,
-  type FakePlatform,
-  payinEvent,
-  platformOrder,
-  startFakePlatform,
-  uid,
-  useTestEnv,
-  waitFor,
-} from '@mcb/testkit';
-import { createAlerter, type Alerter } from '../src/alerts.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
+import { createOrder, payinEvent, platformOrder, uid, waitFor } from '@mcb/testkit';
+import { workerTest } from '@mcb/testkit/worker';
+import { createAlerter } from '../src/alerts.ts';
 
-const env = useTestEnv();
-let platform: FakePlatform;
-let hook: { server: Server; url: string; received: Record<string, unknown>[]; status: number; hang: boolean };
-let alerts: Alerter;
-let harness: Harness;
+/** A webhook receiver the test scripts: it answers `status`, or nothing while `hang`. */
+interface Hook {
+  server: Server;
+  url: string;
+  received: Record<string, unknown>[];
+  status: number;
+  hang: boolean;
+}
 const logger = createLogger({ name: 'alerts-test', level: 'silent' });
 
-beforeAll(async () => {
-  platform = await startFakePlatform();
-  const received: Record<string, unknown>[] = [];
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      if (hook.hang) return; // never answers: the alerter's deadline must end it
-      received.push(JSON.parse(body) as Record<string, unknown>);
-      res.writeHead(hook.status).end();
+const it = workerTest
+  .extend('hook', { scope: 'file' }, async ({ services: _services }, { onCleanup }): Promise<Hook> => {
+    const received: Record<string, unknown>[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        if (hook.hang) return; // never answers: the alerter's deadline must end it
+        received.push(JSON.parse(body) as Record<string, unknown>);
+        res.writeHead(hook.status).end();
+      });
     });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  hook = {
-    server,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`,
-    received,
-    status: 204,
-    hang: false,
-  };
-  alerts = createAlerter({ url: hook.url, logger, timeoutMs: 300 });
-  harness = await startHarness(env, platform.url, { alerts });
-});
-afterAll(async () => {
-  await harness?.close();
-  await alerts?.close();
-  hook.server.closeAllConnections();
-  await new Promise((r) => hook.server.close(r));
-  await platform?.close();
-});
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const hook: Hook = {
+      server,
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`,
+      received,
+      status: 204,
+      hang: false,
+    };
+    onCleanup(async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    });
+    return hook;
+  })
+  .extend('alerts', { scope: 'file' }, ({ hook }, { onCleanup }) => {
+    const alerts = createAlerter({ url: hook.url, logger, timeoutMs: 300 });
+    onCleanup(() => alerts.close());
+    return alerts;
+  })
+  .extend('harnessOptions', { scope: 'file' }, ({ alerts }) => ({ alerts }));
 
-const alertsFor = (orderNo: string) => hook.received.filter((m) => m.orderNo === orderNo);
+const alertsFor = (hook: Hook, orderNo: string) => hook.received.filter((m) => m.orderNo === orderNo);
 
 describe('alerts', () => {
-  it('sends one message when a job exhausts its attempts, and the job stays in the failed list', async () => {
+  it('sends one message when a job exhausts its attempts, and the job stays in the failed list', async ({
+    env,
+    platform,
+    h,
+    hook,
+    alerts,
+  }) => {
     const no = uid();
     const [merchantOrderNo, orderNo] = [`MO-${no}`, `P-${no}`];
     await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10.00' });
     platform.failNext(merchantOrderNo, 1_000, 500);
     const event = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '10.00' });
-    const job = await harness.queue.add(event.kind, event, {
+    const job = await h.queue.add(event.kind, event, {
       jobId: `payin-${orderNo}-6`,
       attempts: 3,
       backoff: { type: 'callback-backoff' },
     });
-    await harness.settled(job.id!);
-    expect(await harness.queue.getJobState(job.id!)).toBe('failed');
-    expect((await harness.queue.getFailed()).map((j) => j.id)).toContain(job.id);
-    await waitFor(() => alertsFor(orderNo).length > 0, { message: 'no alert' });
+    await h.settled(job.id!);
+    expect(await h.queue.getJobState(job.id!)).toBe('failed');
+    expect((await h.queue.getFailed()).map((j) => j.id)).toContain(job.id);
+    await waitFor(() => alertsFor(hook, orderNo).length > 0, { message: 'no alert' });
     await alerts.close();
-    const sent = alertsFor(orderNo);
+    const sent = alertsFor(hook, orderNo);
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({
       type: 'job.exhausted',
@@ -89,17 +91,23 @@ describe('alerts', () => {
     platform.failNext(merchantOrderNo, 0, 500);
   });
 
-  it('sends one message when a review is opened, none when the same event lands on the open review again', async () => {
+  it('sends one message when a review is opened, none when the same event lands on the open review again', async ({
+    env,
+    platform,
+    h,
+    hook,
+    alerts,
+  }) => {
     const no = uid();
     const [merchantOrderNo, orderNo] = [`MO-${no}`, `P-${no}`];
     await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10.00' });
     platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '11.00' }));
     const event = payinEvent({ orderNo, merchantOrderNo, fiatAmount: '10.00' });
-    await harness.settled((await harness.add(event)).id!);
+    await h.settled((await h.add(event)).id!);
     // The same pair again (as a reconciliation sweep or a replay would bring it): occurrences 2, no new alert.
-    await harness.settled((await harness.add(event, `again-${orderNo}`)).id!);
+    await h.settled((await h.add(event, `again-${orderNo}`)).id!);
     await alerts.close();
-    const sent = alertsFor(orderNo);
+    const sent = alertsFor(hook, orderNo);
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({
       type: 'review.opened',
@@ -111,7 +119,13 @@ describe('alerts', () => {
     });
   });
 
-  it('never holds up or fails the job path when the webhook hangs or refuses', async () => {
+  it('never holds up or fails the job path when the webhook hangs or refuses', async ({
+    env,
+    platform,
+    h,
+    hook,
+    alerts,
+  }) => {
     hook.hang = true;
     try {
       const no = uid();
@@ -119,9 +133,7 @@ describe('alerts', () => {
       await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '10.00' });
       platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '12.00' }));
       const started = Date.now();
-      const job = await harness.settled(
-        (await harness.add(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '10.00' }))).id!,
-      );
+      const job = await h.settled((await h.add(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '10.00' }))).id!);
       expect(job.returnvalue).toMatchObject({ status: 'review' });
       expect(Date.now() - started).toBeLessThan(2000);
       await alerts.close(); // bounded by the 300 ms deadline
@@ -156,7 +168,9 @@ describe('alerts', () => {
     hook.status = 204;
   });
 
-  it('aggregates a flood of reviews into one message per window, so a job.exhausted alert is never crowded out', async () => {
+  it('aggregates a flood of reviews into one message per window, so a job.exhausted alert is never crowded out', async ({
+    hook,
+  }) => {
     const flood = createAlerter({ url: hook.url, logger, timeoutMs: 1000, reviewWindowMs: 60_000, maxInFlight: 100 });
     const before = hook.received.length;
     for (let i = 0; i < 300; i++) {

@@ -1,32 +1,13 @@
-import {
-  createOrder,
-  type FakePlatform,
-  payinEvent,
-  payoutEvent,
-  platformOrder,
-  startFakePlatform,
-  uid,
-  useTestEnv,
-} from '@mcb/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orderState } from './helpers/db-checks.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
-
-const env = useTestEnv();
-let platform: FakePlatform;
-let h: Harness;
-
-beforeAll(async () => {
-  platform = await startFakePlatform();
-  h = await startHarness(env, platform.url);
-});
-afterAll(async () => {
-  await h?.close();
-  await platform?.close();
-});
+import { createOrder, payinEvent, payoutEvent, platformOrder, uid } from '@mcb/testkit';
+import { orderState, workerTest as it } from '@mcb/testkit/worker';
+import { describe, expect } from 'vitest';
 
 describe('a confirmed callback is applied exactly once', () => {
-  it('credits a valid pay-in once, with one ledger entry, one receipt and one outbox event', async () => {
+  it('credits a valid pay-in once, with one ledger entry, one receipt and one outbox event', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100.50' });
     platform.setOrder(
@@ -60,7 +41,11 @@ describe('a confirmed callback is applied exactly once', () => {
     expect(s.events.map((e) => e.eventType)).toEqual(['payin.credited']);
   });
 
-  it('compares amounts beyond float precision exactly (Get order sends a bare JSON number)', async () => {
+  it('compares amounts beyond float precision exactly (Get order sends a bare JSON number)', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '12345678901234567.89' });
     platform.setOrder(
@@ -96,7 +81,7 @@ describe('a confirmed callback is applied exactly once', () => {
     expect((await orderState(env.db.db, off)).ledger).toHaveLength(0);
   });
 
-  it('moves a payout confirmed as 4 to succeeded, with no ledger entry', async () => {
+  it('moves a payout confirmed as 4 to succeeded, with no ledger entry', async ({ env, platform, h }) => {
     const no = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '250' });
     platform.setOrder(
@@ -111,7 +96,7 @@ describe('a confirmed callback is applied exactly once', () => {
     expect(s.events.map((e) => e.eventType)).toEqual(['payout.succeeded']);
   });
 
-  it('moves a payout confirmed as 5 to refused and posts a refund of the amount held', async () => {
+  it('moves a payout confirmed as 5 to refused and posts a refund of the amount held', async ({ env, platform, h }) => {
     const no = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '75.25' });
     platform.setOrder(
@@ -125,7 +110,11 @@ describe('a confirmed callback is applied exactly once', () => {
     expect(s.ledger[0]).toMatchObject({ entryType: 'payout_refund', amount: '75.25' });
   });
 
-  it('sends a 5 that follows an applied 4 for the same payout to review, and changes nothing', async () => {
+  it('sends a 5 that follows an applied 4 for the same payout to review, and changes nothing', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '40' });
     platform.setOrder(
@@ -151,7 +140,11 @@ describe('a confirmed callback is applied exactly once', () => {
     expect(s.reviews[0]).toMatchObject({ status: 'open', reasonCode: 'VERIFY_CONFLICTING_FINAL_STATE', state: 5 });
   });
 
-  it('sends a forged 5 for a payout that Get order reports as 4 to review as a state mismatch', async () => {
+  it('sends a forged 5 for a payout that Get order reports as 4 to review as a state mismatch', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '40' });
     platform.setOrder(
@@ -164,7 +157,11 @@ describe('a confirmed callback is applied exactly once', () => {
     expect(s.ledger).toHaveLength(0);
   });
 
-  it('treats a pay-in already credited through state 3 (a sweep) as done when the state-6 callback arrives', async () => {
+  it('treats a pay-in already credited through state 3 (a sweep) as done when the state-6 callback arrives', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '10' });
     platform.setOrder(

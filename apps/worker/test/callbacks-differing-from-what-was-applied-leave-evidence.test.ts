@@ -1,49 +1,28 @@
-import {
-  createOrder,
-  type FakePlatform,
-  payinEvent,
-  platformOrder,
-  startFakePlatform,
-  uid,
-  useTestEnv,
-  waitFor,
-} from '@mcb/testkit';
+import { createOrder, payinEvent, platformOrder, uid, waitFor, type FakePlatform, type TestEnv } from '@mcb/testkit';
+import { orderState, workerTest, type Harness } from '@mcb/testkit/worker';
 import type { CallbackJobInput } from '@mcb/core/queue';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect } from 'vitest';
 import type { AlertMessage, Alerter } from '../src/alerts.ts';
-import { orderState } from './helpers/db-checks.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
 
 type PayinInput = Extract<CallbackJobInput, { kind: 'payin' }>;
 
 // Issue 37: a callback for a pair that already has a receipt, or for an order already final, used to end as a plain
 // duplicate whatever it carried. Now it is compared with what was applied: a copy stays a duplicate (no alarm), a
 // callback with other content is evidence (review, alert, metric).
-const env = useTestEnv();
-let platform: FakePlatform;
-let h: Harness;
 const alerts: AlertMessage[] = [];
 const alerter: Alerter = { notify: (m) => void alerts.push(m), close: async () => {} };
-
-beforeAll(async () => {
-  platform = await startFakePlatform();
-  h = await startHarness(env, platform.url, { alerts: alerter });
-});
-afterAll(async () => {
-  await h?.close();
-  await platform?.close();
-});
+const it = workerTest.extend('harnessOptions', { scope: 'file' }, { alerts: alerter });
 beforeEach(() => {
   alerts.length = 0;
 });
 
-const forgeries = async (against: 'receipt' | 'order') =>
+const forgeries = async (h: Harness, against: 'receipt' | 'order') =>
   (await h.metrics.suspectedForgeries.get()).values.find(
     (v) => v.labels.kind === 'payin' && v.labels.against === against,
   )?.value ?? 0;
 
 /** A pay-in of 50.00, credited by its genuine callback. */
-async function credited() {
+async function credited({ env, platform, h }: { env: TestEnv; platform: FakePlatform; h: Harness }) {
   const no = `PI-${uid()}`;
   await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '50.00' });
   platform.setOrder(
@@ -56,9 +35,13 @@ async function credited() {
 }
 
 describe('a callback that meets what was already applied', () => {
-  it('same pair, same content (a platform retry): a duplicate, no review, no alert, Get order not asked again', async () => {
-    const { no, genuine } = await credited();
-    const before = await forgeries('receipt');
+  it('same pair, same content (a platform retry): a duplicate, no review, no alert, Get order not asked again', async ({
+    env,
+    platform,
+    h,
+  }) => {
+    const { no, genuine } = await credited({ env, platform, h });
+    const before = await forgeries(h, 'receipt');
     const hits = platform.hits.get(no);
     const job = await h.settled(
       (await h.add({ ...genuine, receivedAt: new Date().toISOString() }, `payin-P${no}-6-retry`)).id!,
@@ -67,12 +50,16 @@ describe('a callback that meets what was already applied', () => {
     expect(platform.hits.get(no)).toBe(hits);
     expect((await orderState(env.db.db, no)).reviews).toHaveLength(0);
     expect(alerts).toEqual([]);
-    expect(await forgeries('receipt')).toBe(before);
+    expect(await forgeries(h, 'receipt')).toBe(before);
   });
 
-  it('same pair, 9,999.99 instead of 50.00 after the credit: a review with both values, an alert and a metric, nothing paid', async () => {
-    const { no, genuine } = await credited();
-    const before = await forgeries('receipt');
+  it('same pair, 9,999.99 instead of 50.00 after the credit: a review with both values, an alert and a metric, nothing paid', async ({
+    env,
+    platform,
+    h,
+  }) => {
+    const { no, genuine } = await credited({ env, platform, h });
+    const before = await forgeries(h, 'receipt');
     const hits = platform.hits.get(no);
     const forged = { ...genuine, fiatAmount: '9999.99', receivedAt: new Date().toISOString() };
     const job = await h.settled((await h.add(forged, `payin-P${no}-6-forged`)).id!);
@@ -99,10 +86,14 @@ describe('a callback that meets what was already applied', () => {
         state: 6,
       }),
     ]);
-    expect(await forgeries('receipt')).toBe(before + 1);
+    expect(await forgeries(h, 'receipt')).toBe(before + 1);
   });
 
-  it('a forgery with a made-up Quantity applied first: the genuine retries are duplicates, with a note naming both jobs', async () => {
+  it('a forgery with a made-up Quantity applied first: the genuine retries are duplicates, with a note naming both jobs', async ({
+    env,
+    platform,
+    h,
+  }) => {
     // Issue 48: Get order confirms the amount, not the Quantity, so the forgery moves the same money as the genuine
     // callback; flagging the genuine retries would point the alarm at the customer's real payment.
     const no = `PI-${uid()}`;
@@ -114,7 +105,7 @@ describe('a callback that meets what was already applied', () => {
     const forgedId = `payin-P${no}-6`;
     const forged = await h.settled((await h.add({ ...genuine, quantity: '999.00' }, forgedId)).id!);
     expect(forged.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });
-    const before = await forgeries('receipt');
+    const before = await forgeries(h, 'receipt');
     for (const id of [`${forgedId}-genuine`, `${forgedId}-genuine-retry`]) {
       const job = await h.settled((await h.add({ ...genuine, receivedAt: new Date().toISOString() }, id)).id!);
       expect(job.returnvalue).toEqual({ status: 'duplicate', reason: 'receipt-exists' });
@@ -123,7 +114,7 @@ describe('a callback that meets what was already applied', () => {
     expect(s.ledger.map((l) => l.amount)).toEqual(['50.00']);
     expect(s.reviews).toEqual([]);
     expect(alerts).toEqual([]);
-    expect(await forgeries('receipt')).toBe(before);
+    expect(await forgeries(h, 'receipt')).toBe(before);
     const { rows: notes } = await env.db.pool.query(
       `select job_id, applied_job_id, topic, detail, details, seen from order_notes where merchant_order_no = $1
         order by id`,
@@ -143,11 +134,15 @@ describe('a callback that meets what was already applied', () => {
     );
   });
 
-  it("a callback with another merchant number for an applied pair is that merchant's: its order is unknown, ours untouched", async () => {
+  it("a callback with another merchant number for an applied pair is that merchant's: its order is unknown, ours untouched", async ({
+    env,
+    platform,
+    h,
+  }) => {
     // Issue 50: receipts and orders are keyed by merchant (the platform may reuse an OrderNo across merchant numbers),
     // so it is not compared with our receipt: it looks for M-OTHER's order of that number, which does not exist, and
     // goes to review in M-OTHER's name once its grace period is over (here, already: it was received long ago).
-    const { no, genuine } = await credited();
+    const { no, genuine } = await credited({ env, platform, h });
     const longAgo = new Date(Date.now() - 3600_000).toISOString();
     const job = await h.settled(
       (await h.add({ ...genuine, merchantNo: 'M-OTHER', receivedAt: longAgo }, `payin-P${no}-6-merchant`)).id!,
@@ -159,9 +154,13 @@ describe('a callback that meets what was already applied', () => {
     expect(s.receipts.map((r) => r.merchantNo)).toEqual([genuine.merchantNo]);
   });
 
-  it('a state-3 callback at 123,456.00 after state 6 was applied: a review against the order, Get order not asked', async () => {
-    const { no, genuine } = await credited();
-    const before = await forgeries('order');
+  it('a state-3 callback at 123,456.00 after state 6 was applied: a review against the order, Get order not asked', async ({
+    env,
+    platform,
+    h,
+  }) => {
+    const { no, genuine } = await credited({ env, platform, h });
+    const before = await forgeries(h, 'order');
     const hits = platform.hits.get(no);
     const job = await h.settled((await h.add({ ...genuine, state: 3, fiatAmount: '123456.00' })).id!);
     expect(job.returnvalue).toMatchObject({ status: 'review', code: 'VERIFY_DIFFERS_FROM_APPLIED', opened: true });
@@ -178,18 +177,26 @@ describe('a callback that meets what was already applied', () => {
     expect(alerts).toEqual([
       expect.objectContaining({ type: 'review.opened', code: 'VERIFY_DIFFERS_FROM_APPLIED', state: 3 }),
     ]);
-    expect(await forgeries('order')).toBe(before + 1);
+    expect(await forgeries(h, 'order')).toBe(before + 1);
   });
 
-  it('a state-3 callback with the applied content after state 6: a duplicate (already final), no alarm', async () => {
-    const { no, genuine } = await credited();
+  it('a state-3 callback with the applied content after state 6: a duplicate (already final), no alarm', async ({
+    env,
+    platform,
+    h,
+  }) => {
+    const { no, genuine } = await credited({ env, platform, h });
     const job = await h.settled((await h.add({ ...genuine, state: 3, fiatAmount: '50' })).id!);
     expect(job.returnvalue).toEqual({ status: 'duplicate', reason: 'already-final' });
     expect((await orderState(env.db.db, no)).reviews).toHaveLength(0);
     expect(alerts).toEqual([]);
   });
 
-  it('a forgery that waited while Get order said "not final" and meets the genuine credit later is judged the same way', async () => {
+  it('a forgery that waited while Get order said "not final" and meets the genuine credit later is judged the same way', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '50.00' });
     platform.setOrder(

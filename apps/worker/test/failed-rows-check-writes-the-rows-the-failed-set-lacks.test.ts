@@ -1,35 +1,30 @@
 import { callbackArrivals, createDb } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { callbackJobId, callbackJobOptions } from '@mcb/core/queue';
-import { createOrder, lineSink, payinEvent, startFakePlatform, uid, useTestEnv, type FakePlatform } from '@mcb/testkit';
+import { createOrder, lineSink, payinEvent, uid } from '@mcb/testkit';
+import { workerTest } from '@mcb/testkit/worker';
 import { inArray } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { createArrivalRecorder, type ArrivalRecorder } from '../src/arrival-recorder.ts';
 import { startFailedRowsCheck } from '../src/failed-rows-check.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
 
 // BullMQ's failed set is what the console's `failed` rows are checked against (issue 48): a failed job whose row is
 // missing gets it; a payload no row can describe is left to the failed set; a Postgres that cannot be reached is
 // logged and tried at the next interval, never thrown.
-const env = useTestEnv();
 const silent = createLogger({ name: 'failed-rows-check-test', level: 'silent' });
 /** A recorder that writes nothing: the jobs fail for good with no row, as after a worker stopped mid-outage. */
 const forgetful: ArrivalRecorder = { taken: () => undefined, settled: () => undefined, flush: async () => undefined };
-let platform: FakePlatform;
-let h: Harness;
-
-beforeAll(async () => {
-  platform = await startFakePlatform();
+const it = workerTest.extend('harnessOptions', { scope: 'file' }, ({ platform }) => {
+  // Every Get order fails from the start (the platform is down before the worker starts).
   platform.setOutage(503);
-  h = await startHarness(env, platform.url, { arrivals: forgetful, failedRowsCheckMs: 0 });
-});
-afterAll(async () => {
-  await h?.close();
-  await platform?.close();
+  return { arrivals: forgetful, failedRowsCheckMs: 0 };
 });
 
 describe('the failed-rows check', () => {
-  it('writes a `failed` row for each failed job without one, skips a payload no row can describe, then finds nothing to do', async () => {
+  it('writes a `failed` row for each failed job without one, skips a payload no row can describe, then finds nothing to do', async ({
+    env,
+    h,
+  }) => {
     const no = `MO-FRC-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '12.5', currency: 'INR' });
     const event = payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '12.5' });
@@ -60,7 +55,7 @@ describe('the failed-rows check', () => {
     }
   });
 
-  it('logs a Postgres it cannot reach and resolves; nothing is thrown', async () => {
+  it('logs a Postgres it cannot reach and resolves; nothing is thrown', async ({ h }) => {
     const { lines, destination } = lineSink();
     const logger = createLogger({ name: 'failed-rows-check-test', level: 'warn', destination });
     const nowhere = createDb('postgres://postgres@127.0.0.1:1/none', { max: 1, connectionTimeoutMs: 500 });

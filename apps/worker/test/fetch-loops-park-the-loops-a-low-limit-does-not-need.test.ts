@@ -3,8 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakePlatform, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
 import { createAdaptiveLimit } from '../src/adaptive-concurrency.ts';
 import { ALL_LOOPS_FROM, loopsFetching } from '../src/fetch-loops.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
-import { payinJobs, releasedPayins } from './helpers/released-payins.ts';
+import { type Harness, payinJobs, releasedPayins, startHarness } from '@mcb/testkit/worker';
 
 // A worker process's fetch loops beyond the first fetch only from a limit of 256 jobs in flight on: at a fast Get
 // order four loops fetching side by side cost CPU and commit smaller batches, for little to fill. The parked loops

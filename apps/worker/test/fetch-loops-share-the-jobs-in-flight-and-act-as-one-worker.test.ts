@@ -1,38 +1,27 @@
 import { Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakePlatform, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
+import { describe, expect } from 'vitest';
+import { waitFor } from '@mcb/testkit';
 import { createAdaptiveLimit, type AdaptiveLimit } from '../src/adaptive-concurrency.ts';
 import { shareOf } from '../src/fetch-loops.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
-import { payinJobs, releasedPayins } from './helpers/released-payins.ts';
+import { payinJobs, releasedPayins, workerTest } from '@mcb/testkit/worker';
 
 // One worker process, several BullMQ Workers on the callbacks queue (fetch-loops.ts): together they run the
 // process's jobs in flight, their events reach the worker's listeners, and pause/close act on all of them.
 
 const N = 240;
-const env = useTestEnv();
-let platform: FakePlatform;
-let h: Harness;
-let adaptive: AdaptiveLimit;
-let nos: string[];
-
-beforeAll(async () => {
-  platform = await startFakePlatform();
-  platform.setDelay(50);
-  nos = await releasedPayins(env, platform, 'FL', N);
-  adaptive = createAdaptiveLimit({ initial: 42, max: 400 });
+const it = workerTest
+  .extend('adaptive', { scope: 'file' }, ({ platform }): AdaptiveLimit => {
+    platform.setDelay(50);
+    return createAdaptiveLimit({ initial: 42, max: 400 });
+  })
   // Every loop fetches from a limit of 8, so that a limit of 42 keeps all four fetching (by default, below 256, three
   // are parked: fetch-loops-park-the-loops-a-low-limit-does-not-need.test.ts).
-  h = await startHarness(env, platform.url, { adaptive, allLoopsFrom: 8 });
-});
-afterAll(async () => {
-  await h?.close();
-  await platform?.close();
-});
+  .extend('harnessOptions', { scope: 'file' }, ({ adaptive }) => ({ adaptive, allLoopsFrom: 8 }))
+  .extend('nos', { scope: 'file' }, ({ env, platform }) => releasedPayins(env, platform, 'FL', N));
 
 describe('a worker process with several fetch loops', () => {
-  it('splits the jobs in flight between them, shares differing by at most one', () => {
+  it('splits the jobs in flight between them, shares differing by at most one', ({ h }) => {
     expect([0, 1, 2, 3].map((i) => shareOf(42, 4, i))).toEqual([11, 11, 10, 10]);
     expect([0, 1, 2, 3].map((i) => shareOf(8, 4, i))).toEqual([2, 2, 2, 2]);
     // A loop always has a slot: BullMQ refuses a concurrency below 1.
@@ -44,7 +33,12 @@ describe('a worker process with several fetch loops', () => {
     expect(worker.fetchLoops.map((l) => l.concurrency).reduce((a, b) => a + b)).toBe(42);
   });
 
-  it('credits every order once, each loop taking a share, and every completion reaches the worker', async () => {
+  it('credits every order once, each loop taking a share, and every completion reaches the worker', async ({
+    env,
+    h,
+    adaptive,
+    nos,
+  }) => {
     const worker = h.workers[0]!;
     // The composite's listeners hear every loop; a loop's own listeners hear that loop only.
     const others = worker.fetchLoops.slice(1).map(() => 0);
@@ -66,7 +60,7 @@ describe('a worker process with several fetch loops', () => {
     });
   }, 90_000);
 
-  it('pauses, resumes and closes every loop through the worker', async () => {
+  it('pauses, resumes and closes every loop through the worker', async ({ h }) => {
     const worker = h.workers[0]!;
     await worker.pause(true);
     expect(worker.fetchLoops.map((l) => l.isPaused())).toEqual([true, true, true, true]);

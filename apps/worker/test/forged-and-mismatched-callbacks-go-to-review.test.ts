@@ -1,34 +1,17 @@
 import { callbackJobOptions } from '@mcb/core/queue';
-import {
-  createOrder,
-  type FakePlatform,
-  payinEvent,
-  platformOrder,
-  startFakePlatform,
-  uid,
-  useTestEnv,
-  waitFor,
-} from '@mcb/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orderState, reviewsFor } from './helpers/db-checks.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
+import { createOrder, payinEvent, platformOrder, uid, waitFor } from '@mcb/testkit';
+import { orderState, reviewsFor, workerTest } from '@mcb/testkit/worker';
+import { describe, expect } from 'vitest';
 
-const env = useTestEnv();
-let platform: FakePlatform;
-let h: Harness;
-
-beforeAll(async () => {
-  platform = await startFakePlatform();
-  // Waiting bounds of a second or two instead of 15 minutes and 2 hours.
-  h = await startHarness(env, platform.url, { orderGracePeriodMs: 2500, confirmMaxWaitMs: 1000 });
-});
-afterAll(async () => {
-  await h?.close();
-  await platform?.close();
-});
+// Waiting bounds of a second or two instead of 15 minutes and 2 hours.
+const it = workerTest.extend('harnessOptions', { scope: 'file' }, { orderGracePeriodMs: 2500, confirmMaxWaitMs: 1000 });
 
 describe('nothing is credited unless Get order confirms it', () => {
-  it('retries while Get order reports a non-final state, then opens a review VERIFY_NOT_FINAL', async () => {
+  it('retries while Get order reports a non-final state, then opens a review VERIFY_NOT_FINAL', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100' });
     platform.setOrder(
@@ -47,7 +30,11 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect(s.reviews[0]).toMatchObject({ reasonCode: 'VERIFY_NOT_FINAL', status: 'open' });
   });
 
-  it('sends a callback whose amount Get order contradicts to review at once, without retrying', async () => {
+  it('sends a callback whose amount Get order contradicts to review at once, without retrying', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100' });
     platform.setOrder(
@@ -64,7 +51,11 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect(s.reviews[0]!.reason).toMatch(/100.*1000/);
   });
 
-  it('sends a confirmed amount that differs from our own order to review VERIFY_OWN_AMOUNT_MISMATCH', async () => {
+  it('sends a confirmed amount that differs from our own order to review VERIFY_OWN_AMOUNT_MISMATCH', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '99.99' });
     platform.setOrder(
@@ -80,7 +71,7 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect(s.reviews[0]!.details).toMatchObject({ confirmedAmount: '100', ownAmount: '99.99' });
   });
 
-  it('sends a callback in another currency than our order to review', async () => {
+  it('sends a callback in another currency than our order to review', async ({ env, platform, h }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100', currency: 'PHP' });
     platform.setOrder(
@@ -99,7 +90,7 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect(job.returnvalue).toMatchObject({ status: 'review', code: 'VERIFY_CURRENCY_MISMATCH' });
   });
 
-  it('waits for an order registered after its callback, then credits it', async () => {
+  it('waits for an order registered after its callback, then credits it', async ({ env, platform, h }) => {
     const no = `PI-${uid()}`;
     platform.setOrder(
       platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '5' }),
@@ -116,7 +107,11 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect((await orderState(env.db.db, no)).ledger).toHaveLength(1);
   });
 
-  it('opens a review VERIFY_ORDER_UNKNOWN when the order never appears within the grace period', async () => {
+  it('opens a review VERIFY_ORDER_UNKNOWN when the order never appears within the grace period', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     platform.setOrder(
       platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '5' }),
@@ -131,7 +126,7 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect(reviews).toHaveLength(1);
   });
 
-  it('counts the grace period from receivedAt, so a restarted job does not wait again', async () => {
+  it('counts the grace period from receivedAt, so a restarted job does not wait again', async ({ h }) => {
     const no = `PI-${uid()}`;
     const longAgo = new Date(Date.now() - 60_000).toISOString();
     const job = await h.settled(
@@ -141,7 +136,11 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect(job.attemptsMade).toBe(1);
   });
 
-  it('treats a Get order refusal (envelope code != 0) as unconfirmed: retries, then review with the platform code', async () => {
+  it('treats a Get order refusal (envelope code != 0) as unconfirmed: retries, then review with the platform code', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });
     platform.refuse(no, 40404, 'order not found');
@@ -158,7 +157,11 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect(s.ledger).toHaveLength(0);
   });
 
-  it('treats a Get order HTTP 4xx (a proxy, a maintenance page) as unconfirmed: asks again and credits once it answers', async () => {
+  it('treats a Get order HTTP 4xx (a proxy, a maintenance page) as unconfirmed: asks again and credits once it answers', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });
     platform.setOrder(
@@ -175,7 +178,11 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect(s.reviews).toHaveLength(0);
   });
 
-  it('opens a review PLATFORM_HTTP_ERROR, with the status, when Get order keeps answering 4xx beyond CONFIRM_MAX_WAIT', async () => {
+  it('opens a review PLATFORM_HTTP_ERROR, with the status, when Get order keeps answering 4xx beyond CONFIRM_MAX_WAIT', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });
     platform.setOrder(
@@ -195,7 +202,7 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect(s.ledger).toHaveLength(0);
   });
 
-  it('fails an invalid job payload at once with JOB_PAYLOAD_INVALID', async () => {
+  it('fails an invalid job payload at once with JOB_PAYLOAD_INVALID', async ({ h }) => {
     const jobId = `bad-${uid()}`;
     await h.queue.add('payin', { kind: 'payin', orderNo: '' } as never, { ...callbackJobOptions, jobId });
     const job = await h.settled(jobId);
@@ -204,7 +211,7 @@ describe('nothing is credited unless Get order confirms it', () => {
     expect(job.failedReason).toMatch(/^JOB_PAYLOAD_INVALID: /);
   });
 
-  it('keeps one open review per event and counts how often it was seen', async () => {
+  it('keeps one open review per event and counts how often it was seen', async ({ env, platform, h }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100' });
     platform.setOrder(

@@ -5,45 +5,36 @@ import {
   lineSink,
   payinEvent,
   platformOrder,
-  startFakePlatform,
+  startLostCommitReplyProxy,
   uid,
-  useTestEnv,
   waitFor,
-  type FakePlatform,
 } from '@mcb/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orderState } from './helpers/db-checks.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
-import { startLostCommitReplyProxy, type LostCommitReplyProxy } from './helpers/lost-commit-reply-proxy.ts';
+import { orderState, workerTest, type Harness } from '@mcb/testkit/worker';
+import { describe, expect } from 'vitest';
 
-const env = useTestEnv();
-let platform: FakePlatform;
-let proxy: LostCommitReplyProxy;
-let h: Harness;
 const sink = lineSink();
 const committed: ApplyOutcome[] = [];
 
-beforeAll(async () => {
-  platform = await startFakePlatform();
-  const target = new URL(env.databaseUrl);
-  proxy = await startLostCommitReplyProxy(target.hostname, Number(target.port || 5432));
-  const through = new URL(env.databaseUrl);
-  through.hostname = '127.0.0.1';
-  through.port = String(proxy.port);
-  h = await startHarness(env, platform.url, {
-    workerDatabaseUrl: through.toString(),
-    logger: createLogger({ name: 'lost-reply-test', level: 'info', destination: sink.destination }),
-    afterCommit: (outcome) => void committed.push(outcome),
+const it = workerTest
+  .extend('proxy', { scope: 'file' }, async ({ env }, { onCleanup }) => {
+    const target = new URL(env.databaseUrl);
+    const proxy = await startLostCommitReplyProxy(target.hostname, Number(target.port || 5432));
+    onCleanup(() => proxy.close());
+    return proxy;
+  })
+  .extend('harnessOptions', { scope: 'file' }, ({ env, proxy }) => {
+    const through = new URL(env.databaseUrl);
+    through.hostname = '127.0.0.1';
+    through.port = String(proxy.port);
+    return {
+      workerDatabaseUrl: through.toString(),
+      logger: createLogger({ name: 'lost-reply-test', level: 'info', destination: sink.destination }),
+      afterCommit: (outcome: ApplyOutcome) => void committed.push(outcome),
+    };
   });
-});
-afterAll(async () => {
-  await h?.close();
-  await proxy?.close();
-  await platform?.close();
-});
 
 /** The worker's count of jobs that ended credited. */
-async function creditedCount(): Promise<number> {
+async function creditedCount(h: Harness): Promise<number> {
   return (
     (await h.metrics.jobs.get()).values.find((v) => v.labels.kind === 'payin' && v.labels.outcome === 'credited')
       ?.value ?? 0
@@ -54,7 +45,12 @@ async function creditedCount(): Promise<number> {
 const orderIdOf = (job: { returnvalue: unknown }) => (job.returnvalue as { orderId?: number }).orderId;
 
 describe('a COMMIT whose reply is lost', () => {
-  it('is reported by the job that credited: applied, afterCommit, the credited line and the metric', async () => {
+  it('is reported by the job that credited: applied, afterCommit, the credited line and the metric', async ({
+    env,
+    platform,
+    h,
+    proxy,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '64.10' });
     platform.setOrder(
@@ -70,7 +66,7 @@ describe('a COMMIT whose reply is lost', () => {
     expect(job.attemptsMade).toBe(1);
     expect(committed.filter((c) => c.status === 'applied' && c.orderId === orderIdOf(job))).toHaveLength(1);
     expect(sink.lines.filter((l) => l.includes(`order ${no} credited`))).toHaveLength(1);
-    expect(await creditedCount()).toBe(1);
+    expect(await creditedCount(h)).toBe(1);
     // 3. Credited once.
     const s = await orderState(env.db.db, no);
     expect(s.order.status).toBe('credited');
@@ -78,13 +74,18 @@ describe('a COMMIT whose reply is lost', () => {
     expect(s.receipts).toHaveLength(1);
   });
 
-  it('is reported by the same job on its next attempt when Postgres could not be asked at once (DB_COMMIT_IN_DOUBT)', async () => {
+  it('is reported by the same job on its next attempt when Postgres could not be asked at once (DB_COMMIT_IN_DOUBT)', async ({
+    env,
+    platform,
+    h,
+    proxy,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '12.34' });
     platform.setOrder(
       platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '12.34' }),
     );
-    const before = await creditedCount();
+    const before = await creditedCount(h);
     // 1. The COMMIT's reply is lost and Postgres is unreachable right after (as while it restarts).
     const lost = proxy.armOnce({ thenRefuse: true });
     const added = await h.add(payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '12.34' }));
@@ -104,19 +105,24 @@ describe('a COMMIT whose reply is lost', () => {
     expect(job.attemptsMade).toBeGreaterThan(1);
     expect(committed.filter((c) => c.status === 'applied' && c.orderId === orderIdOf(job))).toHaveLength(1);
     expect(sink.lines.filter((l) => l.includes(`order ${no} credited`))).toHaveLength(1);
-    expect(await creditedCount()).toBe(before + 1);
+    expect(await creditedCount(h)).toBe(before + 1);
     const s = await orderState(env.db.db, no);
     expect(s.ledger).toHaveLength(1);
     expect(s.receipts).toHaveLength(1);
   });
 
-  it('is never taken as committed when the transaction rolled back (its COMMIT never arrived): the job credits on its next attempt', async () => {
+  it('is never taken as committed when the transaction rolled back (its COMMIT never arrived): the job credits on its next attempt', async ({
+    env,
+    platform,
+    h,
+    proxy,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '31.40' });
     platform.setOrder(
       platformOrder({ orderNo: `P${no}`, merchantOrderNo: no, type: 'payin', state: 6, amountJson: '31.40' }),
     );
-    const before = await creditedCount();
+    const before = await creditedCount(h);
     // 1. The COMMIT is lost on its way and the connection cut: Postgres rolls back; the client sees a failed COMMIT,
     //    asks for the transaction's receipts and finds none.
     const lost = proxy.armOnce({ commitNeverArrives: true });
@@ -132,6 +138,6 @@ describe('a COMMIT whose reply is lost', () => {
     expect(s.ledger).toHaveLength(1);
     expect(s.receipts).toHaveLength(1);
     expect(committed.filter((c) => c.status === 'applied' && c.orderId === orderIdOf(job))).toHaveLength(1);
-    expect(await creditedCount()).toBe(before + 1);
+    expect(await creditedCount(h)).toBe(before + 1);
   });
 });

@@ -1,40 +1,23 @@
-import {
-  createOrder,
-  type FakePlatform,
-  payinEvent,
-  platformOrder,
-  startFakePlatform,
-  uid,
-  useTestEnv,
-  waitFor,
-} from '@mcb/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orderState } from './helpers/db-checks.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
-import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
+import { createOrder, payinEvent, platformOrder, startTcpProxy, uid, waitFor } from '@mcb/testkit';
+import { orderState, startHarness, workerTest } from '@mcb/testkit/worker';
+import { describe, expect } from 'vitest';
 
-const env = useTestEnv();
-let platform: FakePlatform;
-let proxy: TcpProxy;
-let h: Harness;
-
-beforeAll(async () => {
-  platform = await startFakePlatform();
+const it = workerTest
   // The workers reach Postgres only through a proxy this file controls; the shared server is never touched.
-  const target = new URL(env.databaseUrl);
-  proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
-  const viaProxy = new URL(env.databaseUrl);
-  viaProxy.host = `127.0.0.1:${proxy.port}`;
-  h = await startHarness(env, platform.url, { workerDatabaseUrl: viaProxy.toString(), instances: 2 });
-});
-afterAll(async () => {
-  await h?.close();
-  await proxy?.close();
-  await platform?.close();
-});
+  .extend('proxy', { scope: 'file' }, async ({ env }, { onCleanup }) => {
+    const target = new URL(env.databaseUrl);
+    const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    onCleanup(() => proxy.close());
+    return proxy;
+  })
+  .extend('harnessOptions', { scope: 'file' }, ({ env, proxy }) => {
+    const viaProxy = new URL(env.databaseUrl);
+    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    return { workerDatabaseUrl: viaProxy.toString(), instances: 2 };
+  });
 
 describe('transient failures are retried until the work is done, once', () => {
-  it('credits after Get order fails twice with HTTP 500', async () => {
+  it('credits after Get order fails twice with HTTP 500', async ({ env, platform, h }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '42' });
     platform.setOrder(
@@ -52,7 +35,11 @@ describe('transient failures are retried until the work is done, once', () => {
     expect(retries.values.find((v) => v.labels.code === 'PLATFORM_HTTP_ERROR')?.value).toBeGreaterThanOrEqual(2);
   });
 
-  it('treats HTTP 3xx/4xx from Get order as "ask again later": credits after two 404s, never fails the job at once', async () => {
+  it('treats HTTP 3xx/4xx from Get order as "ask again later": credits after two 404s, never fails the job at once', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '9' });
     platform.setOrder(
@@ -67,7 +54,10 @@ describe('transient failures are retried until the work is done, once', () => {
     expect((await orderState(env.db.db, no)).ledger).toHaveLength(1);
   });
 
-  it('sends an event whose Get order keeps answering 4xx past CONFIRM_MAX_WAIT to review, not to the failed list', async () => {
+  it('sends an event whose Get order keeps answering 4xx past CONFIRM_MAX_WAIT to review, not to the failed list', async ({
+    env,
+    platform,
+  }) => {
     const bounded = await startHarness(env, platform.url, { confirmMaxWaitMs: 100, releaseReviewedJobIds: false });
     try {
       const no = `PI-${uid()}`;
@@ -85,7 +75,12 @@ describe('transient failures are retried until the work is done, once', () => {
     }
   });
 
-  it('retries jobs while Postgres is unreachable and credits each once when it is back', async () => {
+  it('retries jobs while Postgres is unreachable and credits each once when it is back', async ({
+    env,
+    platform,
+    h,
+    proxy,
+  }) => {
     const nos = Array.from({ length: 5 }, () => `PI-${uid()}`);
     for (const no of nos) {
       await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '8.10' });
@@ -124,7 +119,12 @@ describe('transient failures are retried until the work is done, once', () => {
     }
   });
 
-  it('rides out a cut in the middle of work with connections already open in the pool', async () => {
+  it('rides out a cut in the middle of work with connections already open in the pool', async ({
+    env,
+    platform,
+    h,
+    proxy,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '3' });
     // Warm the pools, then cut: idle clients die under the workers' feet.

@@ -10,8 +10,7 @@ import {
 } from '@mcb/testkit';
 import { callbackJobId, callbackJobOptions, REPLAY_RETRY_OPTIONS } from '@mcb/core/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orderState } from './helpers/db-checks.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
+import { type Harness, orderState, startHarness } from '@mcb/testkit/worker';
 
 // Issue 37: a blip of seconds must not become a failed job that a person has to find and replay.
 const env = useTestEnv();

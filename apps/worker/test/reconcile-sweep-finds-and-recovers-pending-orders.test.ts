@@ -7,7 +7,7 @@ import { type FakePlatform, MERCHANT_NO, platformOrder, startFakePlatform, uid, 
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createReconcileMetrics, runSweep, type SweepDeps, type SweepSettings } from '@mcb/settlement';
-import { orderState } from './helpers/db-checks.ts';
+import { orderState } from '@mcb/testkit/worker';
 import { merchantKeys } from '@mcb/core/queue';
 
 const env = useTestEnv();

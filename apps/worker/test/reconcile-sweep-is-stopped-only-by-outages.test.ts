@@ -7,7 +7,7 @@ import { type FakePlatform, MERCHANT_NO, platformOrder, startFakePlatform, uid, 
 import { asc, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createReconcileMetrics, runSweep, type SweepDeps } from '@mcb/settlement';
-import { orderState } from './helpers/db-checks.ts';
+import { orderState } from '@mcb/testkit/worker';
 import { merchantKeys } from '@mcb/core/queue';
 
 // Issue 48: abandoned checkouts at the front of the sweep's window (the platform answering "not found" as a 404, or

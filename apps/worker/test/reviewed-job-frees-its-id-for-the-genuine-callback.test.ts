@@ -1,35 +1,18 @@
-import {
-  createOrder,
-  type FakePlatform,
-  payinEvent,
-  platformOrder,
-  startFakePlatform,
-  uid,
-  useTestEnv,
-  waitFor,
-} from '@mcb/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orderState } from './helpers/db-checks.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
+import { createOrder, payinEvent, platformOrder, uid, waitFor } from '@mcb/testkit';
+import { orderState, workerTest } from '@mcb/testkit/worker';
+import { describe, expect } from 'vitest';
 
 // The contract's job id is {kind}-{OrderNo}-{state}. A forged callback for a real pair that reaches review first
 // must not keep that id taken: the genuine callback arriving later has to make a job of its own and be credited
 // now, not at the next reconciliation sweep.
-const env = useTestEnv();
-let platform: FakePlatform;
-let h: Harness;
-
-beforeAll(async () => {
-  platform = await startFakePlatform();
-  h = await startHarness(env, platform.url, { releaseReviewedJobIds: true });
-});
-afterAll(async () => {
-  await h?.close();
-  await platform?.close();
-});
+const it = workerTest.extend('harnessOptions', { scope: 'file' }, { releaseReviewedJobIds: true });
 
 describe('a reviewed job releases its id', () => {
-  it('credits the genuine callback that arrives after a forged one of the same pair went to review', async () => {
+  it('credits the genuine callback that arrives after a forged one of the same pair went to review', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     const orderNo = `P${no}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '100' });
@@ -52,7 +35,11 @@ describe('a reviewed job releases its id', () => {
     expect(s.reviews[0]).toMatchObject({ status: 'open', reasonCode: 'VERIFY_AMOUNT_MISMATCH' });
   });
 
-  it('keeps applied jobs, so a late duplicate collapses onto them: no new job, no second run, one credit', async () => {
+  it('keeps applied jobs, so a late duplicate collapses onto them: no new job, no second run, one credit', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     const orderNo = `P${no}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '7' });

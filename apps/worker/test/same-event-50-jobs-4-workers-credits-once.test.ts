@@ -1,37 +1,19 @@
-import {
-  createOrder,
-  type FakePlatform,
-  MERCHANT_NO,
-  payinEvent,
-  payoutEvent,
-  platformOrder,
-  startFakePlatform,
-  uid,
-  useTestEnv,
-} from '@mcb/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrder, MERCHANT_NO, payinEvent, payoutEvent, platformOrder, uid } from '@mcb/testkit';
+import { orderState, workerTest } from '@mcb/testkit/worker';
+import { describe, expect } from 'vitest';
 import { callbackJobSchema } from '@mcb/core/queue';
 import { commitEvent } from '@mcb/settlement';
 import { findOrder } from '@mcb/settlement';
-import { orderState } from './helpers/db-checks.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
 
-const env = useTestEnv();
-let platform: FakePlatform;
-let h: Harness;
-
-beforeAll(async () => {
-  platform = await startFakePlatform();
-  // Four independent worker instances (own Redis connection and Postgres pool each), 8 jobs at once each.
-  h = await startHarness(env, platform.url, { instances: 4, concurrency: 8 });
-});
-afterAll(async () => {
-  await h?.close();
-  await platform?.close();
-});
+// Four independent worker instances (own Redis connection and Postgres pool each), 8 jobs at once each.
+const it = workerTest.extend('harnessOptions', { scope: 'file' }, { instances: 4, concurrency: 8 });
 
 describe('the Postgres constraint, not the queue, is the guard against double credit', () => {
-  it('credits once when the same pay-in is queued 50 times under distinct job ids and run by 4 workers at once', async () => {
+  it('credits once when the same pay-in is queued 50 times under distinct job ids and run by 4 workers at once', async ({
+    env,
+    platform,
+    h,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '300' });
     platform.setOrder(
@@ -66,7 +48,7 @@ describe('the Postgres constraint, not the queue, is the guard against double cr
     expect(s.events).toHaveLength(1);
   });
 
-  it('refunds a refused payout once under the same race', async () => {
+  it('refunds a refused payout once under the same race', async ({ env, platform, h }) => {
     const no = `PO-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payout', amount: '12.5' });
     platform.setOrder(
@@ -88,7 +70,9 @@ describe('the Postgres constraint, not the queue, is the guard against double cr
     expect(s.ledger[0]).toMatchObject({ entryType: 'payout_refund', amount: '12.5' });
   });
 
-  it('lets exactly one of 20 concurrent transactions for the same pair commit, even with the early receipt check skipped', async () => {
+  it('lets exactly one of 20 concurrent transactions for the same pair commit, even with the early receipt check skipped', async ({
+    env,
+  }) => {
     const no = `PI-${uid()}`;
     await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '9' });
     const order = (await findOrder(env.db.db, { merchantNo: MERCHANT_NO, merchantOrderNo: no }))!;

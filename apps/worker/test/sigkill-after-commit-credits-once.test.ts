@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import {
   createOrder,
   type FakePlatform,
@@ -11,11 +10,9 @@ import {
   useTestEnv,
 } from '@mcb/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { orderState } from './helpers/db-checks.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
+import { orderState, startHarness, WORKER_PROCESS_SCRIPT, type Harness } from '@mcb/testkit/worker';
 
 const env = useTestEnv();
-const FIXTURE = fileURLToPath(new URL('./helpers/worker-process.ts', import.meta.url));
 let platform: FakePlatform;
 const children: ChildProcess[] = [];
 let h: Harness | undefined;
@@ -29,7 +26,7 @@ interface WorkerProcess {
 }
 
 function startWorkerProcess(extra: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, [FIXTURE], {
+  const child = spawn(process.execPath, [WORKER_PROCESS_SCRIPT], {
     env: {
       ...process.env,
       DATABASE_URL: env.databaseUrl,

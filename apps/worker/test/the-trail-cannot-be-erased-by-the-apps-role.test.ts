@@ -15,8 +15,7 @@ import {
   type FakePlatform,
 } from '@mcb/testkit';
 import { commitEvent, findOrder } from '@mcb/settlement';
-import { orderState } from './helpers/db-checks.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
+import { type Harness, orderState, startHarness } from '@mcb/testkit/worker';
 
 // Migration 0007: the apps connect as a login role in the group role mcb_app, which can add to the audit
 // (operator_actions), the ledger (ledger_entries) and the receipts (callback_receipts) and read them, but not change

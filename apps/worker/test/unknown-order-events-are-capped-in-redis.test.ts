@@ -1,31 +1,24 @@
-import { payinEvent, startFakePlatform, uid, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
+import { payinEvent, uid, waitFor } from '@mcb/testkit';
+import { workerTest } from '@mcb/testkit/worker';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from './helpers/harness.ts';
+import { describe, expect } from 'vitest';
 
 // Forged callbacks for orders we never registered wait ORDER_GRACE_PERIOD in Redis (about 1 KiB each). Past
 // WORKER_MAX_UNKNOWN_WAITING such events, a new one is decided at once (review, in Postgres) and its job removed.
-const env = useTestEnv();
-let platform: FakePlatform;
-let h: Harness;
-
-beforeAll(async () => {
-  platform = await startFakePlatform();
-  h = await startHarness(env, platform.url, {
+const it = workerTest.extend(
+  'harnessOptions',
+  { scope: 'file' },
+  {
     maxUnknownWaiting: 3,
     releaseReviewedJobIds: false,
     orderGracePeriodMs: 600_000,
     // Deferred jobs stay delayed while the test reads them.
     backoff: { baseMs: 60_000, capMs: 60_000, random: () => 1 },
-  });
-});
-afterAll(async () => {
-  await h?.close();
-  await platform?.close();
-});
+  },
+);
 
 describe('events for unknown orders', () => {
-  it('wait in Redis up to the cap; beyond it they go to review at once', async () => {
+  it('wait in Redis up to the cap; beyond it they go to review at once', async ({ env, h }) => {
     const events = Array.from({ length: 8 }, () => {
       const no = uid();
       return payinEvent({ orderNo: `P-UNK-${no}`, merchantOrderNo: `M-UNK-${no}`, fiatAmount: '5' });

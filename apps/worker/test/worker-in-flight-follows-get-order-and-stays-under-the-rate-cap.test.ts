@@ -1,44 +1,35 @@
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { orders } from '@mcb/core/db';
-import { startFakePlatform, useTestEnv, waitFor, type FakePlatform } from '@mcb/testkit';
+import { waitFor, type TestEnv } from '@mcb/testkit';
 import { createAdaptiveLimit, type AdaptiveLimit } from '../src/adaptive-concurrency.ts';
-import { startHarness, type Harness } from './helpers/harness.ts';
-import { payinJobs, releasedPayins } from './helpers/released-payins.ts';
+import { payinJobs, releasedPayins, workerTest } from '@mcb/testkit/worker';
 
 // A real worker, queue and database, and a platform double whose pace the test sets: jobs in flight grow while
 // Get order is fast, are cut when it slows and when it fails, and Get order never exceeds PLATFORM_MAX_RPS.
 
 const MAX_RPS = 400;
 const N = 2500;
-const env = useTestEnv();
-let platform: FakePlatform;
-let adaptive: AdaptiveLimit;
-let h: Harness;
-let nos: string[];
-
-beforeAll(async () => {
-  platform = await startFakePlatform();
-  platform.setDelay(20);
-  nos = await releasedPayins(env, platform, 'AL', N);
-  adaptive = createAdaptiveLimit({ initial: 16, max: 400, maxRps: MAX_RPS });
-  h = await startHarness(env, platform.url, {
+const it = workerTest
+  .extend('nos', { scope: 'file' }, ({ env, platform }) => {
+    platform.setDelay(20);
+    return releasedPayins(env, platform, 'AL', N);
+  })
+  .extend('adaptive', { scope: 'file' }, ({ nos: _nos }): AdaptiveLimit =>
+    createAdaptiveLimit({ initial: 16, max: 400, maxRps: MAX_RPS }),
+  )
+  .extend('harnessOptions', { scope: 'file' }, ({ adaptive }) => ({
     adaptive,
     platformGuard: {
       maxRps: MAX_RPS,
       failuresToOpen: 20,
       openMs: { initial: 300, max: 600 },
       onSample: adaptive.sample,
-      onStateChange: (s) => adaptive.paused(s === 'open'),
+      onStateChange: (s: string) => adaptive.paused(s === 'open'),
     },
-  });
-});
-afterAll(async () => {
-  await h?.close();
-  await platform?.close();
-});
+  }));
 
-const credited = async () =>
+const credited = async (env: TestEnv) =>
   Number(
     (
       await env.db.db
@@ -49,7 +40,13 @@ const credited = async () =>
   );
 
 describe('the worker adapts its jobs in flight to Get order', () => {
-  it('grows while Get order is fast, cuts when it slows and when it fails, never exceeds PLATFORM_MAX_RPS, and credits each once', async () => {
+  it('grows while Get order is fast, cuts when it slows and when it fails, never exceeds PLATFORM_MAX_RPS, and credits each once', async ({
+    env,
+    platform,
+    h,
+    adaptive,
+    nos,
+  }) => {
     const worker = h.workers[0]!;
     // The process's jobs in flight: the shares of its fetch loops (BullMQ Workers) that fetch add up to the limit (a
     // parked loop fetches nothing: fetch-loops.ts).
@@ -75,7 +72,7 @@ describe('the worker adapts its jobs in flight to Get order', () => {
     // 3. The platform fails every Get order (HTTP 503) for a while: the limit falls to its minimum, and the circuit
     //    opens, so the jobs wait for it instead of burning their attempts.
     platform.setDelay(20);
-    expect(await credited()).toBeLessThan(N - 100); // still work to do: the outage hits jobs in flight
+    expect(await credited(env)).toBeLessThan(N - 100); // still work to do: the outage hits jobs in flight
     platform.setOutage(503);
     await waitFor(() => adaptive.limit <= 8, {
       timeoutMs: 15_000,
@@ -84,7 +81,7 @@ describe('the worker adapts its jobs in flight to Get order', () => {
     platform.setOutage(undefined);
 
     // 4. The platform recovers: every order is credited exactly once, and the rate cap held throughout.
-    await waitFor(async () => (await credited()) === N, {
+    await waitFor(async () => (await credited(env)) === N, {
       timeoutMs: 90_000,
       intervalMs: 500,
       message: 'not every order credited',

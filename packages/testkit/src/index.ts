@@ -112,25 +112,48 @@ export interface TestEnv {
   db: Db;
 }
 
+/** A {@link TestEnv} opened now, with the close that drops what it made. */
+export interface OpenTestEnv extends TestEnv {
+  /** Close the pool, delete the prefix's keys, drop the database. */
+  close(): Promise<void>;
+}
+
+/** Open a test file's isolation now (a fixture's setup): its own database clone, queue prefix and pool. */
+export async function openTestEnv(services: TestServices = testServices()): Promise<OpenTestEnv> {
+  const created = await createTestDatabase();
+  const env: OpenTestEnv = {
+    databaseUrl: created.url,
+    redisUrl: services.redisUrl,
+    prefix: uniquePrefix(),
+    db: createDb(created.url, { max: 5, applicationName: 'mcb-test' }),
+    async close() {
+      await env.db.close();
+      await deletePrefix(env.redisUrl, env.prefix);
+      await created.drop();
+    },
+  };
+  return env;
+}
+
 /**
  * Isolation for one test file: its own database (a clone of the migrated template), its own queue prefix, and a
  * pool on that database; everything is closed and dropped in `afterAll`.
  */
 export function useTestEnv(): TestEnv {
   const env = {} as TestEnv;
-  let drop: (() => Promise<void>) | undefined;
+  let close: (() => Promise<void>) | undefined;
   beforeAll(async () => {
-    const created = await createTestDatabase();
-    drop = created.drop;
-    env.databaseUrl = created.url;
-    env.redisUrl = testServices().redisUrl;
-    env.prefix = uniquePrefix();
-    env.db = createDb(created.url, { max: 5, applicationName: 'mcb-test' });
+    const opened = await openTestEnv();
+    close = opened.close;
+    Object.assign(env, {
+      databaseUrl: opened.databaseUrl,
+      redisUrl: opened.redisUrl,
+      prefix: opened.prefix,
+      db: opened.db,
+    });
   });
   afterAll(async () => {
-    await env.db?.close();
-    if (env.prefix) await deletePrefix(env.redisUrl, env.prefix);
-    await drop?.();
+    await close?.();
   });
   return env;
 }
@@ -145,3 +168,6 @@ export {
   type RespProxy,
   type RespValue,
 } from './resp-proxy.ts';
+export { startTcpProxy, type TcpProxy, type TcpTap } from './tcp-proxy.ts';
+export { startLostCommitReplyProxy, type LostCommitReplyProxy } from './lost-commit-reply-proxy.ts';
+export { writeMerchantsFile, type MerchantEntry } from './merchants-file.ts';

@@ -60,6 +60,11 @@ export interface FakePlatformOptions {
   getOrderPath?: string;
   /** What getPaymentMethods serves (its `data.currencies`). @defaultValue none: the route answers 404 */
   currencies?: readonly { currency: string }[];
+  /**
+   * The one merchant number this platform knows: a Get order asked with another is refused (code 40010, merchant
+   * not found), as a platform refuses a number that is not its account's. @defaultValue any number is answered
+   */
+  merchantNo?: string;
 }
 
 type Send = (status: number, text: string, type?: string) => void;
@@ -67,6 +72,7 @@ type Send = (status: number, text: string, type?: string) => void;
 /** What the double holds: the scripted answers and failures, and what it has received. */
 interface DoubleState {
   path: string;
+  merchantNo: string | undefined;
   currencies: readonly { currency: string }[] | undefined;
   catalog: FakePlatform['catalog'];
   orders: Map<string, FakeOrder>;
@@ -82,10 +88,14 @@ interface DoubleState {
 }
 
 export async function startFakePlatform(options: FakePlatformOptions | string = {}): Promise<FakePlatform> {
-  const { getOrderPath: path = GET_ORDER_PATH, currencies } =
-    typeof options === 'string' ? { getOrderPath: options } : options;
+  const {
+    getOrderPath: path = GET_ORDER_PATH,
+    currencies,
+    merchantNo,
+  } = typeof options === 'string' ? { getOrderPath: options } : options;
   const st: DoubleState = {
     path,
+    merchantNo,
     currencies,
     catalog: { mode: { kind: 'ok' }, requests: [] },
     orders: new Map(),
@@ -173,10 +183,16 @@ function answerCatalog(
 /** Get order: counted, then delayed, held at the barrier, failed by an outage or held, as scripted. */
 function answerGetOrder(st: DoubleState, body: string, send: Send): void {
   let merchantOrderNo = '';
+  let askedAs = '';
   try {
-    merchantOrderNo = String((JSON.parse(body) as { merchantOrderNo?: unknown }).merchantOrderNo ?? '');
+    const asked = JSON.parse(body) as { merchantOrderNo?: unknown; merchantNo?: unknown };
+    merchantOrderNo = String(asked.merchantOrderNo ?? '');
+    askedAs = String(asked.merchantNo ?? '');
   } catch {
     return send(400, '{"code":400,"message":"bad json"}');
+  }
+  if (st.merchantNo !== undefined && askedAs !== st.merchantNo) {
+    return send(200, '{"code":40010,"message":"merchant not found","data":null}');
   }
   st.hits.set(merchantOrderNo, (st.hits.get(merchantOrderNo) ?? 0) + 1);
   st.arrivals.push(performance.now());

@@ -11,7 +11,7 @@ import { Queue } from 'bullmq';
 import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type ConsoleDeps } from '../../../apps/console/src/app.ts';
-import { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } from '../../../apps/worker/src/index.ts';
+import { runWorker, type CallbackWorker, type WorkerRunner } from '../../../apps/worker/src/index.ts';
 
 export const MERCHANT_NO = 'M100200';
 
@@ -35,9 +35,21 @@ export interface OpsStack {
   close(): Promise<void>;
 }
 
+/** The worker's settings a console test changes. */
+export interface OpsWorkerOptions {
+  /** The worker's database handle (one through a proxy). @defaultValue the test's own */
+  db?: Database;
+  /** Jobs in flight (WORKER_CONCURRENCY). @defaultValue 4 */
+  concurrency?: number;
+  /** WORKER_MAX_UNKNOWN_WAITING. @defaultValue the config's */
+  maxUnknownWaiting?: number;
+  backoff?: { baseMs: number; capMs: number };
+  failedRowsCheckMs?: number;
+}
+
 export interface OpsStackOptions {
   /** Run a callback worker too. @defaultValue false */
-  worker?: boolean | Partial<CallbackWorkerDeps>;
+  worker?: boolean | OpsWorkerOptions;
   /** Listen on 127.0.0.1 port 0 (for a browser). @defaultValue false */
   listen?: boolean;
   consoleDeps?: Partial<ConsoleDeps>;
@@ -91,22 +103,43 @@ export async function startOpsStack(env: TestEnv, options: OpsStackOptions = {})
   } else {
     await app.ready();
   }
-  let worker: CallbackWorker | undefined;
+  let runner: WorkerRunner | undefined;
   if (options.worker) {
-    const connection = createRedis(env.redisUrl, 'worker');
-    connections.push(connection);
-    worker = createCallbackWorker({
-      connection,
-      prefix: env.prefix,
-      db: env.db.db,
-      platform: client,
+    // The worker as a worker process builds it (runWorker), on the test's database handle unless the test gives one.
+    const tuned = typeof options.worker === 'object' ? options.worker : {};
+    runner = await runWorker({
+      config: loadConfig(
+        {
+          MERCHANT_NO,
+          PLATFORM_BASE_URL: platform.url,
+          PLATFORM_ALLOW_HTTP: 'true',
+          PLATFORM_TIMEOUT: '2s',
+          PLATFORM_MAX_RPS: '0',
+          REDIS_URL: env.redisUrl,
+          QUEUE_PREFIX: env.prefix,
+          DATABASE_URL: env.databaseUrl,
+          WORKER_CONCURRENCY: String(tuned.concurrency ?? 4),
+          ...(tuned.maxUnknownWaiting === undefined
+            ? {}
+            : { WORKER_MAX_UNKNOWN_WAITING: String(tuned.maxUnknownWaiting) }),
+          WORKER_METRICS_PORT: '0',
+          LOG_LEVEL: 'silent',
+        },
+        'worker',
+      ),
       logger,
-      concurrency: 4,
-      backoff: { baseMs: 10, capMs: 50 },
-      ...(typeof options.worker === 'object' ? options.worker : {}),
+      clients: { database: tuned.db ?? env.db.db },
+      tuning: {
+        callbacks: {
+          backoff: tuned.backoff ?? { baseMs: 10, capMs: 50 },
+          ...(tuned.failedRowsCheckMs === undefined ? {} : { failedRowsCheckMs: tuned.failedRowsCheckMs }),
+        },
+        // As the console's own client does (unguarded): a failure is the job's, never a breaker's.
+        guard: { failuresToOpen: Number.MAX_SAFE_INTEGER },
+      },
     });
-    await worker.waitUntilReady();
   }
+  const worker = runner?.lane().callbacks;
   return {
     app,
     queue,
@@ -120,7 +153,7 @@ export async function startOpsStack(env: TestEnv, options: OpsStackOptions = {})
       return jobId;
     },
     async close() {
-      await worker?.close();
+      await runner?.stop();
       await app.close();
       await queue.close();
       await client.close();

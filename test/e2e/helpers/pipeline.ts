@@ -5,7 +5,7 @@
  */
 import { generateKeyPair, loadKeyRing } from '@mcb/core/callback';
 import { loadConfig } from '@mcb/core/config';
-import { createDb, type Db } from '@mcb/core/db';
+import { createDb } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
@@ -16,7 +16,7 @@ import { Queue } from 'bullmq';
 import { buildApp as buildConsole } from '../../../apps/console/src/app.ts';
 import { buildApp as buildIngest, checkRedisDurability, type IngestApp } from '../../../apps/ingest/src/app.ts';
 import { buildApp as buildSandbox, type Simulator } from '../../../apps/sandbox/src/app.ts';
-import { createCallbackWorker, type CallbackWorker } from '../../../apps/worker/src/index.ts';
+import { runWorker, type CallbackWorker } from '../../../apps/worker/src/index.ts';
 
 export const MERCHANT_NO = 'M100001';
 const CONSOLE_TOKEN = 'e2e-console-token-0123456789';
@@ -141,30 +141,42 @@ export async function startPipeline(env: TestEnv, options: PipelineOptions = {})
       payoutCallbackUrl: `${ingestUrl}/callbacks/payout`,
     });
 
-    // 3. The worker, confirming with the sandbox's Get order, writing to the file's database.
+    // 3. The worker (runWorker, as a worker process builds it), confirming with the sandbox's Get order, writing to
+    //    the file's database.
+    const runner = await runWorker({
+      config: loadConfig(
+        {
+          MERCHANT_NO,
+          PLATFORM_BASE_URL: sandboxUrl,
+          PLATFORM_ALLOW_HTTP: 'true',
+          PLATFORM_TIMEOUT: '5s',
+          DATABASE_URL: options.databaseUrl ?? env.databaseUrl,
+          WORKER_DB_POOL: '6',
+          WORKER_CONCURRENCY: String(options.concurrency ?? 8),
+          WORKER_METRICS_PORT: '0',
+          ...(options.orderGracePeriodMs === undefined
+            ? {}
+            : { ORDER_GRACE_PERIOD: `${options.orderGracePeriodMs}ms` }),
+          ...(options.confirmMaxWaitMs === undefined ? {} : { CONFIRM_MAX_WAIT: `${options.confirmMaxWaitMs}ms` }),
+          ...redisEnvOf(target),
+          QUEUE_PREFIX: prefix,
+          LOG_LEVEL: 'silent',
+        },
+        'worker',
+      ),
+      logger,
+      tuning: { callbacks: { backoff: { baseMs: 20, capMs: 200 } } },
+    });
+    closers.push(() => runner.stop());
+    const worker = runner.lane().callbacks;
+    const workerRedis = runner.redis;
+    // The console's own Get order client (the worker's lanes each have theirs).
     const platform: PlatformClient = createPlatformClient({
       baseUrl: sandboxUrl,
       merchantNo: MERCHANT_NO,
       timeoutMs: 5000,
     });
     closers.push(() => platform.close());
-    const workerDb: Db = createDb(options.databaseUrl ?? env.databaseUrl, { max: 6 });
-    closers.push(() => workerDb.close());
-    const workerRedis = createRedis(target, 'worker', { connectionName: 'e2e-worker' });
-    closers.push(() => workerRedis.quit().catch(() => workerRedis.disconnect()));
-    const worker = createCallbackWorker({
-      connection: workerRedis,
-      prefix,
-      concurrency: options.concurrency ?? 8,
-      db: workerDb.db,
-      platform,
-      logger,
-      backoff: { baseMs: 20, capMs: 200 },
-      orderGracePeriodMs: options.orderGracePeriodMs,
-      confirmMaxWaitMs: options.confirmMaxWaitMs,
-    });
-    closers.push(() => worker.close());
-    await worker.waitUntilReady();
 
     // 4. The console (no listener: requests are injected), as the merchant's shop registers orders.
     const consoleDb = createDb(options.databaseUrl ?? env.databaseUrl, { max: 2 });

@@ -1,6 +1,8 @@
 import { orders } from '@mcb/core/db';
 import type { CallbackJobInput } from '@mcb/core/queue';
-import { payinEvent, platformOrder, uid, type FakePlatform, type TestEnv } from '@mcb/testkit';
+import { payinEvent, platformOrder, uid } from './fixtures.ts';
+import type { TestEnv } from './index.ts';
+import type { FakePlatform } from './platform-double.ts';
 import type { JobsOptions } from 'bullmq';
 
 /**

@@ -8,10 +8,11 @@ import { createLogger, type Logger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
 import { createRedis } from '@mcb/core/redis';
-import { buildApp, type IngestApp } from '../../src/app.ts';
+import { buildApp, type IngestApp } from '@mcb/ingest';
 
-// Own redis-servers and free ports come from the shared test kit; re-exported so ingest tests import one place.
-export { DURABLE_REDIS_ARGS, freePort, startOwnRedis, type OwnRedis } from '@mcb/testkit';
+// Own redis-servers and free ports, re-exported so ingest tests import one place.
+export { freePort } from './free-port.ts';
+export { DURABLE_REDIS_ARGS, startOwnRedis, type OwnRedis } from './own-redis.ts';
 
 export const MERCHANT_NO = 'M100001';
 
@@ -90,3 +91,4 @@ export async function startIngest(opts: {
     throw e;
   }
 }
+export * from './ingest-merchants.ts';

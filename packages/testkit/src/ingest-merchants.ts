@@ -11,14 +11,7 @@ import { loadConfig, type Config } from '@mcb/core/config';
 import { createLogger, type Logger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
 import { createRedis, redisTargetOf, type RedisClient } from '@mcb/core/redis';
-import {
-  buildApp,
-  closeLanes,
-  loadKeyRingsFromConfig,
-  openLanes,
-  type IngestApp,
-  type IngestLane,
-} from '../../src/app.ts';
+import { buildApp, closeLanes, loadKeyRingsFromConfig, openLanes, type IngestApp, type IngestLane } from '@mcb/ingest';
 
 /** One merchant of a test deployment. */
 export interface TestMerchant {

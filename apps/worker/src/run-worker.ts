@@ -154,7 +154,7 @@ async function openShared(options: RunWorkerOptions, releasers: Releasers): Prom
     database = db.db;
   }
   // Before any job is taken: a missing migration stops the worker here, naming it (DB_SCHEMA_OUTDATED).
-  await requireMigratedSchema(poolOf(database), { app: 'worker', logger });
+  await requireMigratedSchema(poolOf(database), { app: 'worker', logger, merchants: config.merchants.length });
   // COMMITs that wait (a synchronous standby gone): alert PostgresCommitsStalled, docs/runbook.md.
   registerCommitWaitGauges(registry, poolOf(database));
   // Alerts (ALERT_WEBHOOK_URL): closed after the workers, so their last messages still go out.

@@ -71,6 +71,8 @@ describe('several merchants on a 3-master Redis Cluster', () => {
         DATABASE_URL: env.databaseUrl,
         QUEUE_PREFIX: prefix,
         WORKER_METRICS_PORT: '0',
+        // A callback naming an order nobody registered goes to review at once (no grace period to wait out).
+        ORDER_GRACE_PERIOD: '0s',
         LOG_LEVEL: 'silent',
       },
       'worker',
@@ -136,5 +138,28 @@ describe('several merchants on a 3-master Redis Cluster', () => {
       // Get order asked this merchant's platform, with its number.
       expect(platforms.get(m.ref)!.hits.get(merchantOrderNo)).toBeGreaterThan(0);
     }
+  });
+
+  it("acknowledges a callback on B's route naming A's order, reviews it in B's name and leaves A's order alone", async () => {
+    const [a, b] = merchants as [TestMerchant, TestMerchant];
+    const merchantOrderNo = `ONLY-A-${uniquePrefix('o')}`;
+    await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: '40.00', merchantNo: a.merchantNo });
+    const orderNo = `P${merchantOrderNo}`;
+    // A genuine callback of B's key and number (the platform knows no such order of B), naming A's order number.
+    const reply = await ingest.app.inject({
+      method: 'POST',
+      url: `/callbacks/m/${b.ref}`,
+      headers: { 'content-type': 'application/json' },
+      payload: callbackFor(b, payinRecord(b, orderNo, { MerchantOrderNo: merchantOrderNo, FiatCurrency: 40 })),
+    });
+    expect([reply.statusCode, reply.body]).toEqual([200, 'success']);
+    await waitFor(async () => (await orderState(env.db.db, merchantOrderNo)).reviews.length === 1, {
+      message: "no review in B's name",
+    });
+    const { order, reviews, ledger, receipts } = await orderState(env.db.db, merchantOrderNo);
+    expect(reviews).toEqual([expect.objectContaining({ merchantNo: b.merchantNo, status: 'open' })]);
+    expect([order.merchantNo, order.status, ledger, receipts]).toEqual([a.merchantNo, 'pending', [], []]);
+    // A's platform was never asked about it: B's lane asks B's platform only.
+    expect(platforms.get(a.ref)!.hits.get(merchantOrderNo)).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
-import { createCatalogCache, type CatalogCache } from '@mcb/core/catalog';
+import { catalogScopeOf, createCatalogCache, type CatalogCache } from '@mcb/core/catalog';
 import type { Config } from '@mcb/core/config';
 import type { Db } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
@@ -33,7 +33,13 @@ import {
 import { trustedProxies } from './operators/trusted-proxies.ts';
 import { callbacksPageRows } from './callbacks/pages.ts';
 import { callbacksRows } from './callbacks/api.ts';
-import { consoleMerchantNo, type RouteDeps } from './web/route-deps.ts';
+import {
+  consoleMerchantNo,
+  consoleMerchants,
+  type ConsoleMerchant,
+  type ConsoleMerchants,
+  type RouteDeps,
+} from './web/route-deps.ts';
 import { eventsRows } from './events/api.ts';
 import { ordersRows } from './orders/api.ts';
 import { paymentMethodsRows } from './catalog/api.ts';
@@ -67,7 +73,13 @@ export interface ConsoleDeps {
    */
   operators?: readonly OperatorEntry[];
   db: Db;
+  /** The platform client of the console's home merchant (the legacy one, else the first): the only one's, usually. */
   platform: PlatformClient;
+  /**
+   * Each merchant's platform client by ref (main.ts builds one per merchant); a merchant missing here uses `platform`,
+   * which only the home merchant may. @defaultValue `platform` for the one merchant
+   */
+  platforms?: ReadonlyMap<string, PlatformClient>;
   logger: Logger;
   /** The catalog cache; built from db, platform and logger when omitted (tests pass one with their own clock). */
   catalog?: CatalogCache;
@@ -137,12 +149,14 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     transform: jsonSchemaTransform,
   });
 
+  const merchants = consoleMerchantsOf(deps);
   const routeDeps: RouteDeps = {
     db: deps.db,
-    catalog: deps.catalog ?? createCatalogCache({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
+    catalog: merchants.byNo(consoleMerchantNo(config.merchants))!.catalog,
     logger: deps.logger,
     ...(deps.queue ? { queue: deps.queue } : {}),
     merchantNo: consoleMerchantNo(config.merchants),
+    merchants,
   };
   // The areas' route tables, registered in one loop; the role check is one hook over them (web/route-table.ts).
   registerRoutes(app, apiRows(deps, routeDeps));
@@ -165,7 +179,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   // the same loop and checked by the same role hook as the API's (web/page-route.ts).
   await app.register(async (pages) => {
     acceptForms(pages);
-    registerRoutes(pages, pageRows(deps, replayDeps), 'page');
+    registerRoutes(pages, pageRows(deps, replayDeps, merchants), 'page');
   });
   if (deps.queue)
     await app.register(dashboardPlugin, {
@@ -255,29 +269,54 @@ function identityOf({ config, db, sessionTtlMs }: ConsoleDeps) {
   };
 }
 
+/**
+ * The merchants this console serves (issue 50): each with its platform client (`platforms`, or `platform` for the home
+ * merchant) and its own catalog cache (`catalog` for the home merchant when a test passes one).
+ */
+function consoleMerchantsOf(deps: ConsoleDeps): ConsoleMerchants {
+  const homeNo = consoleMerchantNo(deps.config.merchants);
+  const all = deps.config.merchants.map((merchant): ConsoleMerchant => {
+    const home = merchant.merchantNo === homeNo;
+    const platform = deps.platforms?.get(merchant.ref) ?? (home ? deps.platform : undefined);
+    if (!platform)
+      throw new AppError(ErrorCodes.CONFIG_INVALID, `merchant ${merchant.ref}: no platform client was built for it`);
+    const catalog =
+      (home ? deps.catalog : undefined) ??
+      createCatalogCache({ db: deps.db.db, platform, logger: deps.logger, merchantScope: catalogScopeOf(merchant) });
+    return { merchant, platform, catalog };
+  });
+  return consoleMerchants(all);
+}
+
 /** Every area's API rows but the replays' (registered with the replay driver, which needs the queue). */
 function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): RouteRow[] {
+  const { merchants } = routeDeps;
   return [
     ...whoamiRows(),
     ...auditRows({ db: deps.db.db }),
     ...ordersRows(routeDeps),
     ...payoutsRows(routeDeps),
     ...paymentMethodsRows(routeDeps),
-    ...(deps.redis ? reconcileRows(reconcileActionDeps({ ...deps, redis: deps.redis })) : []),
+    ...(deps.redis ? reconcileRows(reconcileActionDeps({ ...deps, merchants, redis: deps.redis })) : []),
     ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
     ...callbacksRows({ db: deps.db.db, queue: deps.queue }),
-    ...reviewsRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
+    ...reviewsRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
   ];
 }
 
 /** Every area's page rows (the replay wizard's only with the queue, as its API). */
-function pageRows(deps: ConsoleDeps & { config: Config }, replayDeps: ReplayDeps | undefined): RouteRow[] {
+function pageRows(
+  deps: ConsoleDeps & { config: Config },
+  replayDeps: ReplayDeps | undefined,
+  merchants: ConsoleMerchants,
+): RouteRow[] {
   const redis = deps.redis;
   return [
     ...searchPageRows({
       db: deps.db,
       queue: deps.queue,
       merchantNo: consoleMerchantNo(deps.config.merchants),
+      merchants,
       platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
     }),
     ...callbacksPageRows({
@@ -291,8 +330,9 @@ function pageRows(deps: ConsoleDeps & { config: Config }, replayDeps: ReplayDeps
       queue: deps.queue,
       logger: deps.logger,
       merchantNo: consoleMerchantNo(deps.config.merchants),
+      merchants,
     }),
-    ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, logger: deps.logger }),
+    ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
     ...auditPageRows({ db: deps.db.db }),
     ...(replayDeps ? replaysPageRows(replayDeps) : []),
   ];

@@ -132,6 +132,9 @@ function sendAppError(error: AppError, req: FastifyRequest, reply: FastifyReply)
   if (Array.isArray(errors)) body.errors = errors;
   // A role refusal names the role that may (the UI and the CLI say it).
   if (typeof error.details?.requiredRole === 'string') body.requiredRole = error.details.requiredRole;
+  // Which merchants: the refs holding an ambiguous order number (MERCHANT_REQUIRED), or those a `merchant` may name.
+  const merchants = error.details?.merchants;
+  if (Array.isArray(merchants)) body.merchants = merchants;
   // A stale replay plan: the dry run as it stands now, to start from (PLAN_STALE).
   if (error.code === ErrorCodes.PLAN_STALE && error.details?.plan) body.plan = error.details.plan;
   // The platform's own answer, when there was one (a PlatformCodeError, or an error that gives it a meaning).

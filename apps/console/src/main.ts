@@ -1,15 +1,15 @@
-import { configWarnings, loadConfig } from '@mcb/core/config';
+import { configWarnings, legacyMerchant, loadConfig } from '@mcb/core/config';
 import { createDb, requireMigratedSchema } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
-import { createFleet, createPlatformClientFromConfig, guardPlatform } from '@mcb/core/platform';
-import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE, merchantKeys } from '@mcb/core/queue';
+import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
 import { createRedis, createRedisHealth, redisTargetOf } from '@mcb/core/redis';
 import { startTracing } from '@mcb/core/tracing';
 import { Queue } from 'bullmq';
 import { buildApp } from './app.ts';
+import { createConsolePlatforms } from './platforms.ts';
 
 // Only wiring. Each resource registers its release as it is created; shutdown runs them in reverse order.
 const logger = createLogger({ name: 'console', format: logFormatOf(process.env) });
@@ -47,24 +47,17 @@ try {
   const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
   for (const q of [queue, maintenance]) redisHealth.listen(q, `${q.name} queue`);
   releasers.add('queues', () => Promise.all([queue.close(), maintenance.close()]));
-  // Re-verify, the dry run and "sweep now" ask Get order out of the fleet's budget (PLATFORM_MAX_RPS), beside the
-  // workers.
-  const fleet = createFleet({
-    redis,
-    keys: merchantKeys(config.QUEUE_PREFIX).fleet,
-    maxRps: config.PLATFORM_MAX_RPS,
-    registry,
-    logger,
-  });
-  releasers.add('fleet budget', () => fleet.close());
-  const platform = guardPlatform(createPlatformClientFromConfig(config), { fleet, maxWaitMs: 5000 });
-  releasers.add('platform', () => platform.close());
+  // Re-verify, the dry run, "sweep now" and the catalog: each merchant's own platform client, asking Get order out of
+  // its fleet-wide budget (getOrderRps ?? PLATFORM_MAX_RPS), beside the workers (platforms.ts).
+  const { platforms, metrics } = createConsolePlatforms({ config, redis, registry, logger, releasers });
+  const home = legacyMerchant(config.merchants) ?? config.merchants[0]!;
 
   registerQueueDepthGauge(registry, [queue, maintenance]);
   const app = await buildApp({
     config,
     db,
-    platform,
+    platform: platforms.get(home.ref)!,
+    platforms,
     logger,
     registry,
     queue,
@@ -79,7 +72,7 @@ try {
   await app.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT });
 
   const metricsServer = await startMetricsServer({
-    source: registry,
+    source: config.merchants.length > 1 ? metrics : registry,
     port: config.CONSOLE_METRICS_PORT,
     host: config.CONSOLE_METRICS_HOST,
     logger,

@@ -1,3 +1,4 @@
+import { catalogScopeOf } from '@mcb/core/catalog';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { DEFAULT_MERCHANT_REF, type Config, type Merchant } from '@mcb/core/config';
 import type { Database } from '@mcb/core/db';
@@ -253,6 +254,7 @@ function maintenanceWorker(deps: LanesDeps, link: LaneLink): Promise<Maintenance
     reconcileMetrics: createReconcileMetrics(link.registry),
     reconcileEveryMs: config.RECONCILE_INTERVAL,
     catalogRefreshEveryMs: config.CATALOG_REFRESH_INTERVAL,
+    catalogScope: catalogScopeOf(link.merchant),
   });
 }
 

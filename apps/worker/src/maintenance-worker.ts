@@ -28,6 +28,8 @@ export interface MaintenanceWorkerDeps extends SweepDeps {
   merchant?: Pick<Merchant, 'ref'>;
   /** Interval of the reconciliation sweep (RECONCILE_INTERVAL), in ms. @defaultValue 300000 */
   reconcileEveryMs?: number;
+  /** Whose catalog snapshots the refresh writes (`catalogScopeOf` the lane's merchant). @defaultValue '' (legacy) */
+  catalogScope?: string;
   /** Interval of the catalog refresh (CATALOG_REFRESH_INTERVAL), in ms. @defaultValue 900000 */
   catalogRefreshEveryMs?: number;
   /** This instance's name, recorded on each job as `processedBy`. */
@@ -108,7 +110,10 @@ function maintenanceProcessor(deps: MaintenanceWorkerDeps, closing: AbortSignal)
 async function refresh(deps: MaintenanceWorkerDeps, stop: AbortSignal): Promise<MaintenanceResult> {
   const { logger } = deps;
   try {
-    const fresh = await refreshCatalog({ db: deps.db, platform: deps.platform, logger }, { signal: stop });
+    const fresh = await refreshCatalog(
+      { db: deps.db, platform: deps.platform, logger, merchantScope: deps.catalogScope },
+      { signal: stop },
+    );
     logger.info({ currencies: fresh.currencies }, 'catalog refreshed');
     return { fetchedAt: fresh.fetchedAt.toISOString(), currencies: fresh.currencies };
   } catch (e) {

@@ -107,6 +107,7 @@ const CATALOGUE = {
   AUTH_RATE_LIMITED: client(429),
   NOT_FOUND: client(404),
   ORDER_CONFLICT: client(409),
+  MERCHANT_REQUIRED: client(409),
   REQUEST_INVALID: client(400),
   REVIEW_NOT_OPEN: client(409),
   REPLAY_NOT_RUNNING: client(409),

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
 import { refreshCatalog } from './actions.ts';
 import { catalogResponseSchema } from './schemas.ts';
-import { currencySchema } from '../orders/schemas.ts';
+import { currencySchema, merchantRefSchema } from '../orders/schemas.ts';
 import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 import type { RouteDeps } from '../web/route-deps.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
@@ -21,7 +21,7 @@ export function sendCatalog(reply: FastifyReply, view: CatalogView) {
   };
 }
 
-const querystring = z.strictObject({ currency: currencySchema.optional() });
+const querystring = z.strictObject({ currency: currencySchema.optional(), merchant: merchantRefSchema.optional() });
 const responses = {
   200: catalogResponseSchema,
   400: errorBodySchema,
@@ -36,9 +36,14 @@ const responses = {
   504: errorBodySchema,
 };
 
+/** The audit target of a refresh: `catalog`, or `catalog:{ref}` when the console serves several merchants. */
+const catalogTarget = (ref: unknown, several: boolean) =>
+  several && typeof ref === 'string' && ref ? `catalog:${ref.slice(0, 64)}` : 'catalog';
+
 /** The payment-method catalog, from the cache (served stale with its age when the platform is down). */
-export function paymentMethodsRows({ catalog, db, logger }: RouteDeps): RouteRow[] {
-  const deps = { db: db.db, logger, catalog };
+export function paymentMethodsRows({ merchants, db, logger }: RouteDeps): RouteRow[] {
+  /** The catalog of the merchant `?merchant=` names (or the only one's): each merchant's is its own. */
+  const catalogOf = (ref: string | undefined) => merchants.of(ref).catalog;
   return [
     route({
       method: 'GET',
@@ -48,19 +53,21 @@ export function paymentMethodsRows({ catalog, db, logger }: RouteDeps): RouteRow
         summary: 'The payment-method catalog',
         description:
           'As the platform returned it, narrowed to `currency` when given. When the platform is down the ' +
-          'last good copy is served with `stale: true` and its age.',
+          'last good copy is served with `stale: true` and its age. `?merchant=` (a ref) names whose catalog: ' +
+          'required when the console serves two or more merchants.',
         tags: ['catalog'],
         querystring,
         response: responses,
       },
-      handler: async (req, reply) => sendCatalog(reply, await catalog.get({ currency: req.query.currency })),
+      handler: async (req, reply) =>
+        sendCatalog(reply, await catalogOf(req.query.merchant).get({ currency: req.query.currency })),
     }),
 
     route({
       method: 'POST',
       url: '/api/payment-methods/refresh',
       action: 'catalog.refresh',
-      target: () => 'catalog',
+      target: (req) => catalogTarget((req.query as { merchant?: unknown }).merchant, merchants.several),
       schema: {
         summary: 'Fetch the catalog from the platform now',
         description:
@@ -72,9 +79,11 @@ export function paymentMethodsRows({ catalog, db, logger }: RouteDeps): RouteRow
         response: { ...responses, 403: errorBodySchema.describe('FORBIDDEN: a viewer') },
       },
       handler: async (req, reply) => {
-        const view = await refreshCatalog(deps, actorOf(req), {
+        const catalog = catalogOf(req.query.merchant);
+        const view = await refreshCatalog({ db: db.db, logger, catalog }, actorOf(req), {
           currency: req.query.currency,
           reason: req.body?.reason,
+          target: catalogTarget(req.query.merchant, merchants.several),
         });
         return sendCatalog(reply, view);
       },

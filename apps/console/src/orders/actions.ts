@@ -34,6 +34,8 @@ export function orderConflict(merchantOrderNo: string): AppError {
 export interface RegistrationDeps extends ActionDeps {
   /** The merchant number the order is registered for (written on the row; the key is per merchant). */
   merchantNo: string;
+  /** The merchant's ref, recorded in the audit details when the console serves several merchants. @defaultValue none */
+  namedMerchant?: string;
 }
 
 /** What a registration did: a new order (201) or the same registration again (200); the order, or its view. */
@@ -81,12 +83,13 @@ export async function commitRegistration(
   } satisfies NewOrder;
   return commitAction<Registered>(deps, auth, async (tx: Database) => {
     const created = await insertOrderIfAbsent(tx, order);
-    if (created)
-      return { result: { created: true, order: created }, outcome: 'created', details: { kind: order.kind } };
+    // With several merchants the audit row says whose order it is (its number; the ref is in the route's answer).
+    const details = { kind: order.kind, ...(deps.namedMerchant ? { merchant: deps.namedMerchant } : {}) };
+    if (created) return { result: { created: true, order: created }, outcome: 'created', details };
     // Registered before, or a concurrent registration of the same number won: the same body is the same order.
     const existing = await findOrder(tx, order);
     if (!existing || existing.requestHash !== order.requestHash) throw orderConflict(order.merchantOrderNo);
-    return { result: { created: false, order: existing }, outcome: 'existing', details: { kind: order.kind } };
+    return { result: { created: false, order: existing }, outcome: 'existing', details };
   });
 }
 
@@ -100,7 +103,7 @@ export async function registerPayin(
   actor: Actor,
   body: PayinBody,
 ): Promise<Registered<OrderView>> {
-  const { reason, ...payin } = body;
+  const { reason, merchant: _named, ...payin } = body;
   const auth = await authorizeRegistration(deps, actor, payin.merchantOrderNo, reason);
   const { created, order } = await commitRegistration(deps, auth, { kind: 'payin', ...payin });
   return { created, order: await orderView(deps.db, order) };

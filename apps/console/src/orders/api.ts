@@ -1,10 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { orderTarget, registerPayin, replayJob } from './actions.ts';
-import { orderDetail, orderDetailSchema } from './queries.ts';
+import { merchantRequired, orderDetail, orderDetailSchema, orderMerchantOf, withMerchant } from './queries.ts';
 import { actorOf } from '../operators/operator.ts';
 import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
-import { merchantOrderNoSchema, orderViewSchema, payinBodySchema } from './schemas.ts';
+import { merchantOrderNoSchema, merchantRefSchema, orderViewSchema, payinBodySchema } from './schemas.ts';
 import type { RouteDeps } from '../web/route-deps.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
 
@@ -21,9 +21,20 @@ export const targetOfBody = (req: FastifyRequest): string =>
 export const jobTarget = (queueName: string, req: FastifyRequest): string =>
   `job:${queueName}/${String((req.params as { jobId?: unknown } | undefined)?.jobId ?? '')}`;
 
+/** The registration's dependencies for the merchant a body names (or the only one). */
+function registrationOf({ db, logger, merchants }: Pick<RouteDeps, 'db' | 'logger' | 'merchants'>) {
+  return (ref: string | undefined) => {
+    const merchant = merchants.of(ref);
+    const named = merchants.several ? { namedMerchant: merchant.merchant.ref } : {};
+    return { merchant, deps: { db: db.db, logger, merchantNo: merchant.merchant.merchantNo, ...named } };
+  };
+}
+
+const orderQuery = z.object({ merchant: merchantRefSchema.optional() });
+
 /** Pay-in registration and the order view. */
-export function ordersRows({ db, queue, logger, merchantNo }: RouteDeps): RouteRow[] {
-  const deps = { db: db.db, logger, merchantNo };
+export function ordersRows({ db, queue, logger, merchants }: RouteDeps): RouteRow[] {
+  const deps = registrationOf({ db, logger, merchants });
   return [
     route({
       method: 'POST',
@@ -35,7 +46,8 @@ export function ordersRows({ db, queue, logger, merchantNo }: RouteDeps): RouteR
         description:
           'Idempotent: the same body again answers 200 with the order; a different body for the same ' +
           'number answers 409. Needs the role operator and a `reason` (not part of what makes two ' +
-          'registrations the same), or the role service (no reason).',
+          'registrations the same), or the role service (no reason). `merchant` (a ref) names whose order it ' +
+          'is: required when the console serves two or more merchants (400 naming it otherwise).',
         tags: ['orders'],
         body: payinBodySchema,
         response: {
@@ -47,8 +59,9 @@ export function ordersRows({ db, queue, logger, merchantNo }: RouteDeps): RouteR
         },
       },
       handler: async (req, reply) => {
-        const { created, order } = await registerPayin(deps, actorOf(req), req.body);
-        return reply.code(created ? 201 : 200).send(order);
+        const { merchant, deps: registration } = deps(req.body.merchant);
+        const { created, order } = await registerPayin(registration, actorOf(req), req.body);
+        return reply.code(created ? 201 : 200).send(withMerchant(order, merchants, merchant));
       },
     }),
 
@@ -58,11 +71,22 @@ export function ordersRows({ db, queue, logger, merchantNo }: RouteDeps): RouteR
       action: 'read',
       schema: {
         summary: 'An order with its ledger, open review and callback timeline',
+        description:
+          '`?merchant=` (a ref) names whose order; with two or more merchants and none named, the one merchant ' +
+          'holding the number, or 409 MERCHANT_REQUIRED (`details.merchants`: the refs holding it).',
         tags: ['orders'],
         params: z.object({ merchantOrderNo: merchantOrderNoSchema }),
-        response: { 200: orderDetailSchema, 404: errorBodySchema },
+        response: { 200: orderDetailSchema, 400: errorBodySchema, 404: errorBodySchema, 409: errorBodySchema },
       },
-      handler: async (req) => orderDetail(db.db, queue, { merchantNo, merchantOrderNo: req.params.merchantOrderNo }),
+      handler: async (req) => {
+        const { merchantOrderNo } = req.params;
+        // `?merchant=` is read here rather than declared (the path parameter stays the operation's first).
+        const { merchant } = orderQuery.parse(req.query);
+        const found = await orderMerchantOf(db.db, merchants, merchantOrderNo, merchant);
+        if ('candidates' in found) throw merchantRequired(merchantOrderNo, found.candidates);
+        const key = { merchantNo: found.merchant.merchant.merchantNo, merchantOrderNo };
+        return withMerchant(await orderDetail(db.db, queue, key), merchants, found.merchant);
+      },
     }),
 
     // "Replay this job" (actions.ts has the rules): only where the console has the queue.

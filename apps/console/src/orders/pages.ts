@@ -11,35 +11,58 @@ import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
 import { replayJob } from './actions.ts';
 import { jobParams, jobTarget } from './api.ts';
-import { orderDetail } from './queries.ts';
-import { orderPage } from './views.ts';
+import { orderDetail, orderMerchantOf } from './queries.ts';
+import { orderCandidatesPage, orderPage } from './views.ts';
+import type { ConsoleMerchants } from '../web/route-deps.ts';
 
 /** What the order pages need; without the queue the timeline shows the database's story and replays fail. */
 export interface OrdersPagesDeps {
   db: Db;
   queue?: Queue;
   logger: Logger;
-  /** The merchant whose orders it shows (RouteDeps.merchantNo). */
+  /** The merchant a console served before merchants were named (RouteDeps.merchantNo). */
   merchantNo: string;
+  /** The merchants it serves: `?merchant=` picks one; a number two of them hold lists them. */
+  merchants: ConsoleMerchants;
 }
 
 /** `/orders/{merchantOrderNo}`: the same query as `GET /api/orders/{no}`, as a page; and its "Replay this job". */
-export function ordersPageRows({ db, queue, logger, merchantNo }: OrdersPagesDeps): RouteRow[] {
+export function ordersPageRows({ db, queue, logger, merchants }: OrdersPagesDeps): RouteRow[] {
   return [
     pageRoute({
       url: '/orders/:merchantOrderNo',
       action: 'read',
       handler: async (req, reply) => {
         const { merchantOrderNo } = z.object({ merchantOrderNo: merchantOrderNoSchema }).parse(req.params);
+        const ref = (req.query as { merchant?: unknown }).merchant;
+        const found = await orderMerchantOf(
+          db.db,
+          merchants,
+          merchantOrderNo,
+          typeof ref === 'string' && ref !== '' ? ref : undefined,
+        );
+        // Two merchants hold the number and none was named: the page lists them, each a link to its order.
+        if ('candidates' in found)
+          return sendPage(
+            req,
+            reply,
+            { title: `Order ${merchantOrderNo}`, area: 'search' },
+            orderCandidatesPage(
+              merchantOrderNo,
+              found.candidates.map((c) => c.merchant.ref),
+            ),
+          );
+        const merchantNo = found.merchant.merchant.merchantNo;
         const [detail, reviews] = await Promise.all([
           orderDetail(db.db, queue, { merchantNo, merchantOrderNo }),
           listReviews(db.db, { status: 'open', merchantOrderNo, limit: 20 }, req.operator!.role),
         ]);
+        const shown = merchants.several ? { ...detail, merchant: found.merchant.merchant.ref } : detail;
         return sendPage(
           req,
           reply,
           { title: `Order ${merchantOrderNo}`, area: 'search', flash: flashOf(req.query) },
-          orderPage(detail, reviews.reviews, req.operator!, req.url.split('?')[0]!),
+          orderPage(shown, reviews.reviews, req.operator!, req.url.split('?')[0]!),
         );
       },
     }),

@@ -4,7 +4,8 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import { orderViewSchema } from './schemas.ts';
-import { orderView } from './repo.ts';
+import { merchantsHolding, orderView } from './repo.ts';
+import type { ConsoleMerchant, ConsoleMerchants } from '../web/route-deps.ts';
 import { queueAgainstLists, waitingCounts } from '../callbacks/counts.ts';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf, type TimelineEntry } from './timeline.ts';
 
@@ -65,4 +66,46 @@ async function callbacksKnownOf(
   const against = await queueAgainstLists(queue, await waitingCounts(db));
   if (against.agree) return 'all';
   return 'unreadable' in against ? 'queue-unreadable' : 'lists-behind-queue';
+}
+
+/**
+ * Whose order `merchantOrderNo` is, for a read: the merchant `ref` names (400 when unknown); with one merchant, it;
+ * with several and none named, the one merchant holding that number, or `candidates` when two or more hold it (the API
+ * answers 409 MERCHANT_REQUIRED, the page lists them). None holding it: 404.
+ */
+export async function orderMerchantOf(
+  db: Database,
+  merchants: ConsoleMerchants,
+  merchantOrderNo: string,
+  ref: string | undefined,
+): Promise<{ merchant: ConsoleMerchant } | { candidates: ConsoleMerchant[] }> {
+  if (ref !== undefined || !merchants.several) return { merchant: merchants.of(ref) };
+  const holding = await merchantsHolding(
+    db,
+    merchantOrderNo,
+    merchants.all.map((m) => m.merchant.merchantNo),
+  );
+  const candidates = holding.map((no) => merchants.byNo(no)!);
+  if (candidates.length === 0)
+    throw new AppError(ErrorCodes.NOT_FOUND, `no order ${merchantOrderNo}`, { details: { merchantOrderNo } });
+  return candidates.length === 1 ? { merchant: candidates[0]! } : { candidates };
+}
+
+/** The 409 of a read that names no merchant when several hold the number; `details.merchants` lists their refs. */
+export function merchantRequired(merchantOrderNo: string, candidates: readonly ConsoleMerchant[]): AppError {
+  const refs = candidates.map((c) => c.merchant.ref);
+  return new AppError(
+    ErrorCodes.MERCHANT_REQUIRED,
+    `order ${merchantOrderNo} exists for ${refs.length} merchants (${refs.join(', ')}): name one with ?merchant=`,
+    { details: { merchantOrderNo, merchants: refs } },
+  );
+}
+
+/** A view with its merchant's ref when the console serves several merchants (one merchant: the shape as before). */
+export function withMerchant<V extends object>(
+  view: V,
+  merchants: ConsoleMerchants,
+  merchant: ConsoleMerchant,
+): V & { merchant?: string } {
+  return merchants.several ? { merchant: merchant.merchant.ref, ...view } : view;
 }

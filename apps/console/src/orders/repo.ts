@@ -1,4 +1,4 @@
-import { and, asc, desc, eq } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray } from 'drizzle-orm';
 import { ledgerEntries, orders, reviews, type Database, type NewOrder, type Order } from '@mcb/core/db';
 import { normalizeDecimal } from '@mcb/core/money';
 import type { OrderView } from './schemas.ts';
@@ -31,12 +31,14 @@ async function ledgerOf(db: Database, orderId: number) {
     .orderBy(asc(ledgerEntries.id));
 }
 
-/** The newest open review of a callback for this order number (a resolved or dismissed one is history). */
-async function openReviewOf(db: Database, merchantOrderNo: string) {
+/** The newest open review of a callback for this merchant's order number (a resolved or dismissed one is history). */
+async function openReviewOf(db: Database, merchantNo: string, merchantOrderNo: string) {
   const [row] = await db
     .select({ reason: reviews.reason, at: reviews.createdAt })
     .from(reviews)
-    .where(and(eq(reviews.merchantOrderNo, merchantOrderNo), eq(reviews.status, 'open')))
+    .where(
+      and(eq(reviews.merchantNo, merchantNo), eq(reviews.merchantOrderNo, merchantOrderNo), eq(reviews.status, 'open')),
+    )
     .orderBy(desc(reviews.id))
     .limit(1);
   return row;
@@ -44,7 +46,10 @@ async function openReviewOf(db: Database, merchantOrderNo: string) {
 
 /** The order as GET /api/orders/{merchantOrderNo} shows it: with its ledger and its open review. */
 export async function orderView(db: Database, order: Order): Promise<OrderView> {
-  const [ledger, review] = await Promise.all([ledgerOf(db, order.id), openReviewOf(db, order.merchantOrderNo)]);
+  const [ledger, review] = await Promise.all([
+    ledgerOf(db, order.id),
+    openReviewOf(db, order.merchantNo, order.merchantOrderNo),
+  ]);
   return {
     merchantOrderNo: order.merchantOrderNo,
     kind: order.kind,
@@ -61,4 +66,18 @@ export async function orderView(db: Database, order: Order): Promise<OrderView> 
     })),
     review: review ? { reason: review.reason, at: review.at.toISOString() } : null,
   };
+}
+
+/** The merchant numbers, among `merchantNos`, that hold an order `merchantOrderNo` (two merchants may use one number). */
+export async function merchantsHolding(
+  db: Database,
+  merchantOrderNo: string,
+  merchantNos: readonly string[],
+): Promise<string[]> {
+  const rows = await db
+    .select({ merchantNo: orders.merchantNo })
+    .from(orders)
+    .where(and(eq(orders.merchantOrderNo, merchantOrderNo), inArray(orders.merchantNo, [...merchantNos])))
+    .orderBy(asc(orders.id));
+  return rows.map((r) => r.merchantNo);
 }

@@ -27,8 +27,15 @@ export const amountSchema = z
 
 export const customerIdSchema = z.string().min(1).max(128).describe("The merchant's customer identifier");
 
+/** A merchant's ref (MERCHANTS_FILE) in a body or a query; the console says whether it is one it serves. */
+export const merchantRefSchema = z
+  .string()
+  .max(64, 'expected a merchant ref (at most 32 of a-z, 0-9 and -)')
+  .describe("The merchant's ref (MERCHANTS_FILE); required when the console serves two or more merchants");
+
 export const payinBodySchema = z.strictObject({
   reason: reasonSchema.optional(),
+  merchant: merchantRefSchema.optional(),
   merchantOrderNo: merchantOrderNoSchema,
   currency: currencySchema,
   amount: amountSchema,
@@ -45,6 +52,7 @@ export const ledgerEntrySchema = z.object({
 });
 
 export const orderViewSchema = z.object({
+  merchant: z.string().optional().describe("The merchant's ref: present when the console serves two or more merchants"),
   merchantOrderNo: z.string(),
   kind: z.enum(['payin', 'payout']),
   status: z.enum(['pending', 'credited', 'succeeded', 'refused']),

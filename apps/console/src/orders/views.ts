@@ -150,7 +150,7 @@ export function orderPage(o: OrderDetail, openReviews: readonly ReviewView[], vi
   return html`<h1>Order <span class="mono">${o.merchantOrderNo}</span> ${status(o.status)}</h1>
 <p class="customer-line" id="customer-line"><strong>For the customer:</strong> ${customerLine(o)}</p>
 <dl class="facts">
-<dt>Kind</dt><dd>${o.kind}</dd>
+${o.merchant ? html`<dt>Merchant</dt><dd class="mono">${o.merchant}</dd>` : ''}<dt>Kind</dt><dd>${o.kind}</dd>
 <dt>Amount</dt><dd class="mono">${amountText(o.amount)} ${o.currency}</dd>
 <dt>Platform order</dt><dd class="mono">${platformOrderOf(o)}</dd>
 <dt>Customer</dt><dd class="mono">${o.customerId ?? '—'}</dd>
@@ -175,4 +175,14 @@ ${timelineTable(o.timeline)}
 <p><a href="/reviews?status=resolved&amp;merchantOrderNo=${encodeURIComponent(o.merchantOrderNo)}">Closed reviews of \
 this order</a> · <a href="/audit?target=${encodeURIComponent(`order:${o.merchantOrderNo}`)}">Audit of this order</a>\
 </p>`;
+}
+
+/** A number several merchants hold, opened without naming one: each merchant's order, a link to it. */
+export function orderCandidatesPage(merchantOrderNo: string, refs: readonly string[]): Html {
+  return html`<h1>Order <span class="mono">${merchantOrderNo}</span></h1>
+<p role="status">${refs.length} merchants hold this order number. Which one?</p>
+<ul>${refs.map(
+    (ref) =>
+      html`<li><a href="/orders/${encodeURIComponent(merchantOrderNo)}?merchant=${encodeURIComponent(ref)}">${merchantOrderNo}</a> of merchant <span class="mono">${ref}</span></li>`,
+  )}</ul>`;
 }

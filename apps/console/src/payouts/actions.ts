@@ -28,7 +28,7 @@ export async function registerPayout(
   actor: Actor,
   body: PayoutBody,
 ): Promise<Registered<PayoutOrderView>> {
-  const { reason, ...payout } = body;
+  const { reason, merchant: _named, ...payout } = body;
   const auth = await authorizeRegistration(deps, actor, payout.merchantOrderNo, reason);
   // A retry of a registered payout must not depend on the catalog still being reachable or unchanged.
   let apiParams: Record<string, string> | undefined;

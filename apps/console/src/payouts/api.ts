@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { targetOfBody } from '../orders/api.ts';
+import { withMerchant } from '../orders/queries.ts';
 import { actorOf } from '../operators/operator.ts';
 import { errorBodySchema } from '../web/api-schemas.ts';
 import type { RouteDeps } from '../web/route-deps.ts';
@@ -33,8 +34,7 @@ const errorResponses = {
 };
 
 /** Payout registration (validated against the catalog) and validation alone. */
-export function payoutsRows({ db, catalog, logger, merchantNo }: RouteDeps): RouteRow[] {
-  const deps = { db: db.db, logger, merchantNo };
+export function payoutsRows({ db, logger, merchants }: RouteDeps): RouteRow[] {
   return [
     route({
       method: 'POST',
@@ -46,7 +46,9 @@ export function payoutsRows({ db, catalog, logger, merchantNo }: RouteDeps): Rou
         description:
           'Idempotent like pay-ins. On success the order carries `apiParams`, the create-payout parameters ' +
           'keyed by apiParam. A repeat of a registered body answers 200 without consulting the catalog. ' +
-          'Needs the role operator and a `reason`, or the role service (no reason).',
+          'Needs the role operator and a `reason`, or the role service (no reason). `merchant` (a ref) names ' +
+          'whose order it is and whose catalog it is checked against: required when the console serves two or ' +
+          'more merchants.',
         tags: ['orders'],
         body: payoutBodySchema,
         response: {
@@ -58,9 +60,16 @@ export function payoutsRows({ db, catalog, logger, merchantNo }: RouteDeps): Rou
         },
       },
       handler: async (req, reply) => {
-        const payoutDeps = { ...deps, catalog: withAgeHeaders(catalog, reply) };
+        const merchant = merchants.of(req.body.merchant);
+        const payoutDeps = {
+          db: db.db,
+          logger,
+          merchantNo: merchant.merchant.merchantNo,
+          ...(merchants.several ? { namedMerchant: merchant.merchant.ref } : {}),
+          catalog: withAgeHeaders(merchant.catalog, reply),
+        };
         const { created, order } = await registerPayout(payoutDeps, actorOf(req), req.body);
-        return reply.code(created ? 201 : 200).send(order);
+        return reply.code(created ? 201 : 200).send(withMerchant(order, merchants, merchant));
       },
     }),
 
@@ -70,11 +79,13 @@ export function payoutsRows({ db, catalog, logger, merchantNo }: RouteDeps): Rou
       action: 'read',
       schema: {
         summary: 'Validate a payout against the catalog without registering it',
+        description: '`merchant` (a ref) names whose catalog: required when the console serves two or more merchants.',
         tags: ['orders'],
         body: payoutValidateBodySchema,
         response: { 200: validateResponseSchema, ...errorResponses },
       },
-      handler: async (req, reply) => payoutValidation(withAgeHeaders(catalog, reply), req.body),
+      handler: async (req, reply) =>
+        payoutValidation(withAgeHeaders(merchants.of(req.body.merchant).catalog, reply), req.body),
     }),
   ];
 }

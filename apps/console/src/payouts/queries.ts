@@ -16,7 +16,7 @@ export interface Validated {
 /** Validate against the catalog for the payout's currency; 422 PAYOUT_INVALID with every problem, or the apiParams. */
 export async function validateAgainstCatalog(
   catalog: PayoutCatalog,
-  body: Omit<PayoutBody, 'merchantOrderNo' | 'reason'>,
+  body: Omit<PayoutBody, 'merchantOrderNo' | 'reason' | 'merchant'>,
 ): Promise<Validated> {
   const view = await catalog.get({ currency: body.currency }).catch((e: unknown) => {
     // For a payout, a currency not enabled is one more validation problem of the body, in the same shape.
@@ -44,7 +44,8 @@ export async function payoutValidation(
   catalog: PayoutCatalog,
   body: Omit<PayoutBody, 'merchantOrderNo' | 'reason'>,
 ): Promise<ValidateResponse> {
-  const { apiParams, view } = await validateAgainstCatalog(catalog, body);
+  const { merchant: _named, ...payout } = body;
+  const { apiParams, view } = await validateAgainstCatalog(catalog, payout);
   return {
     ok: true as const,
     apiParams,

@@ -5,6 +5,7 @@ import {
   currencySchema,
   customerIdSchema,
   merchantOrderNoSchema,
+  merchantRefSchema,
   orderViewSchema,
 } from '../orders/schemas.ts';
 import { reasonSchema } from '../web/api-schemas.ts';
@@ -20,6 +21,7 @@ export const payoutParamsSchema = z
 
 export const payoutBodySchema = z.strictObject({
   reason: reasonSchema.optional(),
+  merchant: merchantRefSchema.optional(),
   merchantOrderNo: merchantOrderNoSchema,
   currency: currencySchema,
   amount: amountSchema,

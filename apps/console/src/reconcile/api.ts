@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
 import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
-import { reconcileNow, type ReconcileActionDeps } from './actions.ts';
+import { reconcileNow, sweepTarget, type ReconcileActionDeps } from './actions.ts';
+import { MERCHANT_FIELD_DESCRIPTION } from '../web/route-deps.ts';
 
 const count = z.number().int().nonnegative();
 const reportSchema = z.object({
@@ -34,16 +35,23 @@ export function reconcileRows(deps: ReconcileActionDeps): RouteRow[] {
       method: 'POST',
       url: '/api/reconcile',
       action: 'reconcile.run',
-      target: () => 'sweep',
+      target: (req) =>
+        sweepTarget((req.body as { merchant?: unknown } | undefined)?.merchant as string | undefined, deps.several),
       schema: {
         summary: 'Run a reconciliation sweep now',
         description:
           'Looks up pending orders created between RECONCILE_MAX_AGE and RECONCILE_MIN_AGE ago with Get ' +
           'order, at RECONCILE_RATE, and applies final states as their callbacks would have been. Answers ' +
           'when the sweep is done, naming the orders still pending and unknown. Role operator; `reason` ' +
-          'required. See docs/reconciliation.md.',
+          'required. `merchant` (a ref) names whose orders, lock and platform client: required when the console ' +
+          'serves two or more merchants. See docs/reconciliation.md.',
         tags: ['reconciliation'],
-        body: z.strictObject({ reason: reasonSchema.optional() }).optional(),
+        body: z
+          .strictObject({
+            reason: reasonSchema.optional(),
+            merchant: z.string().max(64).optional().describe(MERCHANT_FIELD_DESCRIPTION),
+          })
+          .optional(),
         response: {
           200: reportSchema,
           400: errorBodySchema,
@@ -52,7 +60,8 @@ export function reconcileRows(deps: ReconcileActionDeps): RouteRow[] {
           503: errorBodySchema.describe('The sweep lock could not be asked for (RECONCILE_UNAVAILABLE)'),
         },
       },
-      handler: async (req) => reconcileNow(deps, actorOf(req), req.body?.reason),
+      handler: async (req) =>
+        reconcileNow(deps, actorOf(req), { reason: req.body?.reason, merchant: req.body?.merchant }),
     }),
   ];
 }

@@ -6,6 +6,7 @@ import { reverifyReview } from '@mcb/settlement';
 import { and, eq, sql } from 'drizzle-orm';
 import { authorize, commitAction, performExternalAction, type Actor } from '../audit/perform.ts';
 import { requirePlainText } from '../audit/text.ts';
+import type { ConsoleMerchants } from '../web/route-deps.ts';
 import { findReviewRow, getReview, reviewViews, type ReviewRow, type ReviewView } from './queries.ts';
 
 /**
@@ -14,8 +15,27 @@ import { findReviewRow, getReview, reviewViews, type ReviewRow, type ReviewView 
  */
 export interface ReviewActionDeps {
   db: Database;
+  /** The platform client of the console's home merchant (used when `merchants` is not given). */
   platform: PlatformClient;
+  /** The console's merchants: a review is re-verified with its own merchant's platform client. @defaultValue none */
+  merchants?: ConsoleMerchants;
   logger: Logger;
+}
+
+/**
+ * The platform client of the merchant whose review it is (reviews carry `merchant_no`): its base URL and number, so
+ * Get order asks about the review's own order. A review of a number the console does not serve is refused.
+ */
+function platformOfReview(deps: ReviewActionDeps, row: ReviewRow): PlatformClient {
+  if (!deps.merchants) return deps.platform;
+  const own = deps.merchants.byNo(row.merchantNo);
+  if (own) return own.platform;
+  if (!deps.merchants.several) return deps.platform;
+  throw new AppError(
+    ErrorCodes.REQUEST_INVALID,
+    `review ${row.id} is of merchant number ${row.merchantNo}, which this console does not serve (MERCHANTS_FILE)`,
+    { details: { reviewId: row.id } },
+  );
 }
 
 /** What re-verifying did: credited/finalised now, applied before, or still failing (the review stays open). */
@@ -45,7 +65,8 @@ export async function reverify(
   return performExternalAction(deps, actor, { action: 'reviews.reverify', target: target(id), reason }, async () => {
     const row = await findReviewRow(deps.db, id);
     if (row.status !== 'open') throw notOpen(row);
-    const applied = await reverifyReview({ db: deps.db, platform: deps.platform, logger: deps.logger }, row.id);
+    const platform = platformOfReview(deps, row);
+    const applied = await reverifyReview({ db: deps.db, platform, logger: deps.logger }, row.id);
     const outcome: ReverifyOutcome =
       applied.status === 'applied' || applied.status === 'duplicate' ? applied.status : 'review';
     return {

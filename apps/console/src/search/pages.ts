@@ -7,19 +7,22 @@ import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
 import { findByNumber, waiting } from './queries.ts';
 import { searchPage } from './views.ts';
+import type { ConsoleMerchants } from '../web/route-deps.ts';
 
 /** What the search page needs. */
 export interface SearchPagesDeps {
   db: Db;
   queue?: Queue;
-  /** The merchant whose orders it finds (RouteDeps.merchantNo). */
+  /** The merchant a console served before merchants were named (RouteDeps.merchantNo). */
   merchantNo: string;
+  /** The merchants whose orders it finds (each merchant's, by number). */
+  merchants: ConsoleMerchants;
   /** The fleet's Get order state (throttled, breaker open), from Redis. @defaultValue none (not shown) */
   platformState?: () => Promise<FleetState>;
 }
 
 /** `/` opens the search; `/search?q=`: an order's number takes you to its page; anything else is shown here. */
-export function searchPageRows({ db, queue, platformState, merchantNo }: SearchPagesDeps): RouteRow[] {
+export function searchPageRows({ db, queue, platformState, merchants }: SearchPagesDeps): RouteRow[] {
   return [
     pageRoute({
       url: '/',
@@ -43,8 +46,14 @@ export function searchPageRows({ db, queue, platformState, merchantNo }: SearchP
             searchPage('', undefined, await waiting(db, queue), platform),
           );
         }
-        const found = await findByNumber(db, queue, query, merchantNo);
-        if (found.kind === 'order') return reply.code(303).header('location', orderHref(found.merchantOrderNo)).send();
+        const found = await findByNumber(db, queue, query, merchants);
+        if (found.kind === 'order') {
+          const named = found.merchant ? `?merchant=${encodeURIComponent(found.merchant)}` : '';
+          return reply
+            .code(303)
+            .header('location', orderHref(found.merchantOrderNo) + named)
+            .send();
+        }
         return sendPage(req, reply, { title: `Search: ${query}`, area: 'search' }, searchPage(query, found));
       },
     }),

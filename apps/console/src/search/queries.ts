@@ -2,12 +2,13 @@ import { orders, type Db } from '@mcb/core/db';
 import { desc, eq } from 'drizzle-orm';
 import { queueAgainstLists, waitingCounts, type QueueAgainstLists, type WaitingCounts } from '../callbacks/counts.ts';
 import type { Queue } from 'bullmq';
-import { findOrder } from '@mcb/settlement';
+import { merchantsHolding } from '../orders/repo.ts';
+import type { ConsoleMerchants } from '../web/route-deps.ts';
 import { loadCallbackRecords, timelineOf, type TimelineEntry } from '../orders/timeline.ts';
 
 /** What a search for one number found. */
 export type FoundNumber =
-  | { kind: 'order'; merchantOrderNo: string }
+  | { kind: 'order'; merchantOrderNo: string; /** whose, when one merchant of several holds it */ merchant?: string }
   | { kind: 'callbacks'; query: string; timeline: TimelineEntry[] }
   | { kind: 'customer'; query: string; orders: CustomerOrder[] }
   | { kind: 'nothing'; query: string };
@@ -50,8 +51,20 @@ export async function findByNumber(
   db: Db,
   queue: Queue | undefined,
   text: string,
-  merchantNo: string,
+  merchants: ConsoleMerchants,
 ): Promise<FoundNumber> {
+  // Every merchant's orders (issue 50): a number one merchant holds opens its order (named when there are several); a
+  // number several hold opens the order page's list of them.
+  const holders = (merchantOrderNo: string) =>
+    merchantsHolding(
+      db.db,
+      merchantOrderNo,
+      merchants.all.map((m) => m.merchant.merchantNo),
+    );
+  const opened = (merchantOrderNo: string, holding: readonly string[]): FoundNumber =>
+    merchants.several && holding.length === 1
+      ? { kind: 'order', merchantOrderNo, merchant: merchants.byNo(holding[0]!)!.merchant.ref }
+      : { kind: 'order', merchantOrderNo };
   const query = text.trim();
   if (query === '') return { kind: 'nothing', query };
   // Exact first, then the same number in upper or lower case (what people retype from a phone call): each is one
@@ -59,7 +72,8 @@ export async function findByNumber(
   const spellings = [...new Set([query, query.toUpperCase(), query.toLowerCase()])];
   if (/^[\x21-\x7e]{1,64}$/.test(query)) {
     for (const s of spellings) {
-      if (await findOrder(db.db, { merchantNo, merchantOrderNo: s })) return { kind: 'order', merchantOrderNo: s };
+      const holding = await holders(s);
+      if (holding.length > 0) return opened(s, holding);
     }
   }
   // The customer id an order was registered with (what the shop's support has at hand): one order opens, several list.
@@ -77,8 +91,9 @@ export async function findByNumber(
     records.jobs
       .map((j) => (j.job.data as { merchantOrderNo?: unknown }).merchantOrderNo)
       .find((n): n is string => typeof n === 'string');
-  if (named && (await findOrder(db.db, { merchantNo, merchantOrderNo: named }))) {
-    return { kind: 'order', merchantOrderNo: named };
+  if (named) {
+    const holding = await holders(named);
+    if (holding.length > 0) return opened(named, holding);
   }
   const timeline = await timelineOf(db.db, queue, records);
   return timeline.length > 0 ? { kind: 'callbacks', query, timeline } : { kind: 'nothing', query };

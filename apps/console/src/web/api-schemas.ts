@@ -25,5 +25,11 @@ export const errorBodySchema = z
     platformMessage: z.string().optional().describe("The platform's own message (502)"),
     requestId: z.string().optional(),
     requiredRole: z.enum(PERSON_ROLES).optional().describe('The role the refused action needs (403)'),
+    merchants: z
+      .array(z.string())
+      .optional()
+      .describe(
+        'Merchant refs: those holding an ambiguous order number (409 MERCHANT_REQUIRED), or those to name (400)',
+      ),
   })
   .describe('Error');

@@ -32,6 +32,20 @@ export interface CatalogCacheDeps {
   missWindowMs?: number;
   /** Clock in ms since the epoch (tests). @defaultValue Date.now */
   now?: () => number;
+  /**
+   * Whose snapshots these are: the prefix of every scope key in catalog_snapshots ({@link catalogScopeOf} a merchant).
+   * '' is the rows written before merchants were named (the legacy merchant's). @defaultValue ''
+   */
+  merchantScope?: string;
+}
+
+/**
+ * The catalog_snapshots prefix of a merchant's rows: '' for the merchant on the legacy routes (the single merchant of
+ * MERCHANT_NO, whose rows predate several merchants), `m:{merchantNo}/` for every other. Each merchant's catalog is
+ * its own (the platform answers the catalog query for the merchantNo asked with).
+ */
+export function catalogScopeOf(merchant: { merchantNo: string; legacyRoutes: boolean }): string {
+  return merchant.legacyRoutes ? '' : `m:${merchant.merchantNo}/`;
 }
 
 /** A catalog with where it stands in time. */
@@ -121,8 +135,9 @@ async function readStored(
   database: Database,
   logger: Logger,
   currency: string | undefined,
+  prefix: string,
 ): Promise<Stored | undefined> {
-  const scopes = currency === undefined ? [''] : ['', currency];
+  const scopes = (currency === undefined ? [''] : ['', currency]).map((s) => prefix + s);
   let rows: { scope: string; catalog: unknown; fetchedAt: Date }[];
   try {
     rows = await database.select().from(catalogSnapshots).where(inArray(catalogSnapshots.scope, scopes));
@@ -245,6 +260,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   /** The platform's "not enabled" answers by currency, kept as long as a catalog would be (a typo asks once). */
   const refusals = new Map<string, { error: AppError; at: number }>();
   const misses = createMissGate(deps.missWindowMs ?? 60_000, now);
+  const prefix = deps.merchantScope ?? '';
   /** Fetches finished so far, and the last one per scope: a read whose look-up raced a fetch uses that fetch. */
   let fetches = 0;
   const lastFetch = new Map<string, { catalog: Catalog; fetchedAt: Date; seq: number }>();
@@ -271,7 +287,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
         throw currencyNotEnabled(currency, undefined, 'the platform answered a catalog without it');
       }
       const fetchedAt = new Date(now());
-      await store(database, logger, scope, catalog, fetchedAt);
+      await store(database, logger, prefix + scope, catalog, fetchedAt);
       lastFetch.set(scope, { catalog, fetchedAt, seq: ++fetches });
       logger.info({ scope: scope || '(all)', currencies: catalog.currencies.length }, 'catalog: refreshed');
       return view(catalog, fetchedAt, false);
@@ -284,7 +300,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
     async get(options = {}) {
       const { currency } = options;
       const before = fetches;
-      const stored = await readStored(database, logger, currency);
+      const stored = await readStored(database, logger, currency, prefix);
       // A fetch of this scope that finished while the stored copy was being read is younger than that copy.
       const raced = lastFetch.get(scopeOf(currency));
       if (raced && raced.seq > before) return view(raced.catalog, raced.fetchedAt, false);
@@ -316,7 +332,7 @@ export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
  * queue's retry and alerting see it; the stored copy is left as it was.
  */
 export async function refreshCatalog(
-  deps: Pick<CatalogCacheDeps, 'db' | 'platform' | 'logger' | 'now'>,
+  deps: Pick<CatalogCacheDeps, 'db' | 'platform' | 'logger' | 'now' | 'merchantScope'>,
   options: { signal?: AbortSignal } = {},
 ): Promise<{ fetchedAt: Date; currencies: number }> {
   const fresh = await createCatalogCache(deps).refresh({ signal: options.signal });

@@ -21,6 +21,7 @@ export {
 } from './validate.ts';
 export { compilePattern, MAX_PATTERN_LENGTH, type CompiledPattern } from './pattern.ts';
 export {
+  catalogScopeOf,
   createCatalogCache,
   refreshCatalog,
   type CatalogCache,

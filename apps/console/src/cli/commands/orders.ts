@@ -4,15 +4,19 @@ import { answer, at, cliApi } from './_api.ts';
 import { indentedValue, table, terminalText } from './_terminal.ts';
 
 export const summary =
-  'an order with its ledger, open review and callback timeline: orders get <merchantOrderNo> [--json]';
+  'an order with its ledger, open review and callback timeline: orders get <merchantOrderNo> [--merchant REF] [--json]';
 
-const USAGE = `usage: pnpm cli orders get <merchantOrderNo> [--json]
-  The order as GET /api/orders/{no} answers it: status, amount, ledger, open review, and its timeline.`;
+const USAGE = `usage: pnpm cli orders get <merchantOrderNo> [--merchant REF] [--json]
+  The order as GET /api/orders/{no} answers it: status, amount, ledger, open review, and its timeline.
+  --merchant REF  whose order (MERCHANTS_FILE's ref): needed when two merchants hold the number (409 MERCHANT_REQUIRED)`;
+
+/** `?merchant=REF` when one is given. */
+const merchantQuery = (ref: string | undefined) => (ref ? `?merchant=${encodeURIComponent(ref)}` : '');
 
 export function renderOrder(o: OrderDetail): string {
   const lines = [
     terminalText(
-      `order ${o.merchantOrderNo}  ${o.kind}  ${o.status.toUpperCase()}  ${o.amount} ${o.currency}  ` +
+      `order ${o.merchant ? `${o.merchant}/` : ''}${o.merchantOrderNo}  ${o.kind}  ${o.status.toUpperCase()}  ${o.amount} ${o.currency}  ` +
         `platform ${o.platformOrderNo ?? '(not known yet)'}`,
     ),
     o.review ? indentedValue(`open review since ${at(o.review.at)}: `, o.review.reason, '    ') : 'no open review',
@@ -44,12 +48,15 @@ export function renderOrder(o: OrderDetail): string {
 
 export async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
   let parsed: ReturnType<
-    typeof parseArgs<{ options: { json: { type: 'boolean' }; help: { type: 'boolean' } }; allowPositionals: true }>
+    typeof parseArgs<{
+      options: { json: { type: 'boolean' }; help: { type: 'boolean' }; merchant: { type: 'string' } };
+      allowPositionals: true;
+    }>
   >;
   try {
     parsed = parseArgs({
       args,
-      options: { json: { type: 'boolean' }, help: { type: 'boolean' } },
+      options: { json: { type: 'boolean' }, help: { type: 'boolean' }, merchant: { type: 'string' } },
       allowPositionals: true,
     });
   } catch (e) {
@@ -67,7 +74,7 @@ export async function run(args: string[], env: Record<string, string | undefined
   }
   const api = cliApi(env);
   return answer(
-    await api.call<OrderDetail>('GET', `/api/orders/${encodeURIComponent(no)}`),
+    await api.call<OrderDetail>('GET', `/api/orders/${encodeURIComponent(no)}${merchantQuery(parsed.values.merchant)}`),
     parsed.values.json,
     renderOrder,
   );

@@ -1,0 +1,205 @@
+import { loadConfig } from '@mcb/core/config';
+import { LEGACY_INDEXES, operatorActions, orders } from '@mcb/core/db';
+import { createLogger } from '@mcb/core/logger';
+import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
+import { createRedis, type Redis } from '@mcb/core/redis';
+import { startFakePlatform, useTestEnv, writeMerchantsFile, type FakePlatform } from '@mcb/testkit';
+import { desc, eq } from 'drizzle-orm';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import { AUTH, AUTH_LIMITS_OFF, SESSION_SECRET, TOKEN, WIRE_CATALOG } from './helpers/fake-platform.ts';
+
+// Two merchants, each on a platform double of its own that knows only its number and serves its own catalog: A
+// serves the tests' full catalog, B only JPY (so a PHP payout is valid for A and not for B).
+const env = useTestEnv();
+const logger = createLogger({ name: 'console-merchants-test', level: 'silent' });
+let platformA: FakePlatform;
+let platformB: FakePlatform;
+let clients: PlatformClient[] = [];
+let redis: Redis;
+let app: FastifyInstance;
+let file: ReturnType<typeof writeMerchantsFile>;
+
+beforeAll(async () => {
+  // A second merchant may reuse an order number once the single-merchant indexes are gone (db:migrate
+  // --finish-merchants); this file's own database has them still.
+  for (const name of LEGACY_INDEXES) {
+    const { rows } = await env.db.pool.query<{ t: string }>(
+      'select conrelid::regclass::text as t from pg_constraint where conname = $1',
+      [name],
+    );
+    if (rows[0]) await env.db.pool.query(`alter table ${rows[0].t} drop constraint ${name}`);
+    else await env.db.pool.query(`drop index if exists ${name}`);
+  }
+  platformA = await startFakePlatform({ currencies: WIRE_CATALOG.currencies, merchantNo: 'M-A' });
+  platformB = await startFakePlatform({
+    currencies: WIRE_CATALOG.currencies.filter((c) => c.currency === 'JPY'),
+    merchantNo: 'M-B',
+  });
+  file = writeMerchantsFile([
+    { ref: 'a', merchantNo: 'M-A', platformBaseUrl: platformA.url },
+    { ref: 'b', merchantNo: 'M-B', platformBaseUrl: platformB.url },
+  ]);
+  const config = loadConfig(
+    {
+      MERCHANTS_FILE: file.path,
+      PLATFORM_BASE_URL: 'http://127.0.0.1:1',
+      PLATFORM_ALLOW_HTTP: 'true',
+      CONSOLE_TOKEN: TOKEN,
+      CONSOLE_SESSION_SECRET: SESSION_SECRET,
+      DATABASE_URL: env.databaseUrl,
+      QUEUE_PREFIX: env.prefix,
+      RECONCILE_MIN_AGE: '0ms',
+      RECONCILE_RATE: '200',
+      LOG_LEVEL: 'silent',
+      ...AUTH_LIMITS_OFF,
+    },
+    'console',
+  );
+  const platforms = new Map(
+    config.merchants.map((m) => [
+      m.ref,
+      createPlatformClient({ baseUrl: m.platformBaseUrl!, merchantNo: m.merchantNo, timeoutMs: 2000 }),
+    ]),
+  );
+  clients = [...platforms.values()];
+  redis = createRedis(env.redisUrl, 'producer');
+  app = await buildApp({ config, db: env.db, platform: platforms.get('a')!, platforms, logger, redis });
+  await app.ready();
+});
+
+afterAll(async () => {
+  await app?.close();
+  await Promise.all(clients.map((c) => c.close()));
+  redis?.disconnect();
+  await platformA?.close();
+  await platformB?.close();
+  file?.remove();
+});
+
+const post = (url: string, payload: object) =>
+  app.inject({ method: 'POST', url, payload: { reason: 'test', ...payload }, headers: AUTH });
+const get = (url: string) => app.inject({ method: 'GET', url, headers: AUTH });
+const payin = (no: string, extra: object = {}) => ({
+  merchantOrderNo: no,
+  currency: 'PHP',
+  amount: '100.00',
+  ...extra,
+});
+const bankPayout = (no: string, merchant: string) => ({
+  merchant,
+  merchantOrderNo: no,
+  currency: 'PHP',
+  amount: '1500.50',
+  paymentMethod: 1,
+  params: { accountName: 'Juan Cruz', accountNo: '1234567890', bank: 'BDO Unibank' },
+});
+
+describe('order registration names the merchant', () => {
+  it('two merchants registering the same number each get their own order, in their own name', async () => {
+    const a = await post('/api/payins', payin('SAME-1', { merchant: 'a', amount: '100.00' }));
+    const b = await post('/api/payins', payin('SAME-1', { merchant: 'b', amount: '250.00' }));
+    expect([a.statusCode, b.statusCode]).toEqual([201, 201]);
+    expect(a.json()).toMatchObject({ merchant: 'a', merchantOrderNo: 'SAME-1', amount: '100' });
+    expect(b.json()).toMatchObject({ merchant: 'b', merchantOrderNo: 'SAME-1', amount: '250' });
+    const rows = await env.db.db.select().from(orders).where(eq(orders.merchantOrderNo, 'SAME-1'));
+    expect(rows.map((r) => [r.merchantNo, r.amount]).sort()).toEqual([
+      ['M-A', '100'],
+      ['M-B', '250'],
+    ]);
+    // The same body again is the same order of that merchant (200), not a conflict with the other's.
+    const again = await post('/api/payins', payin('SAME-1', { merchant: 'b', amount: '250.00' }));
+    expect(again.statusCode).toBe(200);
+    const [audit] = await env.db.db
+      .select()
+      .from(operatorActions)
+      .where(eq(operatorActions.target, 'order:SAME-1'))
+      .orderBy(desc(operatorActions.id))
+      .limit(1);
+    expect(audit?.details).toMatchObject({ merchant: 'b' });
+  });
+
+  it('without `merchant`, 400 naming the field; an unknown ref, 400 naming it; nothing is registered', async () => {
+    const missing = await post('/api/payins', payin('NONE-1'));
+    expect(missing.statusCode).toBe(400);
+    expect(missing.json()).toMatchObject({ code: 'REQUEST_INVALID', message: expect.stringContaining('merchant') });
+    const unknown = await post('/api/payins', payin('NONE-1', { merchant: 'zz' }));
+    expect(unknown.statusCode).toBe(400);
+    expect(unknown.json().message).toMatch(/merchant.*"zz"/);
+    const payout = await post('/api/payouts', { ...bankPayout('NONE-1', 'a'), merchant: undefined });
+    expect(payout.statusCode).toBe(400);
+    expect(payout.json().message).toContain('merchant');
+    expect(await env.db.db.select().from(orders).where(eq(orders.merchantOrderNo, 'NONE-1'))).toEqual([]);
+  });
+});
+
+describe('GET /api/orders/:no with two merchants', () => {
+  it('answers 409 MERCHANT_REQUIRED listing the refs when both hold the number, and each with ?merchant=', async () => {
+    await post('/api/payins', payin('AMB-1', { merchant: 'a', amount: '10.00' }));
+    await post('/api/payins', payin('AMB-1', { merchant: 'b', amount: '20.00' }));
+    const ambiguous = await get('/api/orders/AMB-1');
+    expect(ambiguous.statusCode).toBe(409);
+    expect(ambiguous.json()).toMatchObject({ code: 'MERCHANT_REQUIRED', merchants: ['a', 'b'] });
+    expect(ambiguous.json().message).toContain('AMB-1');
+    const a = await get('/api/orders/AMB-1?merchant=a');
+    const b = await get('/api/orders/AMB-1?merchant=b');
+    expect(a.json()).toMatchObject({ merchant: 'a', amount: '10' });
+    expect(b.json()).toMatchObject({ merchant: 'b', amount: '20' });
+    expect((await get('/api/orders/AMB-1?merchant=zz')).statusCode).toBe(400);
+  });
+
+  it('one merchant holding the number answers it without ?merchant=; the page lists candidates', async () => {
+    await post('/api/payins', payin('ONLY-B', { merchant: 'b' }));
+    const res = await get('/api/orders/ONLY-B');
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ merchant: 'b', merchantOrderNo: 'ONLY-B' });
+    expect((await get('/api/orders/ONLY-B?merchant=a')).statusCode).toBe(404);
+    const page = await get('/orders/AMB-1');
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('/orders/AMB-1?merchant=a');
+    expect(page.body).toContain('/orders/AMB-1?merchant=b');
+  });
+});
+
+describe('the catalog is each merchant’s own', () => {
+  it('a payout is validated against the named merchant’s catalog, asked with its number', async () => {
+    const forA = await post('/api/payouts', bankPayout('PO-1', 'a'));
+    expect(forA.statusCode).toBe(201);
+    expect(forA.json()).toMatchObject({ merchant: 'a', apiParams: expect.any(Object) });
+    const forB = await post('/api/payouts', bankPayout('PO-1', 'b'));
+    expect(forB.statusCode).toBe(422);
+    expect(forB.json()).toMatchObject({ code: 'PAYOUT_INVALID' });
+    expect(platformB.catalog.requests.every((r) => r.merchantNo === 'M-B')).toBe(true);
+    expect(platformA.catalog.requests.every((r) => r.merchantNo === 'M-A')).toBe(true);
+    const catalogB = await get('/api/payment-methods?merchant=b');
+    expect(catalogB.json().currencies.map((c: { currency: string }) => c.currency)).toEqual(['JPY']);
+    const catalogA = await get('/api/payment-methods?merchant=a');
+    expect(catalogA.json().currencies.map((c: { currency: string }) => c.currency)).toContain('PHP');
+    expect((await get('/api/payment-methods')).statusCode).toBe(400);
+    const validate = await post('/api/payouts/validate', bankPayout('X', 'b'));
+    expect(validate.statusCode).toBe(422);
+  });
+});
+
+describe('sweep now is one merchant’s', () => {
+  it("B's sweep asks B's platform about B's orders only, and its audit row names B", async () => {
+    await post('/api/payins', payin('SWEEP-A', { merchant: 'a' }));
+    await post('/api/payins', payin('SWEEP-B', { merchant: 'b' }));
+    platformA.hits.clear();
+    platformB.hits.clear();
+    expect((await post('/api/reconcile', {})).statusCode).toBe(400);
+    const res = await post('/api/reconcile', { merchant: 'b' });
+    expect(res.statusCode).toBe(200);
+    expect(platformA.hits.size).toBe(0);
+    expect([...platformB.hits.keys()]).toContain('SWEEP-B');
+    expect([...platformB.hits.keys()]).not.toContain('SWEEP-A');
+    const [audit] = await env.db.db
+      .select()
+      .from(operatorActions)
+      .where(eq(operatorActions.action, 'reconcile.run'))
+      .orderBy(desc(operatorActions.id))
+      .limit(1);
+    expect(audit).toMatchObject({ target: 'sweep:b', details: expect.objectContaining({ merchant: 'b' }) });
+  });
+});

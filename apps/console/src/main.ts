@@ -5,11 +5,12 @@ import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
 import { createFleet, createPlatformClientFromConfig, guardPlatform } from '@mcb/core/platform';
-import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE, merchantKeys } from '@mcb/core/queue';
+import { merchantKeys } from '@mcb/core/queue';
 import { createRedis, createRedisHealth, redisTargetOf } from '@mcb/core/redis';
 import { startTracing } from '@mcb/core/tracing';
 import { Queue } from 'bullmq';
 import { buildApp } from './app.ts';
+import { merchantQueues } from './callbacks/merchant-queues.ts';
 
 // Only wiring. Each resource registers its release as it is created; shutdown runs them in reverse order.
 const logger = createLogger({ name: 'console', format: logFormatOf(process.env) });
@@ -43,10 +44,19 @@ try {
     () => redis.quit().catch(() => redis.disconnect()),
     () => redis.disconnect(),
   );
-  const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
-  const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
-  for (const q of [queue, maintenance]) redisHealth.listen(q, `${q.name} queue`);
-  releasers.add('queues', () => Promise.all([queue.close(), maintenance.close()]));
+  // Every merchant's callbacks and maintenance queues (merchantKeys: `default` keeps today's names).
+  const queues = merchantQueues(
+    config.merchants,
+    config.QUEUE_PREFIX,
+    (name, prefix) => new Queue(name, { connection: redis, prefix }),
+  );
+  const maintenance = config.merchants.map((m) => {
+    const keys = merchantKeys(config.QUEUE_PREFIX, m.ref);
+    return new Queue(keys.maintenanceQueue, { connection: redis, prefix: keys.prefix });
+  });
+  const all = [...queues.list.map((m) => m.queue), ...maintenance];
+  for (const q of all) redisHealth.listen(q, `${q.name} queue`);
+  releasers.add('queues', () => Promise.all(all.map((q) => q.close())));
   // Re-verify, the dry run and "sweep now" ask Get order out of the fleet's budget (PLATFORM_MAX_RPS), beside the
   // workers.
   const fleet = createFleet({
@@ -60,15 +70,15 @@ try {
   const platform = guardPlatform(createPlatformClientFromConfig(config), { fleet, maxWaitMs: 5000 });
   releasers.add('platform', () => platform.close());
 
-  registerQueueDepthGauge(registry, [queue, maintenance]);
+  registerQueueDepthGauge(registry, all);
   const app = await buildApp({
     config,
     db,
     platform,
     logger,
     registry,
-    queue,
-    extraQueues: [maintenance],
+    queues,
+    extraQueues: maintenance,
     // Holds the reconciliation lock for POST /api/reconcile (the workers' lock, same key).
     redis,
     sessionTtlMs: config.CONSOLE_SESSION_TTL,

@@ -155,6 +155,16 @@ async function rowsNotOf(merchantNo: string): Promise<Record<string, number>> {
 
 const quiet = { warn: () => {}, info: () => {} };
 
+/** callback_arrivals' unique indexes: name, whether it is the primary key, definition. */
+async function arrivalKeys() {
+  const r = await pool.query<{ name: string; primary: boolean; def: string }>(
+    `select c.relname as name, i.indisprimary as primary, pg_get_indexdef(i.indexrelid) as def
+       from pg_index i join pg_class c on c.oid = i.indexrelid
+      where i.indrelid = 'callback_arrivals'::regclass and i.indisunique order by 1`,
+  );
+  return r.rows;
+}
+
 beforeAll(async () => {
   folder = await todaysMigrations();
   await migrateDatabase(url.toString(), { migrationsFolder: folder });
@@ -206,8 +216,9 @@ describe('migrating a database of today’s release in place', () => {
     await writer;
     expect(migrated.stderr).toBe('');
     expect(migrated.code).toBe(0);
-    expect(migrated.stdout).toMatch(/applied 1 migration/);
+    expect(migrated.stdout).toMatch(/applied 2 migration/);
     expect(migrated.stdout).toMatch(/building index orders_merchant_order_key \(concurrently/);
+    expect(migrated.stdout).toMatch(/building index callback_arrivals_merchant_job_pk \(concurrently/);
     expect(migrated.stdout).toMatch(/--finish-merchants/);
     expect(failures).toEqual([]);
     expect(written).toBeGreaterThan(0);
@@ -228,6 +239,15 @@ describe('migrating a database of today’s release in place', () => {
           and attrelid = any(array[${TABLES.map((t) => `'${t}'::regclass`).join(',')}])`,
     );
     expect(notNull.rows[0].n).toBe(0);
+    // callback_arrivals keeps its primary key on job_id (the old release's ON CONFLICT) beside the per-merchant key.
+    expect(await arrivalKeys()).toEqual([
+      {
+        name: 'callback_arrivals_merchant_job_pk',
+        primary: false,
+        def: expect.stringMatching(/UNIQUE .*\(job_id, merchant_no\)/),
+      },
+      { name: 'callback_arrivals_pkey', primary: true, def: expect.stringMatching(/UNIQUE .*\(job_id\)$/) },
+    ]);
     // A second run has nothing to do.
     const again = await dbMigrate(M);
     expect(again.stdout).toMatch(/is up to date/);
@@ -305,6 +325,14 @@ describe('migrating a database of today’s release in place', () => {
          values ('M-OTHER', 'MO-new', 'payin', 'PHP', '1', 'h')`,
       ),
     ).rejects.toMatchObject({ code: '23505', constraint: 'orders_merchant_order_no_key' });
+    await expect(
+      pool.query(
+        `insert into callback_arrivals (merchant_no, job_id, kind, order_no, state, merchant_order_no, received_at,
+                                        first_seen_at, updated_at, attempts, status)
+         values ('M-OTHER', 'payin-P-before-0-6', 'payin', 'P-before-0', 6, 'MO-before-0', now(), now(), now(), 1, 'failed')
+         on conflict (job_id, merchant_no) do nothing`,
+      ),
+    ).rejects.toMatchObject({ code: '23505', constraint: 'callback_arrivals_pkey' });
 
     const finished = await dbMigrate(M, ['--finish-merchants']);
     expect(finished.code).toBe(0);
@@ -315,6 +343,31 @@ describe('migrating a database of today’s release in place', () => {
       `insert into orders (merchant_no, merchant_order_no, kind, currency, amount, request_hash)
        values ('M-OTHER', 'MO-new', 'payin', 'PHP', '1', 'h')`,
     );
+    // The table keeps an identity: the per-merchant key is its primary key now, and a job id of another merchant's
+    // queue gets its own row (the new release's upsert conflicts on both columns).
+    expect(await arrivalKeys()).toEqual([
+      {
+        name: 'callback_arrivals_merchant_job_pk',
+        primary: true,
+        def: expect.stringMatching(/\(job_id, merchant_no\)/),
+      },
+    ]);
+    for (const merchantNo of [M, 'M-OTHER']) {
+      await pool.query(
+        `insert into callback_arrivals (merchant_no, job_id, kind, order_no, state, merchant_order_no, received_at,
+                                        first_seen_at, updated_at, attempts, status)
+         values ($1, 'payin-P-before-0-6', 'payin', 'P-before-0', 6, 'MO-before-0', now(), now(), now(), 1, 'failed')
+         on conflict (job_id, merchant_no) do update set status = excluded.status`,
+        [merchantNo],
+      );
+    }
+    const arrivals = await pool.query(
+      `select merchant_no, status from callback_arrivals where job_id = 'payin-P-before-0-6' order by 1`,
+    );
+    expect(arrivals.rows).toEqual([
+      { merchant_no: 'M-OTHER', status: 'failed' },
+      { merchant_no: M, status: 'failed' },
+    ]);
     const both = await pool.query(
       `select merchant_no, amount::text from orders where merchant_order_no = 'MO-new' order by 1`,
     );

@@ -63,6 +63,8 @@ import { clientErrorReply, installSecurityHeaders, setSecurityHeaders } from './
 import { assetsPlugin } from './web/assets.ts';
 import { acceptForms } from './web/forms.ts';
 import { merchantKeys } from '@mcb/core/queue';
+import { legacyMerchant } from '@mcb/core/config';
+import { singleMerchantQueue, type MerchantQueues } from './callbacks/merchant-queues.ts';
 
 /** Dependencies of {@link buildApp}; all are created by main.ts (or a test) and closed by it. */
 export interface ConsoleDeps {
@@ -97,6 +99,11 @@ export interface ConsoleDeps {
    * (no dashboard)
    */
   queue?: Queue;
+  /**
+   * Every merchant's callbacks queue (main.ts opens one per merchant: `merchantQueues`); replays, run-now and the
+   * dashboard act on them. @defaultValue `queue` alone, as the first merchant's
+   */
+  queues?: MerchantQueues;
   /** Further queues to show on the dashboard (e.g. maintenance). @defaultValue none */
   extraQueues?: Queue[];
   /** Session lifetime after login, in ms. @defaultValue 14400000 (4 h) */
@@ -118,8 +125,13 @@ export interface ConsoleDeps {
  * check and the error handler sit on the root instance, so they cover the routes and plugins registered after them
  * as well (a new area: add its rows to {@link apiRows}, its page rows to {@link pageRows}).
  */
-export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
-  const { config } = deps;
+export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
+  const { config } = given;
+  const queues =
+    given.queues ??
+    (given.queue && singleMerchantQueue(given.queue, legacyMerchant(config.merchants) ?? config.merchants[0]!));
+  // `queue` stays the first merchant's for the areas that read one queue (orders, search).
+  const deps = { ...given, queues, queue: given.queue ?? queues?.list[0]?.queue };
   const directory = directoryOf(deps);
   // Errors fastify raises before routing (a path parameter over maxParamLength, a malformed URL) would answer
   // before the authentication hook, telling a stranger which routes exist: authenticate first, then answer.
@@ -170,7 +182,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   });
   await app.register(assetsPlugin);
   // Replays (API and wizard) need the queue: its failed jobs are what they send back.
-  const replayDeps = deps.queue && replayDepsOf(deps, deps.queue);
+  const replayDeps = queues && replayDepsOf(deps, queues, merchants);
   if (replayDeps) {
     if (replayDeps.close) app.addHook('onClose', replayDeps.close);
     registerRoutes(app, replaysRows(replayDeps));
@@ -181,9 +193,9 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     acceptForms(pages);
     registerRoutes(pages, pageRows(deps, replayDeps, merchants), 'page');
   });
-  if (deps.queue)
+  if (queues)
     await app.register(dashboardPlugin, {
-      queues: [deps.queue, ...(deps.extraQueues ?? [])],
+      queues: [...queues.list.map((m) => m.queue), ...(deps.extraQueues ?? [])],
       actions: { db: deps.db.db, logger: deps.logger },
     });
 
@@ -289,7 +301,10 @@ function consoleMerchantsOf(deps: ConsoleDeps): ConsoleMerchants {
 }
 
 /** Every area's API rows but the replays' (registered with the replay driver, which needs the queue). */
-function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): RouteRow[] {
+function apiRows(
+  deps: ConsoleDeps & { config: Config; queues?: MerchantQueues | undefined },
+  routeDeps: RouteDeps,
+): RouteRow[] {
   const { merchants } = routeDeps;
   return [
     ...whoamiRows(),
@@ -299,7 +314,7 @@ function apiRows(deps: ConsoleDeps & { config: Config }, routeDeps: RouteDeps): 
     ...paymentMethodsRows(routeDeps),
     ...(deps.redis ? reconcileRows(reconcileActionDeps({ ...deps, merchants, redis: deps.redis })) : []),
     ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
-    ...callbacksRows({ db: deps.db.db, queue: deps.queue }),
+    ...callbacksRows({ db: deps.db.db, queues: deps.queues }),
     ...reviewsRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
   ];
 }
@@ -322,7 +337,7 @@ function pageRows(
     ...callbacksPageRows({
       db: deps.db.db,
       logger: deps.logger,
-      queue: deps.queue,
+      queues: deps.queues,
       platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
     }),
     ...ordersPageRows({
@@ -341,15 +356,17 @@ function pageRows(
 /** The replays' dependencies, and their driver (closed with the app) unless the caller drives replays itself. */
 function replayDepsOf(
   deps: ConsoleDeps & { config: Config },
-  queue: Queue,
+  queues: MerchantQueues,
+  merchants: ConsoleMerchants,
 ): ReplayDeps & { close?: () => Promise<void> } {
   const driver =
-    deps.replayDriver === false ? undefined : startReplayDriver({ db: deps.db.db, queue, logger: deps.logger });
+    deps.replayDriver === false ? undefined : startReplayDriver({ db: deps.db.db, queues, logger: deps.logger });
   return {
     db: deps.db.db,
     logger: deps.logger,
-    queue,
+    queues,
     platform: deps.platform,
+    platformFor: (merchantNo) => merchants.byNo(merchantNo)?.platform,
     cache: createGetOrderCache(),
     defaultRate: deps.config.CONSOLE_REPLAY_RATE,
     maxRate: deps.config.CONSOLE_REPLAY_MAX_RATE,

@@ -4,11 +4,12 @@ import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { createMetricsRegistry, registerQueueDepthGauge, startMetricsServer } from '@mcb/core/metrics';
-import { CALLBACKS_QUEUE, MAINTENANCE_QUEUE } from '@mcb/core/queue';
+import { merchantKeys } from '@mcb/core/queue';
 import { createRedis, createRedisHealth, redisTargetOf } from '@mcb/core/redis';
 import { startTracing } from '@mcb/core/tracing';
 import { Queue } from 'bullmq';
 import { buildApp } from './app.ts';
+import { merchantQueues } from './callbacks/merchant-queues.ts';
 import { createConsolePlatforms } from './platforms.ts';
 
 // Only wiring. Each resource registers its release as it is created; shutdown runs them in reverse order.
@@ -43,16 +44,25 @@ try {
     () => redis.quit().catch(() => redis.disconnect()),
     () => redis.disconnect(),
   );
-  const queue = new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
-  const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX });
-  for (const q of [queue, maintenance]) redisHealth.listen(q, `${q.name} queue`);
-  releasers.add('queues', () => Promise.all([queue.close(), maintenance.close()]));
+  // Every merchant's callbacks and maintenance queues (merchantKeys: `default` keeps today's names).
+  const queues = merchantQueues(
+    config.merchants,
+    config.QUEUE_PREFIX,
+    (name, prefix) => new Queue(name, { connection: redis, prefix }),
+  );
+  const maintenance = config.merchants.map((m) => {
+    const keys = merchantKeys(config.QUEUE_PREFIX, m.ref);
+    return new Queue(keys.maintenanceQueue, { connection: redis, prefix: keys.prefix });
+  });
+  const all = [...queues.list.map((m) => m.queue), ...maintenance];
+  for (const q of all) redisHealth.listen(q, `${q.name} queue`);
+  releasers.add('queues', () => Promise.all(all.map((q) => q.close())));
   // Re-verify, the dry run, "sweep now" and the catalog: each merchant's own platform client, asking Get order out of
   // its fleet-wide budget (getOrderRps ?? PLATFORM_MAX_RPS), beside the workers (platforms.ts).
   const { platforms, metrics } = createConsolePlatforms({ config, redis, registry, logger, releasers });
   const home = legacyMerchant(config.merchants) ?? config.merchants[0]!;
 
-  registerQueueDepthGauge(registry, [queue, maintenance]);
+  registerQueueDepthGauge(registry, all);
   const app = await buildApp({
     config,
     db,
@@ -60,8 +70,8 @@ try {
     platforms,
     logger,
     registry,
-    queue,
-    extraQueues: [maintenance],
+    queues,
+    extraQueues: maintenance,
     // Holds the reconciliation lock for POST /api/reconcile (the workers' lock, same key).
     redis,
     sessionTtlMs: config.CONSOLE_SESSION_TTL,

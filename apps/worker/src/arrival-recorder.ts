@@ -1,5 +1,5 @@
 /**
- * The searchable record of each callback the worker takes (callback_arrivals): one row per job id, written when a
+ * The searchable record of each callback the worker takes (callback_arrivals): one row per merchant and job id, written when a
  * worker first takes the job and after each attempt, so the console finds an order's callbacks by merchant order
  * number even while they wait or after they failed for good (no receipt yet). Off the money path: rows go through
  * a {@link Batcher}, one upsert per batch of jobs, and the job never waits for them; a lost row is rewritten by the
@@ -122,7 +122,7 @@ export function isAtOrBeyond(a: ArrivalRow, b: ArrivalRow): boolean {
 }
 
 /**
- * One statement for a whole batch: 14 array parameters unnested into rows, whatever the batch's size. Built once,
+ * One statement for a whole batch: 15 array parameters unnested into rows, whatever the batch's size. Built once,
  * not per batch: drizzle's insert builder spent 6-12 % of the worker's CPU assembling 14 placeholders per row (bench
  * profile at 0 ms). A report replaces the stored row only if it is the job's progress at or beyond it
  * ({@link isAtOrBeyond}): a job id reused after a reviewed job released it is a later callback, whose fields replace
@@ -131,10 +131,11 @@ export function isAtOrBeyond(a: ArrivalRow, b: ArrivalRow): boolean {
 const UPSERT_SQL = `
 INSERT INTO callback_arrivals AS t
        (job_id, kind, order_no, state, merchant_order_no, amount, received_at, first_seen_at, updated_at, attempts,
-        status, outcome, last_code, last_detail)
+        status, outcome, last_code, last_detail, merchant_no)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::numeric[], $7::timestamptz[],
-                     $8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[])
-ON CONFLICT (job_id) DO UPDATE SET
+                     $8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[],
+                     $15::text[])
+ON CONFLICT (job_id, merchant_no) DO UPDATE SET
        kind = excluded.kind, order_no = excluded.order_no, state = excluded.state,
        merchant_order_no = excluded.merchant_order_no, amount = excluded.amount, received_at = excluded.received_at,
        first_seen_at = least(t.first_seen_at, excluded.first_seen_at), updated_at = excluded.updated_at,
@@ -144,13 +145,24 @@ ON CONFLICT (job_id) DO UPDATE SET
     OR (excluded.received_at = t.received_at
         AND (excluded.attempts, ${STEP_SQL('excluded')}) >= (t.attempts, ${STEP_SQL('t')}))`;
 
-/** Upsert `rows` by job id. Rows of one job in one batch (taken, then settled) collapse to the furthest. */
+/**
+ * A row's key: the merchant and the job id (a job id is unique within one merchant's queue only: `payin-{OrderNo}-
+ * {state}`, and the platform may reuse an OrderNo across merchants).
+ */
+export function arrivalKey(row: Pick<ArrivalRow, 'merchantNo' | 'jobId'>): string {
+  return `${row.merchantNo ?? ''}\u0000${row.jobId}`;
+}
+
+/**
+ * Upsert `rows` by merchant and job id. Rows of one job in one batch (taken, then settled) collapse to the furthest.
+ */
 async function upsertArrivals(db: Database, rows: readonly ArrivalRow[]): Promise<Settled<void>[]> {
   const byJob = new Map<string, ArrivalRow>();
   for (const row of rows) {
-    const earlier = byJob.get(row.jobId);
-    if (!earlier) byJob.set(row.jobId, row);
-    else if (isAtOrBeyond(row, earlier)) byJob.set(row.jobId, { ...row, firstSeenAt: earlier.firstSeenAt });
+    const key = arrivalKey(row);
+    const earlier = byJob.get(key);
+    if (!earlier) byJob.set(key, row);
+    else if (isAtOrBeyond(row, earlier)) byJob.set(key, { ...row, firstSeenAt: earlier.firstSeenAt });
   }
   const list = [...byJob.values()];
   const column = <T>(pick: (r: ArrivalRow) => T) => list.map(pick);
@@ -170,6 +182,7 @@ async function upsertArrivals(db: Database, rows: readonly ArrivalRow[]): Promis
     column((r) => r.outcome ?? null),
     column((r) => r.lastCode ?? null),
     column((r) => r.lastDetail ?? null),
+    column((r) => r.merchantNo),
   ]);
   return rows.map(() => ({ ok: true, value: undefined }));
 }
@@ -193,6 +206,8 @@ function arrivalRow(job: Job, event: CallbackJob, now: Date) {
   const received = new Date(event.receivedAt);
   return {
     jobId: job.id!,
+    // The callback's MerchantNo: ingest accepts a callback on its own merchant's route and queue only.
+    merchantNo: event.merchantNo,
     kind: event.kind,
     orderNo: event.orderNo,
     state: event.state,
@@ -206,7 +221,7 @@ function arrivalRow(job: Job, event: CallbackJob, now: Date) {
 }
 
 /**
- * Rows Postgres did not take, by job id (the furthest report of a job wins), handed to `resubmit` every
+ * Rows Postgres did not take, by merchant and job id (the furthest report of a job wins), handed to `resubmit` every
  * `retryFinalMs`; past `maxUnwrittenFinal` the oldest is dropped.
  */
 function createUnwrittenRows(logger: Logger, options: ArrivalRecorderOptions, resubmit: (row: ArrivalRow) => void) {
@@ -224,13 +239,14 @@ function createUnwrittenRows(logger: Logger, options: ArrivalRecorderOptions, re
     for (const row of kept) resubmit(row);
   };
   const dropOldest = () => {
-    const oldest = rows.keys().next().value!;
-    rows.delete(oldest);
+    const key = rows.keys().next().value!;
+    const oldest = rows.get(key)!;
+    rows.delete(key);
     dropped++;
     // A long outage with many jobs drops one row per new job: one line per 10 s, not one per row.
     if (Date.now() - lastDropLog < 10_000) return;
     logger.error(
-      { jobId: oldest, rowsDropped: dropped, maxUnwrittenFinal: max },
+      { jobId: oldest.jobId, merchantNo: oldest.merchantNo, rowsDropped: dropped, maxUnwrittenFinal: max },
       'too many callback rows wait for Postgres: the oldest dropped (their jobs are still on the queue)',
     );
     lastDropLog = Date.now();
@@ -238,10 +254,11 @@ function createUnwrittenRows(logger: Logger, options: ArrivalRecorderOptions, re
   };
   return {
     keep(row: ArrivalRow) {
-      const held = rows.get(row.jobId);
+      const key = arrivalKey(row);
+      const held = rows.get(key);
       if (held && !isAtOrBeyond(row, held)) return;
-      rows.delete(row.jobId);
-      rows.set(row.jobId, row);
+      rows.delete(key);
+      rows.set(key, row);
       if (rows.size > max) dropOldest();
       timer ??= setTimeout(retryNow, retryMs).unref();
     },
@@ -290,12 +307,13 @@ export function createArrivalRecorder(
     taken(job, event) {
       if (job.attemptsMade > 0) return; // its row exists since its first attempt (or is rewritten when it ends)
       const row = { ...arrivalRow(job, event, new Date(clock())), status: 'active' as const };
-      active.hold(row.jobId, { ...row, outcome: null, lastCode: null, lastDetail: null });
+      active.hold(arrivalKey(row), { ...row, outcome: null, lastCode: null, lastDetail: null });
     },
     settled(job, event, report) {
       const now = new Date(clock());
       // The row it replaces, if still held, is not written; it was first seen when that row was made.
-      const held = active.take(job.id!) ?? outcomes.take(job.id!);
+      const key = arrivalKey({ merchantNo: event.merchantNo, jobId: job.id! });
+      const held = active.take(key) ?? outcomes.take(key);
       const row: ArrivalRow = {
         ...arrivalRow(job, event, now),
         firstSeenAt: held?.firstSeenAt ?? now,
@@ -306,7 +324,7 @@ export function createArrivalRecorder(
         lastDetail: report.detail?.slice(0, 300) ?? null,
       };
       // Only the common, settled ends wait: a retry, a wait, a review or a failure is what a person looks for next.
-      if (SETTLED.has(report.status)) outcomes.hold(row.jobId, row);
+      if (SETTLED.has(report.status)) outcomes.hold(key, row);
       else submit(row);
     },
     async flush() {

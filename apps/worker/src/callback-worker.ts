@@ -208,7 +208,14 @@ function startFailedRows(deps: CallbackWorkerDeps, keys: MerchantKeys, arrivals:
     'error',
     reportErrors(deps, () => false),
   );
-  const check = startFailedRowsCheck({ db: deps.db, queue, arrivals, logger: deps.logger, everyMs });
+  const check = startFailedRowsCheck({
+    db: deps.db,
+    queue,
+    merchantNo: deps.merchant?.merchantNo,
+    arrivals,
+    logger: deps.logger,
+    everyMs,
+  });
   return {
     async stop() {
       await check.stop();

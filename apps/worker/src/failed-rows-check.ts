@@ -20,6 +20,11 @@ export interface FailedRowsCheckDeps {
   db: Database;
   /** The callbacks queue (its failed set is read). The caller closes it. */
   queue: Queue;
+  /**
+   * The merchant number of the queue's jobs: only its rows are compared (two merchants' jobs may share a job id).
+   * Undefined: the rows of every merchant (one merchant's deployment, tests).
+   */
+  merchantNo?: string | undefined;
   arrivals: ArrivalRecorder;
   logger: Logger;
   /** Interval between checks, in ms; the first runs at once. @defaultValue 60000 */
@@ -37,7 +42,7 @@ export interface FailedRowsCheck {
 type StoredRow = Pick<typeof callbackArrivals.$inferSelect, 'jobId' | 'status' | 'lastCode'>;
 
 const ROWS_SQL = `SELECT job_id AS "jobId", status, last_code AS "lastCode"
-  FROM callback_arrivals WHERE job_id = ANY($1::text[])`;
+  FROM callback_arrivals WHERE job_id = ANY($1::text[]) AND ($2::text IS NULL OR merchant_no = $2)`;
 
 /** Start checking the failed set against the rows now and every `everyMs`; errors are logged, never thrown. */
 export function startFailedRowsCheck(deps: FailedRowsCheckDeps): FailedRowsCheck {
@@ -82,7 +87,7 @@ async function checkFailedSet(deps: FailedRowsCheckDeps, stopped: () => boolean)
 /** Hand the recorder a `failed` row for each job of `ids` whose row is missing or not `failed`. */
 async function restorePage(deps: FailedRowsCheckDeps, ids: readonly string[]): Promise<number> {
   if (ids.length === 0) return 0;
-  const { rows } = await poolOf(deps.db).query<StoredRow>(ROWS_SQL, [ids]);
+  const { rows } = await poolOf(deps.db).query<StoredRow>(ROWS_SQL, [ids, deps.merchantNo ?? null]);
   const stored = new Map(rows.map((r) => [r.jobId, r]));
   const missing = ids.filter((id) => stored.get(id)?.status !== 'failed');
   let written = 0;

@@ -51,6 +51,36 @@ describe('the arrival recorder', () => {
     });
   });
 
+  it('keeps a row per merchant: two merchants’ jobs of one job id (an OrderNo the platform reused) never share one', async () => {
+    // Held rows too: a taken row and an outcome wait, keyed by merchant and job id.
+    const recorder = createArrivalRecorder(env.db.db, silent, { activeAfterMs: 200, outcomeWithinMs: 200 });
+    const id = 'payin-P-AR-SHARED-6';
+    const of = (merchantNo: string, fiatAmount: string) =>
+      callbackJobSchema.parse({
+        ...payinEvent({ orderNo: 'P-AR-SHARED', merchantOrderNo: `MO-${merchantNo}`, fiatAmount }),
+        merchantNo,
+      });
+    const a = of('M-A', '10.00');
+    const b = of('M-B', '99.00');
+    recorder.taken(fakeJob(id), a);
+    recorder.taken(fakeJob(id), b);
+    recorder.settled(fakeJob(id), a, { status: 'applied', outcome: 'credited' });
+    recorder.settled(fakeJob(id), b, { status: 'failed', code: 'PLATFORM_HTTP_ERROR' });
+    await recorder.flush();
+    // A later report of one merchant's job changes its row only.
+    recorder.settled(fakeJob(id, 1), b, { status: 'failed', code: 'PLATFORM_TIMEOUT' });
+    await recorder.flush();
+    const rows = await env.db.db
+      .select()
+      .from(callbackArrivals)
+      .where(eq(callbackArrivals.jobId, id))
+      .orderBy(asc(callbackArrivals.merchantNo));
+    expect(rows.map((r) => [r.merchantNo, r.merchantOrderNo, r.amount, r.status, r.lastCode, r.attempts])).toEqual([
+      ['M-A', 'MO-M-A', '10.00', 'applied', null, 1],
+      ['M-B', 'MO-M-B', '99.00', 'failed', 'PLATFORM_TIMEOUT', 2],
+    ]);
+  });
+
   it('records taken only on a first attempt; a later attempt updates the row; an older report changes nothing', async () => {
     const recorder = createArrivalRecorder(env.db.db, silent);
     const id = 'payin-P-AR-900-6';

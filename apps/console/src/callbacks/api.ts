@@ -1,6 +1,6 @@
 import type { Database } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
-import type { Queue } from 'bullmq';
+import type { MerchantQueues } from './merchant-queues.ts';
 import { z } from 'zod';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf, type FoundJob } from '../orders/timeline.ts';
 import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks } from './queries.ts';
@@ -12,8 +12,8 @@ import { route, type RouteRow } from '../web/route-table.ts';
 /** Options of {@link callbacksRoutes}. */
 export interface CallbacksDeps {
   db: Database;
-  /** The callbacks queue; when given and `orderNo` is asked, the jobs of that order are listed too. */
-  queue?: Queue;
+  /** Every merchant's callbacks queue; when given and an order is asked, its jobs are listed too. */
+  queues?: MerchantQueues | undefined;
 }
 
 const receiptSchema = z.object({
@@ -45,7 +45,7 @@ const jobSchema = z.object({
  * (applied events), reviews (events that failed verification), the queue's jobs (still waiting, retrying or
  * failed) and the whole story in time order (`timeline`). What bull-board cannot search, this can.
  */
-export function callbacksRows({ db, queue }: CallbacksDeps): RouteRow[] {
+export function callbacksRows({ db, queues }: CallbacksDeps): RouteRow[] {
   return [
     route({
       method: 'GET',
@@ -79,16 +79,20 @@ export function callbacksRows({ db, queue }: CallbacksDeps): RouteRow[] {
           });
         }
         const { orderNo, merchantOrderNo } = filter;
+        // `merchant` narrows to that merchant's rows and queue (400 for a ref this deployment does not serve).
+        const mq = filter.merchant === undefined ? undefined : queues?.of(filter.merchant);
+        const scoped = { ...filter, merchantNo: queues?.several ? mq?.merchantNo : undefined };
+        const queue = (mq ?? queues?.list[0])?.queue;
         if (!orderNo && !merchantOrderNo)
           return {
-            ...(await searchCallbacks(db, filter, { cursor, limit })),
+            ...(await searchCallbacks(db, scoped, { cursor, limit })),
             receipts: [],
             reviews: [],
             jobs: [],
             timeline: [],
           };
         const [page, records] = await Promise.all([
-          searchCallbacks(db, filter, { cursor, limit }),
+          searchCallbacks(db, scoped, { cursor, limit }),
           loadCallbackRecords(db, queue, { orderNo, merchantOrderNo }),
         ]);
         const { receipts: receiptRows, reviews: reviewRows } = records;

@@ -5,7 +5,7 @@
 import type { Database } from '@mcb/core/db';
 import { ErrorCodes, isAppError, isRefusal } from '@mcb/core/errors';
 import type { FleetState } from '@mcb/core/platform';
-import type { Queue } from 'bullmq';
+import type { MerchantQueues } from './merchant-queues.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '@mcb/core/logger';
 import { z } from 'zod';
@@ -23,8 +23,8 @@ import { callbacksPage } from './views.ts';
 export interface CallbacksPagesDeps {
   db: Database;
   logger: Logger;
-  /** The callbacks queue: "run now" needs it. @defaultValue none (no run-now form) */
-  queue?: Queue;
+  /** Every merchant's callbacks queue: "run now" needs them. @defaultValue none (no run-now form) */
+  queues?: MerchantQueues;
   /** The fleet's Get order state, from Redis: "run now" runs nothing while the breaker holds the jobs. */
   platformState?: () => Promise<FleetState>;
 }
@@ -58,11 +58,11 @@ export function callbacksPageRows(deps: CallbacksPagesDeps): RouteRow[] {
       back: (req) => safeNext((req.body as { back?: unknown } | undefined)?.back ?? '/callbacks'),
       refused: refusedOnThePage,
       run: async (req, { form }) => {
-        if (!deps.queue) throw new Error('run now needs the callbacks queue');
+        if (!deps.queues) throw new Error('run now needs the callbacks queue');
         const state = deps.platformState;
         const breakerOpen = state && (async () => (await state().catch(() => undefined))?.breakerOpen === true);
         const r = await runNow(
-          { db: deps.db, logger: deps.logger, queue: deps.queue, breakerOpen },
+          { db: deps.db, logger: deps.logger, queues: deps.queues, breakerOpen },
           actorOf(req),
           form.filter,
           form.reason,

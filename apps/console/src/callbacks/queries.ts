@@ -5,6 +5,7 @@
  */
 import { isDecimalString } from '@mcb/core/money';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
+import { MERCHANT_REF_PATTERN } from '@mcb/core/config';
 import { callbackArrivals, callbackReceipts, reviews, type Database } from '@mcb/core/db';
 import { and, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
@@ -21,6 +22,14 @@ const instant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant, e.g
 
 /** What selects callbacks: the search's filter and a replay's. Every field narrows; all are optional. */
 export const callbackFilterSchema = z.strictObject({
+  merchant: z
+    .string()
+    .regex(MERCHANT_REF_PATTERN, 'expected a merchant ref')
+    .optional()
+    .describe(
+      "The merchant's ref (MERCHANTS_FILE): its callbacks only. A replay needs it once the console serves two " +
+        'merchants or more (a job id is unique within one merchant’s queue only)',
+    ),
   orderNo: z
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected a platform OrderNo')
@@ -52,10 +61,13 @@ export const callbackFilterSchema = z.strictObject({
     ),
 });
 export type CallbackFilter = z.output<typeof callbackFilterSchema>;
+/** A filter with its merchant resolved to the number the rows carry (undefined: every merchant's). */
+export type ScopedFilter = CallbackFilter & { merchantNo?: string | undefined };
 
 /** One callback as the search shows it: numbers, amount, where it is, its last attempt; never the record. */
 export const callbackRowSchema = z.object({
   jobId: z.string(),
+  merchantNo: z.string().describe('The merchant number whose queue the job is on'),
   kind: z.enum(['payin', 'payout']),
   orderNo: z.string(),
   state: z.number().int(),
@@ -89,15 +101,19 @@ export function listOf<T>(v: T | readonly T[] | undefined): T[] {
   return v === undefined ? [] : Array.isArray(v) ? [...(v as readonly T[])] : [v as T];
 }
 
-/** True when the filter narrows anything (the API refuses an empty one: it would list everything). */
+/**
+ * True when the filter narrows anything (the API refuses an empty one: it would list everything). The merchant alone
+ * does not: it would list a whole merchant's.
+ */
 export function hasFilter(f: CallbackFilter): boolean {
-  return Object.values(f).some((v) => v !== undefined);
+  return Object.entries(f).some(([k, v]) => k !== 'merchant' && v !== undefined);
 }
 
 /** The WHERE of a filter on callback_arrivals. */
-export function filterWhere(f: CallbackFilter): SQL | undefined {
+export function filterWhere(f: ScopedFilter): SQL | undefined {
   const t = callbackArrivals;
   return and(
+    f.merchantNo === undefined ? undefined : eq(t.merchantNo, f.merchantNo),
     f.orderNo ? eq(t.orderNo, f.orderNo) : undefined,
     f.merchantOrderNo ? eq(t.merchantOrderNo, f.merchantOrderNo) : undefined,
     f.status ? inArray(t.status, listOf(f.status)) : undefined,
@@ -115,9 +131,10 @@ export function filterWhere(f: CallbackFilter): SQL | undefined {
 function reviewOfPair(review: 'open' | 'closed'): SQL {
   const t = callbackArrivals;
   const open = sql`exists (select 1 from ${reviews} r where r.order_no = ${t.orderNo} and r.state = ${t.state}
-                     and r.status = 'open')`;
+                     and r.merchant_no = ${t.merchantNo} and r.status = 'open')`;
   if (review === 'open') return open;
-  return sql`exists (select 1 from ${reviews} r where r.order_no = ${t.orderNo} and r.state = ${t.state})
+  return sql`exists (select 1 from ${reviews} r where r.order_no = ${t.orderNo} and r.state = ${t.state}
+                     and r.merchant_no = ${t.merchantNo})
              and not ${open}`;
 }
 
@@ -142,7 +159,7 @@ function decodeCursor(cursor: string): [string, string] {
 /** One page of callbacks matching `filter`, newest first; `limit` rows at most. */
 export async function searchCallbacks(
   db: Database,
-  filter: CallbackFilter,
+  filter: ScopedFilter,
   page: { cursor?: string; limit?: number } = {},
 ): Promise<CallbackPage> {
   const t = callbackArrivals;
@@ -155,7 +172,14 @@ export async function searchCallbacks(
       appliedAt: callbackReceipts.appliedAt,
     })
     .from(t)
-    .leftJoin(callbackReceipts, and(eq(callbackReceipts.orderNo, t.orderNo), eq(callbackReceipts.state, t.state)))
+    .leftJoin(
+      callbackReceipts,
+      and(
+        eq(callbackReceipts.orderNo, t.orderNo),
+        eq(callbackReceipts.state, t.state),
+        eq(callbackReceipts.merchantNo, t.merchantNo),
+      ),
+    )
     .where(
       and(
         filterWhere(filter),
@@ -172,6 +196,7 @@ export async function searchCallbacks(
   return {
     callbacks: shown.map(({ a, appliedAt }) => ({
       jobId: a.jobId,
+      merchantNo: a.merchantNo,
       kind: a.kind,
       orderNo: a.orderNo,
       state: a.state,

@@ -7,7 +7,7 @@
  */
 import { AppError, ErrorCodes, coerceError } from '@mcb/core/errors';
 import { callbackArrivals } from '@mcb/core/db';
-import type { Queue } from 'bullmq';
+import type { MerchantQueues } from './merchant-queues.ts';
 import { and, asc, inArray } from 'drizzle-orm';
 import { performExternalAction, type ActionDeps, type Actor } from '../audit/perform.ts';
 import { filterTarget } from '../replays/actions.ts';
@@ -66,13 +66,15 @@ function heldByTheBreaker(): AppError {
  * `breakerOpen` says the fleet's breaker is open ({@link heldByTheBreaker}).
  */
 export async function runNow(
-  deps: ActionDeps & { queue: Queue; breakerOpen?: () => Promise<boolean> },
+  deps: ActionDeps & { queues: MerchantQueues; breakerOpen?: () => Promise<boolean> },
   actor: Actor,
   filter: CallbackFilter,
   reason: unknown,
 ): Promise<RunNowResult> {
   const statuses = runnableStatuses(filter);
-  const scoped = { ...filter, status: statuses };
+  // One merchant's queue (`merchant`, required with several): a job id names a job in one merchant's queue only.
+  const mq = deps.queues.of(filter.merchant);
+  const scoped = { ...filter, status: statuses, merchantNo: deps.queues.several ? mq.merchantNo : undefined };
   return performExternalAction(
     deps,
     actor,
@@ -88,7 +90,7 @@ export async function runNow(
       const more = rows.length > RUN_NOW_LIMIT;
       let promoted = 0;
       for (const { jobId } of rows.slice(0, RUN_NOW_LIMIT)) {
-        const job = await deps.queue.getJob(jobId);
+        const job = await mq.queue.getJob(jobId);
         if (!job || !(await job.isDelayed())) continue;
         try {
           await job.promote();

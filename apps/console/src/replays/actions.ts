@@ -8,7 +8,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { assertCan, performAction, type ActionDeps, type Actor } from '../audit/perform.ts';
 import { can } from '../operators/roles.ts';
-import { callbackFilterSchema, type CallbackFilter } from '../callbacks/queries.ts';
+import { callbackFilterSchema, type CallbackFilter, type ScopedFilter } from '../callbacks/queries.ts';
 import { callbackArrivals, replays, type Database } from '@mcb/core/db';
 import {
   PLAN_LIMIT,
@@ -18,6 +18,7 @@ import {
   planTotalSchema,
   replayCandidates,
   replayPlanSchema,
+  replayScope,
   replayWhere,
   type PlanDeps,
   type ReplayPlan,
@@ -96,7 +97,10 @@ export async function startReplay(
       },
     );
   }
-  replayWhere(req.filter); // 400 for a status other than failed, before anything is written
+  // 400 for a status other than failed, or without the merchant when there are several, before anything is written.
+  // The filter keeps its `merchant`: the driver sends the jobs back to that merchant's queue.
+  const { scoped } = replayScope(deps.queues, req.filter);
+  replayWhere(scoped);
   let view: ReplayView;
   try {
     view = await performAction(
@@ -104,7 +108,7 @@ export async function startReplay(
       actor,
       { action: 'replays.start', target: filterTarget(req.filter), reason: req.reason },
       async (tx) => {
-        const set = req.plan ? await plannedSet(tx, req.filter, req.plan) : await currentSet(tx, req.filter);
+        const set = req.plan ? await plannedSet(tx, scoped, req.plan) : await currentSet(tx, scoped);
         const [row] = await tx
           .insert(replays)
           .values({
@@ -135,7 +139,7 @@ export async function startReplay(
 }
 
 /** The set a dry run classified, as it stands now; PLAN_STALE unless it is still the very same jobs. */
-async function plannedSet(db: Database, filter: CallbackFilter, plan: PostedPlan) {
+async function plannedSet(db: Database, filter: ScopedFilter, plan: PostedPlan) {
   const { asOf, upToJobId, jobs, digest } = plan.bound;
   const rows = await replayCandidates(db, filter, null, PLAN_LIMIT + 1, { asOf, upTo: upToJobId });
   if (rows.length !== jobs || digestOf(rows) !== digest) {
@@ -150,7 +154,7 @@ async function plannedSet(db: Database, filter: CallbackFilter, plan: PostedPlan
 }
 
 /** Without a dry run: the failed jobs matching the filter now, up to the newest failure reported. */
-async function currentSet(db: Database, filter: CallbackFilter) {
+async function currentSet(db: Database, filter: ScopedFilter) {
   const [row] = await db
     .select({
       total: sql<number>`count(*)::int`,

@@ -16,11 +16,16 @@ import { retryKeepingStory } from '@mcb/core/queue';
 import type { Queue } from 'bullmq';
 import { and, eq, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm';
 import { callbackFilterSchema } from '../callbacks/queries.ts';
+import { singleMerchantQueue, type MerchantQueue, type MerchantQueues } from '../callbacks/merchant-queues.ts';
+import { DEFAULT_MERCHANT_REF } from '@mcb/core/config';
 import { replayCandidates } from './plan.ts';
 
 export interface ReplayDriverOptions {
   db: Database;
-  queue: Queue;
+  /** Every merchant's callbacks queue: a replay sends its jobs back to its own merchant's (replays.merchant_no). */
+  queues?: MerchantQueues;
+  /** One merchant's queue (tests): every replay's. Either this or `queues`. */
+  queue?: Queue;
   logger: Logger;
   /** How long a console holds a replay without renewing it, in ms. @defaultValue 10000 */
   leaseMs?: number;
@@ -48,9 +53,10 @@ export function chunking(ratePerSecond: number): { size: number; intervalMs: num
 export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
   const { db, logger } = options;
   const stop = new AbortController();
+  const queues = options.queues ?? singleMerchantQueue(options.queue!, { ref: DEFAULT_MERCHANT_REF, merchantNo: '' });
   const ctx: DriverContext = {
     db,
-    queue: options.queue,
+    queues,
     logger,
     leaseMs: options.leaseMs ?? 10_000,
     owner: options.owner ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
@@ -113,7 +119,7 @@ export function startReplayDriver(options: ReplayDriverOptions): ReplayDriver {
 /** What the driver's steps share: its clients, its name on the leases, and the signal that stops it. */
 interface DriverContext {
   db: Database;
-  queue: Queue;
+  queues: MerchantQueues;
   logger: Logger;
   leaseMs: number;
   owner: string;
@@ -139,7 +145,32 @@ async function claim(ctx: DriverContext, driving: ReadonlySet<number>): Promise<
 
 /** Drive one replay a chunk a tick until it is done, cancelled, its lease is lost or the driver stops. */
 async function driveReplay(ctx: DriverContext, replay: Replay): Promise<void> {
-  const filter = callbackFilterSchema.parse(replay.filter);
+  const unscoped = callbackFilterSchema.parse(replay.filter);
+  // Its merchant's queue and rows only (a job id is unique within one merchant's queue): the filter's `merchant`,
+  // which a start requires with several merchants; one started before there were several is the `default`'s.
+  const ref = ctx.queues.several ? (unscoped.merchant ?? DEFAULT_MERCHANT_REF) : unscoped.merchant;
+  let mq: MerchantQueue;
+  try {
+    mq = ctx.queues.of(ref, 'filter.merchant');
+  } catch (e) {
+    // Not driven again at every poll: ended, saying why (the jobs stay failed, for a replay naming a served merchant).
+    const why = firstLineOf(coerceError(e)).slice(0, 300);
+    ctx.logger.error({ replayId: replay.id, merchant: ref }, 'replay: its merchant is not one this console serves');
+    await ctx.db
+      .update(replays)
+      .set({
+        status: 'cancelled',
+        endedBy: 'console',
+        endReason: why,
+        error: why,
+        finishedAt: sql`now()`,
+        updatedAt: sql`now()`,
+        leaseUntil: null,
+      })
+      .where(and(eq(replays.id, replay.id), eq(replays.status, 'running')));
+    return;
+  }
+  const filter = { ...unscoped, merchantNo: ctx.queues.several ? mq.merchantNo : undefined };
   // Only the set it was started on: a job failing while it runs (one it sent back, or a new one) is not swept in.
   const bound = { asOf: replay.planAsOf, upTo: replay.planUpTo };
   const { size, intervalMs } = chunking(replay.ratePerSecond);
@@ -157,7 +188,7 @@ async function driveReplay(ctx: DriverContext, replay: Replay): Promise<void> {
         log.info('replay: finished');
         break;
       }
-      cursor = await sendBack(ctx, replay.id, chunk);
+      cursor = await sendBack(ctx, mq.queue, replay.id, chunk);
     } catch (e) {
       // Redis or Postgres away: the cursor did not move; try the same chunk again after a pause.
       log.warn({ err: coerceError(e) }, 'replay: chunk failed, will retry it');
@@ -195,11 +226,12 @@ async function finish(db: Database, id: number): Promise<void> {
 /** Send one chunk back to the queue and record it (which jobs, their arrivals, the counts); the new cursor. */
 async function sendBack(
   ctx: DriverContext,
+  queue: Queue,
   replayId: number,
-  chunk: readonly { jobId: string; updatedAt: Date }[],
+  chunk: readonly { jobId: string; merchantNo: string; updatedAt: Date }[],
 ): Promise<string> {
   const { db } = ctx;
-  const results = await Promise.all(chunk.map((c) => retryFailed(ctx.queue, c.jobId)));
+  const results = await Promise.all(chunk.map((c) => retryFailed(queue, c.jobId)));
   const replayed = results.filter(Boolean).length;
   const cursor = chunk.at(-1)!.jobId;
   // The search shows them as queued again at once. updated_at stays the worker's (its failure report's), so the
@@ -209,7 +241,7 @@ async function sendBack(
     // Which jobs this replay sent back: its page says what became of each (credited, failed again, ...).
     await db
       .insert(replayJobs)
-      .values(sent.map(({ jobId }) => ({ replayId, jobId })))
+      .values(sent.map(({ jobId, merchantNo }) => ({ replayId, jobId, merchantNo })))
       .onConflictDoNothing();
     await markSentBack(db, replayId, sent);
   }
@@ -230,12 +262,16 @@ async function sendBack(
  * Show the jobs sent back as retrying, each only while its row is still the one read: a job that ran and failed for
  * good again meanwhile has a newer `failed` row (the worker's), which stays, so replay by filter finds it again.
  */
-async function markSentBack(db: Database, replayId: number, rows: readonly { jobId: string; updatedAt: Date }[]) {
+async function markSentBack(
+  db: Database,
+  replayId: number,
+  rows: readonly { jobId: string; merchantNo: string; updatedAt: Date }[],
+) {
   const t = callbackArrivals;
   const read = sql.join(
     rows.map(
       (r) =>
-        sql`(${t.jobId} = ${r.jobId} and date_trunc('milliseconds', ${t.updatedAt}) = ${r.updatedAt.toISOString()}::timestamptz)`,
+        sql`(${t.jobId} = ${r.jobId} and ${t.merchantNo} = ${r.merchantNo} and date_trunc('milliseconds', ${t.updatedAt}) = ${r.updatedAt.toISOString()}::timestamptz)`,
     ),
     sql` or `,
   );

@@ -5,7 +5,7 @@
  */
 import { callbackArrivals, orders, replayJobs, type Database } from '@mcb/core/db';
 import { sumDecimals } from '@mcb/core/money';
-import { eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { REPLAY_OUTCOMES, type ReplayOutcome } from './words.ts';
 
@@ -41,8 +41,17 @@ export async function replayOutcomes(db: Database, ids: readonly number[]): Prom
       amount: sql<string>`coalesce(sum(${orders.amount}), 0)::text`,
     })
     .from(replayJobs)
-    .leftJoin(callbackArrivals, eq(callbackArrivals.jobId, replayJobs.jobId))
-    .leftJoin(orders, eq(orders.merchantOrderNo, callbackArrivals.merchantOrderNo))
+    .leftJoin(
+      callbackArrivals,
+      and(eq(callbackArrivals.jobId, replayJobs.jobId), eq(callbackArrivals.merchantNo, replayJobs.merchantNo)),
+    )
+    .leftJoin(
+      orders,
+      and(
+        eq(orders.merchantOrderNo, callbackArrivals.merchantOrderNo),
+        eq(orders.merchantNo, callbackArrivals.merchantNo),
+      ),
+    )
     .where(inArray(replayJobs.replayId, [...ids]))
     .groupBy(replayJobs.replayId, callbackArrivals.status, callbackArrivals.outcome, orders.currency);
   // Several statuses fold into one outcome (waiting and retrying): merged here, the amounts summed exactly.

@@ -25,7 +25,8 @@ import type { Queue } from 'bullmq';
 import { and, asc, gt, lte, sql } from 'drizzle-orm';
 import { sumDecimals } from '@mcb/core/money';
 import { z } from 'zod';
-import { filterWhere, listOf, type CallbackFilter } from '../callbacks/queries.ts';
+import { filterWhere, listOf, type CallbackFilter, type ScopedFilter } from '../callbacks/queries.ts';
+import type { MerchantQueue, MerchantQueues } from '../callbacks/merchant-queues.ts';
 import { unknownOrderCapPreview, type UnknownOrderCapPreview } from './unknown-order-cap-preview.ts';
 import { amountText } from '../web/format.ts';
 
@@ -120,8 +121,14 @@ export function createGetOrderCache(now: () => number = Date.now): GetOrderCache
 
 export interface PlanDeps {
   db: Database;
-  queue: Queue;
+  /** Every merchant's callbacks queue: a dry run reads the filter's merchant's only. */
+  queues: MerchantQueues;
   platform: PlatformClient;
+  /**
+   * The platform client of the merchant whose number a job carries (each merchant asks its own platform with its own
+   * number); undefined or no answer: `platform`.
+   */
+  platformFor?: (merchantNo: string) => PlatformClient | undefined;
   cache: GetOrderCache;
   /** Get order requests per second (CONSOLE_REPLAY_MAX_RATE). */
   maxRate: number;
@@ -135,8 +142,20 @@ export interface PlanDeps {
   redis?: RedisClient | undefined;
 }
 
+/**
+ * The merchant a replay by `filter` acts on, and the filter scoped to its number: `filter.merchant`, required when
+ * the console serves several (400 otherwise); with one merchant, its rows are every row.
+ */
+export function replayScope(
+  queues: MerchantQueues,
+  filter: CallbackFilter,
+): { mq: MerchantQueue; scoped: ScopedFilter } {
+  const mq = queues.of(filter.merchant, 'filter.merchant');
+  return { mq, scoped: { ...filter, merchantNo: queues.several ? mq.merchantNo : undefined } };
+}
+
 /** The filter of a replay: the search's, on failed jobs only (a replay re-runs jobs that failed for good). */
-export function replayWhere(filter: CallbackFilter) {
+export function replayWhere(filter: ScopedFilter) {
   const other = listOf(filter.status).filter((s) => s !== 'failed');
   if (other.length > 0) {
     throw new AppError(
@@ -168,7 +187,7 @@ export type SetBound = Parameters<typeof boundWhere>[0];
 /** Failed jobs matching `filter` (within `bound`, when given), in job-id order after `cursor`. */
 export async function replayCandidates(
   db: Database,
-  filter: CallbackFilter,
+  filter: ScopedFilter,
   after: string | null,
   limit: number,
   bound?: SetBound,
@@ -177,6 +196,7 @@ export async function replayCandidates(
   return db
     .select({
       jobId: t.jobId,
+      merchantNo: t.merchantNo,
       updatedAt: t.updatedAt,
       orderNo: t.orderNo,
       state: t.state,
@@ -190,7 +210,7 @@ export async function replayCandidates(
     .limit(limit);
 }
 
-export async function countCandidates(db: Database, filter: CallbackFilter, bound?: SetBound): Promise<number> {
+export async function countCandidates(db: Database, filter: ScopedFilter, bound?: SetBound): Promise<number> {
   const [row] = await db
     .select({ n: sql<number>`count(*)::int` })
     .from(callbackArrivals)
@@ -223,8 +243,9 @@ type Candidate = Awaited<ReturnType<typeof replayCandidates>>[number];
 /** A job's line in the preview: its class, why, and our order with the status the event gives it (when known). */
 type Preview = { cls: PlanClass; code: string | null; detail: string; order?: Order; target?: PlanTotal['target'] };
 
-/** Classify every failed job matching `filter` (up to {@link PLAN_LIMIT}). */
-export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promise<ReplayPlan> {
+/** Classify every failed job matching `filter` (up to {@link PLAN_LIMIT}), of the filter's merchant only. */
+export async function planReplay(deps: PlanDeps, unscoped: CallbackFilter): Promise<ReplayPlan> {
+  const { mq, scoped: filter } = replayScope(deps.queues, unscoped);
   const matched = await countCandidates(deps.db, filter);
   const candidates = await replayCandidates(deps.db, filter, null, PLAN_LIMIT);
   const limiter = createRateLimiter(deps.maxRate);
@@ -238,12 +259,12 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
   };
   // Per class, kind, outcome and currency: each order once, with its amount (two jobs of one order credit it once).
   const sums = new Map<string, { total: Omit<PlanTotal, 'amount' | 'orders'>; amounts: Map<string, string | null> }>();
-  const cap = await unknownOrderCapPreview(deps);
+  const cap = await unknownOrderCapPreview({ ...deps, key: mq.unknownOrderWaiting });
   // A few at a time: Get order is the slow part, and the limiter spaces its requests.
   const queue = [...candidates];
   const work = async () => {
     for (let c = queue.shift(); c; c = queue.shift()) {
-      const v = await classify(deps, c, { limiter, cap }).catch((e: unknown): Preview => ({
+      const v = await classify(deps, mq.queue, c, { limiter, cap }).catch((e: unknown): Preview => ({
         cls: 'stillPending',
         code: 'ERROR',
         detail: firstLineOf(coerceError(e)),
@@ -289,10 +310,11 @@ export async function planReplay(deps: PlanDeps, filter: CallbackFilter): Promis
  */
 async function classify(
   deps: PlanDeps,
+  queue: Queue,
   c: Candidate,
   ask: { limiter: RateLimiter; cap: UnknownOrderCapPreview },
 ): Promise<Preview> {
-  const job = await deps.queue.getJob(c.jobId);
+  const job = await queue.getJob(c.jobId);
   if (!job)
     return { cls: 'notReplayable', code: null, detail: 'no longer in the queue (failed jobs are kept 30 days)' };
   const state = await job.getState();
@@ -324,9 +346,11 @@ async function classify(
 /** Get order's answer for the event's order, from the cache or at the dry run's rate; never throws. */
 async function askGetOrder(deps: PlanDeps, event: CallbackJob, limiter: RateLimiter): Promise<Settled<PlatformOrder>> {
   try {
-    const value = await deps.cache.get(event.merchantOrderNo, async () => {
+    // Keyed by merchant too: two merchants may use the same merchant order number.
+    const platform = deps.platformFor?.(event.merchantNo) ?? deps.platform;
+    const value = await deps.cache.get(`${event.merchantNo}/${event.merchantOrderNo}`, async () => {
       await limiter.take();
-      return deps.platform.getOrder(event.merchantOrderNo);
+      return platform.getOrder(event.merchantOrderNo);
     });
     return { ok: true, value };
   } catch (error) {

@@ -1,10 +1,9 @@
 import type { RedisClient } from '@mcb/core/redis';
-import type { Queue } from 'bullmq';
-import { merchantKeys } from '@mcb/core/queue';
 
 /** What the preview reads: the worker's settings and the Redis its cap lives in. */
 interface CapDeps {
-  queue: Queue;
+  /** The merchant's unknown-order set (`merchantKeys(...).unknownOrderWaiting`): each merchant has its own cap. */
+  key: string;
   orderGracePeriodMs?: number | undefined;
   maxUnknownWaiting?: number | undefined;
   redis?: RedisClient | undefined;
@@ -24,7 +23,7 @@ export async function unknownOrderCapPreview(deps: CapDeps): Promise<UnknownOrde
   const max = deps.maxUnknownWaiting ?? 10_000;
   const redis = deps.redis;
   if (max <= 0 || !redis) return { full: async () => false };
-  const key = merchantKeys(deps.queue.opts.prefix ?? 'bull').unknownOrderWaiting;
+  const key = deps.key;
   const stale = Date.now() - (deps.orderGracePeriodMs ?? 15 * 60_000) - 3_600_000;
   let taken = await redis.zcount(key, `(${stale}`, '+inf');
   return {

@@ -8,7 +8,8 @@
  * 3. the composite foreign keys that hold a receipt, a ledger entry, an outbox event and a note to their merchant's
  *    order or receipt: added NOT VALID, then validated; the single-column ones they replace are dropped.
  * Finishing ({@link finishMerchantKeys}) drops the single-merchant unique indexes, which the previous release's
- * ON CONFLICT clauses name: only once none of its processes runs.
+ * ON CONFLICT clauses name (callback_arrivals' primary key on job_id alone gives way to the one on (job_id,
+ * merchant_no) built in step 2): only once none of its processes runs.
  */
 import type pg from 'pg';
 import { AppError, ErrorCodes } from '../errors.ts';
@@ -31,6 +32,11 @@ interface IndexSpec {
   name: string;
   create: string;
 }
+
+/** callback_arrivals' key once the rollout is finished: a job id is unique within one merchant's queue only. */
+export const ARRIVALS_KEY = 'callback_arrivals_merchant_job_pk';
+/** Its key of the single-merchant release: the primary key on job_id alone (migration 0005). */
+const ARRIVALS_LEGACY_KEY = 'callback_arrivals_pkey';
 
 /** The per-merchant indexes, as drizzle-kit writes them for schema.ts (CONCURRENTLY added). */
 export const MERCHANT_INDEXES: readonly IndexSpec[] = [
@@ -64,6 +70,11 @@ export const MERCHANT_INDEXES: readonly IndexSpec[] = [
     create:
       'CREATE UNIQUE INDEX CONCURRENTLY "reviews_open_event_merchant_key" ON "reviews" USING btree ("order_no","state","merchant_no") ' +
       `WHERE "reviews"."status" = 'open'`,
+  },
+  {
+    // The primary key to be (schema.ts): --finish-merchants makes it one, in place of callback_arrivals_pkey.
+    name: ARRIVALS_KEY,
+    create: `CREATE UNIQUE INDEX CONCURRENTLY "${ARRIVALS_KEY}" ON "callback_arrivals" USING btree ("job_id","merchant_no")`,
   },
 ];
 
@@ -119,13 +130,16 @@ export const MERCHANT_FOREIGN_KEYS: readonly ForeignKeySpec[] = [
 /**
  * The single-merchant indexes: the previous release's `ON CONFLICT (merchant_order_no)`, `(order_no, state)` and
  * `(order_no, state) WHERE status = 'open'` need the first three while any of its processes runs; with them in place a
- * second merchant cannot reuse an order number. The last is its sweep's.
+ * second merchant cannot reuse an order number. The fourth is its sweep's. The last is callback_arrivals' primary key
+ * on job_id alone (its recorder's `ON CONFLICT (job_id)`): with it, two merchants' jobs of one id would share a row.
+ * Finishing drops the indexes and puts {@link ARRIVALS_KEY} in the primary key's place (the table keeps an identity).
  */
 export const LEGACY_INDEXES = [
   'orders_merchant_order_no_key',
   'callback_receipts_order_no_state_key',
   'reviews_open_event_key',
   'orders_pending_created_idx',
+  ARRIVALS_LEGACY_KEY,
 ] as const;
 
 /** Where the merchant keys of a database stand. */
@@ -364,6 +378,18 @@ export async function finishMerchantKeys(client: Queryable, options: MerchantKey
   }
   await client.query('SET statement_timeout = 0');
   for (const name of status.legacy) {
+    if (name === ARRIVALS_LEGACY_KEY) {
+      // A constraint's index cannot be dropped alone. One statement: the table is never without a primary key, and
+      // the built unique index becomes it (no scan: its columns are NOT NULL, the index valid); a brief exclusive lock.
+      options.log?.(`replacing the primary key ${name} of callback_arrivals with ${ARRIVALS_KEY}`);
+      await alter(
+        client,
+        `ALTER TABLE "callback_arrivals" DROP CONSTRAINT IF EXISTS "${name}", ` +
+          `ADD CONSTRAINT "${ARRIVALS_KEY}" PRIMARY KEY USING INDEX "${ARRIVALS_KEY}"`,
+        options,
+      );
+      continue;
+    }
     options.log?.(`dropping the single-merchant index ${name} (concurrently)`);
     await client.query(`DROP INDEX CONCURRENTLY IF EXISTS "${name}"`);
   }

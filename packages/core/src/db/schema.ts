@@ -337,15 +337,16 @@ export const orderNotes = pgTable(
 );
 
 /**
- * Every callback that reached the worker, one row per job id (upserted, batched, when the worker first takes the
- * job and after each attempt): what the console searches by merchant order number, status, code, amount and time,
+ * Every callback that reached the worker, one row per merchant and job id (upserted, batched, when the worker first
+ * takes the job and after each attempt; a job id is unique within one merchant's queue only, and the platform may
+ * reuse an OrderNo across merchants): what the console searches by merchant order number, status, code, amount and time,
  * including jobs that are still waiting or failed for good and so have no receipt. Postgres indexes serve the
  * search; Redis is never scanned. Codes and one-line reasons only, never the record.
  */
 export const callbackArrivals = pgTable(
   'callback_arrivals',
   {
-    jobId: text('job_id').primaryKey(),
+    jobId: text('job_id').notNull(),
     /** The merchant whose queue the job is on. */
     merchantNo: merchantNoColumn(),
     kind: text('kind', { enum: ['payin', 'payout'] }).notNull(),
@@ -376,6 +377,10 @@ export const callbackArrivals = pgTable(
   // Ascending indexes, read backwards for the search's newest-first order (received_at DESC, job_id DESC: a DESC
   // NULLS LAST index would not match that order, and Postgres would sort instead).
   (t) => [
+    // The job id first: the same index finds a job id across merchants. A database migrated from a single-merchant
+    // release builds it as a unique index (the merchant keys step) beside the old primary key on job_id alone, which
+    // the previous release's ON CONFLICT (job_id) needs; --finish-merchants makes it the primary key.
+    primaryKey({ name: 'callback_arrivals_merchant_job_pk', columns: [t.jobId, t.merchantNo] }),
     index('callback_arrivals_received_idx').on(t.receivedAt, t.jobId),
     index('callback_arrivals_merchant_order_no_idx').on(t.merchantOrderNo, t.receivedAt),
     index('callback_arrivals_order_no_idx').on(t.orderNo),

@@ -167,6 +167,7 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
     catalog: merchants.byNo(consoleMerchantNo(config.merchants))!.catalog,
     logger: deps.logger,
     ...(deps.queue ? { queue: deps.queue } : {}),
+    ...(queues?.several ? { queueOf: (merchantNo: string) => queues.byMerchantNo(merchantNo)?.queue } : {}),
     merchantNo: consoleMerchantNo(config.merchants),
     merchants,
   };
@@ -343,6 +344,7 @@ function pageRows(
     ...ordersPageRows({
       db: deps.db,
       queue: deps.queue,
+      ...(deps.queues?.several ? { queueOf: (no: string) => deps.queues?.byMerchantNo(no)?.queue } : {}),
       logger: deps.logger,
       merchantNo: consoleMerchantNo(deps.config.merchants),
       merchants,

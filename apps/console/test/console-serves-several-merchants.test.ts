@@ -149,6 +149,24 @@ describe('GET /api/orders/:no with two merchants', () => {
     expect((await get('/api/orders/AMB-1?merchant=zz')).statusCode).toBe(400);
   });
 
+  it("each merchant's order tells only its own callbacks, on the page and in the API", async () => {
+    // A callback of A's for order AMB-1 that the worker recorded (its job gone from the queue): A's story, not B's.
+    await env.db.pool.query(
+      `insert into callback_arrivals (job_id, merchant_no, kind, order_no, state, merchant_order_no, amount,
+                                      received_at, first_seen_at, updated_at, attempts, status)
+       values ('payin-PAMB-1-6', 'M-A', 'payin', 'PAMB-1', 6, 'AMB-1', 10, now(), now(), now(), 1, 'waiting')`,
+    );
+    const a = await get('/api/orders/AMB-1?merchant=a');
+    const b = await get('/api/orders/AMB-1?merchant=b');
+    expect([a.statusCode, b.statusCode]).toEqual([200, 200]);
+    expect(JSON.stringify(a.json().timeline)).toContain('PAMB-1');
+    expect(JSON.stringify(b.json().timeline)).not.toContain('PAMB-1');
+    const pageB = await get('/orders/AMB-1?merchant=b');
+    expect(pageB.statusCode).toBe(200);
+    expect(pageB.body).not.toContain('PAMB-1');
+    expect((await get('/orders/AMB-1?merchant=a')).body).toContain('PAMB-1');
+  });
+
   it('one merchant holding the number answers it without ?merchant=; the page lists candidates', async () => {
     await post('/api/payins', payin('ONLY-B', { merchant: 'b' }));
     const res = await get('/api/orders/ONLY-B');

@@ -217,11 +217,20 @@ export async function searchCallbacks(
 }
 
 /** The platform order numbers of a merchant order's callbacks (the timeline then reads their jobs). */
-export async function platformOrderNosOf(db: Database, merchantOrderNo: string): Promise<string[]> {
+export async function platformOrderNosOf(
+  db: Database,
+  merchantOrderNo: string,
+  merchantNo?: string,
+): Promise<string[]> {
   const rows = await db
     .selectDistinct({ orderNo: callbackArrivals.orderNo })
     .from(callbackArrivals)
-    .where(eq(callbackArrivals.merchantOrderNo, merchantOrderNo))
+    .where(
+      and(
+        eq(callbackArrivals.merchantOrderNo, merchantOrderNo),
+        merchantNo ? eq(callbackArrivals.merchantNo, merchantNo) : undefined,
+      ),
+    )
     .limit(20);
   return rows.map((r) => r.orderNo);
 }
@@ -234,6 +243,16 @@ export async function platformOrderNosOf(db: Database, merchantOrderNo: string):
 export async function arrivalsOf(
   db: Database,
   merchantOrderNo: string,
+  merchantNo?: string,
 ): Promise<(typeof callbackArrivals.$inferSelect)[]> {
-  return db.select().from(callbackArrivals).where(eq(callbackArrivals.merchantOrderNo, merchantOrderNo)).limit(50);
+  return db
+    .select()
+    .from(callbackArrivals)
+    .where(
+      and(
+        eq(callbackArrivals.merchantOrderNo, merchantOrderNo),
+        merchantNo ? eq(callbackArrivals.merchantNo, merchantNo) : undefined,
+      ),
+    )
+    .limit(50);
 }

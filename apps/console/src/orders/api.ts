@@ -33,7 +33,7 @@ function registrationOf({ db, logger, merchants }: Pick<RouteDeps, 'db' | 'logge
 const orderQuery = z.object({ merchant: merchantRefSchema.optional() });
 
 /** Pay-in registration and the order view. */
-export function ordersRows({ db, queue, logger, merchants }: RouteDeps): RouteRow[] {
+export function ordersRows({ db, queue, queueOf, logger, merchants }: RouteDeps): RouteRow[] {
   const deps = registrationOf({ db, logger, merchants });
   return [
     route({
@@ -85,7 +85,8 @@ export function ordersRows({ db, queue, logger, merchants }: RouteDeps): RouteRo
         const found = await orderMerchantOf(db.db, merchants, merchantOrderNo, merchant);
         if ('candidates' in found) throw merchantRequired(merchantOrderNo, found.candidates);
         const key = { merchantNo: found.merchant.merchant.merchantNo, merchantOrderNo };
-        return withMerchant(await orderDetail(db.db, queue, key), merchants, found.merchant);
+        const own = queueOf?.(key.merchantNo) ?? queue;
+        return withMerchant(await orderDetail(db.db, own, key, merchants.several), merchants, found.merchant);
       },
     }),
 

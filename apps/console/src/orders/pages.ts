@@ -19,6 +19,8 @@ import type { ConsoleMerchants } from '../web/route-deps.ts';
 export interface OrdersPagesDeps {
   db: Db;
   queue?: Queue;
+  /** The callbacks queue of the merchant with this number (several merchants); undefined: `queue`. */
+  queueOf?: (merchantNo: string) => Queue | undefined;
   logger: Logger;
   /** The merchant a console served before merchants were named (RouteDeps.merchantNo). */
   merchantNo: string;
@@ -27,7 +29,7 @@ export interface OrdersPagesDeps {
 }
 
 /** `/orders/{merchantOrderNo}`: the same query as `GET /api/orders/{no}`, as a page; and its "Replay this job". */
-export function ordersPageRows({ db, queue, logger, merchants }: OrdersPagesDeps): RouteRow[] {
+export function ordersPageRows({ db, queue, queueOf, logger, merchants }: OrdersPagesDeps): RouteRow[] {
   return [
     pageRoute({
       url: '/orders/:merchantOrderNo',
@@ -54,8 +56,13 @@ export function ordersPageRows({ db, queue, logger, merchants }: OrdersPagesDeps
           );
         const merchantNo = found.merchant.merchant.merchantNo;
         const [detail, reviews] = await Promise.all([
-          orderDetail(db.db, queue, { merchantNo, merchantOrderNo }),
-          listReviews(db.db, { status: 'open', merchantOrderNo, limit: 20 }, req.operator!.role),
+          orderDetail(db.db, queueOf?.(merchantNo) ?? queue, { merchantNo, merchantOrderNo }, merchants.several),
+          listReviews(
+            db.db,
+            { status: 'open', merchantOrderNo, limit: 20 },
+            req.operator!.role,
+            merchants.several ? merchantNo : undefined,
+          ),
         ]);
         const shown = merchants.several ? { ...detail, merchant: found.merchant.merchant.ref } : detail;
         return sendPage(

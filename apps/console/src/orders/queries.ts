@@ -34,13 +34,26 @@ export const orderDetailSchema = orderViewSchema.extend({
 });
 export type OrderDetail = z.output<typeof orderDetailSchema>;
 
-export async function orderDetail(db: Database, queue: Queue | undefined, key: OrderKey): Promise<OrderDetail> {
+/**
+ * The order of `key` with its callbacks' story. `scoped` (several merchants): only the callbacks in its merchant's
+ * name, from its merchant's queue; one merchant: every callback naming the order number (a forgery in another
+ * number's name included).
+ */
+export async function orderDetail(
+  db: Database,
+  queue: Queue | undefined,
+  key: OrderKey,
+  scoped = false,
+): Promise<OrderDetail> {
   const { merchantOrderNo } = key;
   const order = await findOrder(db, key);
   if (!order) throw new AppError(ErrorCodes.NOT_FOUND, `no order ${merchantOrderNo}`, { details: { merchantOrderNo } });
   const [view, { timeline, jobs, callbacksKnown }] = await Promise.all([
     orderView(db, order),
-    loadCallbackRecords(db, queue, { merchantOrderNo: order.merchantOrderNo }).then(async (records) => {
+    loadCallbackRecords(db, queue, {
+      merchantOrderNo: order.merchantOrderNo,
+      ...(scoped ? { merchantNo: order.merchantNo } : {}),
+    }).then(async (records) => {
       const timeline = await timelineOf(db, queue, records);
       return {
         timeline,

@@ -98,11 +98,14 @@ export interface CallbackRecords {
   gone?: (typeof callbackArrivals.$inferSelect)[];
 }
 
-/** Load {@link CallbackRecords} once, for the search route and the timeline alike. */
+/**
+ * Load {@link CallbackRecords} once, for the search route and the timeline alike; `merchantNo` (several merchants)
+ * keeps them to that merchant's (two merchants may use one merchant order number).
+ */
 export async function loadCallbackRecords(
   db: Database,
   queue: Queue | undefined,
-  q: { orderNo?: string; merchantOrderNo?: string },
+  q: { orderNo?: string; merchantOrderNo?: string; merchantNo?: string },
 ): Promise<CallbackRecords> {
   const [receiptRows, reviewRows, arrivedOrderNos, arrivals] = await Promise.all([
     db
@@ -112,6 +115,7 @@ export async function loadCallbackRecords(
         and(
           q.orderNo ? eq(callbackReceipts.orderNo, q.orderNo) : undefined,
           q.merchantOrderNo ? eq(callbackReceipts.merchantOrderNo, q.merchantOrderNo) : undefined,
+          q.merchantNo ? eq(callbackReceipts.merchantNo, q.merchantNo) : undefined,
         ),
       )
       .orderBy(asc(callbackReceipts.id))
@@ -123,14 +127,15 @@ export async function loadCallbackRecords(
         and(
           q.orderNo ? eq(reviews.orderNo, q.orderNo) : undefined,
           q.merchantOrderNo ? eq(reviews.merchantOrderNo, q.merchantOrderNo) : undefined,
+          q.merchantNo ? eq(reviews.merchantNo, q.merchantNo) : undefined,
         ),
       )
       .orderBy(asc(reviews.id))
       .limit(200),
     // Callbacks that arrived but have neither receipt nor review yet (waiting, failed for good): their jobs too.
-    !q.orderNo && q.merchantOrderNo ? platformOrderNosOf(db, q.merchantOrderNo) : [],
+    !q.orderNo && q.merchantOrderNo ? platformOrderNosOf(db, q.merchantOrderNo, q.merchantNo) : [],
     // Variants queued under another job id (same pair, other content: a forgery or a probe): their jobs too.
-    q.merchantOrderNo ? arrivalsOf(db, q.merchantOrderNo) : [],
+    q.merchantOrderNo ? arrivalsOf(db, q.merchantOrderNo, q.merchantNo) : [],
   ]);
   const orderNos = [
     ...new Set(

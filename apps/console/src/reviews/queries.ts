@@ -143,7 +143,8 @@ export function reviewForRole(view: ReviewView, role: Role): ReviewView {
 }
 
 /** Reviews, newest first, one page, as `role` may see them ({@link reviewForRole}). */
-export async function listReviews(db: Database, f: ReviewFilter, role: Role): Promise<ReviewList> {
+/** Reviews by `f`, newest first; `merchantNo` keeps them to that merchant's (several merchants). */
+export async function listReviews(db: Database, f: ReviewFilter, role: Role, merchantNo?: string): Promise<ReviewList> {
   const rows = await db
     .select()
     .from(reviews)
@@ -151,6 +152,7 @@ export async function listReviews(db: Database, f: ReviewFilter, role: Role): Pr
       and(
         f.status ? eq(reviews.status, f.status) : undefined,
         f.merchantOrderNo ? eq(reviews.merchantOrderNo, f.merchantOrderNo) : undefined,
+        merchantNo ? eq(reviews.merchantNo, merchantNo) : undefined,
         f.before ? lt(reviews.id, f.before) : undefined,
       ),
     )

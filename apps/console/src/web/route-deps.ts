@@ -15,6 +15,8 @@ export interface RouteDeps {
   logger: Logger;
   /** The callbacks queue: the order view's timeline includes the jobs. @defaultValue none (database only) */
   queue?: Queue;
+  /** The callbacks queue of the merchant with this number (several merchants); undefined: `queue`. */
+  queueOf?: (merchantNo: string) => Queue | undefined;
   /**
    * The merchant number a console served before requests named one ({@link consoleMerchantNo}); areas that take a
    * `merchant` resolve it through {@link RouteDeps.merchants} instead.

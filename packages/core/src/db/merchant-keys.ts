@@ -203,7 +203,10 @@ export interface MerchantKeysOptions {
   log?: (line: string) => void;
   /**
    * Longest wait for the brief exclusive lock of an ALTER TABLE (a long transaction holding the table would make
-   * every write queue behind the ALTER), in ms; the statement is tried again up to 20 times. @defaultValue 5000
+   * every write queue behind the ALTER), in ms; the statement is tried again up to 20 times. Below Postgres'
+   * deadlock_timeout (1 s by default): when an ALTER and an app's transaction wait for each other, the ALTER gives up
+   * before the deadlock check runs, so the migration, never the app's write, is the one that gives way.
+   * @defaultValue 500
    */
   lockTimeoutMs?: number;
 }
@@ -223,7 +226,7 @@ async function alter(
   options: MerchantKeysOptions,
   first?: string,
 ): Promise<void> {
-  const timeout = Math.round(options.lockTimeoutMs ?? 5000);
+  const timeout = Math.round(options.lockTimeoutMs ?? 500);
   for (let attempt = 1; ; attempt++) {
     try {
       await client.query(`BEGIN; SET LOCAL lock_timeout = ${timeout}`);

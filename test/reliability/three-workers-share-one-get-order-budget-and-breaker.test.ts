@@ -5,7 +5,9 @@ import { busiestSecond, perSecond, startWorkerFleet } from './helpers/worker-fle
 import { merchantKeys } from '@mcb/core/queue';
 
 // PLATFORM_MAX_RPS is the deployment's budget, not each process's: three worker processes (their own processes, as
-// deployed) share it through Redis. The platform double counts Get order requests as they arrive.
+// deployed) share it through Redis. The platform double counts Get order requests as they arrive, in a process of its
+// own: in the test's, the stalls of the test's event loop under CPU load stamped the requests of a few hundred ms
+// with one time, and a steady 40 a second read as 48 (helpers/platform-process.ts).
 const BUDGET = 40;
 // The stated burst tolerance (docs/deployment.md "Sizing"): 10 % of the budget, at least 3 requests.
 const TOLERANCE = Math.max(3, Math.ceil(BUDGET / 10));
@@ -31,7 +33,7 @@ describe('three worker processes and one Get order budget', () => {
         intervalMs: 250,
         message: `not every pay-in was credited (logs: ${fleet.logDir})`,
       });
-      const arrivals = [...fleet.platform.arrivals];
+      const arrivals = await fleet.platform.arrivals();
       const seconds = perSecond(arrivals);
       const spanS = (Math.max(...arrivals) - Math.min(...arrivals)) / 1000;
       // The platform counts per second; the busiest sliding second is told too (timers' and the network's jitter).
@@ -63,21 +65,21 @@ describe('three worker processes and one Get order budget', () => {
       workerEnv: { PLATFORM_MAX_RPS: String(BUDGET) },
     });
     try {
-      fleet.platform.setOutage(503);
+      await fleet.platform.setOutage(503);
       await fleet.enqueue();
       // Every process holds its breaker open, whether or not its own requests failed.
       await Promise.all(fleet.workers.map((w) => w.waitForOutput(/platform circuit breaker open/, 20_000)));
       expect((await readFleetState(fleet.redis, merchantKeys(prefix).fleet)).breakerOpen).toBe(true);
       const from = performance.now();
       await waitFor(() => performance.now() - from >= 3000, { timeoutMs: 5000, intervalMs: 100 });
-      const during = fleet.platform.arrivals.filter((t) => t >= from && t < from + 3000).length;
+      const during = (await fleet.platform.arrivals()).filter((t) => t >= from && t < from + 3000).length;
       console.log(`3 workers, breaker open: ${during} Get orders reached the failing platform in 3 s`);
       // The fleet's probe token: 3 a second in all (plus one for the window's edges and one already under way), not
       // 3 processes' worth of jobs.
       expect(during).toBeGreaterThanOrEqual(3);
       expect(during).toBeLessThanOrEqual(3 * 3 + 2);
 
-      fleet.platform.setOutage(undefined);
+      await fleet.platform.setOutage(undefined);
       const back = performance.now();
       await waitFor(async () => (await fleet.credited()) === PAYINS, {
         timeoutMs: 40_000,
@@ -91,7 +93,7 @@ describe('three worker processes and one Get order budget', () => {
       expect((await readFleetState(fleet.redis, merchantKeys(prefix).fleet)).breakerOpen).toBe(false);
       expect(fleet.exits).toEqual([]);
     } finally {
-      fleet.platform.setOutage(undefined);
+      await fleet.platform.setOutage(undefined).catch(() => undefined);
       await fleet.close();
     }
   }, 90_000);

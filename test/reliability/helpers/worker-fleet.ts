@@ -1,27 +1,21 @@
 /**
  * Several worker processes (apps/worker/src/main.ts, each its own process) on one queue prefix, a platform double
- * that confirms a backlog of registered pay-ins, and the checks of the money: each credited once.
+ * that confirms a backlog of registered pay-ins (in a process of its own, so that it stamps each Get order when it
+ * arrives: platform-process.ts), and the checks of the money: each credited once.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { orders, type Db } from '@mcb/core/db';
 import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
-import {
-  deletePrefix,
-  MERCHANT_NO,
-  payinEvent,
-  platformOrder,
-  startFakePlatform,
-  uid,
-  type FakePlatform,
-} from '@mcb/testkit';
+import { deletePrefix, MERCHANT_NO, payinEvent, platformOrder, uid, type FakeOrder } from '@mcb/testkit';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { startPlatformProcess, type SeparatePlatform } from './platform-process.ts';
 import { startNodeProcess, type NodeProcess } from './node-process.ts';
 
 export interface WorkerFleet {
-  platform: FakePlatform;
+  platform: SeparatePlatform;
   workers: NodeProcess[];
   /** A Redis connection of the test's own (to read the fleet's keys). */
   redis: Redis;
@@ -59,10 +53,11 @@ export async function startWorkerFleet(options: {
   };
   try {
     closers.push(() => deletePrefix(options.redisUrl, options.prefix));
-    const platform = await startFakePlatform();
+    const platform = await startPlatformProcess();
     closers.push(() => platform.close());
     const run = uid();
     const events: CallbackJobInput[] = [];
+    const confirmed: FakeOrder[] = [];
     const rows: (typeof orders.$inferInsert)[] = [];
     for (let i = 0; i < options.payins; i++) {
       const merchantOrderNo = `FL-${run}-${i}`;
@@ -74,9 +69,10 @@ export async function startWorkerFleet(options: {
         currency: 'PHP',
         requestHash: `t-${merchantOrderNo}`,
       });
-      platform.setOrder(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '"40.25"' }));
+      confirmed.push(platformOrder({ orderNo, merchantOrderNo, type: 'payin', state: 6, amountJson: '"40.25"' }));
       events.push(payinEvent({ orderNo, merchantOrderNo, fiatAmount: '40.25' }));
     }
+    await platform.setOrders(confirmed);
     await options.db.db.insert(orders).values(rows);
     const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 1 });
     closers.push(async () => redis.disconnect());

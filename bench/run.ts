@@ -2,11 +2,15 @@
  * `pnpm bench`: the pipeline's throughput and latency as ratios to this machine's own limits, measured in the same
  * run. Progress goes to stderr, the table to stdout, everything to bench/results/latest.json.
  *
- *   pnpm bench [--quick] [--only limits,ingest,compare,e2e,backlog,search] [--compare-orders N] [--compare-delays 0,200,500,1000]
+ *   pnpm bench [--quick] [--only limits,ingest,compare,e2e,backlog,search,fairness] [--compare-orders N] [--compare-delays 0,200,500,1000]
  *              [--compare-rounds N] [--compare-settlement] [--pipeline-env KEY=VALUE,KEY=VALUE]
  *              [--search-rows N] [--search-queries N] [--e2e-orders N] [--e2e-in-flight N] [--backlog N]
  *              [--backlog-drain-seconds S | --backlog-drain-all] [--step-seconds S] [--half-seconds S]
  *              [--limit-seconds S] [--bits 2048] [--concurrency 16] [--log-level info] [--profile] [--keep-db]
+ *              [--fairness-flood N] [--fairness-rate R] [--fairness-a-rps N] [--fairness-workers N]
+ *              [--fairness-solo-seconds S] [--fairness-outage-seconds S] [--fairness-baseline N]
+ *              [--fairness-rows a-solo,b-solo,c-solo,together,outage,single-queue]
+ *   (fairness runs only when named in --only: `pnpm bench --only fairness`)
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem } from 'node:os';
@@ -24,6 +28,7 @@ import {
   type SystemRun,
 } from './compare.ts';
 import { runE2e, type E2eResult } from './e2e.ts';
+import { fairnessTargets, runFairness, type FairnessResult, type RowKind } from './fairness.ts';
 import { runIngest, type IngestResult } from './ingest.ts';
 import { runSearch, type SearchResult } from './search.ts';
 import { measureDisk, type DiskLimit } from './limits/disk.ts';
@@ -62,6 +67,14 @@ const { values: a } = parseArgs({
     'log-level': { type: 'string', default: 'info' },
     profile: { type: 'boolean', default: false },
     'keep-db': { type: 'boolean', default: false },
+    'fairness-flood': { type: 'string' },
+    'fairness-rate': { type: 'string' },
+    'fairness-a-rps': { type: 'string' },
+    'fairness-workers': { type: 'string' },
+    'fairness-solo-seconds': { type: 'string' },
+    'fairness-outage-seconds': { type: 'string' },
+    'fairness-baseline': { type: 'string' },
+    'fairness-rows': { type: 'string' },
   },
 });
 
@@ -94,6 +107,16 @@ const opts = {
   concurrency: Number(a.concurrency),
   logLevel: a['log-level'] ?? 'info',
   profile: a.profile,
+  fairness: {
+    flood: num(a['fairness-flood'], 30_000, 6000),
+    rate: num(a['fairness-rate'], 20, 20),
+    aRps: num(a['fairness-a-rps'], 1000, 1000),
+    workers: num(a['fairness-workers'], 2, 2),
+    soloSeconds: num(a['fairness-solo-seconds'], 20, 10),
+    outageSeconds: num(a['fairness-outage-seconds'], 60, 15),
+    baseline: num(a['fairness-baseline'], 10_000, 3000),
+    rows: a['fairness-rows']?.split(',') as RowKind[] | undefined,
+  },
 };
 
 /** Everything the run measured; written to bench/results/latest.json. */
@@ -114,6 +137,7 @@ export interface BenchReport {
   e2e?: E2eResult;
   backlog?: BacklogResult;
   search?: SearchResult;
+  fairness?: FairnessResult;
   targets: { name: string; target: string; value: string; met: boolean | null }[];
 }
 
@@ -304,6 +328,22 @@ try {
     }
   }
 
+  if (need('fairness')) {
+    const f = opts.fairness;
+    section(
+      `fairness: A floods ${f.flood} pay-ins (+10 %) at 1,000 ms of Get order (getOrderRps ${f.aRps}); B and C send ${f.rate}/s each at 50 ms; ${f.workers} worker processes`,
+    );
+    report.fairness = await runFairness({
+      ...f,
+      redis,
+      databaseUrl: db.url,
+      aDelayMs: 1000,
+      bcDelayMs: 50,
+      bcRps: 200,
+      logLevel: opts.logLevel,
+    });
+  }
+
   report.targets = targets(report);
   const file = join(REPO_ROOT, 'bench/results/latest.json');
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
@@ -418,6 +458,7 @@ function targets(r: BenchReport): BenchReport['targets'] {
       met: r.backlog.rss.flat,
     });
   }
+  if (r.fairness) t.push(...fairnessTargets(r.fairness));
   if (r.search) {
     const worst = r.search.filters.reduce((w, f) => (f.latencyMs.p99 > w.latencyMs.p99 ? f : w));
     t.push({

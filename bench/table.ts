@@ -269,6 +269,28 @@ export function renderTable(r: BenchReport): string {
       ]),
     );
   }
+  if (r.fairness) {
+    const f = r.fairness;
+    out.push(
+      '',
+      `FAIRNESS (A floods ${n0(f.options.flood)} pay-ins +10 % at ${f.options.aDelayMs} ms of Get order, getOrderRps ${f.options.aRps}; B and C ${f.options.rate}/s each at ${f.options.bcDelayMs} ms; ${f.options.workers} worker processes; callback = put on the merchant's queue)`,
+    );
+    const rows = [['row', 'merchant', 'credited', 'credits/s', 'p50 ms', 'p99 ms', 'cores: ours / rest of machine']];
+    for (const row of f.rows)
+      row.merchants.forEach((m, i) => {
+        const c = row.cores;
+        rows.push([
+          i === 0 ? row.name : '',
+          m.ref.toUpperCase(),
+          `${n0(m.credited)}/${n0(m.sent)}`,
+          n0(m.creditsPerSecond),
+          n0(m.callbackToCreditMs.p50),
+          n0(m.callbackToCreditMs.p99),
+          i === 0 ? `${(c.workers + c.redis + c.bench + c.postgres).toFixed(2)} / ${c.rest.toFixed(2)}` : '',
+        ]);
+      });
+    out.push(grid(rows));
+  }
   if (r.targets.length) {
     out.push('', 'TARGETS (reported, not asserted)');
     out.push(

@@ -11,6 +11,10 @@ export async function startWorker(opts: {
   logLevel: string;
   nodeArgs?: string[];
   env?: Record<string, string>;
+  /** MERCHANT_NO of its one merchant. @defaultValue BENCH_MERCHANT_NO */
+  merchantNo?: string;
+  /** A MERCHANTS_FILE instead of MERCHANT_NO: a lane per merchant. @defaultValue none */
+  merchantsFile?: string;
 }): Promise<Child & { metricsUrl: string }> {
   const metricsPort = await freePort();
   const child = launch({
@@ -22,7 +26,9 @@ export async function startWorker(opts: {
       REDIS_URL: opts.redisUrl,
       DATABASE_URL: opts.databaseUrl,
       QUEUE_PREFIX: 'mcb',
-      MERCHANT_NO: BENCH_MERCHANT_NO,
+      ...(opts.merchantsFile
+        ? { MERCHANTS_FILE: opts.merchantsFile }
+        : { MERCHANT_NO: opts.merchantNo ?? BENCH_MERCHANT_NO }),
       PLATFORM_BASE_URL: opts.platformUrl,
       ...(opts.concurrency ? { WORKER_CONCURRENCY: String(opts.concurrency) } : {}),
       PLATFORM_ALLOW_HTTP: 'true',

@@ -48,6 +48,8 @@ export interface AdaptiveLimit {
   /** Jobs allowed in flight now (whole number, within min..max). */
   readonly limit: number;
   readonly inFlight: number;
+  /** Jobs started since it was made (a counter: the lane governor's measure of a lane's work). */
+  readonly started: number;
   /** Get order's long-run latency (ms) as the limiter sees it; undefined before the first sample. */
   readonly baselineMs: number | undefined;
   jobStarted(): void;
@@ -78,6 +80,7 @@ export function createAdaptiveLimit(options: AdaptiveLimitOptions = {}): Adaptiv
   const maxErrorRate = options.maxErrorRate ?? 0.1;
   let limit = Math.min(max, Math.max(min, options.initial ?? 256));
   let inFlight = 0;
+  let started = 0;
   let longRtt: number | undefined;
   let open = false;
   let window = { ok: 0, sumMs: 0, failed: 0, peakInFlight: 0 };
@@ -90,10 +93,14 @@ export function createAdaptiveLimit(options: AdaptiveLimitOptions = {}): Adaptiv
     get inFlight() {
       return inFlight;
     },
+    get started() {
+      return started;
+    },
     get baselineMs() {
       return longRtt;
     },
     jobStarted() {
+      started++;
       inFlight++;
       if (inFlight > window.peakInFlight) window.peakInFlight = inFlight;
     },

@@ -62,6 +62,11 @@ export interface CallbackWorkerDeps extends ApplyDeps {
    */
   adaptive?: AdaptiveLimit;
   /**
+   * A cap on the jobs in flight the adaptive limit allows, read at each retune: the process's lane governor holding
+   * a lane that takes more than its share while lanes compete (lane-governor.ts). @defaultValue none
+   */
+  cap?: () => number;
+  /**
    * BullMQ Workers in this process that share the jobs in flight (fetch-loops.ts: a Worker starts none of the jobs
    * it fetches until its free slots are full, so one Worker with many free slots processes nothing while it fills
    * them one fetch at a time). @defaultValue 4 with `adaptive`, else 1
@@ -180,7 +185,7 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
   loops.on('error', reportErrors(deps, oomPause.refused));
   loops.on('completed', oomPause.completed);
   metrics?.inFlightLimit.set(allowed);
-  const stopRetune = adaptive && retuneFetchLoops(loops, adaptive, metrics, deps.allLoopsFrom);
+  const stopRetune = adaptive && retuneFetchLoops(loops, adaptive, metrics, deps.allLoopsFrom, deps.cap);
   if (deps.releaseReviewedJobIds ?? true) loops.on('completed', releaseReviewedJobId(logger));
   loops.on('failed', recordFinalFailure(arrivals));
   loops.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled (its worker died or hung); it runs again'));

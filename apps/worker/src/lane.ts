@@ -17,10 +17,11 @@ import { merchantKeys, type MerchantKeys } from '@mcb/core/queue';
 import type { RedisClient, RedisHealth } from '@mcb/core/redis';
 import { createReconcileMetrics, sweepSettingsFromConfig } from '@mcb/settlement';
 import { Queue } from 'bullmq';
-import { createAdaptiveLimit, eventLoopDelaySampler, type AdaptiveLimit } from './adaptive-concurrency.ts';
+import { createAdaptiveLimit, type AdaptiveLimit } from './adaptive-concurrency.ts';
 import { alertOnReviewOpened, type Alerter } from './alerts.ts';
 import { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } from './callback-worker.ts';
 import { forcedClose } from './jobs-in-progress.ts';
+import { createLaneGovernor, type LaneGovernor } from './lane-governor.ts';
 import { createMaintenanceWorker, type MaintenanceWorker } from './maintenance-worker.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics.ts';
 
@@ -98,9 +99,15 @@ export interface LanesDeps {
  * every lane's fetching together: budgets and platforms, depth queues, callback workers, maintenance workers.
  */
 export async function createLanes(deps: LanesDeps): Promise<Lane[]> {
-  const links = deps.config.merchants.map((merchant) => laneLink(deps, merchant));
+  // The process's lane governor (lane-governor.ts) samples the event loop's delay for the adaptive limits too.
+  const loop = { delayMs: () => 0 };
+  const links = deps.config.merchants.map((merchant) =>
+    laneLink({ ...deps, loopDelayMs: () => loop.delayMs() }, merchant),
+  );
+  const governor = governLanes(deps, links);
+  loop.delayMs = governor.loopDelayMs;
   depthGauges(deps, links);
-  const callbacks = links.map((link) => callbackWorker(deps, link));
+  const callbacks = links.map((link) => callbackWorker(deps, link, governor));
   deps.releasers.add(
     'callback worker',
     () => Promise.all(callbacks.map((c) => c.close())),
@@ -118,7 +125,7 @@ export async function createLanes(deps: LanesDeps): Promise<Lane[]> {
 /** A lane's link to the platform: its keys, metrics, adaptive limit, fleet budget and guarded Get order. */
 type LaneLink = Omit<Lane, 'callbacks' | 'maintenance'> & { logger: Logger };
 
-function laneLink(deps: LanesDeps, merchant: Merchant): LaneLink {
+function laneLink(deps: LanesDeps & { loopDelayMs: () => number }, merchant: Merchant): LaneLink {
   const { config, releasers } = deps;
   const logger = deps.logger.child({ merchant: merchant.ref });
   const keys = merchantKeys(config.QUEUE_PREFIX, merchant.ref);
@@ -132,7 +139,7 @@ function laneLink(deps: LanesDeps, merchant: Merchant): LaneLink {
   const adaptive =
     deps.tuning?.adaptive?.(merchant) ??
     (config.WORKER_CONCURRENCY === undefined
-      ? createAdaptiveLimit({ max: config.WORKER_MAX_IN_FLIGHT, maxRps, loopDelayMs: eventLoopDelaySampler() })
+      ? createAdaptiveLimit({ max: config.WORKER_MAX_IN_FLIGHT, maxRps, loopDelayMs: deps.loopDelayMs })
       : undefined);
   // The merchant's Get order budget (shared by every worker and the console) and breaker state, on the queue's Redis
   // connection under the merchant's keys (docs/deployment.md "Sizing").
@@ -200,11 +207,36 @@ function depthGauges(deps: LanesDeps, links: readonly LaneLink[]): void {
   deps.releasers.add('depth queues', () => Promise.all(queues.map((q) => q.close())));
 }
 
+/**
+ * The governor that holds a lane taking more than its weighted share while lanes compete for the process. The lanes
+ * of a process whose jobs in flight are pinned (WORKER_CONCURRENCY) are not held.
+ */
+function governLanes(deps: LanesDeps, links: readonly LaneLink[]): LaneGovernor {
+  const governor = createLaneGovernor({
+    lanes: links.flatMap(({ merchant, adaptive }) =>
+      adaptive
+        ? [
+            {
+              ref: merchant.ref,
+              weight: merchant.weight,
+              started: () => adaptive.started,
+              inFlight: () => adaptive.inFlight,
+              limit: () => adaptive.limit,
+            },
+          ]
+        : [],
+    ),
+  });
+  deps.releasers.add('lane governor', async () => governor.stop());
+  return governor;
+}
+
 /** The lane's callbacks queue worker. */
-function callbackWorker(deps: LanesDeps, link: LaneLink): CallbackWorker {
+function callbackWorker(deps: LanesDeps, link: LaneLink, governor: LaneGovernor): CallbackWorker {
   const { config } = deps;
   return createCallbackWorker({
     ...deps.tuning?.callbacks,
+    cap: () => governor.capOf(link.merchant.ref),
     alerts: deps.alerts,
     connection: deps.redis,
     redisHealth: deps.redisHealth,

@@ -36,8 +36,11 @@ export interface FakePlatform {
   maintenancePageNext(merchantOrderNo: string, count: number): void;
   /** Requests for this order get the envelope `{code, message}` with no data. */
   refuse(merchantOrderNo: string, code: number, message: string): void;
-  /** Get order answers after `ms` from now on (0: at once), as a slow platform does. */
-  setDelay(ms: number): void;
+  /**
+   * Get order answers after `ms` from now on (0: at once), as a slow platform does; with `only`, for the orders it
+   * accepts (the latest such call first), the others keep their delay.
+   */
+  setDelay(ms: number, only?: (merchantOrderNo: string) => boolean): void;
   /** Every Get order answers HTTP `status` from now on (an outage); `undefined` ends it. */
   setOutage(status: number | undefined): void;
   /** The next `count` Get orders are answered together, once all `count` have arrived (a barrier: batching tests). */
@@ -81,6 +84,7 @@ interface DoubleState {
   hits: Map<string, number>;
   arrivals: number[];
   delayMs: number;
+  delays: { accepts: (merchantOrderNo: string) => boolean; ms: number }[];
   outage: number | undefined;
   pages: Map<string, number>;
   held: { count: number; release: Array<() => void> } | undefined;
@@ -104,6 +108,7 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
     hits: new Map(),
     arrivals: [],
     delayMs: 0,
+    delays: [],
     outage: undefined,
     pages: new Map(),
     held: undefined,
@@ -124,7 +129,7 @@ export async function startFakePlatform(options: FakePlatformOptions | string = 
     failNext: (no, count, status) => st.failures.set(no, { count, status }),
     maintenancePageNext: (no, count) => st.pages.set(no, count),
     refuse: (no, code, message) => st.refusals.set(no, { code, message }),
-    setDelay: (ms) => void (st.delayMs = ms),
+    setDelay: (ms, only) => void (only ? st.delays.unshift({ accepts: only, ms }) : (st.delayMs = ms)),
     setOutage: (status) => void (st.outage = status),
     holdReplies: (count) => void (st.held = { count, release: [] }),
     arrivals: st.arrivals,
@@ -196,9 +201,9 @@ function answerGetOrder(st: DoubleState, body: string, send: Send): void {
   }
   st.hits.set(merchantOrderNo, (st.hits.get(merchantOrderNo) ?? 0) + 1);
   st.arrivals.push(performance.now());
-  if (st.delayMs > 0) {
+  const wait = st.delays.find((d) => d.accepts(merchantOrderNo))?.ms ?? st.delayMs;
+  if (wait > 0) {
     const later = send;
-    const wait = st.delayMs;
     send = (status, text, type) => void setTimeout(() => later(status, text, type), wait);
   }
   if (st.held) {

@@ -112,7 +112,7 @@ const it = workerTest
 /** A pay-in of `merchant` registered with us and released at `platform`; its callback's job as ingest makes it. */
 async function releasedPayin(env: TestEnv, platform: FakePlatform, merchant: { ref: string; merchantNo: string }) {
   const no = `${merchant.ref.toUpperCase()}-${uid()}`;
-  await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '25' });
+  await createOrder(env.db.db, { merchantOrderNo: no, kind: 'payin', amount: '25', merchantNo: merchant.merchantNo });
   platform.setOrder(
     platformOrder({
       orderNo: `P${no}`,

@@ -208,9 +208,18 @@ async function runRow(o: FairnessOptions, s: Scenario, d: RowDeps): Promise<Fair
   await o.redis.flush();
   await truncateAll(d.pool);
   await d.pool.query('truncate callback_arrivals');
-  await insertPendingPayins(d.pool, MERCHANTS.a.orderPrefix, Math.max(o.flood, o.baseline), BENCH_AMOUNT);
+  const a = MERCHANTS.a;
+  await insertPendingPayins(d.pool, a.orderPrefix, Math.max(o.flood, o.baseline), BENCH_AMOUNT, 1, a.merchantNo);
+  // Today's deployment (one merchant): B's and C's orders are A's merchant's, as their callbacks are.
   for (const m of [MERCHANTS.b, MERCHANTS.c])
-    await insertPendingPayins(d.pool, m.orderPrefix, d.steadyCount, BENCH_AMOUNT);
+    await insertPendingPayins(
+      d.pool,
+      m.orderPrefix,
+      d.steadyCount,
+      BENCH_AMOUNT,
+      1,
+      s.single ? a.merchantNo : m.merchantNo,
+    );
   await d.pool.query('vacuum analyze orders');
   for (const p of Object.values(d.platforms)) p.arrivals.length = 0;
 

@@ -53,7 +53,8 @@ export async function truncateAll(pool: pg.Pool): Promise<void> {
 
 /**
  * Register `count` pending pay-ins in one statement (server-side generate_series, no client round trips):
- * merchant order numbers `${prefix}${i}`, amount `amount` INR.
+ * merchant order numbers `${prefix}${i}`, amount `amount` INR, in the name of `merchantNo` (the bench's merchant
+ * by default).
  */
 export async function insertPendingPayins(
   pool: pg.Pool,
@@ -61,11 +62,12 @@ export async function insertPendingPayins(
   count: number,
   amount: string,
   from = 1,
+  merchantNo = BENCH_MERCHANT_NO,
 ): Promise<void> {
   await pool.query(
-    `insert into orders (merchant_order_no, kind, currency, amount, request_hash)
-     select $1 || g, 'payin', 'INR', $2::numeric, md5($1 || g)
+    `insert into orders (merchant_no, merchant_order_no, kind, currency, amount, request_hash)
+     select $5, $1 || g, 'payin', 'INR', $2::numeric, md5($1 || g)
        from generate_series($3::int, $4::int) g`,
-    [prefix, amount, from, from + count - 1],
+    [prefix, amount, from, from + count - 1, merchantNo],
   );
 }

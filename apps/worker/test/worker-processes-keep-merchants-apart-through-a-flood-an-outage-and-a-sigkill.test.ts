@@ -85,6 +85,7 @@ const it = workerTest.extend('stack', { scope: 'file' }, async ({ env }, { onCle
 async function payins(stack: Stack, m: { ref: string; merchantNo: string }, from: number, n: number) {
   const nos = Array.from({ length: n }, (_, i) => `${m.ref.toUpperCase()}-${stack.run}-${from + i}`);
   const rows = nos.map((no) => ({
+    merchantNo: m.merchantNo,
     merchantOrderNo: no,
     kind: 'payin' as const,
     amount: '10',

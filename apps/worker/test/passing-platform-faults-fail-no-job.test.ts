@@ -138,9 +138,10 @@ describe('a replayed job (REPLAY_RETRY_OPTIONS, as replay by filter and the dash
     expect(failed.attemptsMade).toBe(2);
     // The platform still answers one more 503; the replay must ride it out.
     await failed.retry('failed', REPLAY_RETRY_OPTIONS);
+    // The job is read once it has ended (a copy read before would not hold its return value yet).
     const job = await waitFor(async () => {
-      const j = (await h.queue.getJob(jobId))!;
-      return (await j.getState()) === 'completed' || (await j.getState()) === 'failed' ? j : undefined;
+      const state = await h.queue.getJobState(jobId);
+      return state === 'completed' || state === 'failed' ? h.queue.getJob(jobId) : undefined;
     });
     expect(await job.getState()).toBe('completed');
     expect(job.returnvalue).toMatchObject({ status: 'applied', outcome: 'credited' });

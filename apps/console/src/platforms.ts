@@ -4,13 +4,12 @@
  * guard that takes Get order's start times from the merchant's fleet-wide budget (`getOrderRps ?? PLATFORM_MAX_RPS`),
  * beside the workers. Re-verify, the dry run, "sweep now" and the catalog use them.
  */
-import type { Config, Merchant } from '@mcb/core/config';
-import { AppError, ErrorCodes } from '@mcb/core/errors';
+import type { Config } from '@mcb/core/config';
 import type { Releasers } from '@mcb/core/lifecycle';
 import type { Logger } from '@mcb/core/logger';
 import { Registry } from '@mcb/core/metrics';
 import { AggregatorRegistry } from 'prom-client';
-import { createFleet, createPlatformClient, guardPlatform, type PlatformClient } from '@mcb/core/platform';
+import { createFleet, createPlatformClientFromConfig, guardPlatform, type PlatformClient } from '@mcb/core/platform';
 import { merchantKeys } from '@mcb/core/queue';
 import type { RedisClient } from '@mcb/core/redis';
 
@@ -47,7 +46,7 @@ export function createConsolePlatforms(deps: {
       logger: deps.logger.child({ merchant: merchant.ref }),
     });
     releasers.add(named('fleet budget'), () => fleet.close());
-    const platform = guardPlatform(platformClient(config, merchant), { fleet, maxWaitMs: 5000 });
+    const platform = guardPlatform(createPlatformClientFromConfig(config, { merchant }), { fleet, maxWaitMs: 5000 });
     releasers.add(named('platform'), () => platform.close());
     platforms.set(merchant.ref, platform);
   }
@@ -56,23 +55,4 @@ export function createConsolePlatforms(deps: {
     return { contentType: deps.registry.contentType, body: await AggregatorRegistry.aggregate(all).metrics() };
   };
   return { platforms, metrics };
-}
-
-/** Get order and the catalog for `merchant`: its base URL and number, and an HTTP pool of its own. */
-function platformClient(config: Config, merchant: Merchant): PlatformClient {
-  const baseUrl = merchant.platformBaseUrl ?? config.PLATFORM_BASE_URL;
-  if (!baseUrl || !merchant.merchantNo) {
-    const missing = !baseUrl ? 'PLATFORM_BASE_URL' : 'MERCHANT_NO';
-    const problem = `${missing}: required to reach the platform (unset)`;
-    throw new AppError(ErrorCodes.CONFIG_INVALID, `invalid configuration:\n  - ${problem}`, {
-      details: { problems: [problem] },
-    });
-  }
-  return createPlatformClient({
-    baseUrl,
-    merchantNo: merchant.merchantNo,
-    getOrderPath: config.PLATFORM_GET_ORDER_PATH,
-    contentType: config.PLATFORM_CONTENT_TYPE,
-    timeoutMs: config.PLATFORM_TIMEOUT,
-  });
 }

@@ -1,5 +1,4 @@
 import { catalogScopeOf } from '@mcb/core/catalog';
-import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { DEFAULT_MERCHANT_REF, type Config, type Merchant } from '@mcb/core/config';
 import type { Database } from '@mcb/core/db';
 import type { Releasers } from '@mcb/core/lifecycle';
@@ -7,7 +6,7 @@ import type { Logger } from '@mcb/core/logger';
 import { registerQueueDepthGauge, Registry } from '@mcb/core/metrics';
 import {
   createFleet,
-  createPlatformClient,
+  createPlatformClientFromConfig,
   guardPlatform,
   type Fleet,
   type GuardedPlatformClient,
@@ -158,40 +157,25 @@ function laneLink(deps: LanesDeps & { loopDelayMs: () => number }, merchant: Mer
   // One keep-alive connection per Get order in flight at most, in a pool of the merchant's own; the guard takes Get
   // order's start times from the fleet's budget and pauses Get order while the platform keeps failing, so an outage
   // costs jobs time rather than attempts.
-  const platform = guardPlatform(platformClient(config, merchant), {
-    ...deps.tuning?.guard,
-    fleet,
-    maxRps,
-    onSample: adaptive?.sample,
-    onStateChange: (state) => {
-      adaptive?.paused(state === 'open');
-      metrics.platformCircuitOpen.set(state === 'closed' ? 0 : 1);
-      logger[state === 'closed' ? 'info' : 'warn']({ state }, `platform circuit breaker ${state}`);
+  const platform = guardPlatform(
+    createPlatformClientFromConfig(config, {
+      merchant,
+      connections: config.WORKER_CONCURRENCY ?? config.WORKER_MAX_IN_FLIGHT,
+    }),
+    {
+      ...deps.tuning?.guard,
+      fleet,
+      maxRps,
+      onSample: adaptive?.sample,
+      onStateChange: (state) => {
+        adaptive?.paused(state === 'open');
+        metrics.platformCircuitOpen.set(state === 'closed' ? 0 : 1);
+        logger[state === 'closed' ? 'info' : 'warn']({ state }, `platform circuit breaker ${state}`);
+      },
     },
-  });
+  );
   releasers.add(named('platform'), () => platform.close());
   return { merchant, registry, keys, metrics, adaptive, fleet, platform, logger };
-}
-
-/** Get order and the catalog for `merchant`: its base URL and number, and an HTTP pool of its own. */
-function platformClient(config: Config, merchant: Merchant) {
-  const baseUrl = merchant.platformBaseUrl ?? config.PLATFORM_BASE_URL;
-  if (!baseUrl || !merchant.merchantNo) {
-    const missing = !baseUrl ? 'PLATFORM_BASE_URL' : 'MERCHANT_NO';
-    throw new AppError(
-      ErrorCodes.CONFIG_INVALID,
-      `invalid configuration:\n  - ${missing}: required to reach the platform (unset)`,
-      { details: { problems: [`${missing}: required to reach the platform (unset)`] } },
-    );
-  }
-  return createPlatformClient({
-    baseUrl,
-    merchantNo: merchant.merchantNo,
-    getOrderPath: config.PLATFORM_GET_ORDER_PATH,
-    contentType: config.PLATFORM_CONTENT_TYPE,
-    timeoutMs: config.PLATFORM_TIMEOUT,
-    connections: config.WORKER_CONCURRENCY ?? config.WORKER_MAX_IN_FLIGHT,
-  });
 }
 
 /** Queue depth by state for Prometheus, read at scrape time: each lane's callbacks and maintenance queues. */

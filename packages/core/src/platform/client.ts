@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import type { Config } from '../config/index.ts';
+import { legacyMerchant, type Config, type Merchant } from '../config/index.ts';
 import { AppError, ErrorCodes } from '../errors.ts';
 import { getOrder, type PlatformOrder } from './get-order.ts';
 import { createPlatformHttp, type AuthenticateRequest } from './http.ts';
@@ -58,30 +58,34 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
 }
 
 /**
- * A platform client from the environment (`PLATFORM_*`, `MERCHANT_NO`), for the apps' main.ts files and CLIs.
- * `loadConfig` with role worker or console already requires both; a caller with another role gets the same error.
+ * A platform client of `merchant` from the config, for the apps' lanes and CLIs: its base URL (`platformBaseUrl`, else
+ * `PLATFORM_BASE_URL`) and number, with its own HTTP pool; `merchant` defaults to the legacy routes' merchant (the one
+ * `MERCHANT_NO` makes without MERCHANTS_FILE), else the first. `loadConfig` with role worker or console already
+ * requires both settings; a caller with another role gets the same error, naming each missing one.
  */
 export function createPlatformClientFromConfig(
   config: Pick<
     Config,
-    'PLATFORM_BASE_URL' | 'MERCHANT_NO' | 'PLATFORM_GET_ORDER_PATH' | 'PLATFORM_CONTENT_TYPE' | 'PLATFORM_TIMEOUT'
+    'PLATFORM_BASE_URL' | 'PLATFORM_GET_ORDER_PATH' | 'PLATFORM_CONTENT_TYPE' | 'PLATFORM_TIMEOUT' | 'merchants'
   >,
-  extra: Pick<PlatformClientOptions, 'authenticate' | 'dispatcher' | 'connections'> = {},
+  extra: Pick<PlatformClientOptions, 'authenticate' | 'dispatcher' | 'connections'> & { merchant?: Merchant } = {},
 ): PlatformClient {
-  const missing = (['MERCHANT_NO', 'PLATFORM_BASE_URL'] as const).filter((name) => config[name] === undefined);
-  if (missing.length > 0 || !config.PLATFORM_BASE_URL || !config.MERCHANT_NO) {
-    throw new AppError(
-      ErrorCodes.CONFIG_INVALID,
-      `invalid configuration:\n  - ${missing.map((n) => `${n}: required to reach the platform (unset)`).join('\n  - ')}`,
-      { details: { problems: missing.map((n) => `${n}: required to reach the platform (unset)`) } },
-    );
+  const { merchant = legacyMerchant(config.merchants) ?? config.merchants[0], ...options } = extra;
+  const baseUrl = merchant?.platformBaseUrl ?? config.PLATFORM_BASE_URL;
+  const merchantNo = merchant?.merchantNo;
+  const missing = [!merchantNo && 'MERCHANT_NO', !baseUrl && 'PLATFORM_BASE_URL'].filter((n): n is string => !!n);
+  if (!baseUrl || !merchantNo) {
+    const problems = missing.map((n) => `${n}: required to reach the platform (unset)`);
+    throw new AppError(ErrorCodes.CONFIG_INVALID, `invalid configuration:\n  - ${problems.join('\n  - ')}`, {
+      details: { problems },
+    });
   }
   return createPlatformClient({
-    baseUrl: config.PLATFORM_BASE_URL,
-    merchantNo: config.MERCHANT_NO,
+    baseUrl,
+    merchantNo,
     getOrderPath: config.PLATFORM_GET_ORDER_PATH,
     contentType: config.PLATFORM_CONTENT_TYPE,
     timeoutMs: config.PLATFORM_TIMEOUT,
-    ...extra,
+    ...options,
   });
 }

@@ -5,7 +5,7 @@
  * merchant first and reaches that merchant's queue through {@link MerchantQueues.of}.
  */
 import type { Merchant } from '@mcb/core/config';
-import { AppError, ErrorCodes } from '@mcb/core/errors';
+import { pickByRef } from '../web/route-deps.ts';
 import { merchantKeys } from '@mcb/core/queue';
 import type { Queue } from 'bullmq';
 
@@ -63,25 +63,10 @@ export function singleMerchantQueue(queue: Queue, merchant: Pick<Merchant, 'ref'
 }
 
 function fromList(list: MerchantQueue[]): MerchantQueues {
-  const several = list.length > 1;
   return {
     list,
-    several,
-    of(ref, field = 'merchant') {
-      if (ref === undefined) {
-        if (!several && list[0]) return list[0];
-        throw new AppError(
-          ErrorCodes.REQUEST_INVALID,
-          `${field}: required with several merchants (one of ${list.map((m) => m.ref).join(', ')})`,
-          { details: { errors: [{ field, message: 'required: name the merchant (its ref)' }] } },
-        );
-      }
-      const found = list.find((m) => m.ref === ref);
-      if (found) return found;
-      throw new AppError(ErrorCodes.REQUEST_INVALID, `${field}: no merchant "${ref}" in this deployment`, {
-        details: { errors: [{ field, message: 'unknown merchant ref' }] },
-      });
-    },
+    several: list.length > 1,
+    of: (ref, field) => pickByRef(list, (m) => m.ref, ref, field),
     byMerchantNo: (merchantNo) => list.find((m) => m.merchantNo === merchantNo),
   };
 }

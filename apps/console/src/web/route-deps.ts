@@ -54,30 +54,42 @@ export interface ConsoleMerchants {
   byNo(merchantNo: string): ConsoleMerchant | undefined;
 }
 
+/**
+ * The one rule of a request's `merchant` (a ref) over `items` (in config order): the item whose ref it names; with none
+ * given, the only item. 400 REQUEST_INVALID naming `field` (and the refs) when the ref is unknown, or when none is
+ * given and there are two or more. The console's merchants and its merchants' queues both resolve through it.
+ */
+export function pickByRef<T>(
+  items: readonly T[],
+  refOf: (item: T) => string,
+  ref: string | undefined,
+  field = 'merchant',
+): T {
+  const refs = items.map(refOf);
+  if (ref === undefined || ref === '') {
+    if (items.length === 1) return items[0]!;
+    throw new AppError(
+      ErrorCodes.REQUEST_INVALID,
+      `${field}: required: this console serves ${items.length} merchants (${refs.join(', ')}); name one by its ref`,
+      { details: { field, merchants: refs } },
+    );
+  }
+  const found = items.find((item) => refOf(item) === ref);
+  if (!found)
+    throw new AppError(
+      ErrorCodes.REQUEST_INVALID,
+      `${field}: unknown merchant "${ref.slice(0, 40)}"; expected one of ${refs.join(', ')}`,
+      { details: { field, merchants: refs } },
+    );
+  return found;
+}
+
 /** The resolver over `all` (in config order). */
 export function consoleMerchants(all: readonly ConsoleMerchant[]): ConsoleMerchants {
-  const refs = all.map((m) => m.merchant.ref);
   return {
     all,
     several: all.length > 1,
-    of(ref, field = 'merchant') {
-      if (ref === undefined || ref === '') {
-        if (all.length === 1) return all[0]!;
-        throw new AppError(
-          ErrorCodes.REQUEST_INVALID,
-          `${field}: required: this console serves ${all.length} merchants (${refs.join(', ')}); name one by its ref`,
-          { details: { field, merchants: refs } },
-        );
-      }
-      const found = all.find((m) => m.merchant.ref === ref);
-      if (!found)
-        throw new AppError(
-          ErrorCodes.REQUEST_INVALID,
-          `${field}: unknown merchant "${ref.slice(0, 40)}"; expected one of ${refs.join(', ')}`,
-          { details: { field, merchants: refs } },
-        );
-      return found;
-    },
+    of: (ref, field) => pickByRef(all, (m) => m.merchant.ref, ref, field),
     byNo: (merchantNo) => all.find((m) => m.merchant.merchantNo === merchantNo),
   };
 }

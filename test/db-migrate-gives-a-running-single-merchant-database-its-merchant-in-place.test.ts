@@ -216,7 +216,8 @@ describe('migrating a database of today’s release in place', () => {
     await writer;
     expect(migrated.stderr).toBe('');
     expect(migrated.code).toBe(0);
-    expect(migrated.stdout).toMatch(/applied 2 migration/);
+    expect(migrated.stdout).toMatch(/applied 3 migration/);
+    expect(migrated.stdout).toMatch(/building index callback_arrivals_merchant_received_idx \(concurrently/);
     expect(migrated.stdout).toMatch(/building index orders_merchant_order_key \(concurrently/);
     expect(migrated.stdout).toMatch(/building index callback_arrivals_merchant_job_pk \(concurrently/);
     expect(migrated.stdout).toMatch(/--finish-merchants/);

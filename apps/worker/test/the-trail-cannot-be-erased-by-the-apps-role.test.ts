@@ -198,6 +198,28 @@ describe('the apps role (a member of mcb_app)', () => {
     expect(rows[0]!.n).toBeGreaterThan(0);
   });
 
+  it("a row's merchant never changes, for the apps' role and the owner alike (migration 0016), while its other columns do", async () => {
+    const id = await createOrder(appDb.db, { merchantOrderNo: `MV-${uid()}`, kind: 'payin', amount: '5.00' });
+    for (const pool of [app, env.db.pool])
+      expect(await codeOf(pool, `update orders set merchant_no = 'M-OTHER' where id = ${id}`)).toBe('23001');
+    expect(await codeOf(app, `update orders set merchant_no = merchant_no, updated_at = now() where id = ${id}`)).toBe(
+      'ok',
+    );
+    const { rows } = await env.db.pool.query<{ merchant_no: string }>(
+      `select merchant_no from orders where id = ${id}`,
+    );
+    expect(rows[0]!.merchant_no).toBe(MERCHANT_NO);
+    // The earlier tests left a review and arrivals; the owner (the apps' role may not even name reviews.merchant_no).
+    for (const table of ['reviews', 'callback_arrivals']) {
+      const { rowCount } = await env.db.pool.query(`select 1 from ${table} limit 1`);
+      expect({ table, rowCount }).not.toEqual({ table, rowCount: 0 });
+      expect({ table, code: await codeOf(env.db.pool, `update ${table} set merchant_no = 'M-OTHER'`) }).toEqual({
+        table,
+        code: '23001',
+      });
+    }
+  });
+
   it('every table and sequence of the schema is granted to mcb_app (a new table without grants would break the apps)', async () => {
     const { rows } = await env.db.pool.query<{ name: string; ok: boolean }>(
       `select c.relname as name,

@@ -76,6 +76,17 @@ export const MERCHANT_INDEXES: readonly IndexSpec[] = [
     name: ARRIVALS_KEY,
     create: `CREATE UNIQUE INDEX CONCURRENTLY "${ARRIVALS_KEY}" ON "callback_arrivals" USING btree ("job_id","merchant_no")`,
   },
+  // Migration 0016's (issue 51): one merchant's callbacks and events, for the console's lists by merchant.
+  {
+    name: 'callback_arrivals_merchant_received_idx',
+    create:
+      'CREATE INDEX CONCURRENTLY "callback_arrivals_merchant_received_idx" ON "callback_arrivals" USING btree ("merchant_no","received_at","job_id")',
+  },
+  {
+    name: 'order_events_merchant_id_idx',
+    create:
+      'CREATE INDEX CONCURRENTLY "order_events_merchant_id_idx" ON "order_events" USING btree ("merchant_no","id")',
+  },
 ];
 
 interface ForeignKeySpec {

@@ -188,6 +188,8 @@ export const orderEvents = pgTable(
   },
   (t) => [
     index('order_events_order_id_idx').on(t.orderId),
+    // GET /api/events?merchant=: one merchant's feed in id order (built CONCURRENTLY by the merchant keys step).
+    index('order_events_merchant_id_idx').on(t.merchantNo, t.id),
     foreignKey({
       name: 'order_events_order_merchant_fk',
       columns: [t.orderId, t.merchantNo],
@@ -382,6 +384,9 @@ export const callbackArrivals = pgTable(
     // the previous release's ON CONFLICT (job_id) needs; --finish-merchants makes it the primary key.
     primaryKey({ name: 'callback_arrivals_merchant_job_pk', columns: [t.jobId, t.merchantNo] }),
     index('callback_arrivals_received_idx').on(t.receivedAt, t.jobId),
+    // One merchant's callbacks, newest first (the console's lists and counts by merchant); built CONCURRENTLY by the
+    // merchant keys step of `pnpm db:migrate`, not by migration 0016.
+    index('callback_arrivals_merchant_received_idx').on(t.merchantNo, t.receivedAt, t.jobId),
     index('callback_arrivals_merchant_order_no_idx').on(t.merchantOrderNo, t.receivedAt),
     index('callback_arrivals_order_no_idx').on(t.orderNo),
     index('callback_arrivals_status_idx').on(t.status, t.receivedAt, t.jobId),
@@ -481,6 +486,38 @@ export const reconcileUnknownOrders = pgTable('reconcile_unknown_orders', {
   nextAskAt: timestamp('next_ask_at', { withTimezone: true }).notNull(),
 });
 
+/**
+ * Merchants an operator paused (issue 51): a row while the merchant is paused, deleted on resume; who, why and since
+ * when. The source of truth of a pause: workers hold the merchant's lane while its row exists (it survives their restarts
+ * and a Redis failover); the audit (operator_actions) keeps the history of pauses and resumes.
+ */
+export const merchantPauses = pgTable('merchant_pauses', {
+  merchantNo: text('merchant_no').primaryKey(),
+  pausedBy: text('paused_by').notNull(),
+  reason: text('reason').notNull(),
+  since: timestamp('since', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
+ * Per merchant and minute, what its callbacks did (issue 51's history picture): received, credited and failed for
+ * good, and the callback-to-credit p99 of the minute's credits. Rolled up from callback_arrivals once a minute has
+ * closed, so the picture of the last 24 hours survives restarts and reads 1,440 rows, not the arrivals themselves.
+ */
+export const merchantMinutes = pgTable(
+  'merchant_minutes',
+  {
+    merchantNo: text('merchant_no').notNull(),
+    /** The minute's start (UTC, seconds zero). */
+    minute: timestamp('minute', { withTimezone: true }).notNull(),
+    received: integer('received').notNull(),
+    credited: integer('credited').notNull(),
+    failed: integer('failed').notNull(),
+    /** Callback-to-credit p99 of the minute's credits, in ms (null: none credited). */
+    creditP99Ms: integer('credit_p99_ms'),
+  },
+  (t) => [primaryKey({ columns: [t.merchantNo, t.minute] })],
+);
+
 /** The last good payment-method catalog per scope ('' = all currencies), served with its age when the platform is down. */
 export const catalogSnapshots = pgTable('catalog_snapshots', {
   scope: text('scope').primaryKey(),
@@ -500,6 +537,8 @@ export type CallbackArrival = typeof callbackArrivals.$inferSelect;
 export type Replay = typeof replays.$inferSelect;
 export type ReconcileUnknownOrder = typeof reconcileUnknownOrders.$inferSelect;
 export type MerchantSettings = typeof merchantSettings.$inferSelect;
+export type MerchantPause = typeof merchantPauses.$inferSelect;
+export type MerchantMinute = typeof merchantMinutes.$inferSelect;
 
 /** The console's people's roles, least first (apps/console/src/operators/roles.ts says what each may do). */
 export const PERSON_ROLES = ['viewer', 'operator', 'admin'] as const;
@@ -539,9 +578,15 @@ export const operatorActions = pgTable(
     via: text('via', { enum: AUTH_METHODS }),
     /** Counts and ids that explain the outcome (never a body, an amount in full detail, or a key). */
     details: jsonb('details').$type<Record<string, unknown>>(),
+    /**
+     * The merchant number the action was about (an order's, a job's queue's, a paused merchant's); null for actions
+     * about no one merchant (a login, the catalog of every merchant) and on rows written before it was recorded.
+     */
+    merchantNo: text('merchant_no'),
   },
   (t) => [
     index('operator_actions_operator_idx').on(t.operator, t.id),
+    index('operator_actions_merchant_idx').on(t.merchantNo, t.id),
     index('operator_actions_action_idx').on(t.action, t.id),
     index('operator_actions_target_idx').on(t.target, t.id),
     index('operator_actions_at_idx').on(t.at),

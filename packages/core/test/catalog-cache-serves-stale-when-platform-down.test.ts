@@ -52,7 +52,7 @@ afterEach(async () => {
 describe('catalog cache', () => {
   it('stores what the platform returned with the time it was fetched', async () => {
     const { platform } = fakePlatform();
-    const view = await createCatalogCache({ db: env.db, platform, logger, now }).get();
+    const view = await createCatalogCache({ db: env.db.db, platform, logger, now }).get();
     expect(view).toEqual({ catalog, fetchedAt: new Date(clock), ageSeconds: 0, stale: false });
     const rows = await env.db.db.select().from(catalogSnapshots);
     expect(rows).toEqual([{ scope: '', catalog, fetchedAt: new Date(clock) }]);
@@ -60,7 +60,7 @@ describe('catalog cache', () => {
 
   it('serves a young stored copy without asking the platform, and asks again once it is old', async () => {
     const { platform, state } = fakePlatform();
-    const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 60_000 });
+    const cache = createCatalogCache({ db: env.db.db, platform, logger, now, freshForMs: 60_000 });
     await cache.get();
     clock += 30_000;
     expect(await cache.get()).toMatchObject({ ageSeconds: 30, stale: false });
@@ -72,7 +72,7 @@ describe('catalog cache', () => {
 
   it('serves the last good catalog with its age when the platform is down', async () => {
     const { platform, state } = fakePlatform();
-    const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 60_000 });
+    const cache = createCatalogCache({ db: env.db.db, platform, logger, now, freshForMs: 60_000 });
     const first = await cache.get();
     state.failWith = down();
     clock += 3_600_000;
@@ -82,7 +82,7 @@ describe('catalog cache', () => {
 
   it('also falls back when the platform answers a malformed catalog', async () => {
     const { platform, state } = fakePlatform();
-    const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 0 });
+    const cache = createCatalogCache({ db: env.db.db, platform, logger, now, freshForMs: 0 });
     await cache.get();
     state.failWith = new AppError(ErrorCodes.PLATFORM_BAD_RESPONSE, 'bad shape');
     expect(await cache.get()).toMatchObject({ stale: true });
@@ -91,7 +91,7 @@ describe('catalog cache', () => {
   it('raises CATALOG_UNAVAILABLE when the platform is down and nothing is stored', async () => {
     const { platform, state } = fakePlatform();
     state.failWith = down();
-    const err = await createCatalogCache({ db: env.db, platform, logger, now })
+    const err = await createCatalogCache({ db: env.db.db, platform, logger, now })
       .get()
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'CATALOG_UNAVAILABLE', transient: true });
@@ -100,7 +100,7 @@ describe('catalog cache', () => {
 
   it('never masks a platform error code with the stored copy', async () => {
     const { platform, state } = fakePlatform();
-    const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 0 });
+    const cache = createCatalogCache({ db: env.db.db, platform, logger, now, freshForMs: 0 });
     await cache.get();
     state.failWith = new PlatformCodeError(40017, 'currency not enabled', '/api/open/order/getPaymentMethods');
     await expect(cache.get()).rejects.toMatchObject({ platformCode: 40017, platformMessage: 'currency not enabled' });
@@ -108,7 +108,7 @@ describe('catalog cache', () => {
 
   it('narrows a young full catalog to a currency without asking the platform', async () => {
     const { platform, state } = fakePlatform();
-    const cache = createCatalogCache({ db: env.db, platform, logger, now });
+    const cache = createCatalogCache({ db: env.db.db, platform, logger, now });
     await cache.get();
     const php = await cache.get({ currency: 'PHP' });
     expect(php.catalog.currencies.map((c) => c.currency)).toEqual(['PHP']);
@@ -117,7 +117,7 @@ describe('catalog cache', () => {
 
   it('never answers an empty catalog for a currency: one the platform does not list is CURRENCY_NOT_ENABLED', async () => {
     const { platform, state } = fakePlatform();
-    const cache = createCatalogCache({ db: env.db, platform, logger, now });
+    const cache = createCatalogCache({ db: env.db.db, platform, logger, now });
     await cache.get();
     // The stored copy lacks USD, so the platform is asked (it may have been enabled since); it lists none.
     await expect(cache.get({ currency: 'USD' })).rejects.toMatchObject({
@@ -129,7 +129,7 @@ describe('catalog cache', () => {
 
   it('asks about unknown currency codes once a window: a burst or a series of them costs one platform request', async () => {
     const { platform, state } = fakePlatform();
-    const cache = createCatalogCache({ db: env.db, platform, logger, now, missWindowMs: 60_000 });
+    const cache = createCatalogCache({ db: env.db.db, platform, logger, now, missWindowMs: 60_000 });
     await cache.get();
     // 1. Fifty codes the catalog does not list, all at once, then each again: one ask, the rest answered from it.
     const codes = Array.from({ length: 50 }, (_, i) => `X${String.fromCharCode(65 + (i % 26))}${i < 26 ? 'A' : 'B'}`);
@@ -154,7 +154,7 @@ describe('catalog cache', () => {
 
   it("carries the platform's 40017 in CURRENCY_NOT_ENABLED and remembers it; 40010 is MERCHANT_UNKNOWN", async () => {
     const { platform, state } = fakePlatform();
-    const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 60_000 });
+    const cache = createCatalogCache({ db: env.db.db, platform, logger, now, freshForMs: 60_000 });
     state.failWith = new PlatformCodeError(40017, 'currency not enabled', '/api/open/order/getPaymentMethods');
     const refused = {
       code: 'CURRENCY_NOT_ENABLED',
@@ -174,7 +174,7 @@ describe('catalog cache', () => {
 
   it('says CURRENCY_NOT_ENABLED, without a platform code, when the platform is down and the stored copy lacks the currency', async () => {
     const { platform, state } = fakePlatform();
-    const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 0 });
+    const cache = createCatalogCache({ db: env.db.db, platform, logger, now, freshForMs: 0 });
     await cache.get();
     state.failWith = down();
     const err = await cache.get({ currency: 'USD' }).catch((e: unknown) => e);
@@ -187,7 +187,7 @@ describe('catalog cache', () => {
 
   it('asks the platform with currencyType when only an old copy exists, storing it under its own scope', async () => {
     const { platform, state } = fakePlatform();
-    const cache = createCatalogCache({ db: env.db, platform, logger, now, freshForMs: 60_000 });
+    const cache = createCatalogCache({ db: env.db.db, platform, logger, now, freshForMs: 60_000 });
     await cache.get();
     clock += 120_000;
     const vnd = await cache.get({ currency: 'VND' });
@@ -207,7 +207,7 @@ describe('catalog cache', () => {
     const { platform, state } = fakePlatform();
     let open!: () => void;
     state.gate = new Promise<void>((r) => (open = r));
-    const cache = createCatalogCache({ db: env.db, platform, logger, now });
+    const cache = createCatalogCache({ db: env.db.db, platform, logger, now });
     const reads = [cache.get(), cache.get(), cache.refresh()];
     open();
     const views = await Promise.all(reads);
@@ -217,7 +217,7 @@ describe('catalog cache', () => {
 
   it('refreshCatalog stores the full catalog, and an older fetch never replaces a younger one', async () => {
     const { platform } = fakePlatform();
-    const result = await refreshCatalog({ db: env.db, platform, logger, now });
+    const result = await refreshCatalog({ db: env.db.db, platform, logger, now });
     expect(result).toEqual({ fetchedAt: new Date(clock), currencies: 2 });
     const younger = clock;
     // The drizzle instance works as well as the handle.
@@ -228,9 +228,9 @@ describe('catalog cache', () => {
 
   it('refreshCatalog propagates a platform failure and leaves the stored copy alone', async () => {
     const { platform, state } = fakePlatform();
-    await refreshCatalog({ db: env.db, platform, logger, now });
+    await refreshCatalog({ db: env.db.db, platform, logger, now });
     state.failWith = down();
-    await expect(refreshCatalog({ db: env.db, platform, logger, now: () => clock + 1000 })).rejects.toMatchObject({
+    await expect(refreshCatalog({ db: env.db.db, platform, logger, now: () => clock + 1000 })).rejects.toMatchObject({
       code: 'PLATFORM_UNREACHABLE',
     });
     const [row] = await env.db.db.select().from(catalogSnapshots);
@@ -243,7 +243,7 @@ describe('catalog cache', () => {
       .values({ scope: '', catalog: { currencies: [{ nope: 1 }] }, fetchedAt: new Date(clock) });
     const { platform, state } = fakePlatform();
     state.failWith = down();
-    await expect(createCatalogCache({ db: env.db, platform, logger, now }).get()).rejects.toMatchObject({
+    await expect(createCatalogCache({ db: env.db.db, platform, logger, now }).get()).rejects.toMatchObject({
       code: 'CATALOG_UNAVAILABLE',
     });
   });

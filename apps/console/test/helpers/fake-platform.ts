@@ -142,7 +142,7 @@ export async function startConsole(opts: {
   );
   const logger = createLogger({ name: 'console-test', level: 'silent' });
   const platform = createPlatformClient({ baseUrl: opts.baseUrl, merchantNo: MERCHANT_NO, timeoutMs: 2000 });
-  const catalog = createCatalogCache({ db: opts.db, platform, logger, now: opts.now, freshForMs: opts.freshForMs });
+  const catalog = createCatalogCache({ db: opts.db.db, platform, logger, now: opts.now, freshForMs: opts.freshForMs });
   const redis = opts.redis ? createRedis(opts.redis.url, 'worker') : undefined;
   const queue =
     opts.redis && redis ? new Queue(CALLBACKS_QUEUE, { connection: redis, prefix: opts.redis.prefix }) : undefined;

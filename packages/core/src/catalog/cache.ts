@@ -1,5 +1,5 @@
 import { inArray, sql } from 'drizzle-orm';
-import type { Database, Db } from '../db/client.ts';
+import type { Database } from '../db/client.ts';
 import { catalogSnapshots } from '../db/schema.ts';
 import { AppError, coerceError, ErrorCodes, isAppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -14,8 +14,8 @@ export interface CatalogSource {
 
 /** Dependencies of {@link createCatalogCache} and {@link refreshCatalog}. */
 export interface CatalogCacheDeps {
-  /** The handle from `createDb` or its drizzle instance (`db.db`), whichever the caller holds. */
-  db: Db | Database;
+  /** The database (`db.db` of the handle from `createDb`; whoever holds the handle closes it). */
+  db: Database;
   platform: CatalogSource;
   logger: Logger;
   /**
@@ -253,7 +253,7 @@ function unlisted(currency: string, stored: Stored): AppError {
 
 export function createCatalogCache(deps: CatalogCacheDeps): CatalogCache {
   const { platform, logger } = deps;
-  const database: Database = 'pool' in deps.db && 'close' in deps.db ? deps.db.db : deps.db;
+  const database = deps.db;
   const freshForMs = deps.freshForMs ?? 300_000;
   const now = deps.now ?? Date.now;
   const inflight = new Map<string, Promise<CatalogView>>();

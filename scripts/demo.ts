@@ -1,7 +1,8 @@
 /**
- * `pnpm demo [--once] [--orders N] [--free-ports] [--timeout 60s] [--summary-file FILE]`: the whole pipeline on
- * this machine against the sandbox, a few hundred orders through it, a summary checked against the database.
- * Without --once the services stay up (dashboard URL printed) until Ctrl-C. See docs/demo.md.
+ * `pnpm demo [--once] [--orders N] [--merchants N] [--free-ports] [--timeout 60s] [--summary-file FILE]`: the whole
+ * pipeline on this machine against the sandbox, a few hundred orders through it, a summary checked against the
+ * database (one per merchant with --merchants). Without --once the services stay up (dashboard URL printed) until
+ * Ctrl-C. See docs/demo.md.
  */
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -10,8 +11,15 @@ import { parseDuration } from '@mcb/core/config';
 import { coerceError } from '@mcb/core/errors';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { driveDemo, planOrders } from './lib/demo-driver.ts';
-import { buildSummary, formatSummary } from './lib/demo-report.ts';
+import { driveDemo, newRunId, planOrders, type DemoPlan, type DriverTargets } from './lib/demo-driver.ts';
+import { MAX_LOCAL_MERCHANTS, parseMerchantCount, type LocalMerchant } from './lib/demo-merchants.ts';
+import {
+  buildSummary,
+  formatMerchantSummaries,
+  formatSummary,
+  type DemoMerchantsSummary,
+  type DemoSummary,
+} from './lib/demo-report.ts';
 import { stackInputEnv } from './lib/env-file.ts';
 import {
   ownServicesIfNeeded,
@@ -22,10 +30,12 @@ import {
 } from './lib/local-stack.ts';
 import { stopOnSignals } from './lib/processes.ts';
 
-const USAGE = `usage: pnpm demo [--once] [--orders N] [--free-ports] [--timeout 60s] [--summary-file FILE]
+const USAGE = `usage: pnpm demo [--once] [--orders N] [--merchants N] [--free-ports] [--timeout 60s] [--summary-file FILE]
 
   --once            exit after the summary: status 0 only when every check held
-  --orders N        orders to drive (10 to 5000, default 300)
+  --orders N        orders to drive (10 to 5000, default 300), shared among the merchants
+  --merchants N     merchant numbers (1 to ${MAX_LOCAL_MERCHANTS}, default 1): each its own key pair, sandbox account, route
+                    and queue (MERCHANTS_FILE written in KEYS_DIR); the summary is per merchant
   --free-ports      pick free ports instead of the contract ports (8080, 8081, 8090, 9464-9466)
   --timeout D       give up when the pipeline has not caught up after D (default 60s)
   --summary-file F  also write the summary as JSON to F
@@ -53,6 +63,7 @@ function say(line: string): void {
 function parseOptions(): {
   once: boolean;
   orders: number;
+  merchants: number;
   freePorts: boolean;
   timeoutMs: number;
   summaryFile?: string;
@@ -61,6 +72,7 @@ function parseOptions(): {
     options: {
       once: { type: 'boolean', default: false },
       orders: { type: 'string', default: '300' },
+      merchants: { type: 'string', default: '1' },
       'free-ports': { type: 'boolean', default: false },
       timeout: { type: 'string', default: '60s' },
       'summary-file': { type: 'string' },
@@ -77,7 +89,15 @@ function parseOptions(): {
     throw new Error('--orders: expected a whole number from 10 to 5000');
   const timeoutMs = parseDuration(values.timeout);
   if (timeoutMs === undefined || timeoutMs < 1000) throw new Error('--timeout: expected a duration such as 60s or 2m');
-  return { once: values.once, orders, freePorts: values['free-ports'], timeoutMs, summaryFile: values['summary-file'] };
+  const merchants = parseMerchantCount(values.merchants);
+  return {
+    once: values.once,
+    orders,
+    merchants,
+    freePorts: values['free-ports'],
+    timeoutMs,
+    summaryFile: values['summary-file'],
+  };
 }
 
 let stack: LocalStack | undefined;
@@ -105,8 +125,13 @@ try {
     output: { kind: 'file', dir: logDir },
     say,
     inputEnv: input,
+    merchants: options.merchants,
   });
-  say(`services up (logs in ${logDir}); driving ${options.orders} orders at sandbox time scale ${settings.timeScale}`);
+  say(
+    `services up (logs in ${logDir}); driving ${options.orders} orders` +
+      (options.merchants > 1 ? ` for ${options.merchants} merchants` : '') +
+      ` at sandbox time scale ${settings.timeScale}`,
+  );
   const running = stack;
   // An app that dies mid-run is a failure of the run, whatever the driver is doing.
   void running.firstExit.then(({ name, code }) => {
@@ -120,31 +145,53 @@ try {
   const redis = new Redis(settings.redisUrl, { maxRetriesPerRequest: 1, connectionName: 'mcb-demo' });
   redis.on('error', () => {});
   try {
-    const plan = planOrders(options.orders);
-    const progress = async () => {
-      const { rows } = await pool.query<{ applied: number; reviews: number }>(
-        `select (select count(*) from callback_receipts where merchant_order_no like $1)::int as applied,
-                (select count(*) from reviews where merchant_order_no like $1)::int as reviews`,
-        [`${plan.runId}-%`],
-      );
-      return rows[0] ?? { applied: 0, reviews: 0 };
-    };
-    const run = await driveDemo(
-      {
+    /** Drive `plan` (of `merchant`, with several) and summarise it. */
+    const runPlan = async (plan: DemoPlan, merchant?: LocalMerchant, line = status): Promise<DemoSummary> => {
+      const progress = async () => {
+        const { rows } = await pool.query<{ applied: number; reviews: number }>(
+          `select (select count(*) from callback_receipts where merchant_order_no like $1)::int as applied,
+                  (select count(*) from reviews where merchant_order_no like $1)::int as reviews`,
+          [`${plan.runId}-%`],
+        );
+        return rows[0] ?? { applied: 0, reviews: 0 };
+      };
+      const targets: DriverTargets = {
+        ...(merchant ? { merchant: merchant.ref } : {}),
         consoleUrl: running.urls.console,
         consoleToken: running.consoleToken,
         sandboxUrl: running.urls.sandbox,
         progress,
-        status,
-      },
-      plan,
-      options.timeoutMs,
-    );
-    say('');
-    const summary = await buildSummary(pool, redis, settings.queuePrefix, run);
-    console.log(formatSummary(summary));
-    if (options.summaryFile) writeFileSync(options.summaryFile, `${JSON.stringify(summary, null, 2)}\n`);
-    exitCode = summary.ok ? 0 : 1;
+        status: line,
+      };
+      const run = await driveDemo(targets, plan, options.timeoutMs);
+      const whose = merchant && { ref: merchant.ref, merchantNo: merchant.merchantNo };
+      return buildSummary(pool, redis, settings.queuePrefix, run, whose);
+    };
+    let report: DemoSummary | DemoMerchantsSummary;
+    if (running.merchants.length === 1) {
+      const summary = await runPlan(planOrders(options.orders));
+      say('');
+      console.log(formatSummary(summary));
+      report = summary;
+    } else {
+      // Every merchant's orders at once, as their shops and customers would: one run id, a part of it each.
+      const runId = newRunId();
+      const each = Math.max(5, Math.ceil(options.orders / running.merchants.length));
+      const lines = new Map<string, string>();
+      const summaries = await Promise.all(
+        running.merchants.map((m) =>
+          runPlan(planOrders(each, `${runId}${m.ref.toUpperCase()}`), m, (line) => {
+            lines.set(m.ref, `${m.ref}: ${line}`);
+            status([...lines.values()].join(' | '));
+          }),
+        ),
+      );
+      say('');
+      console.log(formatMerchantSummaries(summaries));
+      report = { merchants: summaries, ok: summaries.every((x) => x.ok) };
+    }
+    if (options.summaryFile) writeFileSync(options.summaryFile, `${JSON.stringify(report, null, 2)}\n`);
+    exitCode = report.ok ? 0 : 1;
   } finally {
     await pool.end();
     redis.disconnect();
@@ -161,7 +208,9 @@ try {
         'The services stay up until Ctrl-C:',
         `  dashboard   ${running.urls.dashboard}   (bearer token: ${settings.consoleTokenGiven ? 'CONSOLE_TOKEN' : settings.consoleTokenFile})`,
         `  console API ${running.urls.console}/api/orders/<merchantOrderNo>`,
-        `  ingest      ${running.urls.ingest}/callbacks/payin, /callbacks/payout`,
+        running.merchants.length === 1
+          ? `  ingest      ${running.urls.ingest}/callbacks/payin, /callbacks/payout`
+          : `  ingest      ${running.urls.ingest}/callbacks/m/{${running.merchants.map((m) => m.ref).join('|')}}/payin, .../payout`,
         `  sandbox     ${running.urls.sandbox}   try: ${triggerHint(running.urls.sandbox, running.envFileWritten)}`,
       ].join('\n'),
     );

@@ -1,12 +1,14 @@
 /**
- * `pnpm dev [--free-ports] [--traces]`: sandbox, ingest, worker and console on this machine against the local Postgres
- * and Redis, logs prefixed with the app's name (and, with --traces, every trace span), until Ctrl-C (then stopped in
- * reverse order). Uses the contract
- * defaults (database merchant_callbacks, QUEUE_PREFIX mcb, ports 8080/8081/8090); see docs/demo.md.
+ * `pnpm dev [--free-ports] [--traces] [--merchants N]`: sandbox, ingest, worker and console on this machine against the
+ * local Postgres and Redis, logs prefixed with the app's name (and, with --traces, every trace span), until Ctrl-C
+ * (then stopped in reverse order). Uses the contract defaults (database merchant_callbacks, QUEUE_PREFIX mcb, ports
+ * 8080/8081/8090); with --merchants N (or DEV_MERCHANTS=N), N merchant numbers through a MERCHANTS_FILE in KEYS_DIR.
+ * See docs/demo.md.
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { coerceError } from '@mcb/core/errors';
+import { parseMerchantCount } from './lib/demo-merchants.ts';
 import { stackInputEnv } from './lib/env-file.ts';
 import {
   ownServicesIfNeeded,
@@ -24,15 +26,21 @@ const { started, shutdown } = exit;
 
 let freePorts = false;
 let traces = false;
+let merchants = 1;
 try {
   const { values } = parseArgs({
-    options: { 'free-ports': { type: 'boolean', default: false }, traces: { type: 'boolean', default: false } },
+    options: {
+      'free-ports': { type: 'boolean', default: false },
+      traces: { type: 'boolean', default: false },
+      merchants: { type: 'string', default: process.env.DEV_MERCHANTS?.trim() || '1' },
+    },
     strict: true,
   });
   freePorts = values['free-ports'];
   traces = values.traces;
+  merchants = parseMerchantCount(values.merchants);
 } catch (e) {
-  console.error(`dev: ${coerceError(e).message}\nusage: pnpm dev [--free-ports] [--traces]`);
+  console.error(`dev: ${coerceError(e).message}\nusage: pnpm dev [--free-ports] [--traces] [--merchants N]`);
   process.exit(2);
 }
 
@@ -45,6 +53,7 @@ try {
     started,
     freePorts,
     traces,
+    merchants,
     output: { kind: 'prefix', write: (line) => console.log(line) },
     say,
   });
@@ -52,9 +61,12 @@ try {
   console.log(
     [
       'dev: all four apps are up (Ctrl-C stops them):',
-      `  ingest    ${u.ingest}/callbacks/payin, /callbacks/payout   (metrics ${u.ingestMetrics}/metrics)`,
+      stack.merchants.length === 1
+        ? `  ingest    ${u.ingest}/callbacks/payin, /callbacks/payout   (metrics ${u.ingestMetrics}/metrics)`
+        : `  ingest    ${u.ingest}/callbacks/m/{ref}/payin, .../payout for ${stack.merchants.map((m) => `${m.ref} (${m.merchantNo})`).join(', ')}   (metrics ${u.ingestMetrics}/metrics)`,
       `  console   ${u.console}/api   dashboard ${u.dashboard}   (bearer token: ${settings.consoleTokenGiven ? 'CONSOLE_TOKEN' : settings.consoleTokenFile})`,
-      `  sandbox   ${u.sandbox}   time scale ${settings.timeScale}   try: ${triggerHint(u.sandbox, stack.envFileWritten)}`,
+      `  sandbox   ${u.sandbox}   time scale ${settings.timeScale}   try: ${triggerHint(u.sandbox, stack.envFileWritten)}` +
+        (stack.merchants.length > 1 ? ` --merchant ${stack.merchants[1]!.ref}` : ''),
       `  worker    metrics ${u.workerMetrics}/metrics`,
       stack.volatileRedis
         ? 'dev: NOTE: volatile Redis; ingest runs with INGEST_ALLOW_VOLATILE_REDIS=true (never in production).'

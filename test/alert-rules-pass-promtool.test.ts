@@ -26,6 +26,7 @@ const rules: Rule[] = (
 ).groups.flatMap((g) => g.rules);
 const dashboard = JSON.parse(readFileSync(join(ROOT, 'deploy/grafana/dashboard.json'), 'utf8')) as {
   panels: { title: string; targets: { expr: string }[] }[];
+  templating: { list: { name: string; type: string; multi?: boolean; includeAll?: boolean; definition?: string }[] };
 };
 const panelQueries = dashboard.panels.flatMap((p) => p.targets.map((t) => ({ panel: p.title, expr: t.expr })));
 
@@ -53,6 +54,34 @@ function exportedMetricNames(): Set<string> {
 function metricsIn(expr: string): string[] {
   const found = expr.match(/\b(?:mcb|ingest|console|process|nodejs)_[a-z0-9_]+/g) ?? [];
   return [...new Set(found.map((n) => n.replace(/_(bucket|count|sum)$/, '')))];
+}
+
+/**
+ * Metrics of a process or of the one Redis, for every merchant: no `merchant` label, or (a worker's Redis OOMs) one per
+ * lane of a trouble that is not the merchant's. Every other metric is a merchant's and carries its ref.
+ */
+const PROCESS_WIDE = new Set([
+  'ingest_redis_memory_headroom_ratio',
+  'ingest_connections_cut_total',
+  'ingest_connections_admitted_total',
+  'ingest_connections_open',
+  'ingest_connections_max',
+  'ingest_enqueue_batch_size',
+  'console_http_requests_total',
+  'process_cpu_seconds_total',
+  'mcb_redis_up',
+  'mcb_redis_down_since_seconds',
+  'mcb_worker_commits_stalled',
+  'mcb_worker_commit_wait_seconds',
+  'mcb_worker_redis_oom_total',
+  'mcb_worker_redis_oom_backoff_seconds',
+]);
+
+/** Each selector of a merchant's metric in `expr`: its name and its label matchers ('' when it has none). */
+function merchantSelectors(expr: string): { metric: string; matchers: string }[] {
+  return [...expr.matchAll(/\b((?:mcb|ingest|console)_[a-z0-9_]+)(\{[^}]*\})?/g)]
+    .map((m) => ({ metric: m[1]!, matchers: m[2] ?? '' }))
+    .filter((s) => !PROCESS_WIDE.has(s.metric.replace(/_(bucket|count|sum)$/, '')));
 }
 
 /** GitHub's anchor of a Markdown heading. */
@@ -120,6 +149,33 @@ describe('deploy/prometheus/alerts.yml and deploy/grafana/dashboard.json', () =>
     );
     expect(unknown).toEqual([]);
     expect(used.length).toBeGreaterThan(20);
+  });
+
+  it('aggregates every rule about a merchant by merchant, and names the merchant in its summary', () => {
+    const perMerchant = rules.filter((r) => merchantSelectors(r.expr).length > 0);
+    expect(perMerchant.length).toBeGreaterThanOrEqual(12);
+    for (const rule of perMerchant) {
+      // Every aggregation keeps the merchant (no deployment-wide sum, ratio or max hides one merchant's trouble).
+      const aggregations = [...rule.expr.matchAll(/\b(sum|max|min|avg|count)\b\s*(by\s*\(([^)]*)\))?\s*\(/g)];
+      expect(aggregations.length, `${rule.alert} aggregates nothing`).toBeGreaterThan(0);
+      for (const a of aggregations)
+        expect(a[3]?.split(',').map((l) => l.trim()) ?? [], `${rule.alert}: ${a[0]}`).toContain('merchant');
+      expect(rule.annotations.summary, rule.alert).toContain('{{ $labels.merchant }}');
+    }
+  });
+
+  it('gives the dashboard a merchant variable, and filters every query of a merchant’s metric by it', () => {
+    const variable = dashboard.templating.list.find((v) => v.name === 'merchant');
+    expect(variable).toMatchObject({ type: 'query', multi: true, includeAll: true });
+    // Its values come from a worker's series: configured refs only, never ingest's `_unknown`.
+    expect(variable?.definition).toMatch(/^label_values\(mcb_worker_[a-z_]+, merchant\)$/);
+    const unfiltered = panelQueries.flatMap((q) =>
+      merchantSelectors(q.expr)
+        .filter((sel) => !sel.matchers.includes('merchant=~"$merchant"'))
+        .map((sel) => `panel "${q.panel}": ${sel.metric}${sel.matchers}`),
+    );
+    expect(unfiltered).toEqual([]);
+    expect(panelQueries.filter((q) => q.expr.includes('$merchant')).length).toBeGreaterThan(20);
   });
 
   it('links every alert to a section of docs/runbook.md that exists', () => {

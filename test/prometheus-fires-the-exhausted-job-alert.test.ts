@@ -154,6 +154,12 @@ describe.skipIf(!available && !process.env.CI)(
       });
       const depthBy = (await query('count by (job) (mcb_queue_jobs)')).map((r) => r.metric.job).sort();
       expect(depthBy).toEqual(['console', 'ingest', 'worker']);
+      // Without MERCHANTS_FILE every merchant's series is labelled `default`, in every app: the rules' `by (merchant)`
+      // joins ingest's with the workers'.
+      const merchants = (await query('count by (job, merchant) (mcb_queue_jobs or ingest_callbacks_total)')).map(
+        (r) => `${r.metric.job} ${r.metric.merchant}`,
+      );
+      expect(merchants.sort()).toEqual(['console default', 'ingest default', 'worker default']);
     }, 60_000);
 
     const firing = async () => {
@@ -200,7 +206,12 @@ describe.skipIf(!available && !process.env.CI)(
         intervalMs: 250,
         message: 'CallbackJobExhausted never fired',
       });
-      expect(alert).toMatchObject({ alertname: 'CallbackJobExhausted', kind: 'payin', severity: 'critical' });
+      expect(alert).toMatchObject({
+        alertname: 'CallbackJobExhausted',
+        merchant: 'default',
+        kind: 'payin',
+        severity: 'critical',
+      });
     }, 90_000);
   },
 );

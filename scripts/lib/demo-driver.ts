@@ -51,6 +51,8 @@ export interface DemoRun {
 
 /** Where the driver talks to. */
 export interface DriverTargets {
+  /** The merchant (its ref) whose orders these are, with several; undefined: the one merchant, named nowhere. */
+  merchant?: string;
   consoleUrl: string;
   consoleToken: string;
   sandboxUrl: string;
@@ -62,9 +64,16 @@ export interface DriverTargets {
 
 const PAYOUT_PARAMS = { accountName: 'Asha Rao', upiId: 'asha.rao@okaxis' };
 
-/** A plan of `count` orders: about a quarter payouts (every fourth refused), the rest pay-ins, one forgery target. */
-export function planOrders(count: number): DemoPlan {
-  const runId = `DEMO${randomBytes(3).toString('hex').toUpperCase()}`;
+/** A fresh run id: the prefix of every merchant order number of a run. */
+export function newRunId(): string {
+  return `DEMO${randomBytes(3).toString('hex').toUpperCase()}`;
+}
+
+/**
+ * A plan of `count` orders: about a quarter payouts (every fourth refused), the rest pay-ins, one forgery target.
+ * `runId` prefixes every merchant order number. @defaultValue runId a fresh one
+ */
+export function planOrders(count: number, runId: string = newRunId()): DemoPlan {
   const payouts = Math.max(2, Math.round(count * 0.25));
   const payins = Math.max(1, count - payouts - 1);
   const orders: PlannedOrder[] = [];
@@ -103,7 +112,8 @@ export function planOrders(count: number): DemoPlan {
 }
 
 async function registerInConsole(t: DriverTargets, o: PlannedOrder): Promise<void> {
-  const body =
+  const merchant = t.merchant === undefined ? {} : { merchant: t.merchant };
+  const order =
     o.kind === 'payin'
       ? {
           merchantOrderNo: o.merchantOrderNo,
@@ -119,16 +129,24 @@ async function registerInConsole(t: DriverTargets, o: PlannedOrder): Promise<voi
           params: PAYOUT_PARAMS,
           reason: 'demo: the merchant registers its order',
         };
-  await requestJson(`${t.consoleUrl}/api/${o.kind}s`, { body, token: t.consoleToken });
+  await requestJson(`${t.consoleUrl}/api/${o.kind}s`, { body: { ...order, ...merchant }, token: t.consoleToken });
 }
 
 async function createAndFinalize(t: DriverTargets, o: PlannedOrder): Promise<SandboxOrder> {
   const faults = Object.keys(o.faults).length > 0 ? o.faults : undefined;
+  const merchant = t.merchant === undefined ? {} : { merchant: t.merchant };
   await requestJson(`${t.sandboxUrl}/control/${o.kind}s`, {
-    body: { merchantOrderNo: o.merchantOrderNo, currency: 'INR', amount: o.amount, ...(faults ? { faults } : {}) },
+    body: {
+      merchantOrderNo: o.merchantOrderNo,
+      currency: 'INR',
+      amount: o.amount,
+      ...(faults ? { faults } : {}),
+      ...merchant,
+    },
   });
+  const query = t.merchant === undefined ? '' : `?merchant=${encodeURIComponent(t.merchant)}`;
   const done = await requestJson<{ order: SandboxOrder }>(
-    `${t.sandboxUrl}/control/orders/${encodeURIComponent(o.merchantOrderNo)}/finalize`,
+    `${t.sandboxUrl}/control/orders/${encodeURIComponent(o.merchantOrderNo)}/finalize${query}`,
     {
       body: { state: o.finalState },
     },
@@ -211,7 +229,7 @@ export async function driveDemo(t: DriverTargets, plan: DemoPlan, timeoutMs: num
   ] as const) {
     if (!o) continue;
     const { delivery } = await requestJson<{ delivery: Delivery }>(`${t.sandboxUrl}/control/forge`, {
-      body: { what, ref: o.merchantOrderNo },
+      body: { what, ref: o.merchantOrderNo, ...(t.merchant === undefined ? {} : { merchant: t.merchant }) },
     });
     forgeries.push({
       merchantOrderNo: o.merchantOrderNo,

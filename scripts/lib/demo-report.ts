@@ -3,6 +3,7 @@
  * compared with what the run asked the sandbox to do. Every number printed comes from the database, except
  * "received", which is what the sandbox saw ingest acknowledge.
  */
+import { merchantKeys } from '@mcb/core/queue';
 import { PayinState, PayoutState } from '@mcb/core/spec';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
@@ -18,6 +19,8 @@ export interface Check {
 
 /** What `pnpm demo` prints at the end (also written as JSON with `--summary-file`). */
 export interface DemoSummary {
+  /** The merchant of the run, with several (`--merchants`); absent with one. */
+  merchant?: { ref: string; merchantNo: string };
   runId: string;
   orders: number;
   /** Callback POSTs ingest acknowledged with `success` (every copy of every attempt, forged ones included). */
@@ -67,6 +70,7 @@ function sameSet(a: readonly string[], b: readonly string[]): string {
 
 interface OrderRow {
   merchant_order_no: string;
+  merchant_no: string;
   kind: 'payin' | 'payout';
   status: string;
   amount: string;
@@ -76,16 +80,20 @@ interface OrderRow {
   refunds_ok: number;
 }
 
-/** Query the database and the queue, compute the summary and run every check. */
+/**
+ * Query the database and the queue, compute the summary and run every check. With `merchant` (one of several), its
+ * own queue's failed set is read and every order must be booked to its number.
+ */
 export async function buildSummary(
   pool: pg.Pool,
   redis: Redis,
   queuePrefix: string,
   run: DemoRun,
+  merchant?: { ref: string; merchantNo: string },
 ): Promise<DemoSummary> {
   const like = `${run.plan.runId}-%`;
   const { rows: orderRows } = await pool.query<OrderRow>(
-    `select o.merchant_order_no, o.kind, o.status, o.amount::text as amount,
+    `select o.merchant_order_no, o.merchant_no, o.kind, o.status, o.amount::text as amount,
             count(l.*) filter (where l.entry_type = 'payin_credit')::int as credits,
             count(l.*) filter (where l.entry_type = 'payout_refund')::int as refunds,
             count(l.*) filter (where l.entry_type = 'payin_credit' and l.amount = o.amount and l.currency = o.currency)::int as credits_ok,
@@ -112,7 +120,8 @@ export async function buildSummary(
     reason_code: string;
     status: string;
   }>(`select order_no, state, reason_code, status from reviews where merchant_order_no like $1`, [like]);
-  const failedJobs = (await redis.zrange(`${queuePrefix}:callbacks:failed`, 0, -1)).filter((id) =>
+  const keys = merchantKeys(queuePrefix, merchant?.ref);
+  const failedJobs = (await redis.zrange(`${keys.prefix}:${keys.callbacksQueue}:failed`, 0, -1)).filter((id) =>
     [...run.platformOrders.values()].some((o) => id.includes(`-${o.orderNo}-`)),
   );
 
@@ -217,9 +226,21 @@ export async function buildSummary(
         .join(', '),
     ),
     check('no failed jobs in the queue', failedJobs.join(', ')),
+    ...(merchant
+      ? [
+          check(
+            `every order is booked to merchant ${merchant.ref}'s number (${merchant.merchantNo})`,
+            orderRows
+              .filter((r) => r.merchant_no !== merchant.merchantNo)
+              .map((r) => `${r.merchant_order_no}: ${r.merchant_no}`)
+              .join(', '),
+          ),
+        ]
+      : []),
   ];
   const applied = receipts.length;
   return {
+    ...(merchant ? { merchant } : {}),
     runId: run.plan.runId,
     orders: plan.length,
     received: acked,
@@ -246,8 +267,9 @@ export async function buildSummary(
 /** The summary as the demo prints it. */
 export function formatSummary(s: DemoSummary): string {
   const row = (label: string, value: string | number) => `  ${label.padEnd(44)}${value}`;
+  const whose = s.merchant ? `Merchant ${s.merchant.ref} (${s.merchant.merchantNo}): summary` : 'Summary';
   return [
-    `Summary of run ${s.runId}: ${s.orders} orders in ${(s.durationMs / 1000).toFixed(1)} s`,
+    `${whose} of run ${s.runId}: ${s.orders} orders in ${(s.durationMs / 1000).toFixed(1)} s`,
     row('callbacks received (acknowledged by ingest)', s.received),
     row('pay-ins credited', s.credited),
     row('duplicates dropped', s.duplicatesDropped),
@@ -263,4 +285,21 @@ export function formatSummary(s: DemoSummary): string {
     ...s.checks.map((c) => `  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name}${c.ok ? '' : `: ${c.detail}`}`),
     s.ok ? 'All checks held.' : `${s.checks.filter((c) => !c.ok).length} check(s) FAILED.`,
   ].join('\n');
+}
+
+/** What `pnpm demo --merchants N` writes with `--summary-file`: each merchant's summary. */
+export interface DemoMerchantsSummary {
+  merchants: DemoSummary[];
+  ok: boolean;
+}
+
+/** Each merchant's summary as the demo prints it, then one line for all of them. */
+export function formatMerchantSummaries(all: readonly DemoSummary[]): string {
+  const failed = all.filter((s) => !s.ok).map((s) => s.merchant?.ref ?? s.runId);
+  return [
+    ...all.map(formatSummary),
+    failed.length === 0
+      ? `All checks held for every merchant (${all.length}).`
+      : `Checks FAILED for merchant(s) ${failed.join(', ')}.`,
+  ].join('\n\n');
 }

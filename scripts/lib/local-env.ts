@@ -176,13 +176,23 @@ export function ensureKeys(settings: LocalSettings): KeySetup {
     throw new Error(
       `MERCHANT_PRIVATE_KEY_FILE: ${file} does not exist (unset it to have a key pair generated in keys/)`,
     );
+  ensureKeyPair(file);
+  return { privateKeyFile: file, generated: true };
+}
+
+/**
+ * A key pair at `file` (`*-private.pem`, mode 0600) with its public halves beside it (`*-public.pem`,
+ * `*-public.b64.txt`), generated when the private key is missing; whether it was.
+ */
+export function ensureKeyPair(file: string): boolean {
+  if (existsSync(file)) return false;
   const pair = generateKeyPair(2048);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   writeFileSync(file, pair.privateKeyPem, { mode: 0o600, flag: 'wx' });
   const base = file.replace(/-private\.pem$/, '');
   writeFileSync(`${base}-public.pem`, pair.publicKeyPem, { mode: 0o644 });
   writeFileSync(`${base}-public.b64.txt`, `${pair.publicKeyBase64}\n`, { mode: 0o644 });
-  return { privateKeyFile: file, generated: true };
+  return true;
 }
 
 /** The console token: CONSOLE_TOKEN, else the one kept in keys/console-token (created once, mode 0600). */
@@ -250,11 +260,14 @@ export async function settlePorts(settings: LocalSettings, pickFree: boolean): P
   return ports;
 }
 
-/** The environment of the child processes: the parent's, overridden by the stack's settings. */
+/**
+ * The environment of the child processes: the parent's, overridden by the stack's settings. With `merchantsFile`
+ * (several merchants) the apps and the sandbox read their merchants from it instead of MERCHANT_NO.
+ */
 export function childEnv(
   settings: LocalSettings,
   ports: StackPorts,
-  extra: { consoleToken: string; allowVolatileRedis: boolean },
+  extra: { consoleToken: string; allowVolatileRedis: boolean; merchantsFile?: string },
   parent: Record<string, string | undefined> = process.env,
 ): Record<string, string> {
   const env: Record<string, string> = {};
@@ -290,5 +303,13 @@ export function childEnv(
   });
   // The sandbox derives the public key from our private key file; a stale explicit public key would not match.
   delete env.SANDBOX_MERCHANT_PUBLIC_KEY_FILE;
+  if (extra.merchantsFile) {
+    // MERCHANTS_FILE replaces MERCHANT_NO and its key (both set refuses to start); each merchant's callbacks go to
+    // its own route (`{ref}` is the sandbox account's ref).
+    for (const name of ['MERCHANT_NO', 'MERCHANT_PRIVATE_KEY_FILE', 'SANDBOX_MERCHANT_NO']) delete env[name];
+    env.MERCHANTS_FILE = extra.merchantsFile;
+    env.SANDBOX_PAYIN_CALLBACK_URL = `${ingestBase}/callbacks/m/{ref}/payin`;
+    env.SANDBOX_PAYOUT_CALLBACK_URL = `${ingestBase}/callbacks/m/{ref}/payout`;
+  }
   return env;
 }

@@ -16,6 +16,7 @@ import {
   type StackMode,
   type StackPorts,
 } from './local-env.ts';
+import { localMerchants, writeLocalMerchantsFile, type LocalMerchant } from './demo-merchants.ts';
 import { migrate, redisDurability, requireServices, volatileRedisWarning } from './preflight.ts';
 import {
   APP_NAMES,
@@ -46,6 +47,11 @@ export interface StartOptions {
   started?: AppProcess[];
   /** The environment the settings were read from (with {@link ownServicesIfNeeded}'s URLs). @defaultValue stackInputEnv() */
   inputEnv?: Record<string, string | undefined>;
+  /**
+   * Merchant numbers to run: 1 is MERCHANT_NO as always; more get a key pair each and a MERCHANTS_FILE in the keys
+   * folder (demo-merchants.ts). @defaultValue 1
+   */
+  merchants?: number;
 }
 
 /** URLs of a running stack. */
@@ -68,6 +74,10 @@ export interface LocalStack {
   consoleToken: string;
   keysGenerated: boolean;
   durability: DurabilityReport;
+  /** The merchants the apps serve (one `default` without MERCHANTS_FILE). */
+  merchants: LocalMerchant[];
+  /** The MERCHANTS_FILE the apps read; undefined with one merchant. */
+  merchantsFile: string | undefined;
   /** The `.env` file written for commands in another shell; undefined when a user's own file is there (or files are off). */
   envFileWritten: string | undefined;
   /** Ingest runs with INGEST_ALLOW_VOLATILE_REDIS=true because Redis is not durable. */
@@ -174,15 +184,32 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   const volatileRedis = !durability.durable;
   if (volatileRedis) say(volatileRedisWarning(durability));
 
-  const keys = ensureKeys(settings);
-  if (keys.generated)
-    say(
-      `generated a merchant key pair in ${keys.privateKeyFile.replace(/-private\.pem$/, '-*')} (private key mode 0600)`,
-    );
+  const merchants = localMerchants(settings, opts.merchants ?? 1);
+  let merchantsFile: string | undefined;
+  let keysGenerated: boolean;
+  if (merchants.length === 1) {
+    const keys = ensureKeys(settings);
+    keysGenerated = keys.generated;
+    if (keys.generated)
+      say(
+        `generated a merchant key pair in ${keys.privateKeyFile.replace(/-private\.pem$/, '-*')} (private key mode 0600)`,
+      );
+  } else {
+    const written = writeLocalMerchantsFile(settings, merchants);
+    merchantsFile = written.file;
+    keysGenerated = written.generated.length > 0;
+    for (const m of merchants.filter((x) => written.generated.includes(x.ref)))
+      say(`generated merchant ${m.ref}'s key pair in ${m.privateKeyFile.replace(/-private\.pem$/, '-*')} (mode 0600)`);
+    say(`merchants ${merchants.map((m) => `${m.ref} (${m.merchantNo})`).join(', ')}: MERCHANTS_FILE ${merchantsFile}`);
+  }
   const consoleToken = ensureConsoleToken(settings);
 
   const db = new URL(settings.databaseUrl);
-  const migrated = await migrate(settings.databaseUrl, settings.merchantNo);
+  // Several merchants: no default merchant number, and the single-merchant indexes dropped (a local database has no
+  // process of an older release to wait for; docs/deployment.md "Several merchant numbers").
+  const migrated = await migrate(settings.databaseUrl, merchantsFile ? null : settings.merchantNo, {
+    finishMerchants: merchantsFile !== undefined,
+  });
   say(
     `database ${db.pathname.slice(1)} on ${db.host}: ${migrated.createdDatabase ? 'created, ' : ''}` +
       `${migrated.applied} migration(s) applied`,
@@ -194,7 +221,7 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
   const env = childEnv(
     settings,
     ports,
-    { consoleToken, allowVolatileRedis: volatileRedis },
+    { consoleToken, allowVolatileRedis: volatileRedis, merchantsFile },
     opts.inputEnv ?? stackInputEnv(),
   );
   // The local stack's logs are read by a person (`pnpm dev` on the terminal, `pnpm demo` in its log files):
@@ -234,7 +261,9 @@ export async function startLocalStack(settings: LocalSettings, opts: StartOption
     urls,
     consoleToken,
     envFileWritten: written,
-    keysGenerated: keys.generated,
+    keysGenerated,
+    merchants,
+    merchantsFile,
     durability,
     volatileRedis,
     procs,
@@ -253,6 +282,7 @@ const LOCAL_ENV_NAMES = [
   'QUEUE_PREFIX',
   'MERCHANT_NO',
   'MERCHANT_PRIVATE_KEY_FILE',
+  'MERCHANTS_FILE',
   'PLATFORM_BASE_URL',
   'CONSOLE_TOKEN',
   'INGEST_HOST',

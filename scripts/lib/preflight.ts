@@ -109,8 +109,13 @@ export function volatileRedisWarning(report: DurabilityReport): string {
 
 /**
  * Create the database when missing and apply pending migrations; `merchantNo` (the stack's MERCHANT_NO) is what rows
- * of a database written before merchant numbers belong to.
+ * of a database written before merchant numbers belong to (null: several merchants, no default number).
+ * `finishMerchants`: drop the single-merchant indexes (`pnpm db:migrate --finish-merchants`).
  */
-export async function migrate(databaseUrl: string, merchantNo?: string): Promise<MigrateResult> {
-  return migrateDatabase(databaseUrl, { defaultMerchantNo: merchantNo });
+export async function migrate(
+  databaseUrl: string,
+  merchantNo?: string | null,
+  options: { finishMerchants?: boolean } = {},
+): Promise<MigrateResult> {
+  return migrateDatabase(databaseUrl, { defaultMerchantNo: merchantNo, finishMerchants: options.finishMerchants });
 }

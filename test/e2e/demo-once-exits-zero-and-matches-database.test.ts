@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { useTestEnv } from '@mcb/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DemoSummary } from '../../scripts/lib/demo-report.ts';
+import type { DemoMerchantsSummary, DemoSummary } from '../../scripts/lib/demo-report.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -124,6 +124,74 @@ describe('pnpm demo --once', () => {
   });
 
   it(
+    'with --merchants 2 runs two merchant numbers, each its own key and account, and summarises each',
+    { timeout: 90_000 },
+    async () => {
+      const summaryFile = join(dir, 'summary-merchants.json');
+      const keys = join(dir, 'keys-merchants');
+      const { code, out, err } = await runDemo(
+        ['--once', '--merchants', '2', '--orders', '20', '--free-ports', '--summary-file', summaryFile],
+        {
+          DEMO_DATABASE_URL: env.databaseUrl,
+          DEMO_QUEUE_PREFIX: env.prefix,
+          REDIS_URL: env.redisUrl,
+          KEYS_DIR: keys,
+          DEMO_LOG_DIR: join(dir, 'logs-merchants'),
+          LOG_LEVEL: 'warn',
+        },
+      );
+      expect(err, out).toBe('');
+      expect(code, out).toBe(0);
+      expect(out).toContain('All checks held for every merchant (2).');
+      expect(out).toMatch(/^Merchant m1 \(M100001\): summary of run /m);
+      expect(out).toMatch(/^Merchant m2 \(M100002\): summary of run /m);
+
+      // 1. Two merchants in the MERCHANTS_FILE written next to their keys, each with a key pair of its own.
+      const file = JSON.parse(readFileSync(join(keys, 'merchants.json'), 'utf8')) as {
+        merchants: { ref: string; merchantNo: string; privateKeyFiles: string[]; legacyRoutes?: boolean }[];
+      };
+      expect(file.merchants.map((m) => [m.ref, m.merchantNo, m.legacyRoutes ?? false])).toEqual([
+        ['m1', 'M100001', true],
+        ['m2', 'M100002', false],
+      ]);
+      const [k1, k2] = file.merchants.map((m) => m.privateKeyFiles[0]!);
+      expect(k1).not.toBe(k2);
+      expect(readFileSync(k1!, 'utf8')).not.toBe(readFileSync(k2!, 'utf8'));
+      for (const k of [k1!, k2!]) expect(statSync(k).mode & 0o777).toBe(0o600);
+
+      // 2. Each merchant's summary, recounted from the database under its own number: both credited.
+      const report = JSON.parse(readFileSync(summaryFile, 'utf8')) as DemoMerchantsSummary;
+      expect(report.ok).toBe(true);
+      expect(report.merchants.map((m) => m.merchant)).toEqual([
+        { ref: 'm1', merchantNo: 'M100001' },
+        { ref: 'm2', merchantNo: 'M100002' },
+      ]);
+      for (const s of report.merchants) {
+        const count = async (sql: string) =>
+          Number(
+            (await env.db.pool.query<{ count: string }>(sql, [`${s.runId}-%`, s.merchant!.merchantNo])).rows[0]?.count,
+          );
+        expect(s.credited, s.runId).toBeGreaterThan(0);
+        expect(s.credited).toBe(
+          await count(
+            `select count(*) from ledger_entries l join orders o on o.id = l.order_id
+              where l.entry_type = 'payin_credit' and o.merchant_order_no like $1 and o.merchant_no = $2`,
+          ),
+        );
+        expect(s.forgeriesCaught).toBe(2);
+        expect(await count(`select count(*) from reviews where merchant_order_no like $1 and merchant_no = $2`)).toBe(
+          2,
+        );
+        const receipts = await count(
+          `select count(*) from callback_receipts where merchant_order_no like $1 and merchant_no = $2`,
+        );
+        expect(s.received).toBe(receipts + s.duplicatesDropped + s.forgeriesSent);
+        expect(s.checks.find((c) => c.name.startsWith('every order is booked to merchant'))?.ok).toBe(true);
+      }
+    },
+  );
+
+  it(
     "without --once keeps the services up with the dashboard URL; Ctrl-C stops every one of them and exits with the run's status",
     { timeout: 90_000 },
     async () => {
@@ -199,5 +267,8 @@ describe('pnpm demo --once', () => {
     const { code, err } = await runDemo(['--orders', 'many'], {});
     expect(code).toBe(2);
     expect(err).toContain('--orders: expected a whole number');
+    const merchants = await runDemo(['--merchants', '0'], {});
+    expect(merchants.code).toBe(2);
+    expect(merchants.err).toContain('--merchants: expected a whole number from 1 to 8');
   });
 });

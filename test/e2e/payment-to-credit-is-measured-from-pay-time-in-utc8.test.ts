@@ -80,6 +80,10 @@ describe('mcb_payment_to_credit_seconds', () => {
     expect(seconds).toBeLessThan(120);
     expect(of('mcb_payment_to_credit_seconds_bucket', 60)).toBe(0);
     expect(of('mcb_payment_to_credit_seconds_bucket', 120)).toBe(1);
+    // Beside it, our own share of the wait: from the callback's arrival at ingest, not from the payment.
+    const arrival = (await worker.metrics.callbackToCredit.get()).values.filter((v) => v.labels.kind === 'payin');
+    expect(arrival.find((v) => v.metricName === 'mcb_callback_to_credit_seconds_count')?.value).toBe(1);
+    expect(arrival.find((v) => v.metricName === 'mcb_callback_to_credit_seconds_sum')?.value).toBeLessThan(30);
   });
 
   it('a PayTime outside [order created - 5 min, callback arrived + 5 min] is not measured: a forged one cannot fire PaymentToCreditSlow', async () => {

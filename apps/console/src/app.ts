@@ -87,6 +87,8 @@ export interface ConsoleDeps {
   catalog?: CatalogCache;
   /** Where the console's HTTP metrics go; none are recorded when omitted. */
   registry?: Registry;
+  /** Each merchant's registry (labelled `merchant`), by ref: its manual sweeps' metrics go there. @defaultValue `registry` */
+  merchantRegistries?: ReadonlyMap<string, Registry>;
   /** Largest request body, in bytes. @defaultValue 65536 */
   bodyLimit?: number;
   /**

@@ -50,19 +50,22 @@ try {
     config.QUEUE_PREFIX,
     (name, prefix) => new Queue(name, { connection: redis, prefix }),
   );
+  const refOf = new Map<unknown, string>(queues.list.map((m) => [m.queue, m.ref]));
   const maintenance = config.merchants.map((m) => {
     const keys = merchantKeys(config.QUEUE_PREFIX, m.ref);
-    return new Queue(keys.maintenanceQueue, { connection: redis, prefix: keys.prefix });
+    const queue = new Queue(keys.maintenanceQueue, { connection: redis, prefix: keys.prefix });
+    refOf.set(queue, m.ref);
+    return queue;
   });
   const all = [...queues.list.map((m) => m.queue), ...maintenance];
   for (const q of all) redisHealth.listen(q, `${q.name} queue`);
   releasers.add('queues', () => Promise.all(all.map((q) => q.close())));
   // Re-verify, the dry run, "sweep now" and the catalog: each merchant's own platform client, asking Get order out of
   // its fleet-wide budget (getOrderRps ?? PLATFORM_MAX_RPS), beside the workers (platforms.ts).
-  const { platforms, metrics } = createConsolePlatforms({ config, redis, registry, logger, releasers });
+  const { platforms, registries, metrics } = createConsolePlatforms({ config, redis, registry, logger, releasers });
   const home = legacyMerchant(config.merchants) ?? config.merchants[0]!;
 
-  registerQueueDepthGauge(registry, all);
+  registerQueueDepthGauge(registry, all, { merchantOf: (q) => refOf.get(q)! });
   const app = await buildApp({
     config,
     db,
@@ -70,6 +73,7 @@ try {
     platforms,
     logger,
     registry,
+    merchantRegistries: registries,
     queues,
     extraQueues: maintenance,
     // Holds the reconciliation lock for POST /api/reconcile (the workers' lock, same key).
@@ -82,7 +86,7 @@ try {
   await app.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT });
 
   const metricsServer = await startMetricsServer({
-    source: config.merchants.length > 1 ? metrics : registry,
+    source: metrics,
     port: config.CONSOLE_METRICS_PORT,
     host: config.CONSOLE_METRICS_HOST,
     logger,

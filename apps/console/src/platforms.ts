@@ -14,9 +14,9 @@ import { merchantKeys } from '@mcb/core/queue';
 import type { RedisClient } from '@mcb/core/redis';
 
 /**
- * Each merchant's guarded platform client, by ref; each registers its own release (and its fleet's). With one merchant
- * its fleet's series go to `registry` as before; with several, each merchant's to a registry of its own labelled
- * `merchant` (its ref), which `metrics` serves merged with the process's.
+ * Each merchant's guarded platform client, by ref; each registers its own release (and its fleet's). Each merchant's
+ * fleet series go to a registry of its own labelled `merchant` (its ref; `default` without MERCHANTS_FILE), which
+ * `metrics` serves merged with the process's; `registries` holds them for the merchant's other series (its sweeps).
  */
 export function createConsolePlatforms(deps: {
   config: Config;
@@ -24,17 +24,18 @@ export function createConsolePlatforms(deps: {
   registry: Registry;
   logger: Logger;
   releasers: Releasers;
-}): { platforms: Map<string, PlatformClient>; metrics: () => Promise<{ contentType: string; body: string }> } {
+}): {
+  platforms: Map<string, PlatformClient>;
+  registries: Map<string, Registry>;
+  metrics: () => Promise<{ contentType: string; body: string }>;
+} {
   const { config, releasers } = deps;
   const platforms = new Map<string, PlatformClient>();
-  const registries: Registry[] = [];
+  const registries = new Map<string, Registry>();
   for (const merchant of config.merchants) {
-    let registry = deps.registry;
-    if (config.merchants.length > 1) {
-      registry = new Registry();
-      registry.setDefaultLabels({ app: 'console', merchant: merchant.ref });
-      registries.push(registry);
-    }
+    const registry = new Registry();
+    registry.setDefaultLabels({ app: 'console', merchant: merchant.ref });
+    registries.set(merchant.ref, registry);
     const named = (what: string) => (config.merchants.length === 1 ? what : `${what} ${merchant.ref}`);
     const maxRps = merchant.getOrderRps ?? config.PLATFORM_MAX_RPS;
     const fleet = createFleet({
@@ -51,8 +52,8 @@ export function createConsolePlatforms(deps: {
     platforms.set(merchant.ref, platform);
   }
   const metrics = async () => {
-    const all = await Promise.all([deps.registry, ...registries].map((r) => r.getMetricsAsJSON()));
+    const all = await Promise.all([deps.registry, ...registries.values()].map((r) => r.getMetricsAsJSON()));
     return { contentType: deps.registry.contentType, body: await AggregatorRegistry.aggregate(all).metrics() };
   };
-  return { platforms, metrics };
+  return { platforms, registries, metrics };
 }

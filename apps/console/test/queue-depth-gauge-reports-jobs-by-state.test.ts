@@ -37,4 +37,14 @@ describe('registerQueueDepthGauge', () => {
     await queue.add('payin', { n: 4 });
     expect(await registry.metrics()).toContain('mcb_queue_jobs{queue="callbacks",state="waiting",app="test"} 3');
   });
+
+  it('labels each queue with its merchant when told whose it is', async () => {
+    const registry = createMetricsRegistry('test');
+    const other = { name: 'callbacks-b', getJobCounts: async () => ({ waiting: 7 }) };
+    registerQueueDepthGauge(registry, [queue, other], { merchantOf: (q) => (q === other ? 'b' : 'default') });
+    const text = await registry.metrics();
+    expect(text).toMatch(/mcb_queue_jobs\{queue="callbacks",state="waiting",merchant="default",app="test"\} \d+/);
+    expect(text).toContain('mcb_queue_jobs{queue="callbacks-b",state="waiting",merchant="b",app="test"} 7');
+    expect(text).toContain('mcb_queue_depth_up{queue="callbacks-b",merchant="b",app="test"} 1');
+  });
 });

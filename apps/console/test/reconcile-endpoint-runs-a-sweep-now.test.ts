@@ -3,7 +3,7 @@ import { generateKeyPair } from '@mcb/core/callback';
 import { loadConfig } from '@mcb/core/config';
 import { operatorActions } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
-import { createMetricsRegistry } from '@mcb/core/metrics';
+import { createMetricsRegistry, Registry } from '@mcb/core/metrics';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { freePort, useTestEnv } from '@mcb/testkit';
@@ -24,6 +24,9 @@ let platform: PlatformClient;
 let redis: Redis;
 let app: FastifyInstance;
 const registry = createMetricsRegistry('console-reconcile-test');
+// The merchant's own registry, as main.ts gives each merchant one (createConsolePlatforms): its sweeps' series there.
+const merchantRegistry = new Registry();
+merchantRegistry.setDefaultLabels({ app: 'console', merchant: 'default' });
 const logger = createLogger({ name: 'console-reconcile-test', level: 'silent' });
 let closedPort: number;
 
@@ -56,7 +59,15 @@ beforeAll(async () => {
   const { port } = sandbox.server.address() as net.AddressInfo;
   platform = createPlatformClient({ baseUrl: `http://127.0.0.1:${port}`, merchantNo: MERCHANT_NO, timeoutMs: 2000 });
   redis = createRedis(env.redisUrl, 'producer');
-  app = await buildApp({ config: config(), db: env.db, platform, logger, registry, redis });
+  app = await buildApp({
+    config: config(),
+    db: env.db,
+    platform,
+    logger,
+    registry,
+    merchantRegistries: new Map([['default', merchantRegistry]]),
+    redis,
+  });
 });
 afterAll(async () => {
   await app?.close();
@@ -134,9 +145,10 @@ describe('POST /api/reconcile', () => {
       ledger: [],
       review: null,
     });
-    expect(await registry.getSingleMetricAsString('mcb_reconcile_recovered_total')).toMatch(
-      /kind="payin",outcome="credited"[^}]*} 1/,
+    expect(await merchantRegistry.getSingleMetricAsString('mcb_reconcile_recovered_total')).toMatch(
+      /kind="payin",outcome="credited",app="console",merchant="default"} 1/,
     );
+    expect(registry.getSingleMetric('mcb_reconcile_recovered_total')).toBeUndefined();
 
     // 4. Again: nothing more to recover.
     expect((await reconcile()).json()).toMatchObject({ scanned: 2, recovered: { credited: 0 } });

@@ -49,8 +49,12 @@ async function runServer(config: Config, logger: Logger, clustered: boolean, rel
     redisHealth.listen(queue, lanes.length === 1 ? 'callbacks queue' : `callbacks queue (merchant ${merchant.ref})`);
   releasers.add('queue', () => closeLanes(lanes));
   // Queue depth by state, read at scrape time (max across cluster workers: they all read the same queues).
-  const queues = lanes.map((l) => l.queue);
-  registerQueueDepthGauge(registry, queues);
+  const refOf = new Map<unknown, string>(lanes.map((l) => [l.queue, l.merchant.ref]));
+  registerQueueDepthGauge(
+    registry,
+    lanes.map((l) => l.queue),
+    { merchantOf: (q) => refOf.get(q)! },
+  );
   if (clustered) {
     // Answer the supervisor's metrics requests from the first moment: its scrape waits for every worker, so a
     // worker that only listened after its (slow) start-up would make scrapes time out meanwhile.

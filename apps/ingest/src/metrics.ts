@@ -4,8 +4,8 @@ import { Counter, Gauge, Histogram, type Registry } from '@mcb/core/metrics';
 export interface IngestMetrics {
   /**
    * Callbacks by route (its pattern, never a ref as sent) and outcome (`success`, `refused`, `unavailable`,
-   * `rejected`) and, when refused, the code. With MERCHANTS_FILE, this and the next three carry `merchant`: a
-   * configured ref, or `_unknown` for a route no merchant serves (docs/merchants.md); without it, no such label.
+   * `rejected`) and, when refused, the code. This and the next three carry `merchant`: a configured ref (`default`
+   * without MERCHANTS_FILE), or `_unknown` for a route no merchant serves (docs/merchants.md).
    */
   requests: Counter<'route' | 'outcome' | 'code' | 'merchant'>;
   /** Time from request to reply, by route and outcome (and merchant). */

@@ -115,10 +115,12 @@ describe('ingest accepts valid callbacks and enqueues exactly one job each', () 
     expect(await ingest.queue.count()).toBe(before);
   });
 
-  it('counts accepted callbacks and the key that opened them in the metrics registry', async () => {
+  it('counts accepted callbacks and the key that opened them in the metrics registry, as merchant default', async () => {
     const text = await ingest.registry.metrics();
-    expect(text).toMatch(/ingest_callbacks_total\{route="\/callbacks\/payin",outcome="success",code=""\} \d+/);
-    expect(text).toMatch(/ingest_decrypt_key_total\{key_index="1"\} 1/);
+    expect(text).toMatch(
+      /ingest_callbacks_total\{route="\/callbacks\/payin",outcome="success",code="",merchant="default"\} \d+/,
+    );
+    expect(text).toMatch(/ingest_decrypt_key_total\{key_index="1",merchant="default"\} 1/);
     expect(text).toMatch(/ingest_callback_duration_seconds_bucket/);
   });
 });

@@ -74,7 +74,7 @@ describe('the ingest process (main.ts)', () => {
       expect((await fetch(`${base}/metrics`)).status).toBe(404);
       const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       expect(metrics).toMatch(
-        /ingest_callbacks_total\{route="\/callbacks\/payin",outcome="success",code="",app="ingest"\} 1/,
+        /ingest_callbacks_total\{route="\/callbacks\/payin",outcome="success",code="",merchant="default",app="ingest"\} 1/,
       );
       // 3b. the public port is on every interface; the metrics port on loopback only (INGEST_METRICS_HOST default)
       expect(listeningAddresses(port)).toContain('0.0.0.0');

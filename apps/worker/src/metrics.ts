@@ -24,6 +24,8 @@ export interface WorkerMetrics extends SettlementMetrics {
   getOrderDuration: Histogram<'result'>;
   /** PayTime to the credit's commit, by kind (the SLO alert PaymentToCreditSlow reads it). */
   paymentToCredit: Histogram<'kind'>;
+  /** From the callback's arrival at ingest to the credit's commit, by kind (the sweep's credits are not counted). */
+  callbackToCredit: Histogram<'kind'>;
   /** Callbacks whose content differs from what was applied for their pair or order (VERIFY_DIFFERS_FROM_APPLIED). */
   suspectedForgeries: Counter<'kind' | 'against'>;
   /** Jobs this process may run at once: the adaptive limit, or WORKER_CONCURRENCY when fixed. */
@@ -120,6 +122,13 @@ function buildWorkerMetrics(registry: Registry): WorkerMetrics {
       labelNames: ['kind'],
       // The SLO (PaymentToCreditSlow) is read at 300 s: keep that bound.
       buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400],
+      registers,
+    }),
+    callbackToCredit: new Histogram({
+      name: 'mcb_callback_to_credit_seconds',
+      help: "From the callback's arrival at ingest to the commit of its credit or payout outcome, by kind",
+      labelNames: ['kind'],
+      buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
       registers,
     }),
     suspectedForgeries: new Counter({

@@ -199,8 +199,12 @@ describe('a lane per merchant', () => {
     }
   });
 
-  it('labels the lanes’ metrics with their refs, and only with configured ones', async ({ lanes }) => {
+  it('labels the lanes’ metrics with their refs, and only with configured ones', async ({ env, platforms, lanes }) => {
     const runner: WorkerRunner = lanes.runner;
+    // A credit of a's, so that its Get order and callback-to-credit histograms have a series.
+    const credit = await releasedPayin(env, platforms.a, A);
+    await add(lanes.queue('a'), credit.event, credit.jobId);
+    expect((await finished(lanes.queue('a'), credit.jobId)).returnvalue).toMatchObject({ outcome: 'credited' });
     const text = await (await fetch(`http://127.0.0.1:${runner.metricsPort}/metrics`)).text();
     const refs = new Set([...text.matchAll(/merchant="([^"]*)"/g)].map((m) => m[1]));
     expect([...refs].sort()).toEqual(['a', 'b']);
@@ -211,11 +215,19 @@ describe('a lane per merchant', () => {
         'mcb_worker_in_flight_limit',
         'mcb_worker_platform_circuit_open',
         'mcb_queue_jobs',
+        'mcb_queue_depth_up',
         'mcb_platform_budget_rps',
+        'mcb_platform_fleet_breaker_open',
+        'mcb_reconcile_recovered_total',
       ])
         expect(text, `${name} of ${ref}`).toMatch(new RegExp(`^${name}\\{[^}]*merchant="${ref}"`, 'm'));
       expect(metricValue(text, 'mcb_worker_in_flight_limit', { merchant: ref })).toBe(2);
     }
+    for (const name of ['mcb_callback_to_credit_seconds_count', 'mcb_worker_get_order_duration_seconds_count'])
+      expect(metricValue(text, name, { merchant: 'a' }), name).toBeGreaterThanOrEqual(1);
+    expect(metricValue(text, 'mcb_callback_to_credit_seconds_count', { merchant: 'b' })).toBe(
+      metricValue(text, 'mcb_worker_jobs_total', { merchant: 'b', outcome: 'credited' }),
+    );
     // One HELP and TYPE per metric, however many lanes: an exposition Prometheus accepts.
     expect(text.match(/^# TYPE mcb_worker_jobs_total /gm)).toHaveLength(1);
   });

@@ -49,16 +49,27 @@ export interface QueueDepthSource {
   getJobCounts(...types: string[]): Promise<Record<string, number>>;
 }
 
+/** Options of {@link registerQueueDepthGauge}. */
+export interface QueueDepthOptions {
+  /** How long one read of the depths may take before the depth series are left out, in ms. @defaultValue 2000 */
+  readTimeoutMs?: number;
+  /**
+   * The `merchant` label of a queue's series (its merchant's configured ref); undefined: none set here (the worker's
+   * lane registries set it as a default label). @defaultValue none
+   */
+  merchantOf?: (queue: QueueDepthSource) => string;
+}
+
 /**
- * `mcb_queue_jobs{queue,state}`: jobs per state, read from Redis when Prometheus scrapes (one getJobCounts per
- * queue), plus `mcb_queue_depth_up{queue}` (0 when Redis did not answer; the depth series are then absent rather
- * than stale; also when the read takes over `readTimeoutMs`, 2 s by default). Aggregated with `max` across cluster
- * workers, which all read the same queue.
+ * `mcb_queue_jobs{queue,state,merchant}`: jobs per state, read from Redis when Prometheus scrapes (one getJobCounts
+ * per queue), plus `mcb_queue_depth_up{queue,merchant}` (0 when Redis did not answer; the depth series are then
+ * absent rather than stale; also when the read takes over `readTimeoutMs`, 2 s by default). Aggregated with `max`
+ * across cluster workers, which all read the same queue.
  */
 export function registerQueueDepthGauge(
   registry: Registry,
   queues: QueueDepthSource | QueueDepthSource[],
-  options: { readTimeoutMs?: number } = {},
+  options: QueueDepthOptions = {},
 ): void {
   const list = Array.isArray(queues) ? queues : [queues];
   // A worker's connection queues commands while Redis is down (BullMQ needs it to): without a bound, a scrape would
@@ -70,11 +81,15 @@ export function registerQueueDepthGauge(
     return Promise.race([p.catch(() => undefined), timeout]).finally(() => clearTimeout(timer));
   };
   // prom-client collects metrics concurrently: both gauges share one read per scrape.
-  let pending: Promise<{ name: string; counts: Record<string, number> | undefined }[]> | undefined;
+  const merchantOf = options.merchantOf;
+  let pending:
+    | Promise<{ name: string; merchant: { merchant?: string }; counts: Record<string, number> | undefined }[]>
+    | undefined;
   const read = () => {
     pending ??= Promise.all(
       list.map(async (queue) => ({
         name: queue.name,
+        merchant: merchantOf ? { merchant: merchantOf(queue) } : {},
         counts: await bounded(queue.getJobCounts(...QUEUE_DEPTH_STATES)),
       })),
     ).finally(() => {
@@ -85,25 +100,26 @@ export function registerQueueDepthGauge(
   new Gauge({
     name: 'mcb_queue_jobs',
     help: 'Jobs in the queue by state, read at scrape time',
-    labelNames: ['queue', 'state'],
+    labelNames: ['queue', 'state', 'merchant'],
     registers: [registry],
     aggregator: 'max',
     async collect() {
       const results = await read();
       this.reset();
-      for (const { name, counts } of results) {
-        if (counts) for (const state of QUEUE_DEPTH_STATES) this.set({ queue: name, state }, counts[state] ?? 0);
+      for (const { name, merchant, counts } of results) {
+        if (counts)
+          for (const state of QUEUE_DEPTH_STATES) this.set({ queue: name, state, ...merchant }, counts[state] ?? 0);
       }
     },
   });
   new Gauge({
     name: 'mcb_queue_depth_up',
     help: 'Whether the last read of queue depth from Redis succeeded (1) or not (0)',
-    labelNames: ['queue'],
+    labelNames: ['queue', 'merchant'],
     registers: [registry],
     aggregator: 'max',
     async collect() {
-      for (const { name, counts } of await read()) this.set({ queue: name }, counts ? 1 : 0);
+      for (const { name, merchant, counts } of await read()) this.set({ queue: name, ...merchant }, counts ? 1 : 0);
     },
   });
 }

@@ -107,6 +107,7 @@ export class EventContext {
       receiptId: result.receiptId,
     };
     this.#observePaymentToCredit(order);
+    this.#observeCallbackToCredit();
     await this.deps.afterCommit?.(outcome);
     this.log.info(
       {
@@ -120,6 +121,14 @@ export class EventContext {
       `order ${order.merchantOrderNo} ${result.outcome}`,
     );
     return outcome;
+  }
+
+  /** Arrival at ingest to this commit (mcb_callback_to_credit_seconds), for a callback's event only. */
+  #observeCallbackToCredit(): void {
+    const histogram = this.deps.metrics?.callbackToCredit;
+    const received = Date.parse(this.event.receivedAt);
+    if (!histogram || this.event.source !== 'callback' || Number.isNaN(received)) return;
+    histogram.observe({ kind: this.event.kind }, Math.max(0, ((this.deps.now ?? Date.now)() - received) / 1000));
   }
 
   /**

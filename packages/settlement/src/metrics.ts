@@ -18,4 +18,9 @@ export interface SettlementMetrics {
    * arrived, beyond 5 minutes of clock skew: judgePayTime) are not observed.
    */
   paymentToCredit?: Histogram<'kind'>;
+  /**
+   * From the callback's arrival at ingest (`receivedAt`) to the commit of its credit (or payout's finalisation) this
+   * process made, by kind: our own share of the customer's wait. Only callbacks' events (not the sweep's).
+   */
+  callbackToCredit?: Histogram<'kind'>;
 }

@@ -71,10 +71,15 @@ export function reconcileActionDeps(deps: {
   logger: Logger;
   redis: RedisClient;
   registry?: Registry;
+  merchantRegistries?: ReadonlyMap<string, Registry>;
 }): ReconcileActionDeps {
   const settings = sweepSettingsFromConfig(deps.config);
-  // One set of sweep metrics for the console (registered once; the audit row names the merchant).
-  const reconcileMetrics = deps.registry ? createReconcileMetrics(deps.registry) : undefined;
+  // The sweep metrics of each merchant, on its own registry (labelled `merchant`), else one set for the console
+  // (registered once; the audit row names the merchant).
+  const shared = deps.registry && !deps.merchantRegistries ? createReconcileMetrics(deps.registry) : undefined;
+  const own = new Map(
+    [...(deps.merchantRegistries ?? [])].map(([ref, registry]) => [ref, createReconcileMetrics(registry)] as const),
+  );
   return {
     several: deps.merchants.several,
     sweepOf(ref) {
@@ -89,7 +94,7 @@ export function reconcileActionDeps(deps: {
           lockKey: merchantKeys(deps.config.QUEUE_PREFIX, merchant.ref).sweepLock,
           merchantNo: merchant.merchantNo,
           settings,
-          reconcileMetrics,
+          reconcileMetrics: own.get(merchant.ref) ?? shared,
         },
       };
     },

@@ -77,7 +77,7 @@ function parseBody(raw: unknown): unknown {
  */
 export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRouteDeps): void {
   const h: Handling = { ...deps, enqueuer: createDurableEnqueuer(app, deps) };
-  const targets = routeTargets(deps.lanes, deps.decoyKeyRing, deps.config.MERCHANTS_FILE !== undefined);
+  const targets = routeTargets(deps.lanes, deps.decoyKeyRing);
   for (const [route, kind] of Object.entries(CALLBACK_ROUTES)) {
     // One trace per callback starts here (a SERVER span); without tracing, inSpan calls straight through.
     app.post(route, (request, reply) =>
@@ -152,19 +152,12 @@ function createDurableEnqueuer(app: FastifyInstance, deps: CallbackRouteDeps): E
   });
 }
 
-/** The reply of one callback, counted (under its merchant's label, if any), timed and put on its span. */
-function replier(
-  metrics: IngestMetrics,
-  reply: FastifyReply,
-  route: string,
-  label: string | undefined,
-  span: Span | undefined,
-) {
+/** The reply of one callback, counted (under its merchant's label), timed and put on its span. */
+function replier(metrics: IngestMetrics, reply: FastifyReply, route: string, merchant: string, span: Span | undefined) {
   const started = process.hrtime.bigint();
-  const merchant = label === undefined ? {} : { merchant: label };
   return (outcome: string, status: number, body: 'success' | 'fail', code: ErrorCode | '' = '') => {
-    metrics.requests.inc({ route, outcome, code, ...merchant });
-    metrics.latency.observe({ route, outcome, ...merchant }, Number(process.hrtime.bigint() - started) / 1e9);
+    metrics.requests.inc({ route, outcome, code, merchant });
+    metrics.latency.observe({ route, outcome, merchant }, Number(process.hrtime.bigint() - started) / 1e9);
     span?.setAttributes({
       'mcb.outcome': outcome,
       'http.response.status_code': status,
@@ -213,10 +206,7 @@ function decryptAndCheck(
     );
     return { refused: refusal.code };
   }
-  h.metrics.keyUsed.inc({
-    key_index: String(decoded.keyIndex),
-    ...(target.label === undefined ? {} : { merchant: target.label }),
-  });
+  h.metrics.keyUsed.inc({ key_index: String(decoded.keyIndex), merchant: target.label });
   return { ...decoded, lane };
 }
 
@@ -233,7 +223,7 @@ function refOf(request: FastifyRequest): string | undefined {
 
 /** Refused by the Redis gate (not durable, replicas offline, memory low): counted, logged without a flood. */
 function refuse(h: Handling, target: RouteTarget, ids: CallbackIds, refusal: RedisRefusal): RedisRefusal {
-  h.metrics.enqueueFailures.inc(target.label === undefined ? {} : { merchant: target.label });
+  h.metrics.enqueueFailures.inc({ merchant: target.label });
   h.gate.noteRefusal(ids, refusal);
   return refusal;
 }
@@ -241,7 +231,7 @@ function refuse(h: Handling, target: RouteTarget, ids: CallbackIds, refusal: Red
 /** Store the job durably in its merchant's queue (its batch proven kept); the failure's code, or undefined. */
 async function enqueueDurably(
   h: Handling,
-  { job, lane, label }: { job: CallbackJobInput; lane: IngestLane; label: string | undefined },
+  { job, lane, label }: { job: CallbackJobInput; lane: IngestLane; label: string },
   check: BatchDurabilityCheck,
   ids: CallbackIds,
   keyIndex: number,
@@ -257,7 +247,7 @@ async function enqueueDurably(
     h.logger.debug({ ...ids, jobId, keyIndex, outcome: 'enqueued' }, 'callback accepted');
     return undefined;
   } catch (e) {
-    h.metrics.enqueueFailures.inc(label === undefined ? {} : { merchant: label });
+    h.metrics.enqueueFailures.inc({ merchant: label });
     const err = coerceError(e);
     h.logger.error(
       { ...ids, outcome: 'enqueue-failed', err: err.cause ?? err },

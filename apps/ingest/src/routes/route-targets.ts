@@ -46,8 +46,8 @@ export interface RouteTarget {
   readonly lane: IngestLane | undefined;
   /** The ring its callbacks are decrypted with: the merchant's own, or the decoy. */
   readonly keyRing: KeyRing;
-  /** Its `merchant` metric label: a configured ref, or {@link UNKNOWN_MERCHANT_LABEL}; undefined: no label. */
-  readonly label: string | undefined;
+  /** Its `merchant` metric label: a configured ref (`default` without MERCHANTS_FILE), or {@link UNKNOWN_MERCHANT_LABEL}. */
+  readonly label: string;
 }
 
 /** Every target, made once. */
@@ -59,20 +59,13 @@ export interface RouteTargets {
 }
 
 /**
- * The targets of `lanes`. `labelled`: metrics carry a `merchant` label (with MERCHANTS_FILE); without it the one
- * merchant's series stay as they always were.
+ * The targets of `lanes`. Their metrics always carry a `merchant` label, `default` for the one merchant MERCHANT_NO
+ * makes, so that the alert rules and the dashboard read one shape of series whether MERCHANTS_FILE is set or not.
  */
-export function routeTargets(lanes: readonly IngestLane[], decoyKeyRing: KeyRing, labelled: boolean): RouteTargets {
-  const unknown: RouteTarget = {
-    lane: undefined,
-    keyRing: decoyKeyRing,
-    label: labelled ? UNKNOWN_MERCHANT_LABEL : undefined,
-  };
+export function routeTargets(lanes: readonly IngestLane[], decoyKeyRing: KeyRing): RouteTargets {
+  const unknown: RouteTarget = { lane: undefined, keyRing: decoyKeyRing, label: UNKNOWN_MERCHANT_LABEL };
   const byRef = new Map<string, RouteTarget>(
-    lanes.map((lane) => [
-      lane.merchant.ref,
-      { lane, keyRing: lane.keyRing, label: labelled ? lane.merchant.ref : undefined },
-    ]),
+    lanes.map((lane) => [lane.merchant.ref, { lane, keyRing: lane.keyRing, label: lane.merchant.ref }]),
   );
   const legacy = lanes.find((l) => l.merchant.legacyRoutes);
   return {

@@ -171,7 +171,7 @@ describe('GET /api/merchants', () => {
         breaker: () => 'closed',
         getOrderRps: 20,
         logger,
-        intervalMs: 10_000,
+        intervalMs: 60_000,
         processId: 'live-worker',
       });
       for (let i = 1; i <= 100; i++) live.sample({ ms: i, ok: i % 10 !== 0 });
@@ -210,8 +210,8 @@ describe('GET /api/merchants', () => {
         getOrderErrorRate: 0.1,
         breaker: 'closed',
         getOrderRps: 20,
-        getOrderRate: 10,
-        budgetUse: 0.5,
+        getOrderRate: 100 / 60,
+        budgetUse: 100 / 60 / 20,
       });
       expect(Date.parse(a!.paused!.since)).toBeGreaterThan(now - 60_000);
       expect(Date.parse(a!.oldestWaitingSince!)).toBeLessThan(now - 9 * 60_000);

@@ -2,15 +2,15 @@
  * The 24-hour picture of a merchant as server-rendered inline SVG: no script and nothing fetched, so the pages' CSP
  * (`default-src 'none'`, `style-src 'self'`) holds; colours come from console.css classes and presentation attributes,
  * never a `style` attribute. Each chart is a labelled image (`role="img"`, `<title>`, `<desc>` with the figures in
- * words) drawn in a 400-unit-wide view box with 13-unit text, so that it stays readable when a 375 px screen shrinks
- * it and does not grow past 36rem on a wide one.
+ * words) drawn in a 400-unit-wide view box with 14-unit text, so that it stays readable (about 12 px) when a 375 px
+ * screen shrinks it; on a wide screen the two charts stand side by side.
  */
 import { html, raw, type Html } from '../web/html.ts';
 import type { MinuteFigures } from './minutes.ts';
 
 const W = 400;
 const H = 190;
-const PAD = { left: 44, right: 10, top: 12, bottom: 30 };
+const PAD = { left: 50, right: 12, top: 12, bottom: 30 };
 const PLOT_W = W - PAD.left - PAD.right;
 const PLOT_H = H - PAD.top - PAD.bottom;
 
@@ -19,6 +19,8 @@ interface Series {
   name: string;
   cls: string;
   values: readonly (number | null)[];
+  /** Drawn as a filled area under its line (received: the credited line on top shows what was not credited). */
+  area?: boolean;
 }
 
 /** Both charts of the merchant's page: callbacks per minute, and callback-to-credit p99. */
@@ -38,7 +40,7 @@ export function historyCharts(ref: string, minutes: readonly MinuteFigures[]): H
       (busiest.received > 0 ? ` at ${hhmm(busiest.minute)} UTC.` : '.'),
     minutes,
     series: [
-      { name: 'received', cls: 'series-received', values: minutes.map((m) => m.received) },
+      { name: 'received', cls: 'series-received', values: minutes.map((m) => m.received), area: true },
       { name: 'credited', cls: 'series-credited', values: minutes.map((m) => m.credited) },
       { name: 'failed', cls: 'series-failed', values: minutes.map((m) => m.failed) },
     ],
@@ -55,13 +57,13 @@ export function historyCharts(ref: string, minutes: readonly MinuteFigures[]): H
     series: [{ name: 'p99', cls: 'series-p99', values: minutes.map((m) => m.creditP99Ms) }],
     unit: 'ms',
   });
-  return html`<figure class="chart">${counts}<figcaption>${legend([
+  return html`<div class="charts"><figure class="chart">${counts}<figcaption>${legend([
     ['series-received', 'received'],
     ['series-credited', 'credited'],
     ['series-failed', 'failed for good'],
   ])}Callbacks per minute (UTC).</figcaption></figure>
 <figure class="chart">${latency}<figcaption>${legend([['series-p99', 'p99']])}Callback-to-credit p99 per minute \
-(UTC); blank where nothing was credited.</figcaption></figure>`;
+(UTC); blank where nothing was credited.</figcaption></figure></div>`;
 }
 
 function legend(items: [string, string][]): Html {
@@ -80,7 +82,9 @@ interface ChartSpec {
 /** One chart: y axis from 0 to a round maximum, hour ticks every 6 hours, one polyline per series. */
 function chart(spec: ChartSpec): Html {
   const n = spec.minutes.length;
-  const top = niceMax(Math.max(0, ...spec.series.flatMap((s) => s.values.filter((v): v is number => v !== null))));
+  const highest = Math.max(0, ...spec.series.flatMap((s) => s.values.filter((v): v is number => v !== null)));
+  // At least 2 callbacks or 1 s, so that the middle tick is a whole number (an empty chart reads 0, 1, 2).
+  const top = niceMax(Math.max(highest, spec.unit === 'ms' ? 1000 : 2));
   const x = (i: number) => PAD.left + (n <= 1 ? 0 : (i / (n - 1)) * PLOT_W);
   const y = (v: number) => PAD.top + PLOT_H - (v / top) * PLOT_H;
   const yTicks = [0, top / 2, top].map(
@@ -97,11 +101,23 @@ function chart(spec: ChartSpec): Html {
           `<text class="tick" x="${x(i)}" y="${H - 10}" text-anchor="middle">${hhmm(m.minute)}</text>`,
       );
   });
-  const lines = spec.series.map((s) =>
-    segments(s.values, x, y)
-      .map((pts) => polyline(s, pts))
-      .join(''),
+  const baseline = (PAD.top + PLOT_H).toFixed(1);
+  // Areas first, so that every line is drawn over them.
+  const areas = spec.series.map((s) =>
+    s.area
+      ? segments(s.values, x, y)
+          .map((pts) => area(s, pts, baseline))
+          .join('')
+      : '',
   );
+  const lines = [
+    ...areas,
+    ...spec.series.map((s) =>
+      segments(s.values, x, y)
+        .map((pts) => polyline(s, pts))
+        .join(''),
+    ),
+  ];
   return html`<svg id="${spec.id}" class="chart-svg" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${spec.id}-t \
 ${spec.id}-d" xmlns="http://www.w3.org/2000/svg"><title id="${spec.id}-t">${spec.title}</title><desc id="${spec.id}-d">\
 ${spec.desc}</desc>${raw(yTicks.join(''))}${raw(xTicks.join(''))}<line class="axis" x1="${PAD.left}" x2="${W - PAD.right}" \
@@ -120,6 +136,13 @@ function segments(values: readonly (number | null)[], x: (i: number) => number, 
   });
   if (run.length) out.push(run);
   return out;
+}
+
+/** The area between a run of points and the x axis. */
+function area(s: Series, pts: string[], baseline: string): string {
+  const first = pts[0]!.split(',')[0]!;
+  const last = pts.at(-1)!.split(',')[0]!;
+  return `<polygon class="area ${s.cls}" points="${first},${baseline} ${pts.join(' ')} ${last},${baseline}"/>`;
 }
 
 function polyline(s: Series, pts: string[]): string {

@@ -66,16 +66,17 @@ last hour); Get order figures are the live workers' last seconds. "—": not kno
 /** `/merchants/:ref`: its figures, why it needs a person, the pause control's spot, and the 24-hour picture. */
 export function merchantPage(f: MerchantFigures, minutes: readonly MinuteFigures[], viewer: Operator): Html {
   return html`<p><a href="/merchants">← Merchants</a></p>
-<h1>Merchant ${f.ref} <span class="mono muted">${f.merchantNo}</span></h1>
+<h1>Merchant ${f.ref}</h1>
 ${
   f.paused
     ? html`<p class="flash flash-error" role="status"><strong>Paused</strong> by ${f.paused.by} since \
 ${when(f.paused.since)}: ${f.paused.reason}. Its callbacks are acknowledged and stored; none of its jobs runs.</p>`
     : ''
 }
-${f.attention.length ? html`<ul class="attention">${f.attention.map((a) => html`<li>${a}</li>`)}</ul>` : ''}
+${attentionList(f.paused ? f.attention.slice(1) : f.attention)}
 ${pauseControl(f, viewer)}
 <dl class="facts">
+<dt>Merchant number</dt><dd class="mono">${f.merchantNo}</dd>
 <dt>State</dt><dd>${stateOf(f)}</dd>
 <dt>Weight</dt><dd>${f.weight}</dd>
 <dt>Waiting · delayed · failed · in flight</dt><dd>${num(f.waiting)} · ${num(f.delayed)} · ${num(f.failed)} · \
@@ -99,4 +100,9 @@ export function merchantsAttention(list: readonly MerchantFigures[]): Html | '' 
   return html`<h2>Merchants that need a person</h2><ul class="attention">${needing.map(
     (f) => html`<li><a href="${merchantHref(f.ref)}"><strong>${f.ref}</strong></a>: ${f.attention.join('; ')}</li>`,
   )}</ul>`;
+}
+
+/** Why a person should look, as a list (the pause has its own line above it on the merchant's page). */
+function attentionList(lines: readonly string[]): Html | '' {
+  return lines.length ? html`<ul class="attention">${lines.map((a) => html`<li>${a}</li>`)}</ul>` : '';
 }

@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { loadConfig, type Config } from '@mcb/core/config';
 import { callbackArrivals, merchantMinutes, merchantPauses } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
@@ -379,4 +382,48 @@ describe('the 24-hour picture', () => {
     expect(page.body).toContain('<svg id="chart-p99"');
     expect(page.body).not.toMatch(/<script|style="/);
   });
+});
+
+describe('pnpm cli merchants list', () => {
+  const CLI = fileURLToPath(new URL('../../apps/console/src/cli/main.ts', import.meta.url));
+  const cli = (url: string, ...args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [CLI, 'merchants', ...args],
+        { env: { PATH: process.env.PATH, CONSOLE_URL: url, CONSOLE_OPERATOR_TOKEN: TOKEN }, timeout: 20_000 },
+        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      );
+    });
+
+  it("prints the API's figures as a table, or as JSON, and refuses an unknown subcommand", async () => {
+    await env.db.db
+      .insert(merchantPauses)
+      .values({ merchantNo: 'M-B', pausedBy: 'ada.admin', reason: 'line one\n\u001b[31mline two' });
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+      const table = await cli(url, 'list');
+      expect(table.code).toBe(0);
+      const lines = table.stdout.trimEnd().split('\n');
+      expect(lines[0]).toMatch(/^ref\s+merchant no\s+state\s+wait\s+delay\s+fail\s+active/);
+      expect(lines[1]).toMatch(/^a\s+M-A\s+running\s/);
+      // The reason's line break stays in its cell (escaped), and ESC never reaches the terminal.
+      const b = lines.find((l) => l.startsWith('b '));
+      expect(b).toMatch(/^b\s+M-B\s+paused by ada\.admin since [\d-]+ [\d:]+: line one\\n\\x1b\[31mline two\s/);
+      expect(table.stdout).not.toContain('\u001b');
+      const json = await cli(url, 'list', '--json');
+      expect(json.code).toBe(0);
+      const body = JSON.parse(json.stdout) as { merchants: MerchantFigures[] };
+      expect(body.merchants.map((m) => [m.ref, m.paused?.by ?? null])).toEqual([
+        ['a', null],
+        ['b', 'ada.admin'],
+      ]);
+      const bad = await cli(url, 'lsit');
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('unknown subcommand "lsit"');
+    } finally {
+      await env.db.db.delete(merchantPauses);
+    }
+  }, 60_000);
 });

@@ -15,7 +15,7 @@ export const merchantHref = (ref: string) => `/merchants/${encodeURIComponent(re
 const dash = '—';
 const num = (v: number | null) => (v === null ? dash : v.toLocaleString('en-US'));
 const ms = (v: number | null) => (v === null ? dash : msText(v));
-const pct = (v: number | null) => (v === null ? dash : `${(v * 100).toFixed(v > 0 && v < 0.01 ? 2 : 1)} %`);
+const pct = (v: number | null) => (v === null ? dash : `${(v * 100).toFixed(v > 0 && v < 0.01 ? 2 : 1)}\u00a0%`);
 const rate = (v: number | null) => (v === null ? dash : `${v.toFixed(v < 10 ? 1 : 0)}/s`);
 
 function stateOf(f: MerchantFigures): Html {
@@ -28,7 +28,7 @@ function stateOf(f: MerchantFigures): Html {
 function budgetText(f: MerchantFigures): string {
   const budget = f.getOrderRps > 0 ? `${f.getOrderRps}/s` : 'no cap';
   if (f.getOrderRate === null) return `${dash} of ${budget}`;
-  return `${rate(f.getOrderRate)} of ${budget}${f.budgetUse === null ? '' : ` (${Math.round(f.budgetUse * 100)} %)`}`;
+  return `${rate(f.getOrderRate)} of ${budget}${f.budgetUse === null ? '' : `\u00a0(${Math.round(f.budgetUse * 100)}\u00a0%)`}`;
 }
 
 /** `/merchants`: one row per merchant (cards below 40rem: table.stack). */
@@ -58,7 +58,7 @@ last hour); Get order figures are the live workers' last seconds. "—": not kno
 <table class="stack merchants">
 <thead><tr><th scope="col">Merchant</th><th scope="col">State</th><th scope="col" class="num">Waiting</th>\
 <th scope="col" class="num">Delayed</th><th scope="col" class="num">Failed</th><th scope="col" class="num">In flight</th>\
-<th scope="col" class="num">Credits 1 min / 1 h</th><th scope="col" class="num">Callback→credit p99</th>\
+<th scope="col" class="num">Credits 1 min / 1 h</th><th scope="col" class="num">Callback→credit p99</th>\
 <th scope="col" class="num">Get order p99 · errors</th><th scope="col" class="num">Get order budget</th></tr></thead>
 <tbody>${rows}</tbody></table>`;
 }

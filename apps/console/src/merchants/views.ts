@@ -13,6 +13,9 @@ import type { MerchantFigures } from './queries.ts';
 export const merchantHref = (ref: string) => `/merchants/${encodeURIComponent(ref)}`;
 
 const dash = '—';
+/** Units kept with their number (no-break spaces). */
+const NBSP_1_MIN = '1\u00a0min';
+const NBSP_1_H = '1\u00a0h';
 const num = (v: number | null) => (v === null ? dash : v.toLocaleString('en-US'));
 const ms = (v: number | null) => (v === null ? dash : msText(v));
 const pct = (v: number | null) => (v === null ? dash : `${(v * 100).toFixed(v > 0 && v < 0.01 ? 2 : 1)}\u00a0%`);
@@ -58,7 +61,7 @@ last hour); Get order figures are the live workers' last seconds. "—": not kno
 <table class="stack merchants">
 <thead><tr><th scope="col">Merchant</th><th scope="col">State</th><th scope="col" class="num">Waiting</th>\
 <th scope="col" class="num">Delayed</th><th scope="col" class="num">Failed</th><th scope="col" class="num">In flight</th>\
-<th scope="col" class="num">Credits 1 min / 1 h</th><th scope="col" class="num">Callback→credit p99</th>\
+<th scope="col" class="num">Credits ${NBSP_1_MIN} / ${NBSP_1_H}</th><th scope="col" class="num">Callback→credit p99</th>\
 <th scope="col" class="num">Get order p99 · errors</th><th scope="col" class="num">Get order budget</th></tr></thead>
 <tbody>${rows}</tbody></table>`;
 }

@@ -65,6 +65,10 @@ import { acceptForms } from './web/forms.ts';
 import { merchantKeys } from '@mcb/core/queue';
 import { legacyMerchant } from '@mcb/core/config';
 import { singleMerchantQueue, type MerchantQueues } from './callbacks/merchant-queues.ts';
+import { merchantsRows } from './merchants/api.ts';
+import type { MerchantsDeps } from './merchants/deps.ts';
+import { landingLines, merchantsPageRows } from './merchants/pages.ts';
+import { startMinutesRollup } from './merchants/rollup-timer.ts';
 
 /** Dependencies of {@link buildApp}; all are created by main.ts (or a test) and closed by it. */
 export interface ConsoleDeps {
@@ -119,6 +123,11 @@ export interface ConsoleDeps {
   replayDriver?: boolean;
   /** How long GET /api/events waits at a hole in the ids before stepping over it, in ms. @defaultValue 10000 */
   eventsGapGraceMs?: number;
+  /**
+   * How often this console rolls the merchants' closed minutes up (the 24-hour picture, merchants/minutes.ts), in ms;
+   * 0: only when a merchant's page is read. @defaultValue 60000
+   */
+  minutesRollupEveryMs?: number;
 }
 
 /**
@@ -173,8 +182,18 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
     merchantNo: consoleMerchantNo(config.merchants),
     merchants,
   };
+  const merchantsDeps = merchantsDepsOf(deps);
+  if (deps.minutesRollupEveryMs !== 0) {
+    const rollup = startMinutesRollup({
+      db: deps.db.db,
+      merchantNos: config.merchants.map((m) => m.merchantNo),
+      logger: deps.logger,
+      everyMs: deps.minutesRollupEveryMs,
+    });
+    app.addHook('onClose', () => rollup.close());
+  }
   // The areas' route tables, registered in one loop; the role check is one hook over them (web/route-table.ts).
-  registerRoutes(app, apiRows(deps, routeDeps));
+  registerRoutes(app, [...apiRows(deps, routeDeps), ...merchantsRows(merchantsDeps)]);
   await app.register(loginRoutes, {
     directory,
     sessions,
@@ -194,7 +213,7 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
   // the same loop and checked by the same role hook as the API's (web/page-route.ts).
   await app.register(async (pages) => {
     acceptForms(pages);
-    registerRoutes(pages, pageRows(deps, replayDeps, merchants), 'page');
+    registerRoutes(pages, [...pageRows(deps, replayDeps, merchants), ...merchantsPageRows(merchantsDeps)], 'page');
   });
   if (queues)
     await app.register(dashboardPlugin, {
@@ -303,6 +322,18 @@ function consoleMerchantsOf(deps: ConsoleDeps): ConsoleMerchants {
   return consoleMerchants(all);
 }
 
+/** The merchants area's figures: the database, every merchant's queue, and Redis for the workers' live figures. */
+function merchantsDepsOf(deps: ConsoleDeps & { queues?: MerchantQueues | undefined }): MerchantsDeps {
+  return {
+    db: deps.db.db,
+    ...(deps.queues ? { queues: deps.queues } : {}),
+    ...(deps.redis ? { redis: deps.redis } : {}),
+    queuePrefix: deps.config.QUEUE_PREFIX,
+    defaultGetOrderRps: deps.config.PLATFORM_MAX_RPS,
+    merchants: deps.config.merchants,
+  };
+}
+
 /** Every area's API rows but the replays' (registered with the replay driver, which needs the queue). */
 function apiRows(
   deps: ConsoleDeps & { config: Config; queues?: MerchantQueues | undefined },
@@ -336,6 +367,7 @@ function pageRows(
       merchantNo: consoleMerchantNo(deps.config.merchants),
       merchants,
       platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
+      merchantsAttention: landingLines(merchantsDepsOf(deps)),
     }),
     ...callbacksPageRows({
       db: deps.db.db,

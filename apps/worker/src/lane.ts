@@ -22,6 +22,7 @@ import { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } fr
 import { forcedClose } from './jobs-in-progress.ts';
 import { createLaneGovernor, type LaneGovernor } from './lane-governor.ts';
 import { createMaintenanceWorker, type MaintenanceWorker } from './maintenance-worker.ts';
+import { createLaneSnapshot } from './lane-snapshot.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics.ts';
 
 /** What tests and the bench set beyond the config (never production): hooks, and timings that make retries quick. */
@@ -154,6 +155,15 @@ function laneLink(deps: LanesDeps & { loopDelayMs: () => number }, merchant: Mer
           logger,
         });
   if (fleet) releasers.add(named('fleet budget'), () => fleet.close());
+  // The lane's live figures for the console's merchants page (lane-snapshot.ts), written every few seconds.
+  const snapshot = createLaneSnapshot({
+    redis: deps.redis,
+    key: keys.laneSnapshots,
+    breaker: () => platform.breakerState(),
+    getOrderRps: maxRps,
+    logger,
+  });
+  releasers.add(named('lane snapshot'), () => snapshot.close());
   // One keep-alive connection per Get order in flight at most, in a pool of the merchant's own; the guard takes Get
   // order's start times from the fleet's budget and pauses Get order while the platform keeps failing, so an outage
   // costs jobs time rather than attempts.
@@ -166,7 +176,10 @@ function laneLink(deps: LanesDeps & { loopDelayMs: () => number }, merchant: Mer
       ...deps.tuning?.guard,
       fleet,
       maxRps,
-      onSample: adaptive?.sample,
+      onSample: (sample) => {
+        adaptive?.sample(sample);
+        snapshot.sample(sample);
+      },
       onStateChange: (state) => {
         adaptive?.paused(state === 'open');
         metrics.platformCircuitOpen.set(state === 'closed' ? 0 : 1);

@@ -231,4 +231,27 @@ describe('a lane per merchant', () => {
     // One HELP and TYPE per metric, however many lanes: an exposition Prometheus accepts.
     expect(text.match(/^# TYPE mcb_worker_jobs_total /gm)).toHaveLength(1);
   });
+
+  it("publishes each lane's Get order figures for the console's merchants page, under its merchant's key", async ({
+    env,
+    platforms,
+    lanes,
+  }) => {
+    const a = await releasedPayin(env, platforms.a, A);
+    await add(lanes.queue('a'), a.event, a.jobId);
+    await finished(lanes.queue('a'), a.jobId);
+    // Every few seconds each lane writes one field (this process) of its merchant's hash: its Get orders of the window.
+    const snapshot = await waitFor(
+      async () => {
+        const fields = await lanes.runner.redis.hgetall(merchantKeys(env.prefix, 'a').laneSnapshots);
+        const [value] = Object.values(fields);
+        const parsed = value && (JSON.parse(value.slice(value.indexOf(' ') + 1)) as { getOrders: number });
+        return parsed && parsed.getOrders >= 1 ? { fields, parsed } : undefined;
+      },
+      { timeoutMs: 12_000, message: "a's lane wrote no snapshot with its Get order" },
+    );
+    expect(Object.keys(snapshot.fields)).toHaveLength(1);
+    expect(snapshot.parsed).toMatchObject({ getOrderErrors: 0, breaker: 'closed', windowMs: 5000 });
+    expect(await lanes.runner.redis.exists(merchantKeys(env.prefix, 'b').laneSnapshots)).toBe(1);
+  }, 20_000);
 });

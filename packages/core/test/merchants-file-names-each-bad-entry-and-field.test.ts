@@ -147,6 +147,7 @@ describe('merchantKeys', () => {
         probe: '{mcb}:platform:all:probe',
       },
       sweepLock: '{mcb}:maintenance:reconcile-lock',
+      laneSnapshots: '{mcb}:platform:all:lanes',
     });
   });
 
@@ -154,6 +155,7 @@ describe('merchantKeys', () => {
     const keysOf = (k: ReturnType<typeof merchantKeys>) => [
       k.unknownOrderWaiting,
       k.sweepLock,
+      k.laneSnapshots,
       ...Object.values(k.fleet),
       `${k.prefix}:${k.callbacksQueue}:id`,
       `${k.prefix}:${k.maintenanceQueue}:id`,

@@ -1,4 +1,5 @@
 import type { Db } from '@mcb/core/db';
+import type { FastifyRequest } from 'fastify';
 import type { FleetState } from '@mcb/core/platform';
 import type { Queue } from 'bullmq';
 import { orderHref } from '../web/format.ts';
@@ -8,6 +9,7 @@ import { flashOf, sendPage } from '../web/send.ts';
 import { findByNumber, waiting } from './queries.ts';
 import { searchPage } from './views.ts';
 import type { ConsoleMerchants } from '../web/route-deps.ts';
+import type { Html } from '../web/html.ts';
 
 /** What the search page needs. */
 export interface SearchPagesDeps {
@@ -19,10 +21,18 @@ export interface SearchPagesDeps {
   merchants: ConsoleMerchants;
   /** The fleet's Get order state (throttled, breaker open), from Redis. @defaultValue none (not shown) */
   platformState?: () => Promise<FleetState>;
+  /** The merchants that need a person, a line each (merchants/views.ts). @defaultValue none (not shown) */
+  merchantsAttention?: (req: FastifyRequest) => Promise<Html | ''>;
 }
 
 /** `/` opens the search; `/search?q=`: an order's number takes you to its page; anything else is shown here. */
-export function searchPageRows({ db, queue, platformState, merchants }: SearchPagesDeps): RouteRow[] {
+export function searchPageRows({
+  db,
+  queue,
+  platformState,
+  merchants,
+  merchantsAttention,
+}: SearchPagesDeps): RouteRow[] {
   return [
     pageRoute({
       url: '/',
@@ -38,12 +48,15 @@ export function searchPageRows({ db, queue, platformState, merchants }: SearchPa
         const query = typeof q === 'string' ? q.slice(0, 200) : '';
         if (!query.trim()) {
           // The fleet's Get order state in Redis; the page does without it when Redis is away.
-          const platform = await platformState?.().catch(() => undefined);
+          const [platform, attention] = await Promise.all([
+            platformState?.().catch(() => undefined),
+            merchantsAttention?.(req),
+          ]);
           return sendPage(
             req,
             reply,
             { title: 'Search', area: 'search', flash: flashOf(req.query) },
-            searchPage('', undefined, await waiting(db, queue), platform),
+            searchPage('', undefined, await waiting(db, queue), platform, attention),
           );
         }
         const found = await findByNumber(db, queue, query, merchants);

@@ -13,8 +13,9 @@ export function searchPage(
   found?: Exclude<FoundNumber, { kind: 'order' }>,
   waiting?: { counts: WaitingCounts; against: QueueAgainstLists },
   platform?: FleetState,
+  merchants?: Html | '',
 ): Html {
-  return html`${platform ? platformNotice(platform) : ''}<h1>Find an order</h1>
+  return html`${platform ? platformNotice(platform) : ''}${merchants}<h1>Find an order</h1>
 <form class="inline" method="get" action="/search" role="search">
 <label>Merchant order no., platform OrderNo or customer id <input name="q" value="${query}" size="36" autofocus required \
 maxlength="128" placeholder="an order no. or a customer id"></label>

@@ -67,6 +67,22 @@ a.button{display:inline-block;padding:.35rem .8rem;border:1px solid var(--accent
 a.button.primary{background:var(--accent);color:#fff}
 .outcomes{display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;margin:.5rem 0;padding:0;list-style:none}
 main{overflow-wrap:break-word}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(18rem,1fr));gap:0 2.5rem}
+.chart{margin:.5rem 0 1.5rem;min-width:0;max-width:40rem}.chart-svg{width:100%;height:auto;display:block}
+.chart-svg .grid{stroke:#eaeef2;stroke-width:1}.chart-svg .axis{stroke:#8c959f;stroke-width:1}
+.chart-svg .tick{font:14px system-ui,sans-serif;fill:#57606a}
+.chart-svg polygon.area{stroke:none;fill-opacity:.18}
+.chart-svg polyline{fill:none;stroke-width:1.5;stroke-linejoin:round}.chart-svg circle{stroke:none}
+.series-received{stroke:#0b5cad;fill:#0b5cad;color:#0b5cad}.series-credited{stroke:#116329;fill:#116329;color:#116329}
+.series-failed{stroke:#a40e26;fill:#a40e26;color:#a40e26}.series-p99{stroke:#7d4e00;fill:#7d4e00;color:#7d4e00}
+figcaption{font-size:.85rem;color:var(--muted);margin-top:.25rem}
+.legend .key{font-weight:600;margin-right:.6rem;white-space:nowrap}
+.legend .key::before{content:"";display:inline-block;width:1rem;height:.2rem;margin-right:.3rem;vertical-align:middle;
+  background:currentColor}
+ul.attention{border-left:3px solid var(--bad);background:#ffebe9;color:var(--bad);margin:.5rem 0 1rem;
+  padding:.4rem .75rem .4rem 1.75rem}
+ul.attention a{color:var(--bad)}
+tr.needs-person td{border-bottom:0}table.merchants td:first-child a{white-space:nowrap}tr.attention-row td{color:var(--bad);font-size:.9rem}
 @media (max-width:40rem){
 header{padding:.5rem .75rem}main{padding:.75rem}nav{flex-wrap:wrap;gap:.5rem}
 input,select,textarea{max-width:100%}textarea{width:100%}input[size]{width:100%}

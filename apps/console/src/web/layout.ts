@@ -4,6 +4,7 @@ import { html, type Html } from './html.ts';
 /** The areas in the navigation, in order; `/queues` is bull-board (its own app, same login). */
 export const NAV = [
   { area: 'search', href: '/search', label: 'Search' },
+  { area: 'merchants', href: '/merchants', label: 'Merchants' },
   { area: 'callbacks', href: '/callbacks', label: 'Callbacks' },
   { area: 'reviews', href: '/reviews', label: 'Reviews' },
   { area: 'replays', href: '/replays', label: 'Replays' },

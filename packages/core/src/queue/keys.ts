@@ -38,6 +38,11 @@ export interface MerchantKeys {
   readonly fleet: FleetKeys;
   /** The "one sweep at a time" lock of its reconciliation. */
   readonly sweepLock: string;
+  /**
+   * Hash of its worker lanes' live figures (Get order p99, errors, rate, breaker), one field per worker process,
+   * rewritten every few seconds (apps/worker/src/lane-snapshot.ts); the console's merchants page merges them.
+   */
+  readonly laneSnapshots: string;
 }
 
 /**
@@ -70,5 +75,6 @@ export function merchantKeys(queuePrefix: string, ref: string = DEFAULT_MERCHANT
       probe: `${fleet}:probe`,
     },
     sweepLock: `${prefix}:${maintenanceQueue}:reconcile-lock`,
+    laneSnapshots: `${fleet}:lanes`,
   };
 }

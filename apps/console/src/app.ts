@@ -65,6 +65,7 @@ import { acceptForms } from './web/forms.ts';
 import { merchantKeys } from '@mcb/core/queue';
 import { legacyMerchant } from '@mcb/core/config';
 import { singleMerchantQueue, type MerchantQueues } from './callbacks/merchant-queues.ts';
+import { merchantPauseRows } from './merchants/pause-api.ts';
 
 /** Dependencies of {@link buildApp}; all are created by main.ts (or a test) and closed by it. */
 export interface ConsoleDeps {
@@ -317,6 +318,13 @@ function apiRows(
     ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
     ...callbacksRows({ db: deps.db.db, queues: deps.queues }),
     ...reviewsRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
+    ...merchantPauseRows({
+      db: deps.db.db,
+      logger: deps.logger,
+      merchants: deps.config.merchants,
+      redis: deps.redis,
+      queuePrefix: deps.config.QUEUE_PREFIX,
+    }),
   ];
 }
 

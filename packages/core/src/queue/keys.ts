@@ -38,6 +38,12 @@ export interface MerchantKeys {
   readonly fleet: FleetKeys;
   /** The "one sweep at a time" lock of its reconciliation. */
   readonly sweepLock: string;
+  /**
+   * Present while the merchant is paused (its value: the pause's start, ms since the epoch): a mirror of Postgres's
+   * `merchant_pauses` for ingest, which has no Postgres. Written by the console, rebuilt by every worker from the
+   * table (docs/merchants.md "Pausing a merchant").
+   */
+  readonly pausedMirror: string;
 }
 
 /**
@@ -70,5 +76,6 @@ export function merchantKeys(queuePrefix: string, ref: string = DEFAULT_MERCHANT
       probe: `${fleet}:probe`,
     },
     sweepLock: `${prefix}:${maintenanceQueue}:reconcile-lock`,
+    pausedMirror: `${prefix}:${callbacksQueue}:merchant-paused`,
   };
 }

@@ -152,7 +152,8 @@ export async function runSweep(deps: SweepDeps, options: SweepOptions = {}): Pro
 
 /** 409 MERCHANT_PAUSED when the merchant's row is in merchant_pauses: nothing is swept. */
 async function refuseIfPaused(deps: SweepDeps, trigger: 'schedule' | 'manual'): Promise<void> {
-  const pause = await merchantPauseOf(deps.db, deps.merchantNo);
+  // Postgres unreadable: the sweep's own first read fails the same way and reports it (a stop, not a crash).
+  const pause = await merchantPauseOf(deps.db, deps.merchantNo).catch(() => undefined);
   if (!pause) return;
   deps.reconcileMetrics?.sweeps.inc({ trigger, result: 'paused' });
   throw new AppError(

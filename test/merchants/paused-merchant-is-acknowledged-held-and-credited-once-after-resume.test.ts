@@ -3,10 +3,11 @@ import { merchantPauses, operatorActions } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { metricValue } from '@mcb/core/metrics';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
-import { merchantKeys } from '@mcb/core/queue';
+import { callbackJobId, callbackJobOptions, merchantKeys } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import {
   createOrder,
+  payinEvent,
   platformOrder,
   startFakePlatform,
   uid,
@@ -37,6 +38,7 @@ import { runWorker, type WorkerRunner } from '../../apps/worker/src/index.ts';
 // callbacks past MERCHANT_PAUSED_MAX_BACKLOG, and b is credited throughout. After the resume, everything of a is
 // credited once.
 const MAX_BACKLOG = 4;
+const DRAIN_RPS = 5;
 const silent = createLogger({ name: 'pause-test', level: 'silent' });
 const env = useTestEnv();
 let A: TestMerchant;
@@ -65,7 +67,13 @@ beforeAll(async () => {
     },
   });
   file = writeMerchantsFile(
-    [A, B].map((m) => ({ ref: m.ref, merchantNo: m.merchantNo, platformBaseUrl: platforms.get(m.ref)!.url })),
+    [A, B].map((m) => ({
+      ref: m.ref,
+      merchantNo: m.merchantNo,
+      platformBaseUrl: platforms.get(m.ref)!.url,
+      // a's own Get order budget: the resume drains its backlog no faster.
+      ...(m === A ? { getOrderRps: DRAIN_RPS } : {}),
+    })),
   );
   const shared = {
     MERCHANTS_FILE: file.path,
@@ -313,4 +321,33 @@ describe('a paused merchant', () => {
     expect(await env.db.db.select().from(merchantPauses)).toEqual([]);
     expect(metricValue(await metrics(), 'mcb_merchant_paused', { merchant: 'a' })).toBe(0);
   });
+
+  it(`drains a backlog after the resume within its Get order budget (getOrderRps ${DRAIN_RPS})`, async () => {
+    expect((await act('pause', 'a', { reason: 'again' })).statusCode).toBe(200);
+    await waitFor(() => worker.lane('a').callbacks.held('merchant-paused'), { timeoutMs: 2000 });
+    // 1. 20 callbacks of a stored while it is paused (as ingest stores them; the bound is not what is tested here).
+    const n = 20;
+    const nos: string[] = [];
+    for (let i = 0; i < n; i++) nos.push((await releasedPayin(A)).merchantOrderNo);
+    await ingest.lane('a').queue.addBulk(
+      nos.map((no) => ({
+        name: 'payin',
+        data: { ...payinEvent({ orderNo: `P${no}`, merchantOrderNo: no, fiatAmount: '10' }), merchantNo: A.merchantNo },
+        opts: { ...callbackJobOptions, jobId: callbackJobId('payin', `P${no}`, 6) },
+      })),
+    );
+    expect(await stored(A)).toBeGreaterThanOrEqual(n);
+    // 2. Resumed: all credited, once each, no faster than the budget lets Get order go.
+    expect((await act('resume', 'a', { reason: 'drain' })).statusCode).toBe(200);
+    for (const no of nos) await credited(A, no, `${no} not credited after the resume`);
+    const times: number[] = [];
+    for (const no of nos) {
+      const { ledger } = await stateOf(A, no);
+      expect(ledger).toHaveLength(1);
+      times.push(new Date(ledger[0]!.createdAt).getTime());
+    }
+    const spanMs = Math.max(...times) - Math.min(...times);
+    // 20 credits at 5 a second take about 3.8 s (less the budget's small burst tolerance); unbounded, a fraction of one.
+    expect(spanMs).toBeGreaterThan(2500);
+  }, 30_000);
 });

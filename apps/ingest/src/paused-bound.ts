@@ -34,16 +34,28 @@ export interface PausedBoundOptions {
   cacheMs?: number;
 }
 
+/** Longest wait for the read, in ms: a Redis that hangs delays a callback's reply by no more than this. */
+const READ_TIMEOUT_MS = 250;
+
+/** Rejects after `ms` (unref'd: it keeps no process alive). */
+function timeout(ms: number): Promise<never> {
+  return new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref());
+}
+
 export function createPausedBound(options: PausedBoundOptions): PausedBound {
   const { maxBacklog, metrics } = options;
   const cacheMs = options.cacheMs ?? PAUSED_BOUND_CACHE_MS;
   const logThrottled = createLogThrottle(options.logger);
   const cache = new Map<string, { at: number; refuse: Promise<boolean> }>();
 
-  /** One read: paused and at the bound. A failed read refuses nothing (the enqueue says whether Redis takes it). */
+  /**
+   * One read: paused and at the bound. A failed or slow read (past {@link READ_TIMEOUT_MS}) refuses nothing: the
+   * enqueue, with its own budget, says whether Redis takes the callback.
+   */
   const read = async (ref: string): Promise<boolean> => {
     try {
-      const { paused, depth } = await readPausedBacklog(options.redis, merchantKeys(options.queuePrefix, ref));
+      const reading = readPausedBacklog(options.redis, merchantKeys(options.queuePrefix, ref));
+      const { paused, depth } = await Promise.race([reading, timeout(READ_TIMEOUT_MS)]);
       return paused && depth >= maxBacklog;
     } catch (e) {
       logThrottled('paused bound', 'warn', { err: coerceError(e), merchant: ref }, 'merchant pause mirror not read');

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operatorActions, orders, reviews } from '@mcb/core/db';
+import { merchantPauses, operatorActions, orders, reviews } from '@mcb/core/db';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { and, count, eq } from 'drizzle-orm';
@@ -81,6 +81,8 @@ const ACTION_ROUTES = (): ActionRoute[] => [
   { method: 'POST' as const, url: `/api/replays/${replayId}/cancel`, payload: {} },
   { method: 'POST' as const, url: '/api/payment-methods/refresh', payload: {} },
   { method: 'POST' as const, url: `/api/orders/${failedOrderNo}/jobs/${failedJobId}/replay`, payload: {} },
+  { method: 'POST' as const, url: '/api/merchants/default/pause', payload: {} },
+  { method: 'POST' as const, url: '/api/merchants/default/resume', payload: {} },
 ];
 
 /** Routes that are not GET yet change nothing an operator is accountable for (reason written here). */
@@ -101,6 +103,7 @@ async function unchanged() {
   return {
     review: review!.status,
     registered: registered.length,
+    pauses: (await env.db.db.select({ n: count() }).from(merchantPauses))[0]!.n,
     failed: await stack.queue.getJobState(failedJobId),
     delayed: await stack.queue.getJobState(delayedJobId),
   };
@@ -119,7 +122,7 @@ describe('operator actions', () => {
     );
     const tested = ACTION_ROUTES().map(
       (r) =>
-        `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/').replace(`/orders/${failedOrderNo}/jobs/${failedJobId}/`, '/orders/:merchantOrderNo/jobs/:jobId/')}`,
+        `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/').replace(`/orders/${failedOrderNo}/jobs/${failedJobId}/`, '/orders/:merchantOrderNo/jobs/:jobId/').replace('/merchants/default/', '/merchants/:ref/')}`,
     );
     for (const route of changing) if (!NOT_ACTIONS.has(route)) expect(tested).toContain(route);
   });
@@ -130,7 +133,7 @@ describe('operator actions', () => {
     for (const r of rows) expect(Object.keys(ACTIONS)).toContain(r.action);
     const tested = ACTION_ROUTES().map(
       (r) =>
-        `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/').replace(`/orders/${failedOrderNo}/jobs/${failedJobId}/`, '/orders/:merchantOrderNo/jobs/:jobId/')}`,
+        `${r.method} ${r.url.replace(`/${reviewId}/`, '/:id/').replace(`/replays/${replayId}/`, '/replays/:id/').replace(`/orders/${failedOrderNo}/jobs/${failedJobId}/`, '/orders/:merchantOrderNo/jobs/:jobId/').replace('/merchants/default/', '/merchants/:ref/')}`,
     );
     const actions = rows.filter((r) => r.action !== 'read').map((r) => `${r.method} ${r.url}`);
     expect(actions.length).toBeGreaterThanOrEqual(6);

@@ -69,6 +69,7 @@ import { merchantsRows } from './merchants/api.ts';
 import type { MerchantsDeps } from './merchants/deps.ts';
 import { landingLines, merchantsPageRows } from './merchants/pages.ts';
 import { startMinutesRollup } from './merchants/rollup-timer.ts';
+import { merchantPauseRows } from './merchants/pause-api.ts';
 
 /** Dependencies of {@link buildApp}; all are created by main.ts (or a test) and closed by it. */
 export interface ConsoleDeps {
@@ -350,6 +351,13 @@ function apiRows(
     ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
     ...callbacksRows({ db: deps.db.db, queues: deps.queues }),
     ...reviewsRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
+    ...merchantPauseRows({
+      db: deps.db.db,
+      logger: deps.logger,
+      merchants: deps.config.merchants,
+      redis: deps.redis,
+      queuePrefix: deps.config.QUEUE_PREFIX,
+    }),
   ];
 }
 

@@ -33,6 +33,8 @@ const ROUTES: { method: 'GET' | 'POST' | 'PUT'; url: string; payload?: unknown }
   { method: 'GET', url: '/api/events' },
   { method: 'GET', url: '/api/callbacks?orderNo=A1' },
   { method: 'POST', url: '/api/reconcile' },
+  { method: 'POST', url: '/api/merchants/A1/pause', payload: { reason: 'x' } },
+  { method: 'POST', url: '/api/merchants/A1/resume', payload: { reason: 'x' } },
   { method: 'GET', url: '/api/audit' },
   { method: 'GET', url: '/api/whoami' },
   { method: 'GET', url: '/api/merchants' },

@@ -10,6 +10,7 @@ import { installReplyBoundary } from './boundary.ts';
 import { lanesOf, type IngestLane } from './lanes.ts';
 import { createListener } from './listener.ts';
 import { createIngestMetrics, type IngestMetrics } from './metrics.ts';
+import { createPausedBound } from './paused-bound.ts';
 import { createRedisGate } from './redis-gate.ts';
 import { registerCallbackRoutes } from './routes/callbacks.ts';
 import { registerHealthRoutes } from './routes/health.ts';
@@ -98,6 +99,13 @@ export async function buildApp(deps: IngestDeps): Promise<IngestApp> {
     metrics,
     gate,
     enqueueTimeoutMs: deps.enqueueTimeoutMs ?? 1000,
+    pausedBound: createPausedBound({
+      redis,
+      queuePrefix: config.QUEUE_PREFIX,
+      maxBacklog: config.MERCHANT_PAUSED_MAX_BACKLOG,
+      metrics,
+      logger,
+    }),
   });
   registerHealthRoutes(app, () => gate.readiness(shuttingDown));
   app.addHook('onClose', async () => {

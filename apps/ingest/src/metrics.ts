@@ -29,6 +29,11 @@ export interface IngestMetrics {
   connectionsOpen: Gauge;
   /** The connection cap this process runs with (INGEST_MAX_CONNECTIONS, sized at start when `auto`). */
   connectionsMax: Gauge;
+  /**
+   * Callbacks of a paused merchant answered `503 fail` because its backlog reached MERCHANT_PAUSED_MAX_BACKLOG, by
+   * merchant (a configured ref, `default` without MERCHANTS_FILE).
+   */
+  pausedBacklogRefusals: Counter<'merchant'>;
 }
 
 export function createIngestMetrics(registry: Registry): IngestMetrics {
@@ -84,6 +89,12 @@ export function createIngestMetrics(registry: Registry): IngestMetrics {
     connectionsMax: new Gauge({
       name: 'ingest_connections_max',
       help: 'The connection cap of the public listener (INGEST_MAX_CONNECTIONS; sized at start when auto)',
+      registers: [registry],
+    }),
+    pausedBacklogRefusals: new Counter({
+      name: 'ingest_paused_backlog_refusals_total',
+      help: 'Callbacks of a paused merchant refused (503 fail): its backlog reached MERCHANT_PAUSED_MAX_BACKLOG',
+      labelNames: ['merchant'],
       registers: [registry],
     }),
     enqueueBatchSize: new Histogram({

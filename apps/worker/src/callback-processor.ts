@@ -41,6 +41,11 @@ export interface CallbackProcessorDeps {
   circuitRedelayMs: number;
   /** How long after it was first seen a job may wait for the open breaker without using attempts, in ms. */
   circuitWaitBoundMs: number;
+  /**
+   * The lane's merchant is paused (merchant-pause.ts): a job taken now (fetched just before the pause was seen) is put
+   * back as delayed without using an attempt, and runs after the resume. @defaultValue never paused
+   */
+  paused?: () => boolean;
 }
 
 type CallbackJobOf = Job<CallbackJobInput, ApplyOutcome>;
@@ -66,6 +71,7 @@ interface Attempt {
  */
 export function createCallbackProcessor(deps: CallbackProcessorDeps): Processor<CallbackJobInput, ApplyOutcome> {
   return async (job, token, signal) => {
+    if (deps.paused?.() && token) return putBackWhilePaused(job, token);
     deps.adaptive?.jobStarted();
     deps.metrics?.inFlight.inc();
     try {
@@ -233,6 +239,15 @@ async function putBackWhileCircuitOpen(
   await job.moveToDelayed(Date.now() + Math.round(deps.circuitRedelayMs * (1 + Math.random() / 2)), token);
   return new DelayedError();
 }
+
+/** A job taken while its merchant is paused: back to delayed, no attempt used (promoted once the lane fetches again). */
+async function putBackWhilePaused(job: CallbackJobOf, token: string): Promise<never> {
+  await job.moveToDelayed(Date.now() + PAUSED_REDELAY_MS, token);
+  throw new DelayedError();
+}
+
+/** How long a job taken while its merchant is paused is put back for, in ms (it waits in `delayed` for the resume). */
+const PAUSED_REDELAY_MS = 1000;
 
 /** A retry (transient, not the last attempt) or a failure for good: counted, noted on the job, logged. */
 async function noteFailedAttempt(

@@ -24,6 +24,9 @@ import type { WorkerMetrics } from './metrics.ts';
 import { createRedisOomPause } from './redis-oom-pause.ts';
 import { createUnknownOrderCap } from './unknown-order-cap.ts';
 
+/** The holder name of a merchant's pause on its callback worker's fetch loops (fetch-loops.ts). */
+export const MERCHANT_PAUSED_HOLDER = 'merchant-paused';
+
 /** What {@link createCallbackWorker} needs, beyond {@link ApplyDeps}. */
 export interface CallbackWorkerDeps extends ApplyDeps {
   metrics?: WorkerMetrics;
@@ -139,6 +142,11 @@ export interface CallbackWorkerDeps extends ApplyDeps {
    * @defaultValue 60000
    */
   failedRowsCheckMs?: number;
+  /**
+   * The lane's merchant was paused when the worker started (merchant_pauses, read before any job is taken): its loops
+   * are built held, and fetch nothing until `resume('merchant-paused')` (merchant-pause.ts). @defaultValue false
+   */
+  startPaused?: boolean;
 }
 
 /**
@@ -174,12 +182,16 @@ export function createCallbackWorker(deps: CallbackWorkerDeps): CallbackWorker {
     merchantNo: (deps.checkMerchantNo ?? true) ? deps.merchant?.merchantNo : undefined,
     circuitRedelayMs: deps.circuitRedelayMs ?? 5000,
     circuitWaitBoundMs: deps.circuitWaitBoundMs ?? 24 * 3600_000,
+    paused: () => loops.held(MERCHANT_PAUSED_HOLDER),
   });
   const count = Math.max(1, Math.floor(deps.fetchLoops ?? (adaptive ? 4 : 1)));
   const allowed = adaptive?.limit ?? deps.concurrency ?? 256;
   const loop = (i: number) =>
     new Worker(keys.callbacksQueue, processor, workerOptions(deps, keys, shareOf(allowed, count, i)));
   const loops = groupFetchLoops([loop(0), ...Array.from({ length: count - 1 }, (_, i) => loop(i + 1))]);
+  // Held before the first fetch: a loop built without autorun starts only when the pause lets go (BullMQ's resume
+  // runs a worker that never ran).
+  if (deps.startPaused) void loops.pause(true, MERCHANT_PAUSED_HOLDER);
 
   const oomPause = createRedisOomPause({ fetching: loops, logger, metrics });
   loops.on('error', reportErrors(deps, oomPause.refused));
@@ -257,7 +269,7 @@ function workerOptions(deps: CallbackWorkerDeps, keys: MerchantKeys, concurrency
     prefix: keys.prefix,
     name: deps.name,
     concurrency,
-    autorun: deps.autorun ?? true,
+    autorun: (deps.autorun ?? true) && !deps.startPaused,
     lockDuration: deps.lockDurationMs ?? 30_000,
     stalledInterval: deps.stalledIntervalMs ?? 30_000,
     maxStalledCount: deps.maxStalledCount ?? 10,

@@ -68,10 +68,16 @@ export interface FetchLoopGroup<D, R> {
   share(limit: number, fetching: number): void;
   /** How many loops fetch now, the first ones (the others are parked). A method: the group is spread into others. */
   fetching(): number;
-  /** Stop fetching; `doNotWaitActive` does not wait for the jobs in progress. */
-  pause(doNotWaitActive?: boolean): Promise<void>;
-  /** Fetch again: every loop that is not parked. */
-  resume(): Promise<void>;
+  /**
+   * Stop fetching; `doNotWaitActive` does not wait for the jobs in progress. `holder` names who holds the group (the
+   * Redis OOM back-off, the merchant's pause): it fetches again only once every holder has resumed it.
+   * @defaultValue holder 'caller'
+   */
+  pause(doNotWaitActive?: boolean, holder?: string): Promise<void>;
+  /** `holder` lets go; once none holds the group, every loop that is not parked fetches again. */
+  resume(holder?: string): Promise<void>;
+  /** Whether `holder` holds the group (paused); without one, whether any does. */
+  held(holder?: string): boolean;
   /** Abort one job's processor, in whichever loop runs it; false when none does. */
   cancelJob(jobId: string, reason?: string): boolean;
   cancelAllJobs(reason?: string): void;
@@ -85,8 +91,8 @@ export interface FetchLoopGroup<D, R> {
 export function groupFetchLoops<D, R>(loops: readonly [Worker<D, R>, ...Worker<D, R>[]]): FetchLoopGroup<D, R> {
   const all = async (act: (loop: Worker<D, R>, i: number) => Promise<unknown>) =>
     void (await Promise.all(loops.map(act)));
-  // Paused by a caller (pause() until resume()): no parked loop comes back meanwhile.
-  let held = false;
+  // Who holds the group paused (pause() until their resume()): no loop fetches, no parked loop comes back meanwhile.
+  const holders = new Set<string>();
   let fetching = loops.length;
   return {
     fetchLoops: loops,
@@ -102,18 +108,20 @@ export function groupFetchLoops<D, R>(loops: readonly [Worker<D, R>, ...Worker<D
       loops.forEach((l, i) => {
         if (i < fetching) {
           l.concurrency = shareOf(limit, fetching, i);
-          if (!held && l.isPaused()) void l.resume();
+          if (holders.size === 0 && l.isPaused()) void l.resume();
         } else if (!l.isPaused()) void l.pause(true).catch(() => {});
       });
     },
-    pause: async (doNotWaitActive) => {
-      held = true;
+    pause: async (doNotWaitActive, holder = 'caller') => {
+      holders.add(holder);
       await all((l) => l.pause(doNotWaitActive));
     },
-    resume: async () => {
-      held = false;
+    resume: async (holder = 'caller') => {
+      holders.delete(holder);
+      if (holders.size > 0) return;
       await all((l, i) => (i < fetching ? l.resume() : Promise.resolve()));
     },
+    held: (holder) => (holder === undefined ? holders.size > 0 : holders.has(holder)),
     cancelJob: (jobId, reason) => loops.some((l) => l.cancelJob(jobId, reason)),
     cancelAllJobs: (reason) => loops.forEach((l) => l.cancelAllJobs(reason)),
     close: (force) => all((l) => l.close(force)),

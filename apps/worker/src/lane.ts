@@ -18,11 +18,17 @@ import { createReconcileMetrics, sweepSettingsFromConfig } from '@mcb/settlement
 import { Queue } from 'bullmq';
 import { createAdaptiveLimit, type AdaptiveLimit } from './adaptive-concurrency.ts';
 import { alertOnReviewOpened, type Alerter } from './alerts.ts';
-import { createCallbackWorker, type CallbackWorker, type CallbackWorkerDeps } from './callback-worker.ts';
+import {
+  createCallbackWorker,
+  MERCHANT_PAUSED_HOLDER,
+  type CallbackWorker,
+  type CallbackWorkerDeps,
+} from './callback-worker.ts';
 import { forcedClose } from './jobs-in-progress.ts';
 import { createLaneGovernor, type LaneGovernor } from './lane-governor.ts';
 import { createMaintenanceWorker, type MaintenanceWorker } from './maintenance-worker.ts';
 import { createLaneSnapshot } from './lane-snapshot.ts';
+import { readPausesByNo, watchMerchantPauses } from './merchant-pause.ts';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics.ts';
 
 /** What tests and the bench set beyond the config (never production): hooks, and timings that make retries quick. */
@@ -55,6 +61,8 @@ export interface WorkerTuning {
   alerts?: Alerter;
   /** How long a connection to Postgres may take, in ms. @defaultValue 5000 */
   dbConnectionTimeoutMs?: number;
+  /** How often merchant_pauses is read, in ms (merchant-pause.ts). @defaultValue 500 */
+  pausePollMs?: number;
 }
 
 /**
@@ -78,6 +86,8 @@ export interface Lane {
   readonly callbacks: CallbackWorker;
   /** The maintenance queue's worker: this merchant's sweep and catalog refresh. */
   readonly maintenance: MaintenanceWorker;
+  /** When the merchant was paused (merchant_pauses, as this process last read it); undefined while it runs. */
+  pausedSince(): Date | undefined;
 }
 
 /** What {@link createLanes} needs: the process's shared clients and its config. */
@@ -107,7 +117,9 @@ export async function createLanes(deps: LanesDeps): Promise<Lane[]> {
   const governor = governLanes(deps, links);
   loop.delayMs = governor.loopDelayMs;
   depthGauges(deps, links);
-  const callbacks = links.map((link) => callbackWorker(deps, link, governor));
+  // Before any job is taken: a paused merchant's lane is built held (docs/merchants.md "Pausing a merchant").
+  const pauses = await readPausesByNo(deps.database);
+  const callbacks = links.map((link) => callbackWorker(deps, link, governor, pauses.has(link.merchant.merchantNo)));
   deps.releasers.add(
     'callback worker',
     () => Promise.all(callbacks.map((c) => c.close())),
@@ -119,11 +131,22 @@ export async function createLanes(deps: LanesDeps): Promise<Lane[]> {
     () => Promise.all(maintenance.map((m) => m.close())),
     allOf(maintenance.map((m) => forcedClose(m.worker, deps.logger))),
   );
-  return links.map((link, i) => ({ ...link, callbacks: callbacks[i]!, maintenance: maintenance[i]! }));
+  const lanes = links.map((link, i) => ({ ...link, callbacks: callbacks[i]!, maintenance: maintenance[i]! }));
+  const watch = watchMerchantPauses({
+    database: deps.database,
+    redis: deps.redis,
+    logger: deps.logger,
+    lanes,
+    initial: pauses,
+    holder: MERCHANT_PAUSED_HOLDER,
+    pollMs: deps.tuning?.pausePollMs,
+  });
+  deps.releasers.add('merchant pauses', () => watch.stop());
+  return lanes.map((lane) => ({ ...lane, pausedSince: () => watch.pauseOf(lane.merchant.ref)?.since }));
 }
 
 /** A lane's link to the platform: its keys, metrics, adaptive limit, fleet budget and guarded Get order. */
-type LaneLink = Omit<Lane, 'callbacks' | 'maintenance'> & { logger: Logger };
+type LaneLink = Omit<Lane, 'callbacks' | 'maintenance' | 'pausedSince'> & { logger: Logger };
 
 function laneLink(deps: LanesDeps & { loopDelayMs: () => number }, merchant: Merchant): LaneLink {
   const { config, releasers } = deps;
@@ -229,10 +252,11 @@ function governLanes(deps: LanesDeps, links: readonly LaneLink[]): LaneGovernor 
 }
 
 /** The lane's callbacks queue worker. */
-function callbackWorker(deps: LanesDeps, link: LaneLink, governor: LaneGovernor): CallbackWorker {
+function callbackWorker(deps: LanesDeps, link: LaneLink, governor: LaneGovernor, paused: boolean): CallbackWorker {
   const { config } = deps;
   return createCallbackWorker({
     ...deps.tuning?.callbacks,
+    startPaused: paused,
     cap: () => governor.capOf(link.merchant.ref),
     alerts: deps.alerts,
     connection: deps.redis,

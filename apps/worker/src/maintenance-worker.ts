@@ -45,7 +45,7 @@ export interface MaintenanceWorker {
 
 /** What a maintenance job returns: the sweep's report, a skip, or the refreshed catalog's summary. */
 export type MaintenanceResult =
-  SweepReport | { skipped: 'sweep-in-progress' } | { fetchedAt: string; currencies: number };
+  SweepReport | { skipped: 'sweep-in-progress' | 'merchant-paused' } | { fetchedAt: string; currencies: number };
 
 /** Jobs of a scheduler are kept for a look on the dashboard; the next interval is the retry, so one attempt each. */
 const templateOpts = { attempts: 1, removeOnComplete: { count: 200 }, removeOnFail: { count: 500 } };
@@ -134,6 +134,10 @@ async function reconcile(deps: MaintenanceWorkerDeps, job: Job, stop: AbortSigna
     if (isAppError(e, ErrorCodes.RECONCILE_IN_PROGRESS)) {
       deps.logger.info({ jobId: job.id }, 'reconciliation skipped: another sweep is running');
       return { skipped: 'sweep-in-progress' };
+    }
+    if (isAppError(e, ErrorCodes.MERCHANT_PAUSED)) {
+      deps.logger.info({ jobId: job.id }, 'reconciliation skipped: the merchant is paused');
+      return { skipped: 'merchant-paused' };
     }
     // Only the lock's Redis calls get here (the sweep reports everything else); the next interval tries again.
     deps.logger.error({ err: coerceError(e), jobId: job.id }, 'reconciliation could not start');

@@ -22,7 +22,10 @@ export interface RedisOomPause {
 /** Options of {@link createRedisOomPause}. */
 export interface RedisOomPauseOptions {
   /** What is paused and resumed: the worker's fetch loops. */
-  fetching: { pause(doNotWaitActive?: boolean): Promise<void>; resume(): Promise<void> };
+  fetching: {
+    pause(doNotWaitActive?: boolean, holder?: string): Promise<void>;
+    resume(holder?: string): Promise<void>;
+  };
   logger: Logger;
   metrics?: WorkerMetrics;
 }
@@ -44,10 +47,10 @@ export function createRedisOomPause({ fetching, logger, metrics }: RedisOomPause
         { err: coerceError(error), backoffMs },
         'Redis is out of memory (maxmemory, noeviction): pausing job fetching',
       );
-      void fetching.pause(true).catch(() => {});
+      void fetching.pause(true, 'redis-oom').catch(() => {});
       resumeTimer = setTimeout(() => {
         resumeTimer = undefined;
-        void fetching.resume();
+        void fetching.resume('redis-oom');
       }, backoffMs);
       resumeTimer.unref();
       return true;

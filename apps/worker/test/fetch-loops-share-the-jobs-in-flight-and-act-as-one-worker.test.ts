@@ -60,6 +60,24 @@ describe('a worker process with several fetch loops', () => {
     });
   }, 90_000);
 
+  it("fetches again only once every holder let go: a merchant's pause outlives the Redis OOM back-off", async ({
+    h,
+  }) => {
+    const worker = h.workers[0]!;
+    await worker.pause(true, 'merchant-paused');
+    await worker.pause(true, 'redis-oom');
+    // The OOM back-off ends (redis-oom-pause.ts resumes its hold): the merchant is still paused.
+    await worker.resume('redis-oom');
+    expect([worker.held(), worker.held('merchant-paused'), worker.held('redis-oom')]).toEqual([true, true, false]);
+    expect(worker.fetchLoops.map((l) => l.isPaused())).toEqual([true, true, true, true]);
+    // A retune while held brings no parked loop back.
+    worker.share(42, 4);
+    expect(worker.fetchLoops.map((l) => l.isPaused())).toEqual([true, true, true, true]);
+    await worker.resume('merchant-paused');
+    expect(worker.held()).toBe(false);
+    expect(worker.fetchLoops.map((l) => l.isPaused())).toEqual([false, false, false, false]);
+  });
+
   it('pauses, resumes and closes every loop through the worker', async ({ h }) => {
     const worker = h.workers[0]!;
     await worker.pause(true);

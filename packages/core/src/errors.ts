@@ -93,6 +93,13 @@ const CATALOGUE = {
   /** Another sweep runs: the console answers 409; a scheduled sweep tries again later. */
   RECONCILE_IN_PROGRESS: transient(409),
   RECONCILE_UNAVAILABLE: transient(503),
+  /** The merchant is paused (merchant_pauses): its sweep does not run until it is resumed; the console answers 409. */
+  MERCHANT_PAUSED: client(409),
+  /**
+   * A paused merchant's backlog in Redis is past MERCHANT_PAUSED_MAX_BACKLOG: ingest answers its new callbacks 503
+   * fail (the platform retries) until it is resumed and drained.
+   */
+  MERCHANT_BACKLOG_FULL: transient(503),
 
   // --- catalog and payouts ---
   CATALOG_UNAVAILABLE: transient(503),
@@ -113,6 +120,8 @@ const CATALOGUE = {
   REPLAY_NOT_RUNNING: client(409),
   PLAN_STALE: client(409),
   JOB_NOT_FAILED: client(409),
+  MERCHANT_ALREADY_PAUSED: client(409),
+  MERCHANT_NOT_PAUSED: client(409),
   INTERNAL_ERROR: permanent(),
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -29,6 +29,8 @@ export interface ActionSpec {
   target: string;
   /** The operator's reason, as received (validated here: required, at most {@link MAX_REASON} characters). */
   reason: unknown;
+  /** The merchant number acted on, for the audit row's `merchant_no`. @defaultValue none */
+  merchantNo?: string;
 }
 
 /** What an effect reports for the audit row. */
@@ -111,6 +113,7 @@ export async function authorize(deps: ActionDeps, actor: Actor, spec: ActionSpec
       ...actor,
       action: spec.action,
       target: spec.target,
+      merchantNo: spec.merchantNo,
       reason: storableReason(spec.reason),
       outcome: 'denied',
     }).catch((e: unknown) =>
@@ -141,6 +144,7 @@ export async function recordFailure(deps: ActionDeps, auth: Authorized, error: u
     ...actor,
     action: spec.action,
     target: spec.target,
+    merchantNo: spec.merchantNo,
     reason,
     outcome: `failed:${code}`,
   }).catch((e: unknown) =>
@@ -165,6 +169,7 @@ export async function commitAction<T>(
         ...actor,
         action: spec.action,
         target: spec.target,
+        merchantNo: spec.merchantNo,
         reason,
         outcome: r.outcome,
         details: r.details,
@@ -193,6 +198,7 @@ export async function recordIntent(
     ...actor,
     action: spec.action,
     target: spec.target,
+    merchantNo: spec.merchantNo,
     reason,
     outcome: PENDING,
     details,
@@ -267,6 +273,7 @@ function log(deps: ActionDeps, { actor, spec, reason }: Authorized, outcome: str
     {
       action: spec.action,
       target: spec.target,
+      merchantNo: spec.merchantNo,
       operator: actor.operator.name,
       role: actor.operator.role,
       outcome,

@@ -34,6 +34,10 @@ export const ACTIONS = {
   'reviews.dismiss': 'operator',
   /** Run a reconciliation sweep now. */
   'reconcile.run': 'operator',
+  /** Pause a merchant: its jobs, sweep and replays wait (POST /api/merchants/:ref/pause). */
+  'merchants.pause': 'operator',
+  /** Resume a paused merchant (POST /api/merchants/:ref/resume). */
+  'merchants.resume': 'operator',
   /** Retry a job, or every failed job, from the dashboard (bull-board). */
   'queue.retry': 'operator',
   /** Promote a delayed job (or all) from the dashboard. */

@@ -56,7 +56,9 @@ export function reconcileRows(deps: ReconcileActionDeps): RouteRow[] {
           200: reportSchema,
           400: errorBodySchema,
           403: errorBodySchema,
-          409: errorBodySchema.describe('A sweep is already running (RECONCILE_IN_PROGRESS)'),
+          409: errorBodySchema.describe(
+            'A sweep is already running (RECONCILE_IN_PROGRESS), or the merchant is paused (MERCHANT_PAUSED)',
+          ),
           503: errorBodySchema.describe('The sweep lock could not be asked for (RECONCILE_UNAVAILABLE)'),
         },
       },

@@ -9,7 +9,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { callbackArrivals, replayJobs, replays, type Database, type Replay } from '@mcb/core/db';
+import { callbackArrivals, merchantPauseOf, replayJobs, replays, type Database, type Replay } from '@mcb/core/db';
 import { coerceError, firstLineOf } from '@mcb/core/errors';
 import type { Logger } from '@mcb/core/logger';
 import { retryKeepingStory } from '@mcb/core/queue';
@@ -177,18 +177,28 @@ async function driveReplay(ctx: DriverContext, replay: Replay): Promise<void> {
   let cursor = replay.cursor;
   let next = performance.now();
   const log = ctx.logger.child({ replayId: replay.id });
+  let waitingForResume = false;
   log.info({ ratePerSecond: replay.ratePerSecond, total: replay.total, cursor }, 'replay: driving');
   while (!ctx.signal.aborted) {
     try {
       // Still ours and still running? A cancel (or a lost lease) ends the loop here, before any further retry.
       if (!(await renewLease(ctx, replay.id))) break;
-      const chunk = await replayCandidates(ctx.db, filter, cursor, size, bound);
-      if (chunk.length === 0) {
-        await finish(ctx.db, replay.id);
-        log.info('replay: finished');
-        break;
+      // Its merchant paused: nothing is sent back, the lease is kept, and it goes on from its cursor after the resume.
+      if (await merchantPauseOf(ctx.db, mq.merchantNo)) {
+        if (!waitingForResume) log.info({ merchant: mq.ref }, 'replay: waiting, its merchant is paused');
+        waitingForResume = true;
+        next = performance.now() + PAUSED_TICK_MS - intervalMs;
+      } else {
+        if (waitingForResume) log.info({ merchant: mq.ref }, 'replay: its merchant resumed, going on');
+        waitingForResume = false;
+        const chunk = await replayCandidates(ctx.db, filter, cursor, size, bound);
+        if (chunk.length === 0) {
+          await finish(ctx.db, replay.id);
+          log.info('replay: finished');
+          break;
+        }
+        cursor = await sendBack(ctx, mq.queue, replay.id, chunk);
       }
-      cursor = await sendBack(ctx, mq.queue, replay.id, chunk);
     } catch (e) {
       // Redis or Postgres away: the cursor did not move; try the same chunk again after a pause.
       log.warn({ err: coerceError(e) }, 'replay: chunk failed, will retry it');
@@ -205,6 +215,9 @@ async function driveReplay(ctx: DriverContext, replay: Replay): Promise<void> {
     else next = performance.now(); // fell behind (a slow chunk): no burst to catch up
   }
 }
+
+/** How often a replay whose merchant is paused looks again, in ms (well within its lease). */
+const PAUSED_TICK_MS = 500;
 
 /** Renew this process's lease on a running replay; false once it is cancelled, finished or held by another. */
 async function renewLease(ctx: DriverContext, id: number): Promise<boolean> {

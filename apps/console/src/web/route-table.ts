@@ -29,6 +29,8 @@ export interface RouteRow<S extends FastifySchema = FastifySchema> {
    * What an action is done to, for the audit row of a refusal (`order:MO-1`, `sweep`); from the unvalidated request.
    */
   target?: (req: FastifyRequest) => string;
+  /** The merchant number acted on, for the audit row of a refusal (`merchant_no`); from the unvalidated request. */
+  merchantNoOf?: (req: FastifyRequest) => string | undefined;
   schema: S;
   handler: RouteHandlerMethod<
     RawServerDefault,
@@ -55,6 +57,8 @@ declare module 'fastify' {
     actionOf?: (req: FastifyRequest) => Action;
     /** The row's target (see {@link RouteRow.target}). */
     target?: (req: FastifyRequest) => string;
+    /** The row's merchant number (see {@link RouteRow.merchantNoOf}). */
+    merchantNoOf?: (req: FastifyRequest) => string | undefined;
     /** Which table the row came from: the JSON API's or the pages' (see {@link registerRoutes}). */
     surface?: Surface;
   }
@@ -78,6 +82,7 @@ export function registerRoutes(app: FastifyInstance, rows: readonly RouteRow[], 
         surface,
         ...(r.actionOf ? { actionOf: r.actionOf } : {}),
         ...(r.target ? { target: r.target } : {}),
+        ...(r.merchantNoOf ? { merchantNoOf: r.merchantNoOf } : {}),
       },
       handler: r.handler as RouteHandlerMethod,
     });
@@ -91,7 +96,7 @@ export function registerRoutes(app: FastifyInstance, rows: readonly RouteRow[], 
  */
 export function installRoleCheck(app: FastifyInstance, deps: ActionDeps): void {
   app.addHook('preValidation', async (req) => {
-    const { actionOf, target } = req.routeOptions.config ?? {};
+    const { actionOf, target, merchantNoOf } = req.routeOptions.config ?? {};
     const action = actionOf ? actionOf(req) : req.routeOptions.config?.action;
     if (action === undefined || !req.operator || can(req.operator.role, action)) return;
     if (CHANGES_NOTHING.has(action)) throw forbidden(req.operator, action);
@@ -100,6 +105,7 @@ export function installRoleCheck(app: FastifyInstance, deps: ActionDeps): void {
       action,
       target: target?.(req) ?? req.routeOptions.url ?? '',
       reason: body.reason,
+      merchantNo: merchantNoOf?.(req),
     });
   });
 }

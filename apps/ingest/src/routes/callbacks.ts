@@ -11,6 +11,7 @@ import { createEnqueuer, type Enqueuer } from '../enqueue.ts';
 import type { IngestLane } from '../lanes.ts';
 import type { IngestMetrics } from '../metrics.ts';
 import { createSentinelFence } from '../primary-fence.ts';
+import type { PausedBound } from '../paused-bound.ts';
 import type { RedisGate, RedisRefusal } from '../redis-gate.ts';
 import { CONTENT_FAILURE_STATUS, sendText, UNAVAILABLE_STATUS } from '../reply.ts';
 import { CALLBACK_ROUTES, MERCHANT_CALLBACK_ROUTES, routeTargets, type RouteTarget } from './route-targets.ts';
@@ -35,6 +36,8 @@ export interface CallbackRouteDeps {
   gate: Pick<RedisGate, 'accept' | 'noteRefusal' | 'onNotDurable'>;
   /** Budget of one enqueue, in ms. */
   enqueueTimeoutMs: number;
+  /** A paused merchant's backlog bound (MERCHANT_PAUSED_MAX_BACKLOG). @defaultValue none: never refused */
+  pausedBound?: PausedBound;
 }
 
 /** What one callback's handling uses, made once for the routes. */
@@ -124,6 +127,11 @@ async function handleCallback(
   const redis = h.gate.accept();
   if (!redis.acceptWrites)
     return done('unavailable', UNAVAILABLE_STATUS, 'fail', refuse(h, target, ids, redis.refusal));
+  // Checked once the callback proved to be this merchant's: an outsider learns nothing of a pause.
+  if (await h.pausedBound?.refuses(lane.merchant.ref)) {
+    h.logger.debug(ids, 'callback refused: its merchant is paused and its backlog is full');
+    return done('unavailable', UNAVAILABLE_STATUS, 'fail', ErrorCodes.MERCHANT_BACKLOG_FULL);
+  }
   const failed = await enqueueDurably(h, { job, lane, label: target.label }, redis.check, ids, keyIndex);
   if (failed) return done('unavailable', UNAVAILABLE_STATUS, 'fail', failed);
   return done('success', 200, 'success');

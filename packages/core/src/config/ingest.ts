@@ -27,6 +27,12 @@ export const ingestFields = {
    */
   INGEST_REDIS_MIN_HEADROOM: z.coerce.number().min(0).max(0.9).default(0.1),
   /**
+   * Most callbacks a paused merchant may hold in Redis (its queue's waiting, delayed and prioritized jobs): past it,
+   * that merchant's new callbacks get `503 fail` (the platform retries them) until it is resumed, so one long pause
+   * cannot eat the Redis headroom of the others. A merchant that is not paused is never refused by it. 0: no bound.
+   */
+  MERCHANT_PAUSED_MAX_BACKLOG: z.coerce.number().int().min(0).max(100_000_000).default(100_000),
+  /**
    * Bounds of the public listener, per connection: the time to receive a request's headers, and the whole request
    * (headers and body; a callback is a few KB), how long an idle keep-alive connection is kept, and how long a
    * socket may stay silent. A client beyond a bound gets `408 fail` (or is closed) so slow senders cannot pile up.

@@ -15,3 +15,4 @@ export {
   type SchemaStatus,
   type ShippedMigration,
 } from './schema-version.ts';
+export { merchantPauseOf, readMerchantPauses } from './merchant-pauses.ts';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Job } from 'bullmq';
 
 export { CALLBACKS_QUEUE, MAINTENANCE_QUEUE, merchantKeys, type FleetKeys, type MerchantKeys } from './keys.ts';
+export { readPausedBacklog, writePauseMirror, type PausedBacklog } from './pause-mirror.ts';
 
 export { CALLBACK_KINDS, type CallbackKind } from '../spec.ts';
 import type { CallbackKind } from '../spec.ts';

@@ -43,6 +43,12 @@ export interface MerchantKeys {
    * rewritten every few seconds (apps/worker/src/lane-snapshot.ts); the console's merchants page merges them.
    */
   readonly laneSnapshots: string;
+  /**
+   * Present while the merchant is paused (its value: the pause's start, ms since the epoch): a mirror of Postgres's
+   * `merchant_pauses` for ingest, which has no Postgres. Written by the console, rebuilt by every worker from the
+   * table (docs/merchants.md "Pausing a merchant").
+   */
+  readonly pausedMirror: string;
 }
 
 /**
@@ -76,5 +82,6 @@ export function merchantKeys(queuePrefix: string, ref: string = DEFAULT_MERCHANT
     },
     sweepLock: `${prefix}:${maintenanceQueue}:reconcile-lock`,
     laneSnapshots: `${fleet}:lanes`,
+    pausedMirror: `${prefix}:${callbacksQueue}:merchant-paused`,
   };
 }

@@ -2,7 +2,7 @@ import { Counter, Gauge, type Registry } from '@mcb/core/metrics';
 
 /** Prometheus metrics of the reconciliation sweep. */
 export interface ReconcileMetrics {
-  /** Sweeps by trigger (schedule, manual) and result (completed, stopped, busy). */
+  /** Sweeps by trigger (schedule, manual) and result (completed, stopped, busy, paused). */
   sweeps: Counter<'trigger' | 'result'>;
   /** Pending orders looked up with Get order, by kind. */
   scanned: Counter<'kind'>;

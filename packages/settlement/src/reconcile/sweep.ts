@@ -1,4 +1,5 @@
 import { AppError, coerceError, ErrorCodes } from '@mcb/core/errors';
+import { merchantPauseOf } from '@mcb/core/db';
 import type { RedisClient } from '@mcb/core/redis';
 import type { ApplyDeps } from '../settle.ts';
 import { toJobError } from '../retry-policy.ts';
@@ -131,6 +132,9 @@ export async function runSweep(deps: SweepDeps, options: SweepOptions = {}): Pro
     });
   }
   try {
+    // A paused merchant's sweep waits for its resume (docs/merchants.md "Pausing a merchant"): checked under the lock,
+    // so a pause committed before it was taken is always seen; a pause during the sweep stops it at its next batch.
+    await refuseIfPaused(deps, trigger);
     const signal = options.signal ? AbortSignal.any([options.signal, lock.lost]) : lock.lost;
     const report = await sweep(deps, { trigger, askBackedOff: options.askBackedOff ?? false }, signal);
     deps.reconcileMetrics?.sweeps.inc({ trigger, result: report.stoppedEarly ? 'stopped' : 'completed' });
@@ -144,6 +148,19 @@ export async function runSweep(deps: SweepDeps, options: SweepOptions = {}): Pro
   } finally {
     await lock.release();
   }
+}
+
+/** 409 MERCHANT_PAUSED when the merchant's row is in merchant_pauses: nothing is swept. */
+async function refuseIfPaused(deps: SweepDeps, trigger: 'schedule' | 'manual'): Promise<void> {
+  // Postgres unreadable: the sweep's own first read fails the same way and reports it (a stop, not a crash).
+  const pause = await merchantPauseOf(deps.db, deps.merchantNo).catch(() => undefined);
+  if (!pause) return;
+  deps.reconcileMetrics?.sweeps.inc({ trigger, result: 'paused' });
+  throw new AppError(
+    ErrorCodes.MERCHANT_PAUSED,
+    `merchant ${deps.merchantNo} is paused (since ${pause.since.toISOString()}): its sweep waits for its resume`,
+    { details: { merchantNo: deps.merchantNo, since: pause.since.toISOString() } },
+  );
 }
 
 async function sweep(
@@ -198,6 +215,10 @@ async function sweep(
     let cursor: PendingCursor | undefined;
     for (;;) {
       if (halted.aborted) break;
+      if (cursor && (await merchantPauseOf(deps.db, deps.merchantNo))) {
+        halt('the merchant was paused');
+        break;
+      }
       // Asking the backed-off orders too: every back-off ends before the end of time.
       const window = {
         merchantNo: deps.merchantNo,

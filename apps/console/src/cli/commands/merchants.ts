@@ -1,14 +1,16 @@
 import { parseArgs } from 'node:util';
 import type { MerchantFigures } from '../../merchants/queries.ts';
 import { answer, at, cliApi } from './_api.ts';
+import { PAUSE_USAGE, runMerchantPause } from './_merchant-pause.ts';
 import { table } from './_terminal.ts';
 
-export const summary = "each merchant's figures: merchants list [--json]";
+export const summary = "each merchant's figures, pause and resume: merchants list | pause <ref> | resume <ref>";
 
 const USAGE = `usage: pnpm cli merchants list [--json]
   One row per merchant: paused or not, its queue (waiting, delayed, failed, in flight), credits in the last minute and
   hour, callback-to-credit p99, Get order p99 and error rate, breaker, Get order budget and use (GET /api/merchants).
-  "-": not known (no worker reporting, or Redis away).`;
+  "-": not known (no worker reporting, or Redis away).
+${PAUSE_USAGE}`;
 
 const OPTIONS = { json: { type: 'boolean' }, help: { type: 'boolean' } } as const;
 
@@ -58,6 +60,7 @@ export function renderMerchants(body: { merchants: MerchantFigures[] }): string 
 }
 
 export async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
+  if (args[0] === 'pause' || args[0] === 'resume') return runMerchantPause(args[0], args.slice(1), env);
   let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
   try {
     parsed = parseArgs({ args, options: OPTIONS, allowPositionals: true });

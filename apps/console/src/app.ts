@@ -19,6 +19,7 @@ import {
 import { auditRows } from './audit/api.ts';
 import { auditPageRows } from './audit/pages.ts';
 import { installAuth } from './auth.ts';
+import { targetMerchantOf } from './audit/target-merchant.ts';
 import { installServiceGate } from './operators/service-gate.ts';
 import { installRoleCheck, registerRoutes, type RouteRow } from './web/route-table.ts';
 import { dashboardPlugin } from './dashboard/dashboard.ts';
@@ -148,7 +149,13 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
     trustedProxies: identity.trusted,
   });
   installServiceGate(base);
-  installRoleCheck(base, { db: deps.db.db, logger: deps.logger });
+  // The merchants are known before the routes: the role check's refusals record the merchant of what was refused.
+  const merchants = consoleMerchantsOf(deps);
+  installRoleCheck(base, {
+    db: deps.db.db,
+    logger: deps.logger,
+    targetMerchant: targetMerchantOf({ db: deps.db.db, merchants }),
+  });
   if (deps.registry) installMetrics(base, deps.registry);
   const app = base.withTypeProvider<ZodTypeProvider>();
 
@@ -161,7 +168,6 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
     transform: jsonSchemaTransform,
   });
 
-  const merchants = consoleMerchantsOf(deps);
   const routeDeps: RouteDeps = {
     db: deps.db,
     catalog: merchants.byNo(consoleMerchantNo(config.merchants))!.catalog,
@@ -198,6 +204,7 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
     await app.register(dashboardPlugin, {
       queues: [...queues.list.map((m) => m.queue), ...(deps.extraQueues ?? [])],
       actions: { db: deps.db.db, logger: deps.logger },
+      merchantOfQueue: (name) => queues.list.find((m) => m.queue.name === name)?.merchantNo ?? null,
     });
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -210,7 +217,7 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
 /** The operators (the file's, or the test's) and CONSOLE_TOKEN's admin; a configuration error when there are none. */
 function directoryOf({ config, operators: given }: ConsoleDeps): OperatorDirectory {
   const operators = given ?? (config.CONSOLE_OPERATORS_FILE ? loadOperatorsFile(config.CONSOLE_OPERATORS_FILE) : []);
-  const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators });
+  const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators, merchants: config.merchants });
   if (directory.size === 0)
     throw new AppError(
       ErrorCodes.CONFIG_INVALID,

@@ -20,6 +20,8 @@ export interface ActionRecord {
   via?: AuthMethod;
   /** Counts and ids that explain the outcome; never a callback body, a key or a token. */
   details?: Record<string, unknown>;
+  /** The number of the merchant the action is about (`operator_actions.merchant_no`); none for one about no merchant. */
+  merchantNo?: string | null;
 }
 
 /**
@@ -40,6 +42,7 @@ export async function recordAction(tx: Database, record: ActionRecord): Promise<
       requestId: record.requestId ?? null,
       via: record.via ?? null,
       details: record.details ?? null,
+      merchantNo: record.merchantNo ?? null,
     })
     .returning({ id: operatorActions.id });
   return row!.id;

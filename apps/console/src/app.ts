@@ -204,7 +204,9 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
     await app.register(dashboardPlugin, {
       queues: [...queues.list.map((m) => m.queue), ...(deps.extraQueues ?? [])],
       actions: { db: deps.db.db, logger: deps.logger },
-      merchantOfQueue: (name) => queues.list.find((m) => m.queue.name === name)?.merchantNo ?? null,
+      // By name in any case: a refusal of `CALLBACKS-A` names a's merchant (Redis would not find it; no one acts).
+      merchantOfQueue: (name) =>
+        queues.list.find((m) => m.queue.name.toLowerCase() === name.toLowerCase())?.merchantNo ?? null,
     });
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -316,13 +318,13 @@ function apiRows(
   const { merchants } = routeDeps;
   return [
     ...whoamiRows(),
-    ...auditRows({ db: deps.db.db }),
+    ...auditRows({ db: deps.db.db, merchants }),
     ...ordersRows(routeDeps),
     ...payoutsRows(routeDeps),
     ...paymentMethodsRows(routeDeps),
     ...(deps.redis ? reconcileRows(reconcileActionDeps({ ...deps, merchants, redis: deps.redis })) : []),
-    ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
-    ...callbacksRows({ db: deps.db.db, queues: deps.queues }),
+    ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs, merchants }),
+    ...callbacksRows({ db: deps.db.db, queues: deps.queues, merchants }),
     ...reviewsRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
   ];
 }
@@ -357,7 +359,7 @@ function pageRows(
       merchants,
     }),
     ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
-    ...auditPageRows({ db: deps.db.db }),
+    ...auditPageRows({ db: deps.db.db, merchants }),
     ...(replayDeps ? replaysPageRows(replayDeps) : []),
   ];
 }

@@ -104,3 +104,23 @@ export function scopeOf(
   }
   return Object.freeze({ refs: Object.freeze([...refs]), merchantNos: nos });
 }
+
+/** What a list reads by: the merchant numbers it keeps to (undefined: all) and each row's ref (with two or more). */
+export interface ListScope {
+  merchantNos: readonly string[] | undefined;
+  /** A row's `merchant` ref: only when the deployment has two or more merchants (the merchant column). */
+  refOf?: (merchantNo: string) => string | undefined;
+}
+
+/** {@link listMerchants} and the merchant column of one list request. */
+export function listScopeOf(
+  operator: Pick<Operator, 'scope'>,
+  merchants: ConsoleMerchants | undefined,
+  ref: string | undefined,
+): ListScope {
+  if (!merchants) return { merchantNos: visibleMerchantNos(operator) };
+  return {
+    merchantNos: listMerchants(operator, merchants, ref),
+    ...(merchants.several ? { refOf: (no: string) => merchants.byNo(no)?.merchant.ref } : {}),
+  };
+}

@@ -340,6 +340,7 @@ function pageRows(
     ...searchPageRows({
       db: deps.db,
       queue: deps.queue,
+      ...(deps.queues ? { queueOf: (no: string) => deps.queues?.byMerchantNo(no)?.queue } : {}),
       merchantNo: consoleMerchantNo(deps.config.merchants),
       merchants,
       platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
@@ -348,6 +349,7 @@ function pageRows(
       db: deps.db.db,
       logger: deps.logger,
       queues: deps.queues,
+      merchants,
       platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
     }),
     ...ordersPageRows({

@@ -1,5 +1,5 @@
 import { loadConfig } from '@mcb/core/config';
-import { LEGACY_INDEXES, operatorActions, orderEvents, orders, reviews } from '@mcb/core/db';
+import { callbackArrivals, LEGACY_INDEXES, operatorActions, orderEvents, orders, reviews } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
@@ -37,6 +37,7 @@ let app: FastifyInstance;
 let file: ReturnType<typeof writeMerchantsFile>;
 const failedJob: Record<'a' | 'b', string> = { a: '', b: '' };
 const review: Record<'a' | 'b', number> = { a: 0, b: 0 };
+let replayOfA = 0;
 
 async function failOneJob(ref: 'a' | 'b') {
   const mq = queues.of(ref);
@@ -133,6 +134,28 @@ beforeAll(async () => {
   await app.ready();
   await failOneJob('a');
   await failOneJob('b');
+  // The worker's rows of the two failed jobs (what the lists and counts read).
+  for (const [ref, no] of [
+    ['a', 'M-A'],
+    ['b', 'M-B'],
+  ] as const) {
+    const now = new Date();
+    await env.db.db.insert(callbackArrivals).values({
+      jobId: failedJob[ref],
+      merchantNo: no,
+      kind: 'payin',
+      orderNo: `P-${ref}-1`,
+      state: 1,
+      merchantOrderNo: `ORD-${ref}`,
+      amount: '10',
+      receivedAt: now,
+      firstSeenAt: now,
+      updatedAt: now,
+      attempts: 1,
+      status: 'failed',
+      lastCode: 'PLATFORM_HTTP_ERROR',
+    });
+  }
   review.a = await openReview('M-A', 'a');
   review.b = await openReview('M-B', 'b');
   // One order of each merchant (by the admin), and an event of each on the feed.
@@ -145,6 +168,14 @@ beforeAll(async () => {
     });
     expect(res.statusCode).toBe(201);
   }
+  const started = await app.inject({
+    method: 'POST',
+    url: '/api/replays',
+    headers: AUTH,
+    payload: { reason: 'setup', filter: { merchant: 'a', status: 'failed' }, ratePerSecond: 1 },
+  });
+  expect(started.statusCode, started.body).toBe(202);
+  replayOfA = started.json().replay.id;
   for (const no of ['M-A', 'M-B']) {
     const [o] = await env.db.db.select().from(orders).where(eq(orders.merchantNo, no));
     await env.db.db.insert(orderEvents).values({
@@ -346,6 +377,44 @@ describe('reads of an operator scoped to b', () => {
     );
   });
 
+  it('show nothing of a: replays, search (order and platform numbers), counts, the Callbacks page', async () => {
+    const rp = (await inject('GET', '/api/replays', B_VIEWER)).json();
+    expect(rp.replays.some((r: { id: number }) => r.id === replayOfA)).toBe(false);
+    expect((await inject('GET', `/api/replays/${replayOfA}`, B_VIEWER)).statusCode).toBe(404);
+    expect((await inject('GET', `/api/replays/${replayOfA}`, AUTH)).statusCode).toBe(200);
+
+    const page = (url: string, headers: Record<string, string>) =>
+      app.inject({ method: 'GET', url, headers: { ...headers, accept: 'text/html' } });
+    const adminFinds = await page('/search?q=ORD-a', AUTH);
+    expect(adminFinds.statusCode).toBe(303);
+    expect(adminFinds.headers.location).toBe('/orders/ORD-a?merchant=a');
+    const bFinds = await page('/search?q=ORD-a', B_VIEWER);
+    expect(bFinds.statusCode).toBe(200);
+    expect(bFinds.body).not.toContain('/orders/ORD-a');
+    // A platform number of a's (its review's): the admin gets its story, b nothing.
+    expect((await page('/search?q=P-R-a', AUTH)).body).toContain('Callbacks for platform order');
+    const bPlatform = (await page('/search?q=P-R-a', B_VIEWER)).body;
+    expect(bPlatform).not.toContain('Callbacks for platform order');
+    expect(bPlatform).toContain('No order and no callback found');
+
+    const failedCount = (body: string) => Number(/data-count="failed">(\d+)</.exec(body)?.[1]);
+    expect(failedCount((await page('/search', AUTH)).body)).toBe(2);
+    expect(failedCount((await page('/search', B_VIEWER)).body)).toBe(1);
+
+    const bList = (await page('/callbacks?status=failed', B_VIEWER)).body;
+    expect(bList).toContain(`data-job="${failedJob.b}"`);
+    expect(bList).not.toContain('ORD-a');
+    expect(bList).toContain('<th scope="col">Merchant</th>');
+    expect(bList).not.toContain('<option value="a"');
+    const adminList = (await page('/callbacks?status=failed', AUTH)).body;
+    expect(adminList).toContain('ORD-a');
+    expect(adminList).toContain('<option value="a"');
+    expect((await page('/callbacks?status=failed&merchant=a', AUTH)).body).not.toContain('ORD-b');
+    const outside = await page('/callbacks?status=failed&merchant=a', B_VIEWER);
+    expect(outside.statusCode).toBe(400);
+    expect(outside.body).not.toContain('ORD-a');
+  });
+
   it('an admin sees both, with the merchant on each row', async () => {
     // (b's review was dismissed by then: every status.)
     const rv = (await inject('GET', '/api/reviews', AUTH)).json();
@@ -357,7 +426,7 @@ describe('reads of an operator scoped to b', () => {
   });
 
   it('?merchant= narrows each list; an unknown ref and one outside the scope are the same 400', async () => {
-    for (const list of ['/api/reviews', '/api/events', '/api/audit', '/api/callbacks?status=failed&']) {
+    for (const list of ['/api/reviews', '/api/events', '/api/audit', '/api/callbacks?status=failed&', '/api/replays']) {
       const url = (ref: string) => `${list}${list.includes('?') ? '' : '?'}merchant=${ref}`;
       const onlyA = await inject('GET', url('a'), AUTH);
       expect(onlyA.statusCode, `${list}: ${onlyA.body}`).toBe(200);

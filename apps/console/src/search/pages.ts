@@ -5,7 +5,8 @@ import { orderHref } from '../web/format.ts';
 import { pageRoute } from '../web/page-route.ts';
 import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
-import { findByNumber, waiting } from './queries.ts';
+import type { FastifyRequest } from 'fastify';
+import { findByNumber, waiting, type SearchScope } from './queries.ts';
 import { searchPage } from './views.ts';
 import type { ConsoleMerchants } from '../web/route-deps.ts';
 
@@ -17,12 +18,19 @@ export interface SearchPagesDeps {
   merchantNo: string;
   /** The merchants whose orders it finds (each merchant's, by number). */
   merchants: ConsoleMerchants;
+  /** The callbacks queue of the merchant with this number (several merchants). @defaultValue `queue` */
+  queueOf?: (merchantNo: string) => Queue | undefined;
   /** The fleet's Get order state (throttled, breaker open), from Redis. @defaultValue none (not shown) */
   platformState?: () => Promise<FleetState>;
 }
 
 /** `/` opens the search; `/search?q=`: an order's number takes you to its page; anything else is shown here. */
-export function searchPageRows({ db, queue, platformState, merchants }: SearchPagesDeps): RouteRow[] {
+export function searchPageRows({ db, queue, queueOf, platformState, merchants }: SearchPagesDeps): RouteRow[] {
+  const scopeOf = (req: FastifyRequest): SearchScope => ({
+    reader: req.operator!,
+    merchants,
+    queueOf: (no) => queueOf?.(no) ?? (merchants.several ? undefined : queue),
+  });
   return [
     pageRoute({
       url: '/',
@@ -43,10 +51,10 @@ export function searchPageRows({ db, queue, platformState, merchants }: SearchPa
             req,
             reply,
             { title: 'Search', area: 'search', flash: flashOf(req.query) },
-            searchPage('', undefined, await waiting(db, queue), platform),
+            searchPage('', undefined, await waiting(db, queue, scopeOf(req)), platform),
           );
         }
-        const found = await findByNumber(db, queue, query, merchants);
+        const found = await findByNumber(db, queue, query, merchants, scopeOf(req));
         if (found.kind === 'order') {
           const named = found.merchant ? `?merchant=${encodeURIComponent(found.merchant)}` : '';
           return reply

@@ -3,7 +3,7 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { MerchantQueues } from './merchant-queues.ts';
 import { z } from 'zod';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf, type FoundJob } from '../orders/timeline.ts';
-import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks } from './queries.ts';
+import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks, type CallbackPage } from './queries.ts';
 import { reviewSummary, reviewSummarySchema } from '../reviews/queries.ts';
 import { errorBodySchema } from '../web/api-schemas.ts';
 import { iso } from '../web/format.ts';
@@ -85,14 +85,16 @@ export function callbacksRows({ db, queues, merchants }: CallbacksDeps): RouteRo
         const { orderNo, merchantOrderNo } = filter;
         // `merchant` narrows to that merchant's rows and queue (400 for a ref this deployment does not serve).
         // A ref outside the operator's merchants is the 400 of an unknown one; none: every merchant it sees.
-        const { merchantNos } = listScopeOf(req.operator!, merchants, filter.merchant);
+        const { merchantNos, refOf } = listScopeOf(req.operator!, merchants, filter.merchant);
+        const named = (p: CallbackPage): CallbackPage =>
+          refOf ? { ...p, callbacks: p.callbacks.map((c) => ({ ...c, merchant: refOf(c.merchantNo) })) } : p;
         const mq = filter.merchant === undefined ? undefined : queues?.of(filter.merchant);
         const scoped = { ...filter, merchantNo: queues?.several ? mq?.merchantNo : undefined, merchantNos };
         const seen = (no: string) => merchantNos === undefined || merchantNos.includes(no);
         const queue = (mq ?? queues?.list.find((m) => seen(m.merchantNo)))?.queue;
         if (!orderNo && !merchantOrderNo)
           return {
-            ...(await searchCallbacks(db, scoped, { cursor, limit })),
+            ...named(await searchCallbacks(db, scoped, { cursor, limit })),
             receipts: [],
             reviews: [],
             jobs: [],
@@ -110,7 +112,7 @@ export function callbacksRows({ db, queues, merchants }: CallbacksDeps): RouteRo
           orderNo ? records.jobs.filter((j) => (j.job.data as { orderNo?: unknown }).orderNo === orderNo) : records.jobs
         ).map(jobView);
         return {
-          ...page,
+          ...named(page),
           receipts: receiptRows.map((r) => ({
             orderNo: r.orderNo,
             state: r.state,

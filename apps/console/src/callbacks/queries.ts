@@ -72,6 +72,7 @@ export type ScopedFilter = CallbackFilter & {
 export const callbackRowSchema = z.object({
   jobId: z.string(),
   merchantNo: z.string().describe('The merchant number whose queue the job is on'),
+  merchant: z.string().optional().describe("The merchant's ref (only when the console serves two or more)"),
   kind: z.enum(['payin', 'payout']),
   orderNo: z.string(),
   state: z.number().int(),

@@ -142,16 +142,20 @@ async function merchantFeed(db: Database, after: number, limit: number, graceMs:
   const top = rows.at(-1)?.id;
   let ready = rows;
   if (top !== undefined) {
+    // The holes first (ids no committed row holds: rare), then the age of the row after each (per hole, not per id).
     const { rows: holes } = await db.execute<{ hole: string }>(sql`
-      select h.hole::text as hole
-        from (select ${after}::bigint + 1 as hole
-              union all
-              select e.id + 1 from ${orderEvents} e where e.id > ${after} and e.id < ${top}) h
-       where h.hole <= ${top}
-         and not exists (select 1 from ${orderEvents} x where x.id = h.hole)
-         and coalesce((select extract(epoch from (now() - n.created_at)) * 1000
-                         from ${orderEvents} n where n.id > h.hole order by n.id limit 1), 0) < ${graceMs}
-       order by h.hole
+      with holes as materialized (
+        select h.hole
+          from (select ${after}::bigint + 1 as hole
+                union all
+                select e.id + 1 from ${orderEvents} e where e.id > ${after} and e.id < ${top}) h
+         where h.hole <= ${top}
+           and not exists (select 1 from ${orderEvents} x where x.id = h.hole))
+      select hole::text as hole
+        from holes
+       where coalesce((select extract(epoch from (now() - n.created_at)) * 1000
+                         from ${orderEvents} n where n.id > holes.hole order by n.id limit 1), 0) < ${graceMs}
+       order by hole
        limit 1`);
     const hole = holes[0] ? Number(holes[0].hole) : undefined;
     if (hole !== undefined) ready = rows.filter((r) => r.id < hole);

@@ -179,6 +179,22 @@ function actions(vm: CallbacksPageModel): Html {
   if (statuses.length === 0 || !vm.matched || vm.matched.n === 0) return html``;
   const failedOnly = statuses.every((s) => s === 'failed');
   const runnable = statuses.every((s) => RUNNABLE.includes(s));
+  // Two merchants or more: a replay and a run now act on one merchant's queue, so each is offered per merchant.
+  const perMerchant = vm.merchants && vm.filter.merchant === undefined ? vm.merchants.refs : undefined;
+  if (failedOnly && perMerchant && can(vm.viewer.role, 'replays.plan')) {
+    return html`<section class="card" aria-labelledby="replay-h"><h2 id="replay-h">Replay these</h2>
+<p>A replay acts on one merchant's jobs: dry run each merchant's (nothing changes), and start from there.</p>
+${perMerchant.map(
+  (ref) =>
+    html`<p><a class="button" href="/replays/new?${filterParams(
+      { ...vm.filter, merchant: ref },
+      { dryRun: '1' },
+    ).toString()}">Dry run a replay of ${ref}'s failed jobs</a></p>`,
+)}</section>`;
+  }
+  if (runnable && !failedOnly && perMerchant && can(vm.viewer.role, 'queue.promote')) {
+    return html`<p class="muted">Run now acts on one merchant's jobs: choose the merchant above, then run them now.</p>`;
+  }
   if (failedOnly) {
     const href = `/replays/new?${filterParams(vm.filter, { dryRun: '1' }).toString()}`;
     return can(vm.viewer.role, 'replays.plan')

@@ -360,6 +360,8 @@ describe('reads of an operator scoped to b', () => {
     expect(aOrder.json().code).toBe(missing.json().code);
     expect(aOrder.json().message.replace('ORD-a', 'X')).toBe(missing.json().message.replace('NO-SUCH', 'X'));
     expect((await inject('GET', '/api/orders/ORD-b', B_VIEWER)).json()).toMatchObject({ merchant: 'b' });
+    expect((await inject('GET', '/api/whoami', B_VIEWER)).json()).toMatchObject({ merchants: ['b'] });
+    expect((await inject('GET', '/api/whoami', AUTH)).json().merchants).toBeUndefined();
 
     const rv = (await inject('GET', '/api/reviews?status=open', B_VIEWER)).json();
     expect(rv.reviews.every((r: { merchant: string }) => r.merchant === 'b')).toBe(true);

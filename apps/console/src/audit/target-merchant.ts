@@ -18,7 +18,9 @@ export function targetMerchantOf(deps: { db: Database; merchants: ConsoleMerchan
     typeof ref === 'string' ? (merchants.all.find((m) => m.merchant.ref === ref)?.merchant.merchantNo ?? null) : null;
   const only = () => (merchants.several ? null : (merchants.all[0]?.merchant.merchantNo ?? null));
   return async (req, target) => {
-    const params = (req.params ?? {}) as { id?: unknown; merchantOrderNo?: unknown };
+    const params = (req.params ?? {}) as { id?: unknown; merchantOrderNo?: unknown; ref?: unknown };
+    // A merchant's own route (`/api/merchants/:ref/pause`): the ref it names.
+    if (typeof params.ref === 'string') return byRef(params.ref);
     const id = Number(params.id);
     const validId = Number.isSafeInteger(id) && id > 0;
     if (target.startsWith('review:') && validId) {

@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { loadConfig } from '@mcb/core/config';
 import { callbackArrivals, LEGACY_INDEXES } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
@@ -14,6 +16,8 @@ import { buildApp } from '../src/app.ts';
 import { merchantQueues, type MerchantQueues } from '../src/callbacks/merchant-queues.ts';
 import { sha256Hex } from '../src/operators/directory.ts';
 import { AUTH_LIMITS_OFF, SESSION_SECRET, TOKEN, WIRE_CATALOG } from './helpers/fake-platform.ts';
+
+const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 
 // An operator scoped to b, in Chromium, on the pages that list callbacks, and the admin beside: b's operator sees b's
 // rows with their merchant, no field or row of a's; each page fits 1366 and 375 px.
@@ -173,6 +177,50 @@ describe('the Callbacks page with two merchants', () => {
       });
     } finally {
       await page.close();
+    }
+  });
+});
+
+/** `pnpm cli ...` as a child process, with the console's address and a token from the environment only. */
+function cli(token: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { PATH: process.env.PATH, CONSOLE_URL: url, CONSOLE_OPERATOR_TOKEN: token }, timeout: 20_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('pnpm cli --merchant', () => {
+  it("callbacks search lists one merchant's with a merchant column; b's operator is refused a's ref as unknown", async () => {
+    const a = await cli(TOKEN, 'callbacks', 'search', '--status', 'failed', '--merchant', 'a');
+    expect(a.code, a.stderr).toBe(0);
+    expect(a.stdout).toMatch(/merchant/);
+    expect(a.stdout).toContain('ORDER-A-1');
+    expect(a.stdout).not.toContain('ORDER-B');
+    const mine = await cli(B_TOKEN, 'callbacks', 'search', '--status', 'failed');
+    expect(mine.stdout).toContain('ORDER-B-1');
+    expect(mine.stdout).not.toContain('ORDER-A');
+    const theirs = await cli(B_TOKEN, 'callbacks', 'search', '--status', 'failed', '--merchant', 'a');
+    const unknown = await cli(B_TOKEN, 'callbacks', 'search', '--status', 'failed', '--merchant', 'zz');
+    expect([theirs.code, unknown.code]).toEqual([1, 1]);
+    expect(theirs.stderr).toContain('400');
+    expect(theirs.stderr.replace('"a"', '"?"')).toBe(unknown.stderr.replace('"zz"', '"?"'));
+  });
+
+  it('replay list, reviews list and audit take --merchant', async () => {
+    for (const args of [
+      ['replay', 'list', '--merchant', 'b'],
+      ['reviews', 'list', '--merchant', 'b'],
+      ['audit', '--merchant', 'b'],
+    ]) {
+      const ok = await cli(TOKEN, ...args);
+      expect(ok.code, `${args.join(' ')}: ${ok.stderr}`).toBe(0);
+      const refused = await cli(B_TOKEN, ...args.slice(0, -1), 'a');
+      expect(refused.code, args.join(' ')).toBe(1);
+      expect(refused.stderr, args.join(' ')).toContain('unknown merchant');
     }
   });
 });

@@ -19,6 +19,7 @@ import {
 import { auditRows } from './audit/api.ts';
 import { auditPageRows } from './audit/pages.ts';
 import { installAuth } from './auth.ts';
+import { targetMerchantOf } from './audit/target-merchant.ts';
 import { installServiceGate } from './operators/service-gate.ts';
 import { installRoleCheck, registerRoutes, type RouteRow } from './web/route-table.ts';
 import { dashboardPlugin } from './dashboard/dashboard.ts';
@@ -69,6 +70,7 @@ import { merchantsRows } from './merchants/api.ts';
 import type { MerchantsDeps } from './merchants/deps.ts';
 import { landingLines, merchantsPageRows } from './merchants/pages.ts';
 import { startMinutesRollup } from './merchants/rollup-timer.ts';
+import { inScope } from './operators/scope.ts';
 import { merchantPauseRows } from './merchants/pause-api.ts';
 
 /** Dependencies of {@link buildApp}; all are created by main.ts (or a test) and closed by it. */
@@ -160,7 +162,13 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
     trustedProxies: identity.trusted,
   });
   installServiceGate(base);
-  installRoleCheck(base, { db: deps.db.db, logger: deps.logger });
+  // The merchants are known before the routes: the role check's refusals record the merchant of what was refused.
+  const merchants = consoleMerchantsOf(deps);
+  installRoleCheck(base, {
+    db: deps.db.db,
+    logger: deps.logger,
+    targetMerchant: targetMerchantOf({ db: deps.db.db, merchants }),
+  });
   if (deps.registry) installMetrics(base, deps.registry);
   const app = base.withTypeProvider<ZodTypeProvider>();
 
@@ -173,7 +181,6 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
     transform: jsonSchemaTransform,
   });
 
-  const merchants = consoleMerchantsOf(deps);
   const routeDeps: RouteDeps = {
     db: deps.db,
     catalog: merchants.byNo(consoleMerchantNo(config.merchants))!.catalog,
@@ -220,6 +227,9 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
     await app.register(dashboardPlugin, {
       queues: [...queues.list.map((m) => m.queue), ...(deps.extraQueues ?? [])],
       actions: { db: deps.db.db, logger: deps.logger },
+      // By name in any case: a refusal of `CALLBACKS-A` names a's merchant (Redis would not find it; no one acts).
+      merchantOfQueue: (name) =>
+        queues.list.find((m) => m.queue.name.toLowerCase() === name.toLowerCase())?.merchantNo ?? null,
     });
 
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -232,7 +242,7 @@ export async function buildApp(given: ConsoleDeps): Promise<FastifyInstance> {
 /** The operators (the file's, or the test's) and CONSOLE_TOKEN's admin; a configuration error when there are none. */
 function directoryOf({ config, operators: given }: ConsoleDeps): OperatorDirectory {
   const operators = given ?? (config.CONSOLE_OPERATORS_FILE ? loadOperatorsFile(config.CONSOLE_OPERATORS_FILE) : []);
-  const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators });
+  const directory = createOperatorDirectory({ token: config.CONSOLE_TOKEN, operators, merchants: config.merchants });
   if (directory.size === 0)
     throw new AppError(
       ErrorCodes.CONFIG_INVALID,
@@ -332,6 +342,9 @@ function merchantsDepsOf(deps: ConsoleDeps & { queues?: MerchantQueues | undefin
     queuePrefix: deps.config.QUEUE_PREFIX,
     defaultGetOrderRps: deps.config.PLATFORM_MAX_RPS,
     merchants: deps.config.merchants,
+    // An operator scoped to merchants sees only theirs: the list, the API, the landing lines and a merchant's page.
+    visible: (req) =>
+      deps.config.merchants.filter((m) => req.operator !== undefined && inScope(req.operator, m.merchantNo)),
   };
 }
 
@@ -343,13 +356,13 @@ function apiRows(
   const { merchants } = routeDeps;
   return [
     ...whoamiRows(),
-    ...auditRows({ db: deps.db.db }),
+    ...auditRows({ db: deps.db.db, merchants }),
     ...ordersRows(routeDeps),
     ...payoutsRows(routeDeps),
     ...paymentMethodsRows(routeDeps),
     ...(deps.redis ? reconcileRows(reconcileActionDeps({ ...deps, merchants, redis: deps.redis })) : []),
-    ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs }),
-    ...callbacksRows({ db: deps.db.db, queues: deps.queues }),
+    ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs, merchants }),
+    ...callbacksRows({ db: deps.db.db, queues: deps.queues, merchants }),
     ...reviewsRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
     ...merchantPauseRows({
       db: deps.db.db,
@@ -372,6 +385,7 @@ function pageRows(
     ...searchPageRows({
       db: deps.db,
       queue: deps.queue,
+      ...(deps.queues ? { queueOf: (no: string) => deps.queues?.byMerchantNo(no)?.queue } : {}),
       merchantNo: consoleMerchantNo(deps.config.merchants),
       merchants,
       platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
@@ -381,6 +395,7 @@ function pageRows(
       db: deps.db.db,
       logger: deps.logger,
       queues: deps.queues,
+      merchants,
       platformState: redis && (() => readFleetState(redis, merchantKeys(deps.config.QUEUE_PREFIX).fleet)),
     }),
     ...ordersPageRows({
@@ -392,7 +407,7 @@ function pageRows(
       merchants,
     }),
     ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
-    ...auditPageRows({ db: deps.db.db }),
+    ...auditPageRows({ db: deps.db.db, merchants }),
     ...(replayDeps ? replaysPageRows(replayDeps) : []),
   ];
 }

@@ -3,9 +3,11 @@ import { z } from 'zod';
 import { errorBodySchema } from '../web/api-schemas.ts';
 import { auditFilterSchema, auditPageSchema, listAudit, withoutBlanks } from './queries.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
+import { listScopeOf } from '../operators/scope.ts';
+import type { ConsoleMerchants } from '../web/route-deps.ts';
 
 /** `GET /api/audit`: who did what, when, why, and how it ended. */
-export function auditRows({ db }: { db: Database }): RouteRow[] {
+export function auditRows({ db, merchants }: { db: Database; merchants?: ConsoleMerchants }): RouteRow[] {
   return [
     route({
       method: 'GET',
@@ -22,7 +24,8 @@ export function auditRows({ db }: { db: Database }): RouteRow[] {
         querystring: z.preprocess(withoutBlanks, auditFilterSchema),
         response: { 200: auditPageSchema, 400: errorBodySchema, 403: errorBodySchema },
       },
-      handler: async (req) => listAudit(db, req.operator!, req.query),
+      handler: async (req) =>
+        listAudit(db, req.operator!, req.query, listScopeOf(req.operator!, merchants, req.query.merchant)),
     }),
   ];
 }

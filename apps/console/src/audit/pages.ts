@@ -4,16 +4,18 @@ import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
 import { auditFilterSchema, listAudit, withoutBlanks } from './queries.ts';
 import { auditLogPage } from './views.ts';
+import { listScopeOf } from '../operators/scope.ts';
+import type { ConsoleMerchants } from '../web/route-deps.ts';
 
 /** `/audit`: the same query as `GET /api/audit`, as a page. */
-export function auditPageRows({ db }: { db: Database }): RouteRow[] {
+export function auditPageRows({ db, merchants }: { db: Database; merchants?: ConsoleMerchants }): RouteRow[] {
   return [
     pageRoute({
       url: '/audit',
       action: 'read',
       handler: async (req, reply) => {
         const filter = auditFilterSchema.parse({ ...withoutBlanks(req.query), limit: 50 });
-        const page = await listAudit(db, req.operator!, filter);
+        const page = await listAudit(db, req.operator!, filter, listScopeOf(req.operator!, merchants, filter.merchant));
         return sendPage(
           req,
           reply,

@@ -4,6 +4,7 @@ import type { Logger } from '@mcb/core/logger';
 import type { AuthMethod } from '../auth.ts';
 import type { Operator } from '../operators/operator.ts';
 import { can, reasonOptional, requiredRole, type Action } from '../operators/roles.ts';
+import { inScope } from '../operators/scope.ts';
 import { completeIntent, PENDING, recordAction } from './record.ts';
 import { MAX_REASON, requirePlainText, storableText, VISIBLE } from './text.ts';
 
@@ -29,8 +30,12 @@ export interface ActionSpec {
   target: string;
   /** The operator's reason, as received (validated here: required, at most {@link MAX_REASON} characters). */
   reason: unknown;
-  /** The merchant number acted on, for the audit row's `merchant_no`. @defaultValue none */
-  merchantNo?: string;
+  /**
+   * The number of the merchant the action is about (its target's: a review's, a replay's filter's, a queue's).
+   * {@link authorize} refuses it (403, `denied`) outside the operator's scope ({@link inScope}); left out or null, the
+   * action is about no one merchant, which only an operator without a scope may do. Recorded on the audit row.
+   */
+  merchant?: string | null;
 }
 
 /** What an effect reports for the audit row. */
@@ -59,6 +64,18 @@ export function forbidden(operator: Operator, action: Action): AppError {
   return new AppError(ErrorCodes.FORBIDDEN, `${action} needs the role ${needed}; ${who}`, {
     details: { requiredRole: needed, action },
   });
+}
+
+/**
+ * 403 for an action on a merchant outside the operator's scope. It names neither the merchant nor its number (the
+ * operator asked for it; the refusal tells nothing more), and says how the operator is scoped.
+ */
+export function outOfScope(operator: Operator, action: Action): AppError {
+  return new AppError(
+    ErrorCodes.FORBIDDEN,
+    `${action}: not within the merchants of ${operator.name} (${operator.scope?.refs.join(', ') ?? 'all'})`,
+    { details: { action, merchants: operator.scope?.refs ?? [] } },
+  );
 }
 
 /** Throws 403 unless the operator may do `action` (for reads such as `audit.readOthers`, which leave no audit row). */
@@ -103,31 +120,50 @@ export interface Authorized {
   readonly reason: string;
 }
 
+/** The refusal (a `denied` row, a warning, 403) of an action the role may not do (`roleOk` false) or out of scope. */
+async function refuseUnlessAllowed(deps: ActionDeps, actor: Actor, spec: ActionSpec, roleOk: boolean): Promise<void> {
+  if (roleOk && inScope(actor.operator, spec.merchant)) return;
+  await recordAction(deps.db, {
+    ...actor,
+    action: spec.action,
+    target: spec.target,
+    reason: storableReason(spec.reason),
+    outcome: 'denied',
+    merchantNo: spec.merchant,
+    ...(roleOk ? { details: { refused: 'scope' } } : {}),
+  }).catch((e: unknown) =>
+    deps.logger.error(
+      { err: coerceError(e), action: spec.action, operator: actor.operator.name },
+      'audit row of a refused action not written',
+    ),
+  );
+  deps.logger.warn(
+    {
+      action: spec.action,
+      target: spec.target,
+      operator: actor.operator.name,
+      role: actor.operator.role,
+      merchantNo: spec.merchant,
+    },
+    roleOk ? "action refused: outside the operator's merchants" : 'action refused for the role',
+  );
+  throw roleOk ? outOfScope(actor.operator, spec.action) : forbidden(actor.operator, spec.action);
+}
+
 /**
- * Role, then reason: a viewer is told they may not, whatever they wrote; a refusal is recorded as `denied`. Call it
+ * The scope check alone, for an action that asks no reason and leaves no row when the role refuses it (a dry run):
+ * outside the operator's merchants, 403 with a `denied` row naming the merchant, as {@link authorize} does.
+ */
+export async function assertInScope(deps: ActionDeps, actor: Actor, spec: Omit<ActionSpec, 'reason'>): Promise<void> {
+  await refuseUnlessAllowed(deps, actor, { ...spec, reason: undefined }, true);
+}
+
+/**
+ * Role, then scope (the action's merchant among the operator's: {@link inScope}), then reason: a viewer is told they may not, whatever they wrote; a refusal is recorded as `denied`. Call it
  * before any work (asking the platform, reading much); then commit the effect with what it returns.
  */
 export async function authorize(deps: ActionDeps, actor: Actor, spec: ActionSpec): Promise<Authorized> {
-  if (!can(actor.operator.role, spec.action)) {
-    await recordAction(deps.db, {
-      ...actor,
-      action: spec.action,
-      target: spec.target,
-      merchantNo: spec.merchantNo,
-      reason: storableReason(spec.reason),
-      outcome: 'denied',
-    }).catch((e: unknown) =>
-      deps.logger.error(
-        { err: coerceError(e), action: spec.action, operator: actor.operator.name },
-        'audit row of a refused action not written',
-      ),
-    );
-    deps.logger.warn(
-      { action: spec.action, target: spec.target, operator: actor.operator.name, role: actor.operator.role },
-      'action refused for the role',
-    );
-    throw forbidden(actor.operator, spec.action);
-  }
+  await refuseUnlessAllowed(deps, actor, spec, can(actor.operator.role, spec.action));
   // A service (the shop registering an order) gives no reason; one it does give is checked like anyone's.
   const blank = spec.reason === undefined || (typeof spec.reason === 'string' && spec.reason.trim() === '');
   const reason = blank && reasonOptional(actor.operator.role, spec.action) ? '' : requireReason(spec.reason);
@@ -144,9 +180,9 @@ export async function recordFailure(deps: ActionDeps, auth: Authorized, error: u
     ...actor,
     action: spec.action,
     target: spec.target,
-    merchantNo: spec.merchantNo,
     reason,
     outcome: `failed:${code}`,
+    merchantNo: spec.merchant,
   }).catch((e: unknown) =>
     deps.logger.error(
       { err: coerceError(e), action: spec.action, operator: actor.operator.name },
@@ -169,10 +205,10 @@ export async function commitAction<T>(
         ...actor,
         action: spec.action,
         target: spec.target,
-        merchantNo: spec.merchantNo,
         reason,
         outcome: r.outcome,
         details: r.details,
+        merchantNo: spec.merchant,
       });
       return r;
     });
@@ -198,10 +234,10 @@ export async function recordIntent(
     ...actor,
     action: spec.action,
     target: spec.target,
-    merchantNo: spec.merchantNo,
     reason,
     outcome: PENDING,
     details,
+    merchantNo: spec.merchant,
   });
 }
 
@@ -273,7 +309,7 @@ function log(deps: ActionDeps, { actor, spec, reason }: Authorized, outcome: str
     {
       action: spec.action,
       target: spec.target,
-      merchantNo: spec.merchantNo,
+      merchantNo: spec.merchant,
       operator: actor.operator.name,
       role: actor.operator.role,
       outcome,

@@ -1,5 +1,7 @@
 import { AUTH_METHODS, operatorActions, type Database } from '@mcb/core/db';
-import { and, desc, eq, gte, lt, ne } from 'drizzle-orm';
+import { and, desc, eq, gte, inArray, isNull, lt, ne, or } from 'drizzle-orm';
+import { merchantRefSchema } from '../orders/schemas.ts';
+import type { ListScope } from '../operators/scope.ts';
 import { z } from 'zod';
 import { asInstant } from '../callbacks/form.ts';
 import { assertCan } from './perform.ts';
@@ -22,6 +24,11 @@ export const auditEntrySchema = z.object({
     .nullable()
     .describe('How the actor came in: bearer (a token), session (/login), proxy (the SSO header); null on older rows'),
   details: z.record(z.string(), z.unknown()).nullable(),
+  merchant: z
+    .string()
+    .nullable()
+    .optional()
+    .describe('The ref of the merchant the action was about (null: none); only when the console serves two or more'),
 });
 export type AuditEntry = z.output<typeof auditEntrySchema>;
 
@@ -36,6 +43,9 @@ export const auditFilterSchema = z.strictObject({
   target: z.string().max(300).optional(),
   from: instant.optional().describe('At or after'),
   to: instant.optional().describe('Before'),
+  merchant: merchantRefSchema
+    .optional()
+    .describe('Only actions about this merchant (a ref); unknown or outside your merchants: 400'),
   services: z
     .enum(['hide', 'show', 'only'])
     .default('hide')
@@ -77,7 +87,13 @@ export function withoutBlanks(query: unknown): Record<string, unknown> {
  * The audit trail, newest first, one page. An admin reads everyone's; anyone else their own (asking for another
  * operator's is 403 naming the admin role).
  */
-export async function listAudit(db: Database, reader: Operator, f: AuditFilter): Promise<AuditPage> {
+export async function listAudit(
+  db: Database,
+  reader: Operator,
+  f: AuditFilter,
+  scope: ListScope = { merchantNos: undefined },
+): Promise<AuditPage> {
+  const nos = scope.merchantNos;
   const readsOthers = f.operator === undefined ? reader.role === 'admin' : f.operator !== reader.name;
   if (readsOthers) assertCan(reader, 'audit.readOthers');
   const operator = f.operator ?? (reader.role === 'admin' ? undefined : reader.name);
@@ -89,6 +105,14 @@ export async function listAudit(db: Database, reader: Operator, f: AuditFilter):
         operator !== undefined ? eq(operatorActions.operator, operator) : undefined,
         operator === undefined && f.services === 'hide' ? ne(operatorActions.role, 'service') : undefined,
         operator === undefined && f.services === 'only' ? eq(operatorActions.role, 'service') : undefined,
+        // A scoped reader sees the actions about its merchants, and its own about none (a ?merchant=: that one's).
+        nos && f.merchant !== undefined ? inArray(operatorActions.merchantNo, [...nos]) : undefined,
+        nos && f.merchant === undefined
+          ? or(
+              inArray(operatorActions.merchantNo, [...nos]),
+              and(isNull(operatorActions.merchantNo), eq(operatorActions.operator, reader.name)),
+            )
+          : undefined,
         f.action ? eq(operatorActions.action, f.action) : undefined,
         f.target ? eq(operatorActions.target, f.target) : undefined,
         f.from ? gte(operatorActions.at, new Date(f.from)) : undefined,
@@ -112,6 +136,7 @@ export async function listAudit(db: Database, reader: Operator, f: AuditFilter):
       requestId: r.requestId,
       via: r.via ?? null,
       details: r.details ?? null,
+      ...(scope.refOf ? { merchant: r.merchantNo === null ? null : (scope.refOf(r.merchantNo) ?? r.merchantNo) } : {}),
     })),
     nextBefore: rows.length > f.limit ? page[page.length - 1]!.id : null,
     scope: operator === reader.name ? 'own' : 'all',

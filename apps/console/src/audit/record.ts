@@ -20,8 +20,8 @@ export interface ActionRecord {
   via?: AuthMethod;
   /** Counts and ids that explain the outcome; never a callback body, a key or a token. */
   details?: Record<string, unknown>;
-  /** The merchant number acted on (`operator_actions.merchant_no`). @defaultValue none */
-  merchantNo?: string;
+  /** The number of the merchant the action is about (`operator_actions.merchant_no`); none for one about no merchant. */
+  merchantNo?: string | null;
 }
 
 /**

@@ -22,6 +22,8 @@ export function auditLogPage(page: AuditPage, filter: AuditFilter, viewer: Opera
   for (const [k, v] of Object.entries(filter))
     if (v !== undefined && k !== 'before' && k !== 'limit') next.set(k, String(v));
   if (page.nextBefore !== null) next.set('before', String(page.nextBefore));
+  // The merchant column once the console serves two merchants or more (the rows then carry it).
+  const named = page.entries.some((e) => e.merchant !== undefined);
   return html`<h1>Audit</h1>
 <p class="muted">${
     page.scope === 'all'
@@ -49,11 +51,15 @@ ${
   page.entries.length === 0
     ? html`<p>No action \
 recorded${filter.action || filter.target || filter.operator || filter.services === 'only' ? ' for this filter' : ''}.</p>`
-    : html`<table class="stack"><thead><tr><th scope="col">When</th><th scope="col">Operator</th><th \
+    : html`<table class="stack"><thead><tr><th scope="col">When</th>${
+        named ? html`<th scope="col">Merchant</th>` : ''
+      }<th scope="col">Operator</th><th \
 scope="col">Action</th><th scope="col">Target</th><th scope="col">Reason</th><th scope="col">Outcome</th><th \
 scope="col">Request</th></tr></thead>
 <tbody>${page.entries.map(
-        (e) => html`<tr><td data-label="When" class="mono">${when(e.at)}</td><td data-label="Operator">${e.operator} \
+        (e) => html`<tr><td data-label="When" class="mono">${when(e.at)}</td>${
+          named ? html`<td data-label="Merchant">${e.merchant ?? '—'}</td>` : ''
+        }<td data-label="Operator">${e.operator} \
 <span class="role role-${e.role}">${e.role}</span></td><td data-label="Action"><code>${e.action}</code></td>
 <td data-label="Target" class="mono">${e.target}</td><td data-label="Reason">${
           e.reason ||

@@ -3,17 +3,21 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import type { MerchantQueues } from './merchant-queues.ts';
 import { z } from 'zod';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf, type FoundJob } from '../orders/timeline.ts';
-import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks } from './queries.ts';
+import { callbackFilterSchema, callbackPageSchema, hasFilter, searchCallbacks, type CallbackPage } from './queries.ts';
 import { reviewSummary, reviewSummarySchema } from '../reviews/queries.ts';
 import { errorBodySchema } from '../web/api-schemas.ts';
 import { iso } from '../web/format.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
+import { listScopeOf } from '../operators/scope.ts';
+import type { ConsoleMerchants } from '../web/route-deps.ts';
 
 /** Options of {@link callbacksRoutes}. */
 export interface CallbacksDeps {
   db: Database;
   /** Every merchant's callbacks queue; when given and an order is asked, its jobs are listed too. */
   queues?: MerchantQueues | undefined;
+  /** The console's merchants: `?merchant=` and operators' scopes. @defaultValue none (every merchant's) */
+  merchants?: ConsoleMerchants;
 }
 
 const receiptSchema = z.object({
@@ -45,7 +49,7 @@ const jobSchema = z.object({
  * (applied events), reviews (events that failed verification), the queue's jobs (still waiting, retrying or
  * failed) and the whole story in time order (`timeline`). What bull-board cannot search, this can.
  */
-export function callbacksRows({ db, queues }: CallbacksDeps): RouteRow[] {
+export function callbacksRows({ db, queues, merchants }: CallbacksDeps): RouteRow[] {
   return [
     route({
       method: 'GET',
@@ -80,12 +84,17 @@ export function callbacksRows({ db, queues }: CallbacksDeps): RouteRow[] {
         }
         const { orderNo, merchantOrderNo } = filter;
         // `merchant` narrows to that merchant's rows and queue (400 for a ref this deployment does not serve).
+        // A ref outside the operator's merchants is the 400 of an unknown one; none: every merchant it sees.
+        const { merchantNos, refOf } = listScopeOf(req.operator!, merchants, filter.merchant);
+        const named = (p: CallbackPage): CallbackPage =>
+          refOf ? { ...p, callbacks: p.callbacks.map((c) => ({ ...c, merchant: refOf(c.merchantNo) })) } : p;
         const mq = filter.merchant === undefined ? undefined : queues?.of(filter.merchant);
-        const scoped = { ...filter, merchantNo: queues?.several ? mq?.merchantNo : undefined };
-        const queue = (mq ?? queues?.list[0])?.queue;
+        const scoped = { ...filter, merchantNo: queues?.several ? mq?.merchantNo : undefined, merchantNos };
+        const seen = (no: string) => merchantNos === undefined || merchantNos.includes(no);
+        const queue = (mq ?? queues?.list.find((m) => seen(m.merchantNo)))?.queue;
         if (!orderNo && !merchantOrderNo)
           return {
-            ...(await searchCallbacks(db, scoped, { cursor, limit })),
+            ...named(await searchCallbacks(db, scoped, { cursor, limit })),
             receipts: [],
             reviews: [],
             jobs: [],
@@ -95,14 +104,15 @@ export function callbacksRows({ db, queues }: CallbacksDeps): RouteRow[] {
           searchCallbacks(db, scoped, { cursor, limit }),
           loadCallbackRecords(db, queue, { orderNo, merchantOrderNo }),
         ]);
-        const { receipts: receiptRows, reviews: reviewRows } = records;
-        const timeline = await timelineOf(db, queue, records);
+        const receiptRows = records.receipts.filter((r) => seen(r.merchantNo));
+        const reviewRows = records.reviews.filter((r) => seen(r.merchantNo));
+        const timeline = await timelineOf(db, queue, { ...records, receipts: receiptRows, reviews: reviewRows });
         // `jobs` lists the asked order's jobs (the timeline also has those its receipts and reviews name).
         const jobs = (
           orderNo ? records.jobs.filter((j) => (j.job.data as { orderNo?: unknown }).orderNo === orderNo) : records.jobs
         ).map(jobView);
         return {
-          ...page,
+          ...named(page),
           receipts: receiptRows.map((r) => ({
             orderNo: r.orderNo,
             state: r.state,

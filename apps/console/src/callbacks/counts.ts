@@ -27,19 +27,25 @@ export interface WaitingCounts {
   suspectedForgeries: number;
 }
 
-export async function waitingCounts(db: Database): Promise<WaitingCounts> {
+/** The counts; `merchantNos`: of these merchants only (a merchant's line, a scoped operator's). @defaultValue all */
+export async function waitingCounts(db: Database, merchantNos?: readonly string[]): Promise<WaitingCounts> {
+  const ofArrivals = merchantNos ? inArray(callbackArrivals.merchantNo, [...merchantNos]) : undefined;
   const [byStatus, [open], [forged]] = await Promise.all([
     db
       .select({ status: callbackArrivals.status, n: count() })
       .from(callbackArrivals)
-      .where(inArray(callbackArrivals.status, ['active', 'failed', 'retrying', 'waiting']))
+      .where(and(ofArrivals, inArray(callbackArrivals.status, ['active', 'failed', 'retrying', 'waiting'])))
       .groupBy(callbackArrivals.status),
-    db.select({ n: count() }).from(reviews).where(eq(reviews.status, 'open')),
+    db
+      .select({ n: count() })
+      .from(reviews)
+      .where(and(eq(reviews.status, 'open'), merchantNos ? inArray(reviews.merchantNo, [...merchantNos]) : undefined)),
     db
       .select({ n: count() })
       .from(callbackArrivals)
       .where(
         and(
+          ofArrivals,
           inArray(callbackArrivals.lastCode, [...FORGERY_CODES]),
           eq(callbackArrivals.status, 'review'),
           // The pair's open review (at most one per (order_no, state): the reviews_open_event_key index).
@@ -63,6 +69,7 @@ export async function waitingCounts(db: Database): Promise<WaitingCounts> {
 export async function codesOf(
   db: Database,
   statuses: readonly ArrivalStatus[],
+  merchantNos?: readonly string[],
 ): Promise<{ code: string; n: number }[]> {
   const n = sql<number>`count(*)::int`;
   const rows = await db
@@ -71,6 +78,7 @@ export async function codesOf(
     .where(
       and(
         isNotNull(callbackArrivals.lastCode),
+        merchantNos ? inArray(callbackArrivals.merchantNo, [...merchantNos]) : undefined,
         statuses.length > 0 ? inArray(callbackArrivals.status, [...statuses]) : undefined,
       ),
     )
@@ -124,4 +132,35 @@ export async function queueAgainstLists(queue: Queue | undefined, counts: Waitin
   const tally = { unfinished: UNFINISHED_STATES.reduce((n, s) => n + (jobs[s] ?? 0), 0), failed: jobs.failed ?? 0 };
   if (tally.unfinished === lists.unfinished && tally.failed === lists.failed) return { agree: true };
   return { agree: false, queue: tally, lists };
+}
+
+/**
+ * Each merchant's rows against its own queue (several merchants: one merchant's missing rows must not be hidden by
+ * another's extra ones), as one answer: they agree when every merchant's do; else the sums of both sides, or
+ * `unreadable` when a queue could not be read.
+ */
+export async function merchantsAgainstLists(
+  db: Database,
+  merchants: readonly { merchantNo: string; queue: Queue | undefined }[],
+): Promise<QueueAgainstLists> {
+  const each = await Promise.all(
+    merchants.map(async (m) => {
+      const counts = await waitingCounts(db, [m.merchantNo]);
+      return { counts, against: await queueAgainstLists(m.queue, counts) };
+    }),
+  );
+  if (each.every((e) => e.against.agree)) return { agree: true };
+  const sum = (f: (e: (typeof each)[number]) => QueueTally): QueueTally =>
+    each.map(f).reduce((a, b) => ({ unfinished: a.unfinished + b.unfinished, failed: a.failed + b.failed }), {
+      unfinished: 0,
+      failed: 0,
+    });
+  const listsOf = (c: WaitingCounts): QueueTally => ({
+    unfinished: c.active + c.retrying + c.waiting,
+    failed: c.failed,
+  });
+  const lists = sum((e) => listsOf(e.counts));
+  if (each.some((e) => 'unreadable' in e.against)) return { agree: false, unreadable: true, lists };
+  const queue = sum((e) => ('queue' in e.against ? e.against.queue : listsOf(e.counts)));
+  return { agree: false, queue, lists };
 }

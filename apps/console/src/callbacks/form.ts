@@ -19,6 +19,7 @@ export const FILTER_FIELDS = [
   'from',
   'to',
   'review',
+  'merchant',
 ] as const;
 const LISTS = new Set<string>(['status', 'code']);
 

@@ -15,6 +15,8 @@ import { formRoute, pageRoute } from '../web/page-route.ts';
 import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
 import { codesOf, countMatching, waitingCounts } from './counts.ts';
+import { listScopeOf, merchantsInScope, visibleMerchantNos, type ListScope } from '../operators/scope.ts';
+import type { ConsoleMerchants } from '../web/route-deps.ts';
 import { filterOfForm, formValues, formWithFilter } from './form.ts';
 import { filterWhere, hasFilter, listOf, searchCallbacks, type CallbackFilter } from './queries.ts';
 import { runNow, runNowTarget } from './run-now.ts';
@@ -27,6 +29,8 @@ export interface CallbacksPagesDeps {
   queues?: MerchantQueues;
   /** The fleet's Get order state, from Redis: "run now" runs nothing while the breaker holds the jobs. */
   platformState?: () => Promise<FleetState>;
+  /** The console's merchants: the merchant field and column (two or more), and operators' scopes. */
+  merchants?: ConsoleMerchants;
 }
 
 /** What comes back to the page as a flash line: our refusals (not a role's 403), and the breaker holding the jobs. */
@@ -80,21 +84,33 @@ async function callbacksList(deps: CallbacksPagesDeps, req: FastifyRequest, repl
   const values = formValues(query);
   let filter: CallbackFilter = {};
   let flash = flashOf(query);
+  let scope: ListScope = { merchantNos: visibleMerchantNos(req.operator!) };
   try {
     filter = filterOfForm(query);
+    // A ref outside the viewer's merchants reads as an unknown one (operators/scope.ts).
+    scope = listScopeOf(req.operator!, deps.merchants, filter.merchant);
   } catch (e) {
     if (!isAppError(e)) throw e;
     flash = { kind: 'error', text: e.message };
+    filter = {};
   }
   const cursor = typeof query.cursor === 'string' && query.cursor ? query.cursor.slice(0, 200) : undefined;
   const listing = hasFilter(filter);
+  const scoped = { ...filter, merchantNos: scope.merchantNos };
   const [counts, codes, page, matched] = await Promise.all([
-    waitingCounts(deps.db),
-    codesOf(deps.db, listOf(filter.status)),
-    listing ? searchCallbacks(deps.db, filter, { cursor, limit: 50 }) : undefined,
-    listing ? countMatching(deps.db, filterWhere(filter)) : undefined,
+    waitingCounts(deps.db, scope.merchantNos),
+    codesOf(deps.db, listOf(filter.status), scope.merchantNos),
+    listing ? searchCallbacks(deps.db, scoped, { cursor, limit: 50 }) : undefined,
+    listing ? countMatching(deps.db, filterWhere(scoped)) : undefined,
   ]);
-  const vm = { filter, values, page, matched, counts, codes, viewer: req.operator!, self: req.url };
+  const merchants =
+    deps.merchants?.several && scope.refOf
+      ? {
+          refs: merchantsInScope(req.operator!, deps.merchants).map((m) => m.merchant.ref),
+          refOf: scope.refOf,
+        }
+      : undefined;
+  const vm = { filter, values, page, matched, counts, codes, viewer: req.operator!, self: req.url, merchants };
   return sendPage(
     req,
     reply,

@@ -62,12 +62,17 @@ export const callbackFilterSchema = z.strictObject({
 });
 export type CallbackFilter = z.output<typeof callbackFilterSchema>;
 /** A filter with its merchant resolved to the number the rows carry (undefined: every merchant's). */
-export type ScopedFilter = CallbackFilter & { merchantNo?: string | undefined };
+export type ScopedFilter = CallbackFilter & {
+  merchantNo?: string | undefined;
+  /** The operator's merchants (a scoped operator's reads): only theirs. @defaultValue every merchant's */
+  merchantNos?: readonly string[] | undefined;
+};
 
 /** One callback as the search shows it: numbers, amount, where it is, its last attempt; never the record. */
 export const callbackRowSchema = z.object({
   jobId: z.string(),
   merchantNo: z.string().describe('The merchant number whose queue the job is on'),
+  merchant: z.string().optional().describe("The merchant's ref (only when the console serves two or more)"),
   kind: z.enum(['payin', 'payout']),
   orderNo: z.string(),
   state: z.number().int(),
@@ -114,6 +119,7 @@ export function filterWhere(f: ScopedFilter): SQL | undefined {
   const t = callbackArrivals;
   return and(
     f.merchantNo === undefined ? undefined : eq(t.merchantNo, f.merchantNo),
+    f.merchantNos === undefined ? undefined : inArray(t.merchantNo, [...f.merchantNos]),
     f.orderNo ? eq(t.orderNo, f.orderNo) : undefined,
     f.merchantOrderNo ? eq(t.merchantOrderNo, f.merchantOrderNo) : undefined,
     f.status ? inArray(t.status, listOf(f.status)) : undefined,

@@ -78,7 +78,7 @@ export async function runNow(
   return performExternalAction(
     deps,
     actor,
-    { action: 'queue.promote', target: runNowTarget(filter), reason },
+    { action: 'queue.promote', target: runNowTarget(filter), reason, merchant: mq.merchantNo },
     async () => {
       if (await deps.breakerOpen?.()) throw heldByTheBreaker();
       const rows = await deps.db

@@ -102,6 +102,11 @@ export interface CallbacksPageModel {
   viewer: Operator;
   /** This page's address (the run-now form comes back here). */
   self: string;
+  /**
+   * Two or more merchants: the refs the viewer may filter by (the merchant field) and each row's ref (the merchant
+   * column). @defaultValue none (one merchant: neither field nor column)
+   */
+  merchants?: { refs: readonly string[]; refOf: (merchantNo: string) => string | undefined };
 }
 
 const REVIEW_CHOICES = [
@@ -148,7 +153,13 @@ placeholder="any code; case does not matter"></label></fieldset>
 <label>Review <select name="review"><option value="">any</option>${REVIEW_CHOICES.map(
     ([k, label]) => html`<option value="${k}"${vm.filter.review === k ? html` selected` : ''}>${label}</option>`,
   )}</select></label>
-<label>Merchant order no. <input name="merchantOrderNo" value="${v.merchantOrderNo ?? ''}" size="18" \
+${
+  vm.merchants
+    ? html`<label>Merchant <select name="merchant"><option value="">every one</option>${vm.merchants.refs.map(
+        (r) => html`<option value="${r}"${vm.filter.merchant === r ? html` selected` : ''}>${r}</option>`,
+      )}</select></label>`
+    : ''
+}<label>Merchant order no. <input name="merchantOrderNo" value="${v.merchantOrderNo ?? ''}" size="18" \
 placeholder="exact"></label>
 <label>Platform order no. <input name="orderNo" value="${v.orderNo ?? ''}" size="18" placeholder="exact"></label>
 <label>Amount from <input name="amountMin" value="${v.amountMin ?? ''}" inputmode="decimal" size="9" \
@@ -168,6 +179,22 @@ function actions(vm: CallbacksPageModel): Html {
   if (statuses.length === 0 || !vm.matched || vm.matched.n === 0) return html``;
   const failedOnly = statuses.every((s) => s === 'failed');
   const runnable = statuses.every((s) => RUNNABLE.includes(s));
+  // Two merchants or more: a replay and a run now act on one merchant's queue, so each is offered per merchant.
+  const perMerchant = vm.merchants && vm.filter.merchant === undefined ? vm.merchants.refs : undefined;
+  if (failedOnly && perMerchant && can(vm.viewer.role, 'replays.plan')) {
+    return html`<section class="card" aria-labelledby="replay-h"><h2 id="replay-h">Replay these</h2>
+<p>A replay acts on one merchant's jobs: dry run each merchant's (nothing changes), and start from there.</p>
+${perMerchant.map(
+  (ref) =>
+    html`<p><a class="button" href="/replays/new?${filterParams(
+      { ...vm.filter, merchant: ref },
+      { dryRun: '1' },
+    ).toString()}">Dry run a replay of ${ref}'s failed jobs</a></p>`,
+)}</section>`;
+  }
+  if (runnable && !failedOnly && perMerchant && can(vm.viewer.role, 'queue.promote')) {
+    return html`<p class="muted">Run now acts on one merchant's jobs: choose the merchant above, then run them now.</p>`;
+  }
   if (failedOnly) {
     const href = `/replays/new?${filterParams(vm.filter, { dryRun: '1' }).toString()}`;
     return can(vm.viewer.role, 'replays.plan')
@@ -198,13 +225,19 @@ autocomplete="off" placeholder="why now, e.g. the platform says Get order is bac
 function table(vm: CallbacksPageModel, page: CallbackPage): Html {
   if (page.callbacks.length === 0) return html`<p>No callback matches this filter.</p>`;
   return html`<table class="stack"><caption class="muted">Newest first. Times in UTC.</caption>
-<thead><tr><th scope="col">Received</th><th scope="col">Status</th><th scope="col">Kind · state</th><th \
+<thead><tr><th scope="col">Received</th>${
+    vm.merchants ? html`<th scope="col">Merchant</th>` : ''
+  }<th scope="col">Status</th><th scope="col">Kind · state</th><th \
 scope="col">Merchant order</th><th scope="col">Platform order</th><th scope="col" class="num">Amount</th><th \
 scope="col" class="num">Attempts</th><th scope="col">Code / outcome</th><th scope="col">Last attempt</th></tr></thead>
 <tbody>${page.callbacks.map(
-    (c) => html`<tr data-job="${c.jobId}"><td data-label="Received" class="mono">${when(c.receivedAt)}</td><td \
+    (c) => html`<tr data-job="${c.jobId}"><td data-label="Received" class="mono">${when(c.receivedAt)}</td>${
+      vm.merchants ? html`<td data-label="Merchant">${vm.merchants.refOf(c.merchantNo) ?? c.merchantNo}</td>` : ''
+    }<td \
 data-label="Status">${status(c.status)}</td><td data-label="Kind · state">${c.kind} · ${c.state}</td>
-<td data-label="Merchant order"><a href="${orderHref(c.merchantOrderNo)}">${c.merchantOrderNo}</a></td><td \
+<td data-label="Merchant order"><a href="${orderHref(c.merchantOrderNo)}${
+      vm.merchants ? `?merchant=${encodeURIComponent(vm.merchants.refOf(c.merchantNo) ?? '')}` : ''
+    }">${c.merchantOrderNo}</a></td><td \
 data-label="Platform order" class="mono">${c.orderNo}</td><td data-label="Amount" class="num \
 mono">${amountText(c.amount)}</td><td data-label="Attempts" class="num">${c.attempts}</td>
 <td data-label="Code / outcome">${c.code ? html`<code>${c.code}</code>` : (c.outcome ?? '')}</td><td data-label="Last \

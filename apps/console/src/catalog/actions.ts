@@ -18,12 +18,12 @@ export interface CatalogActionDeps extends ActionDeps {
 export async function refreshCatalog(
   deps: CatalogActionDeps,
   actor: Actor,
-  input: { currency?: string | undefined; reason: unknown; target?: string },
+  input: { currency?: string | undefined; reason: unknown; target?: string; merchant?: string },
 ): Promise<CatalogView> {
   return performExternalAction(
     deps,
     actor,
-    { action: 'catalog.refresh', target: input.target ?? 'catalog', reason: input.reason },
+    { action: 'catalog.refresh', target: input.target ?? 'catalog', reason: input.reason, merchant: input.merchant },
     async () => {
       const fresh = await deps.catalog.refresh({ currency: input.currency });
       return { result: fresh, outcome: 'refreshed', details: { currencies: fresh.catalog.currencies.length } };

@@ -2,6 +2,7 @@ import type { CatalogView } from '@mcb/core/catalog';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
+import { readingMerchant } from '../operators/scope.ts';
 import { refreshCatalog } from './actions.ts';
 import { catalogResponseSchema } from './schemas.ts';
 import { currencySchema, merchantRefSchema } from '../orders/schemas.ts';
@@ -43,7 +44,7 @@ const catalogTarget = (ref: unknown, several: boolean) =>
 /** The payment-method catalog, from the cache (served stale with its age when the platform is down). */
 export function paymentMethodsRows({ merchants, db, logger }: RouteDeps): RouteRow[] {
   /** The catalog of the merchant `?merchant=` names (or the only one's): each merchant's is its own. */
-  const catalogOf = (ref: string | undefined) => merchants.of(ref).catalog;
+  const catalogOf = (ref: string | undefined) => merchants.of(ref);
   return [
     route({
       method: 'GET',
@@ -60,7 +61,12 @@ export function paymentMethodsRows({ merchants, db, logger }: RouteDeps): RouteR
         response: responses,
       },
       handler: async (req, reply) =>
-        sendCatalog(reply, await catalogOf(req.query.merchant).get({ currency: req.query.currency })),
+        sendCatalog(
+          reply,
+          await readingMerchant(req.operator!, merchants, req.query.merchant).catalog.get({
+            currency: req.query.currency,
+          }),
+        ),
     }),
 
     route({
@@ -79,8 +85,9 @@ export function paymentMethodsRows({ merchants, db, logger }: RouteDeps): RouteR
         response: { ...responses, 403: errorBodySchema.describe('FORBIDDEN: a viewer') },
       },
       handler: async (req, reply) => {
-        const catalog = catalogOf(req.query.merchant);
+        const { catalog, merchant } = catalogOf(req.query.merchant);
         const view = await refreshCatalog({ db: db.db, logger, catalog }, actorOf(req), {
+          merchant: merchant.merchantNo,
           currency: req.query.currency,
           reason: req.body?.reason,
           target: catalogTarget(req.query.merchant, merchants.several),

@@ -9,6 +9,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { authorize, completeIntentFailed, recordIntent, type ActionDeps, type Authorized } from '../audit/perform.ts';
 import { completeIntent } from '../audit/record.ts';
 import { actorOf } from '../operators/operator.ts';
+import { inScope } from '../operators/scope.ts';
 import { dashboardActionOf, isAllowedDashboardAction, RETRY_ALL_REFUSED, RETRY_ALL_ROUTE } from './action-guard.ts';
 import { BOARD_GUARD_JS } from './board-guard.ts';
 import { formatJobData, formatJobName, formatReturnValue } from './job-formatter.ts';
@@ -21,6 +22,12 @@ export interface DashboardOptions {
   actions: ActionDeps;
   /** Where the dashboard lives. @defaultValue '/queues' */
   basePath?: string;
+  /**
+   * The number of the merchant a queue (by name) belongs to; null for a queue of no merchant (maintenance) or of no
+   * name the console serves. Operators scoped to merchants see and act on their merchants' queues only.
+   * @defaultValue every queue of no merchant
+   */
+  merchantOfQueue?: (queueName: string) => string | null;
 }
 
 declare module 'fastify' {
@@ -79,10 +86,12 @@ export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (app,
     const route = req.routeOptions.url ?? '';
     return route.startsWith(basePath) ? route.slice(basePath.length) : route;
   };
+  const merchantOf = opts.merchantOfQueue ?? (() => null);
   app.addHook('onRequest', clampJobsPerPage);
-  app.addHook('onRequest', checkAction(opts.actions, patternOf));
+  app.addHook('onRequest', checkAction(opts.actions, patternOf, merchantOf));
   app.addHook('onResponse', completeAction(opts.actions));
   app.addHook('onSend', readOnlyForViewers(patternOf));
+  app.addHook('onSend', onlyQueuesInScope(patternOf, merchantOf));
   await app.register(serverAdapter.registerPlugin(), { prefix: basePath });
 };
 
@@ -139,10 +148,22 @@ function createBoard(queues: readonly Queue[], basePath: string): FastifyAdapter
  * action and write its intent row before bull-board acts. Refusals are sent from the hook: bull-board's own error
  * handler would turn a thrown error into a 500.
  */
-function checkAction(actions: ActionDeps, patternOf: (req: FastifyRequest) => string) {
+function checkAction(
+  actions: ActionDeps,
+  patternOf: (req: FastifyRequest) => string,
+  merchantOf: (queueName: string) => string | null,
+) {
   return async (req: FastifyRequest, reply: FastifyReply) => {
     const pattern = patternOf(req);
     const params = (req.params ?? {}) as Record<string, unknown>;
+    // A queue outside the operator's merchants is not served (a read answers as a queue that does not exist); an
+    // action on it is the action layer's 403 with its `denied` row, below. By the matched route's decoded parameter,
+    // so that every spelling of the path (percent-encoded, another case) is judged by the name it reaches.
+    const queueMerchant = typeof params.queueName === 'string' ? merchantOf(params.queueName) : undefined;
+    const reading = req.method === 'GET' || req.method === 'HEAD';
+    if (reading && queueMerchant !== undefined && req.operator && !inScope(req.operator, queueMerchant)) {
+      return reply.code(404).send({ code: ErrorCodes.NOT_FOUND, message: 'no such queue', requestId: req.id });
+    }
     // Deny by default: any method but GET/HEAD on a route not on the allow-list, for every role.
     if (!isAllowedDashboardAction(req.method, pattern)) {
       req.log.warn({ method: req.method, route: pattern }, 'dashboard action refused');
@@ -167,7 +188,8 @@ function checkAction(actions: ActionDeps, patternOf: (req: FastifyRequest) => st
     }
     let auth: Authorized;
     try {
-      auth = await authorize(actions, actorOf(req), { ...action, reason: reasonHeader(req) });
+      const merchant = queueMerchant ?? null;
+      auth = await authorize(actions, actorOf(req), { ...action, reason: reasonHeader(req), merchant });
     } catch (e) {
       if (isAppError(e, ErrorCodes.FORBIDDEN)) return sendError(req, reply, e, 403);
       if (isAppError(e, ErrorCodes.REASON_REQUIRED) || isAppError(e, ErrorCodes.REQUEST_INVALID))
@@ -212,6 +234,24 @@ function completeAction(actions: ActionDeps) {
       { action: auth.spec.action, target: auth.spec.target, operator: auth.actor.operator.name, outcome },
       'operator action',
     );
+  };
+}
+
+/**
+ * The onSend hook: the board's list of queues keeps the operator's merchants' only (a scoped operator is not told the
+ * others exist). Every other read of a queue is refused by name in {@link checkAction}.
+ */
+function onlyQueuesInScope(
+  patternOf: (req: FastifyRequest) => string,
+  merchantOf: (queueName: string) => string | null,
+) {
+  return async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (typeof payload !== 'string' || !req.operator?.scope || patternOf(req) !== '/api/queues') return payload;
+    if (!String(reply.getHeader('content-type') ?? '').includes('json')) return payload;
+    const operator = req.operator;
+    const body = JSON.parse(payload) as { queues?: { name?: string }[] };
+    body.queues = (body.queues ?? []).filter((q) => inScope(operator, merchantOf(String(q.name ?? ''))));
+    return JSON.stringify(body);
   };
 }
 

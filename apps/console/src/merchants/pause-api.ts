@@ -22,14 +22,12 @@ const body = z.strictObject({ reason: reasonSchema.optional() }).optional();
  * audit) live in pause.ts; these routes only call it.
  */
 export function merchantPauseRows(deps: MerchantPauseDeps): RouteRow[] {
-  const merchantNoOf = (req: FastifyRequest) => deps.merchants.find((m) => m.ref === refOf(req))?.merchantNo;
   return [
     route({
       method: 'POST',
       url: '/api/merchants/:ref/pause',
       action: 'merchants.pause',
       target: (req) => merchantTarget(refOf(req)),
-      merchantNoOf,
       schema: {
         summary: 'Pause a merchant',
         description:
@@ -56,7 +54,6 @@ export function merchantPauseRows(deps: MerchantPauseDeps): RouteRow[] {
       url: '/api/merchants/:ref/resume',
       action: 'merchants.resume',
       target: (req) => merchantTarget(refOf(req)),
-      merchantNoOf,
       schema: {
         summary: 'Resume a paused merchant',
         description:

@@ -91,7 +91,7 @@ export async function pauseMerchant(
       action: 'merchants.pause',
       target: merchantTarget(input.ref),
       reason: input.reason,
-      merchantNo: merchant?.merchantNo,
+      merchant: merchant?.merchantNo ?? null,
     },
     async (tx) => {
       const known = merchantByRef(deps.merchants, input.ref);
@@ -126,7 +126,7 @@ export async function resumeMerchant(
       action: 'merchants.resume',
       target: merchantTarget(input.ref),
       reason: input.reason,
-      merchantNo: merchant?.merchantNo,
+      merchant: merchant?.merchantNo ?? null,
     },
     async (tx) => {
       const known = merchantByRef(deps.merchants, input.ref);

@@ -21,6 +21,10 @@ export function whoamiRows(): RouteRow[] {
             role: z.enum(ROLES),
             via: z.enum(AUTH_METHODS),
             may: z.array(z.string()).optional().describe('Actions this role allows (with ?actions=true)'),
+            merchants: z
+              .array(z.string())
+              .optional()
+              .describe("The refs of the merchants this operator is scoped to (its entry's `merchants`); absent: all"),
           }),
         },
         querystring: z.strictObject({ actions: z.enum(['true', 'false']).optional() }),
@@ -31,7 +35,8 @@ export function whoamiRows(): RouteRow[] {
           req.query.actions === 'true'
             ? (Object.keys(ACTIONS) as Action[]).filter((a) => can(operator.role, a))
             : undefined;
-        return { name: operator.name, role: operator.role, via: req.authMethod!, ...(may ? { may } : {}) };
+        const scope = operator.scope ? { merchants: [...operator.scope.refs] } : {};
+        return { name: operator.name, role: operator.role, via: req.authMethod!, ...(may ? { may } : {}), ...scope };
       },
     }),
   ];

@@ -4,6 +4,7 @@ import { AppError, ErrorCodes } from '@mcb/core/errors';
 import { z } from 'zod';
 import type { Operator } from './operator.ts';
 import { ROLES } from './roles.ts';
+import { scopeOf } from './scope.ts';
 
 /** The name CONSOLE_TOKEN's holder goes by. */
 export const TOKEN_ADMIN_NAME = 'admin';
@@ -29,6 +30,12 @@ export const operatorEntrySchema = z.strictObject({
     .transform((h) => h.toLowerCase())
     .optional()
     .describe('SHA-256 of the bearer token, hex; leave out for an operator who only signs in through the SSO proxy'),
+  merchants: z
+    .array(z.string().max(64))
+    .optional()
+    .describe(
+      "The refs (MERCHANTS_FILE) of the merchants this operator sees and acts on; leave out for all. An unknown ref, an empty list or a duplicate refuses the console's start",
+    ),
 });
 
 export type OperatorEntry = z.output<typeof operatorEntrySchema>;
@@ -60,6 +67,8 @@ export const sha256Hex = (s: string): string => createHash('sha256').update(s).d
 export function createOperatorDirectory(options: {
   token?: string;
   operators?: readonly OperatorEntry[];
+  /** The configured merchants, which an entry's `merchants` must name. @defaultValue none (no entry may be scoped) */
+  merchants?: readonly { ref: string; merchantNo: string }[];
 }): OperatorDirectory {
   const byDigest = new Map<string, Operator>();
   const byName = new Map<string, Operator>();
@@ -76,10 +85,14 @@ export function createOperatorDirectory(options: {
   };
   if (options.token)
     add(Object.freeze({ name: TOKEN_ADMIN_NAME, role: 'admin' }), sha256Hex(options.token), 'CONSOLE_TOKEN');
-  for (const entry of options.operators ?? []) {
+  for (const [index, entry] of (options.operators ?? []).entries()) {
     if (entry.name.toLowerCase() === TOKEN_ADMIN_NAME)
       throw configError(`the name ${TOKEN_ADMIN_NAME} is reserved for CONSOLE_TOKEN's holder`);
-    add(Object.freeze({ name: entry.name, role: entry.role }), entry.tokenSha256, 'CONSOLE_OPERATORS_FILE');
+    const scope = scopeOf(entry.merchants, options.merchants ?? []);
+    if (scope && 'problem' in scope)
+      throw configError(`[${index}.merchants] (${JSON.stringify(entry.name.slice(0, 128))}) ${scope.problem}`);
+    const operator = { name: entry.name, role: entry.role, ...(scope ? { scope } : {}) };
+    add(Object.freeze(operator), entry.tokenSha256, 'CONSOLE_OPERATORS_FILE');
     fromFile.add(entry.name);
   }
   return {

@@ -7,6 +7,17 @@ export interface Operator {
   /** Unique within the console: from the operators file, `admin` for CONSOLE_TOKEN, or the SSO proxy's identity. */
   readonly name: string;
   readonly role: Role;
+  /**
+   * The merchants this operator may see and act on (its operators-file entry's `merchants`); none: every merchant.
+   * Checked in one place, {@link inScope} (operators/scope.ts), by the action layer and the lists.
+   */
+  readonly scope?: MerchantScope;
+}
+
+/** An operator's merchants: their refs (as the operators file names them) and their numbers (as rows carry them). */
+export interface MerchantScope {
+  readonly refs: readonly string[];
+  readonly merchantNos: ReadonlySet<string>;
 }
 
 declare module 'fastify' {

@@ -52,12 +52,17 @@ export const orderTarget = (merchantOrderNo: string) => `order:${merchantOrderNo
  * the role operator and a reason, or the role service (no reason). A refusal is written to the audit trail.
  */
 export async function authorizeRegistration(
-  deps: ActionDeps,
+  deps: RegistrationDeps,
   actor: Actor,
   merchantOrderNo: string,
   reason: unknown,
 ): Promise<Authorized> {
-  return authorize(deps, actor, { action: 'orders.register', target: orderTarget(merchantOrderNo), reason });
+  return authorize(deps, actor, {
+    action: 'orders.register',
+    target: orderTarget(merchantOrderNo),
+    reason,
+    merchant: deps.merchantNo,
+  });
 }
 
 /**
@@ -109,9 +114,11 @@ export async function registerPayin(
   return { created, order: await orderView(deps.db, order) };
 }
 
-/** What "Replay this job" needs: the action layer's, and the callbacks queue. */
+/** What "Replay this job" needs: the action layer's, and the callbacks queue of the order's merchant. */
 export interface ReplayJobDeps extends ActionDeps {
   queue: Queue;
+  /** The number of the order's merchant (null: no such order), which the action layer checks scope against. */
+  merchantNo: string | null;
 }
 
 /** What the replay did: the job is waiting again, with a fresh budget. */
@@ -139,6 +146,7 @@ export async function replayJob(
     action: 'queue.retry',
     target: `job:${deps.queue.name}/${jobId}`,
     reason,
+    merchant: deps.merchantNo,
   });
   // A job that is not the order's is a wrong request, refused before anything is recorded against that job.
   const job = await deps.queue.getJob(jobId);

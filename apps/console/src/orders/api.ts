@@ -2,10 +2,13 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { orderTarget, registerPayin, replayJob } from './actions.ts';
 import { merchantRequired, orderDetail, orderDetailSchema, orderMerchantOf, withMerchant } from './queries.ts';
-import { actorOf } from '../operators/operator.ts';
+import type { Database } from '@mcb/core/db';
+import { ErrorCodes, isAppError } from '@mcb/core/errors';
+import { actorOf, type Operator } from '../operators/operator.ts';
+import { actingMerchant } from '../operators/scope.ts';
 import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 import { merchantOrderNoSchema, merchantRefSchema, orderViewSchema, payinBodySchema } from './schemas.ts';
-import type { RouteDeps } from '../web/route-deps.ts';
+import type { ConsoleMerchants, RouteDeps } from '../web/route-deps.ts';
 import { route, type RouteRow } from '../web/route-table.ts';
 
 export { orderConflict } from './actions.ts';
@@ -23,14 +26,53 @@ export const jobTarget = (queueName: string, req: FastifyRequest): string =>
 
 /** The registration's dependencies for the merchant a body names (or the only one). */
 function registrationOf({ db, logger, merchants }: Pick<RouteDeps, 'db' | 'logger' | 'merchants'>) {
-  return (ref: string | undefined) => {
-    const merchant = merchants.of(ref);
+  return (operator: Operator, ref: string | undefined) => {
+    // Scope is the action layer's to check (403 with its audit row); a service scoped to one merchant may omit it.
+    const merchant = actingMerchant(operator, merchants, ref);
     const named = merchants.several ? { namedMerchant: merchant.merchant.ref } : {};
     return { merchant, deps: { db: db.db, logger, merchantNo: merchant.merchant.merchantNo, ...named } };
   };
 }
 
 const orderQuery = z.object({ merchant: merchantRefSchema.optional() });
+
+/** The number of the merchant whose order it is, over every merchant (null: no merchant holds it). */
+export async function ownerOf(
+  db: Database,
+  merchants: ConsoleMerchants,
+  merchantOrderNo: string,
+  query: unknown,
+): Promise<string | null> {
+  try {
+    const found = await orderMerchantOf(db, merchants, merchantOrderNo, orderQuery.parse(query).merchant);
+    if ('candidates' in found) throw merchantRequired(merchantOrderNo, found.candidates);
+    return found.merchant.merchant.merchantNo;
+  } catch (e) {
+    if (isAppError(e, ErrorCodes.NOT_FOUND)) return null;
+    throw e;
+  }
+}
+
+/**
+ * "Replay this job" from the API: the order's merchant (over every merchant: one outside the operator's scope is the
+ * action layer's 403 with its audit row), and its queue.
+ */
+async function replayJobOfOrder(
+  { db, logger, queue, queueOf, merchants }: Pick<RouteDeps, 'db' | 'logger' | 'queue' | 'queueOf' | 'merchants'>,
+  req: FastifyRequest,
+  params: { merchantOrderNo: string; jobId: string },
+  reason: unknown,
+) {
+  const merchantNo = await ownerOf(db.db, merchants, params.merchantOrderNo, req.query);
+  const own = (merchantNo !== null ? queueOf?.(merchantNo) : undefined) ?? queue!;
+  return replayJob(
+    { db: db.db, logger, queue: own, merchantNo },
+    actorOf(req),
+    params.merchantOrderNo,
+    params.jobId,
+    reason,
+  );
+}
 
 /** Pay-in registration and the order view. */
 export function ordersRows({ db, queue, queueOf, logger, merchants }: RouteDeps): RouteRow[] {
@@ -59,7 +101,7 @@ export function ordersRows({ db, queue, queueOf, logger, merchants }: RouteDeps)
         },
       },
       handler: async (req, reply) => {
-        const { merchant, deps: registration } = deps(req.body.merchant);
+        const { merchant, deps: registration } = deps(req.operator!, req.body.merchant);
         const { created, order } = await registerPayin(registration, actorOf(req), req.body);
         return reply.code(created ? 201 : 200).send(withMerchant(order, merchants, merchant));
       },
@@ -82,7 +124,7 @@ export function ordersRows({ db, queue, queueOf, logger, merchants }: RouteDeps)
         const { merchantOrderNo } = req.params;
         // `?merchant=` is read here rather than declared (the path parameter stays the operation's first).
         const { merchant } = orderQuery.parse(req.query);
-        const found = await orderMerchantOf(db.db, merchants, merchantOrderNo, merchant);
+        const found = await orderMerchantOf(db.db, merchants, merchantOrderNo, merchant, req.operator);
         if ('candidates' in found) throw merchantRequired(merchantOrderNo, found.candidates);
         const key = { merchantNo: found.merchant.merchant.merchantNo, merchantOrderNo };
         const own = queueOf?.(key.merchantNo) ?? queue;
@@ -119,13 +161,7 @@ export function ordersRows({ db, queue, queueOf, logger, merchants }: RouteDeps)
               },
             },
             handler: async (req) =>
-              replayJob(
-                { db: db.db, logger, queue },
-                actorOf(req),
-                req.params.merchantOrderNo,
-                req.params.jobId,
-                req.body?.reason,
-              ),
+              replayJobOfOrder({ db, logger, queue, queueOf, merchants }, req, req.params, req.body?.reason),
           }),
         ]
       : []),

@@ -10,7 +10,7 @@ import { formRoute, pageRoute } from '../web/page-route.ts';
 import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
 import { replayJob } from './actions.ts';
-import { jobParams, jobTarget } from './api.ts';
+import { jobParams, jobTarget, ownerOf } from './api.ts';
 import { orderDetail, orderMerchantOf } from './queries.ts';
 import { orderCandidatesPage, orderPage } from './views.ts';
 import type { ConsoleMerchants } from '../web/route-deps.ts';
@@ -42,6 +42,7 @@ export function ordersPageRows({ db, queue, queueOf, logger, merchants }: Orders
           merchants,
           merchantOrderNo,
           typeof ref === 'string' && ref !== '' ? ref : undefined,
+          req.operator,
         );
         // Two merchants hold the number and none was named: the page lists them, each a link to its order.
         if ('candidates' in found)
@@ -86,8 +87,16 @@ export function ordersPageRows({ db, queue, queueOf, logger, merchants }: Orders
           `/orders/${encodeURIComponent(String((req.params as { merchantOrderNo?: unknown }).merchantOrderNo))}`,
         ),
       run: async (req, { params: { merchantOrderNo, jobId }, form }) => {
-        if (!queue) throw new Error('no queue configured');
-        await replayJob({ db: db.db, logger, queue }, actorOf(req), merchantOrderNo, jobId, form.reason);
+        const merchantNo = await ownerOf(db.db, merchants, merchantOrderNo, req.query);
+        const own = (merchantNo !== null ? queueOf?.(merchantNo) : undefined) ?? queue;
+        if (!own) throw new Error('no queue configured');
+        await replayJob(
+          { db: db.db, logger, queue: own, merchantNo },
+          actorOf(req),
+          merchantOrderNo,
+          jobId,
+          form.reason,
+        );
         return `Job ${jobId} sent back to the queue with a fresh retry budget; its failure stays on the timeline.`;
       },
     }),

@@ -5,6 +5,8 @@ import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import { orderViewSchema } from './schemas.ts';
 import { merchantsHolding, orderView } from './repo.ts';
+import type { Operator } from '../operators/operator.ts';
+import { merchantsInScope, readingMerchant } from '../operators/scope.ts';
 import type { ConsoleMerchant, ConsoleMerchants } from '../web/route-deps.ts';
 import { queueAgainstLists, waitingCounts } from '../callbacks/counts.ts';
 import { loadCallbackRecords, timelineEntrySchema, timelineOf, type TimelineEntry } from './timeline.ts';
@@ -91,12 +93,17 @@ export async function orderMerchantOf(
   merchants: ConsoleMerchants,
   merchantOrderNo: string,
   ref: string | undefined,
+  reader: Pick<Operator, 'scope'> = {},
 ): Promise<{ merchant: ConsoleMerchant } | { candidates: ConsoleMerchant[] }> {
-  if (ref !== undefined || !merchants.several) return { merchant: merchants.of(ref) };
+  // A ref outside the reader's scope is the 400 of an unknown one; an order of such a merchant is the 404 of a missing
+  // one (only the reader's merchants are asked whether they hold the number), so that neither tells it exists.
+  if (ref !== undefined) return { merchant: readingMerchant(reader, merchants, ref) };
+  const visible = merchantsInScope(reader, merchants);
+  if (!merchants.several && visible.length === 1) return { merchant: visible[0]! };
   const holding = await merchantsHolding(
     db,
     merchantOrderNo,
-    merchants.all.map((m) => m.merchant.merchantNo),
+    visible.map((m) => m.merchant.merchantNo),
   );
   const candidates = holding.map((no) => merchants.byNo(no)!);
   if (candidates.length === 0)

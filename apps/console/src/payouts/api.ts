@@ -1,3 +1,4 @@
+import { actingMerchant, readingMerchant } from '../operators/scope.ts';
 import type { FastifyReply } from 'fastify';
 import { targetOfBody } from '../orders/api.ts';
 import { withMerchant } from '../orders/queries.ts';
@@ -60,7 +61,7 @@ export function payoutsRows({ db, logger, merchants }: RouteDeps): RouteRow[] {
         },
       },
       handler: async (req, reply) => {
-        const merchant = merchants.of(req.body.merchant);
+        const merchant = actingMerchant(req.operator!, merchants, req.body.merchant);
         const payoutDeps = {
           db: db.db,
           logger,
@@ -85,7 +86,10 @@ export function payoutsRows({ db, logger, merchants }: RouteDeps): RouteRow[] {
         response: { 200: validateResponseSchema, ...errorResponses },
       },
       handler: async (req, reply) =>
-        payoutValidation(withAgeHeaders(merchants.of(req.body.merchant).catalog, reply), req.body),
+        payoutValidation(
+          withAgeHeaders(readingMerchant(req.operator!, merchants, req.body.merchant).catalog, reply),
+          req.body,
+        ),
     }),
   ];
 }

@@ -44,7 +44,12 @@ export async function reconcileNow(
   return performExternalAction(
     { db: sweep.db, logger: sweep.logger },
     actor,
-    { action: 'reconcile.run', target: sweepTarget(ref, deps.several), reason: input.reason },
+    {
+      action: 'reconcile.run',
+      target: sweepTarget(ref, deps.several),
+      reason: input.reason,
+      merchant: sweep.merchantNo,
+    },
     async () => {
       // An operator asks now, often for a customer who says they paid: orders on their "unknown" back-off too.
       const report = await runSweep(sweep, { trigger: 'manual', askBackedOff: true });

@@ -6,7 +6,7 @@
 import { AppError, ErrorCodes, isAppError } from '@mcb/core/errors';
 import { and, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { assertCan, performAction, type ActionDeps, type Actor } from '../audit/perform.ts';
+import { assertCan, assertInScope, performAction, type ActionDeps, type Actor } from '../audit/perform.ts';
 import { can } from '../operators/roles.ts';
 import { callbackFilterSchema, type CallbackFilter, type ScopedFilter } from '../callbacks/queries.ts';
 import { callbackArrivals, replays, type Database } from '@mcb/core/db';
@@ -74,6 +74,8 @@ export function filterTarget(filter: CallbackFilter): string {
 /** Dry run: what replaying the failed jobs matching `filter` would do. */
 export async function planReplayAction(deps: ReplayDeps, actor: Actor, filter: CallbackFilter): Promise<ReplayPlan> {
   assertCan(actor.operator, 'replays.plan');
+  const { mq } = replayScope(deps.queues, filter);
+  await assertInScope(deps, actor, { action: 'replays.plan', target: filterTarget(filter), merchant: mq.merchantNo });
   return planReplay(deps, filter);
 }
 
@@ -99,14 +101,14 @@ export async function startReplay(
   }
   // 400 for a status other than failed, or without the merchant when there are several, before anything is written.
   // The filter keeps its `merchant`: the driver sends the jobs back to that merchant's queue.
-  const { scoped } = replayScope(deps.queues, req.filter);
+  const { mq, scoped } = replayScope(deps.queues, req.filter);
   replayWhere(scoped);
   let view: ReplayView;
   try {
     view = await performAction(
       deps,
       actor,
-      { action: 'replays.start', target: filterTarget(req.filter), reason: req.reason },
+      { action: 'replays.start', target: filterTarget(req.filter), reason: req.reason, merchant: mq.merchantNo },
       async (tx) => {
         const set = req.plan ? await plannedSet(tx, scoped, req.plan) : await currentSet(tx, scoped);
         const [row] = await tx
@@ -182,7 +184,8 @@ export async function cancelReplay(deps: ReplayDeps, actor: Actor, id: number, r
   // admin.
   const own = current.operator === actor.operator.name || !can(actor.operator.role, 'replays.cancel');
   const action = own ? 'replays.cancel' : 'replays.cancelOthers';
-  return performAction(deps, actor, { action, target: `replay:${id}`, reason }, async (tx) => {
+  const merchant = replayMerchantNo(deps, current.filter);
+  return performAction(deps, actor, { action, target: `replay:${id}`, reason, merchant }, async (tx) => {
     const [row] = await tx
       .update(replays)
       .set({
@@ -201,4 +204,13 @@ export async function cancelReplay(deps: ReplayDeps, actor: Actor, id: number, r
       details: { replayId: id, replayed: row.replayed, skipped: row.skipped, total: row.total },
     };
   });
+}
+
+/** The number of the merchant a replay's filter acts on (null when it names none the console serves). */
+export function replayMerchantNo(deps: Pick<ReplayDeps, 'queues'>, filter: CallbackFilter): string | null {
+  try {
+    return deps.queues.of(filter.merchant, 'filter.merchant').merchantNo;
+  } catch {
+    return null;
+  }
 }

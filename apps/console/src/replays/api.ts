@@ -12,7 +12,8 @@ import {
   type ReplayDeps,
 } from './actions.ts';
 import { replayPlanSchema } from './plan.ts';
-import { getReplay, listReplays, replayViewSchema } from './queries.ts';
+import { getVisibleReplay, listReplays, replayRefsFor, replayViewSchema } from './queries.ts';
+import { merchantRefSchema } from '../orders/schemas.ts';
 
 const idParams = z.strictObject({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
 /** Audit targets of a refusal, from the request as sent (before validation). */
@@ -73,10 +74,16 @@ export function replaysRows(deps: ReplayDeps): RouteRow[] {
       action: 'read',
       schema: {
         summary: 'Replays, newest first',
+        description:
+          "`?merchant=` (a ref): that merchant's only (unknown or outside your merchants: 400); unset: every " +
+          'merchant you see. Each replay names its merchant in `filter.merchant`.',
         tags: ['replays'],
-        response: { 200: z.object({ replays: z.array(replayViewSchema) }) },
+        querystring: z.strictObject({ merchant: merchantRefSchema.optional() }),
+        response: { 200: z.object({ replays: z.array(replayViewSchema) }), 400: errorBodySchema },
       },
-      handler: async () => ({ replays: await listReplays(deps.db) }),
+      handler: async (req) => ({
+        replays: await listReplays(deps.db, 50, replayRefsFor(req.operator!, deps.queues, req.query.merchant)),
+      }),
     }),
 
     route({
@@ -89,7 +96,9 @@ export function replaysRows(deps: ReplayDeps): RouteRow[] {
         params: idParams,
         response: { 200: z.object({ replay: replayViewSchema }), ...errors },
       },
-      handler: async (req) => ({ replay: await getReplay(deps.db, req.params.id) }),
+      handler: async (req) => ({
+        replay: await getVisibleReplay(deps.db, deps.queues, req.operator!, req.params.id),
+      }),
     }),
 
     route({

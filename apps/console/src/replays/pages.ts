@@ -22,7 +22,7 @@ import {
   startReplay,
   type ReplayDeps,
 } from './actions.ts';
-import { getReplay, listReplays, type ReplayView } from './queries.ts';
+import { getReplay, getVisibleReplay, listReplays, replayRefsFor, type ReplayView } from './queries.ts';
 import { filterFormView, listView, planView, progressView } from './views.ts';
 
 const idOf = (params: unknown): number => {
@@ -93,7 +93,9 @@ export function replaysPageRows(deps: ReplayDeps): RouteRow[] {
       url: '/replays',
       action: 'read',
       handler: async (req, reply) => {
-        const vm = { replays: await listReplays(deps.db), canPlan: can(req.operator!.role, 'replays.plan') };
+        const ref = (req.query as { merchant?: unknown }).merchant;
+        const refs = replayRefsFor(req.operator!, deps.queues, typeof ref === 'string' && ref ? ref : undefined);
+        const vm = { replays: await listReplays(deps.db, 50, refs), canPlan: can(req.operator!.role, 'replays.plan') };
         return sendPage(req, reply, { title: 'Replays', area: 'replays', flash: flashOf(req.query) }, listView(vm));
       },
     }),
@@ -123,7 +125,7 @@ export function replaysPageRows(deps: ReplayDeps): RouteRow[] {
       url: '/replays/:id',
       action: 'read',
       handler: async (req, reply) => {
-        const replay = await getReplay(deps.db, idOf(req.params));
+        const replay = await getVisibleReplay(deps.db, deps.queues, req.operator!, idOf(req.params));
         const role = req.operator!.role;
         const canCancel = can(role, replay.operator === req.operator!.name ? 'replays.cancel' : 'replays.cancelOthers');
         const canPlan = can(role, 'replays.plan');

@@ -1,7 +1,11 @@
 /** Replays as the API, the pages and the CLI show them: one view model, its zod schema the API's response. */
 import { replays, type Database, type Replay } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
-import { desc, eq } from 'drizzle-orm';
+import { desc, eq, inArray, sql } from 'drizzle-orm';
+import type { MerchantQueues } from '../callbacks/merchant-queues.ts';
+import type { Operator } from '../operators/operator.ts';
+import { inScope } from '../operators/scope.ts';
+import { pickByRef } from '../web/route-deps.ts';
 import { z } from 'zod';
 import { callbackFilterSchema } from '../callbacks/queries.ts';
 import { replayOutcomes, replayOutcomeSchema, type ReplayOutcomeRow } from './outcomes.ts';
@@ -67,12 +71,49 @@ export async function getReplay(db: Database, id: number): Promise<ReplayView> {
   return replayView(row, (await replayOutcomes(db, [id])).get(id));
 }
 
-/** The newest replays first. */
-export async function listReplays(db: Database, limit = 50): Promise<ReplayView[]> {
-  const rows = await db.select().from(replays).orderBy(desc(replays.id)).limit(limit);
+/** The newest replays first; `refs`: only those of these merchants (a replay's `filter.merchant`). */
+export async function listReplays(db: Database, limit = 50, refs?: readonly string[]): Promise<ReplayView[]> {
+  const rows = await db
+    .select()
+    .from(replays)
+    .where(refs ? inArray(sql<string>`${replays.filter}->>'merchant'`, [...refs]) : undefined)
+    .orderBy(desc(replays.id))
+    .limit(limit);
   const outcomes = await replayOutcomes(
     db,
     rows.map((r) => r.id),
   );
   return rows.map((r) => replayView(r, outcomes.get(r.id)));
+}
+
+/**
+ * The merchants (refs) a list of replays keeps to, by `?merchant=` and the reader's scope, as every list does
+ * (operators/scope.ts): a ref outside the scope is the 400 of an unknown one. undefined: no filter (one merchant, or
+ * an unscoped reader naming none).
+ */
+export function replayRefsFor(
+  reader: Pick<Operator, 'scope'>,
+  queues: MerchantQueues,
+  ref: string | undefined,
+): readonly string[] | undefined {
+  if (!queues.several) {
+    if (ref) queues.of(ref);
+    return undefined;
+  }
+  const visible = queues.list.filter((m) => inScope(reader, m.merchantNo));
+  if (ref) return [pickByRef(visible, (m) => m.ref, ref).ref];
+  return reader.scope ? visible.map((m) => m.ref) : undefined;
+}
+
+/** One replay the reader may see: another merchant's is the 404 of a missing one. */
+export async function getVisibleReplay(
+  db: Database,
+  queues: MerchantQueues,
+  reader: Pick<Operator, 'scope'>,
+  id: number,
+): Promise<ReplayView> {
+  const replay = await getReplay(db, id);
+  const mq = queues.list.find((m) => m.ref === replay.filter.merchant) ?? (queues.several ? undefined : queues.list[0]);
+  if (!inScope(reader, mq?.merchantNo)) throw new AppError(ErrorCodes.NOT_FOUND, `no replay ${id}`);
+  return replay;
 }

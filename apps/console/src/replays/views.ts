@@ -237,6 +237,8 @@ ${running ? html`<script src="/assets/replay-progress.js" defer></script>` : ''}
 
 /** The replays, newest first, with what became of their jobs, and the way to a new one. */
 export function listView(vm: { replays: ReplayView[]; canPlan: boolean }): Html {
+  // The merchant column once replays name one (two merchants or more: a replay by filter is per merchant).
+  const named = vm.replays.some((r) => r.filter.merchant !== undefined);
   return html`<h1>Replays</h1>
 <p class="muted">Each replay sends failed jobs back to the queue; "what became of them" is what the worker did with \
 each, since. Times in UTC.</p>
@@ -249,11 +251,15 @@ callbacks</a></p>`
 ${
   vm.replays.length === 0
     ? html`<p class="muted">No replay yet.</p>`
-    : html`<table class="stack"><thead><tr><th scope="col">Replay</th><th scope="col">Status</th><th scope="col" \
+    : html`<table class="stack"><thead><tr><th scope="col">Replay</th>${
+        named ? html`<th scope="col">Merchant</th>` : ''
+      }<th scope="col">Status</th><th scope="col" \
 class="num">Sent back / total</th><th scope="col">What became of them</th><th scope="col">By</th><th \
 scope="col">Reason</th><th scope="col">Started</th><th scope="col">Cancelled by, why</th></tr></thead><tbody>
 ${vm.replays.map(
-  (r) => html`<tr><td data-label="Replay"><a href="/replays/${r.id}">Replay ${r.id}</a></td><td data-label="Status">\
+  (r) => html`<tr><td data-label="Replay"><a href="/replays/${r.id}">Replay ${r.id}</a></td>${
+    named ? html`<td data-label="Merchant">${r.filter.merchant ?? '—'}</td>` : ''
+  }<td data-label="Status">\
 <span class="status status-${r.status}">${r.status}</span></td><td data-label="Sent back / total" \
 class="num">${r.replayed} / ${r.total}</td><td data-label="What became of them">${outcomesList(r.outcomes)}</td><td \
 data-label="By">${r.operator}</td><td data-label="Reason">${r.reason}</td><td data-label="Started" \

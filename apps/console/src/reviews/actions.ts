@@ -43,6 +43,12 @@ export type ReverifyOutcome = 'applied' | 'duplicate' | 'review';
 
 const target = (id: number) => `review:${id}`;
 
+/** The merchant a review is of (what the action layer checks scope against); null for no such review. */
+async function merchantOfReview(db: Database, id: number): Promise<string | null> {
+  const [row] = await db.select({ merchantNo: reviews.merchantNo }).from(reviews).where(eq(reviews.id, id));
+  return row?.merchantNo ?? null;
+}
+
 function notOpen(row: ReviewRow): AppError {
   return new AppError(ErrorCodes.REVIEW_NOT_OPEN, `review ${row.id} is already ${row.status}`, {
     details: { reviewId: row.id, status: row.status },
@@ -62,7 +68,9 @@ export async function reverify(
   id: number,
   reason: unknown,
 ): Promise<{ outcome: ReverifyOutcome; review: ReviewView }> {
-  return performExternalAction(deps, actor, { action: 'reviews.reverify', target: target(id), reason }, async () => {
+  const merchant = await merchantOfReview(deps.db, id);
+  const spec = { action: 'reviews.reverify', target: target(id), reason, merchant } as const;
+  return performExternalAction(deps, actor, spec, async () => {
     const row = await findReviewRow(deps.db, id);
     if (row.status !== 'open') throw notOpen(row);
     const platform = platformOfReview(deps, row);
@@ -88,7 +96,8 @@ export async function dismiss(
   reason: unknown,
   note?: string,
 ): Promise<ReviewView> {
-  const auth = await authorize(deps, actor, { action: 'reviews.dismiss', target: target(id), reason });
+  const merchant = await merchantOfReview(deps.db, id);
+  const auth = await authorize(deps, actor, { action: 'reviews.dismiss', target: target(id), reason, merchant });
   if (note !== undefined) requirePlainText('note', note);
   return commitAction(deps, auth, async (tx) => {
     const text = (note?.trim() || (typeof reason === 'string' ? reason.trim() : '')).slice(0, 2000);

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
+import { listScopeOf } from '../operators/scope.ts';
 import { errorBodySchema, reasonSchema } from '../web/api-schemas.ts';
 import { dismiss, reverify, type ReviewActionDeps } from './actions.ts';
 import { listReviews, reviewFilterSchema, reviewListSchema, reviewViewSchema } from './queries.ts';
@@ -30,7 +31,10 @@ export function reviewsRows(deps: ReviewActionDeps): RouteRow[] {
         querystring: reviewFilterSchema,
         response: { 200: reviewListSchema, 400: errorBodySchema },
       },
-      handler: async (req) => listReviews(deps.db, req.query, req.operator!.role),
+      handler: async (req) => {
+        const scope = listScopeOf(req.operator!, deps.merchants, req.query.merchant);
+        return listReviews(deps.db, req.query, req.operator!.role, scope.merchantNos, scope.refOf);
+      },
     }),
 
     route({

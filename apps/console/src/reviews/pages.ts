@@ -1,3 +1,4 @@
+import { listScopeOf } from '../operators/scope.ts';
 import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
 import { safeNext } from '../session/pages.ts';
@@ -26,10 +27,12 @@ export function reviewsPageRows(deps: ReviewActionDeps): RouteRow[] {
         const filter = reviewFilterSchema.parse({
           status: typeof q.status === 'string' && q.status ? q.status : 'open',
           merchantOrderNo: typeof q.merchantOrderNo === 'string' && q.merchantOrderNo ? q.merchantOrderNo : undefined,
+          merchant: typeof q.merchant === 'string' && q.merchant ? q.merchant : undefined,
           before: q.before || undefined,
           limit: 25,
         });
-        const list = await listReviews(deps.db, filter, req.operator!.role);
+        const scope = listScopeOf(req.operator!, deps.merchants, filter.merchant);
+        const list = await listReviews(deps.db, filter, req.operator!.role, scope.merchantNos, scope.refOf);
         return sendPage(
           req,
           reply,

@@ -1,6 +1,7 @@
 import { reviews, type Database } from '@mcb/core/db';
 import { AppError, ErrorCodes } from '@mcb/core/errors';
-import { and, desc, eq, lt } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt } from 'drizzle-orm';
+import { merchantRefSchema } from '../orders/schemas.ts';
 import { z } from 'zod';
 import { can, type Role } from '../operators/roles.ts';
 import { iso } from '../web/format.ts';
@@ -25,6 +26,7 @@ export const reviewViewSchema = z.object({
   orderNo: z.string().describe("The platform's OrderNo"),
   state: z.number().int(),
   merchantOrderNo: z.string(),
+  merchant: z.string().optional().describe("The merchant's ref (only when the console serves two or more)"),
   reasonCode: z.string().describe('A code from docs/errors.md: the original finding, never rewritten'),
   reason: z.string(),
   details: z.record(z.string(), z.unknown()).nullable().describe('What was compared (states, amounts, waited time)'),
@@ -73,6 +75,9 @@ export type ReviewRow = typeof reviews.$inferSelect;
 export const reviewFilterSchema = z.strictObject({
   status: z.enum(['open', 'resolved', 'dismissed']).optional(),
   merchantOrderNo: z.string().min(1).max(64).optional(),
+  merchant: merchantRefSchema
+    .optional()
+    .describe("Only this merchant's (a ref); unknown or outside your merchants: 400. Unset: every merchant you see"),
   before: z.coerce.number().int().positive().optional().describe('Only reviews with a smaller id (the last id seen)'),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
@@ -144,7 +149,14 @@ export function reviewForRole(view: ReviewView, role: Role): ReviewView {
 
 /** Reviews, newest first, one page, as `role` may see them ({@link reviewForRole}). */
 /** Reviews by `f`, newest first; `merchantNo` keeps them to that merchant's (several merchants). */
-export async function listReviews(db: Database, f: ReviewFilter, role: Role, merchantNo?: string): Promise<ReviewList> {
+export async function listReviews(
+  db: Database,
+  f: ReviewFilter,
+  role: Role,
+  merchantNo?: string | readonly string[],
+  refOf?: (merchantNo: string) => string | undefined,
+): Promise<ReviewList> {
+  const nos = typeof merchantNo === 'string' ? [merchantNo] : merchantNo;
   const rows = await db
     .select()
     .from(reviews)
@@ -152,7 +164,7 @@ export async function listReviews(db: Database, f: ReviewFilter, role: Role, mer
       and(
         f.status ? eq(reviews.status, f.status) : undefined,
         f.merchantOrderNo ? eq(reviews.merchantOrderNo, f.merchantOrderNo) : undefined,
-        merchantNo ? eq(reviews.merchantNo, merchantNo) : undefined,
+        nos ? inArray(reviews.merchantNo, [...nos]) : undefined,
         f.before ? lt(reviews.id, f.before) : undefined,
       ),
     )
@@ -160,7 +172,10 @@ export async function listReviews(db: Database, f: ReviewFilter, role: Role, mer
     .limit(f.limit + 1);
   const page = rows.slice(0, f.limit);
   return {
-    reviews: (await reviewViews(db, page)).map((v) => reviewForRole(v, role)),
+    reviews: (await reviewViews(db, page)).map((v, i) => {
+      const ref = refOf?.(page[i]!.merchantNo);
+      return reviewForRole(ref ? { ...v, merchant: ref } : v, role);
+    }),
     nextBefore: rows.length > f.limit ? page[page.length - 1]!.id : null,
   };
 }

@@ -40,7 +40,9 @@ forged: platform never had this order"></label>
 ${storyBlock(r)}
 <p>${r.reason}</p>
 <dl class="facts">
-<dt>Order</dt><dd><a href="${orderHref(r.merchantOrderNo)}">${r.merchantOrderNo}</a> · platform \
+${r.merchant ? html`<dt>Merchant</dt><dd>${r.merchant}</dd>` : ''}<dt>Order</dt><dd><a href="${orderHref(
+    r.merchantOrderNo,
+  )}${r.merchant ? `?merchant=${encodeURIComponent(r.merchant)}` : ''}">${r.merchantOrderNo}</a> · platform \
 <code>${r.orderNo}</code> · ${r.kind} state ${r.state}</dd>
 <dt>Opened</dt><dd>${when(r.createdAt)}${r.occurrences > 1 ? html` · landed here ${r.occurrences} times` : ''}</dd>
 ${r.closedAt ? html`<dt>Closed</dt><dd>${when(r.closedAt)}</dd>` : ''}

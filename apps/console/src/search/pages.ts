@@ -6,7 +6,7 @@ import { orderHref } from '../web/format.ts';
 import { pageRoute } from '../web/page-route.ts';
 import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
-import { findByNumber, waiting } from './queries.ts';
+import { findByNumber, waiting, type SearchScope } from './queries.ts';
 import { searchPage } from './views.ts';
 import type { ConsoleMerchants } from '../web/route-deps.ts';
 import type { Html } from '../web/html.ts';
@@ -19,6 +19,8 @@ export interface SearchPagesDeps {
   merchantNo: string;
   /** The merchants whose orders it finds (each merchant's, by number). */
   merchants: ConsoleMerchants;
+  /** The callbacks queue of the merchant with this number (several merchants). @defaultValue `queue` */
+  queueOf?: (merchantNo: string) => Queue | undefined;
   /** The fleet's Get order state (throttled, breaker open), from Redis. @defaultValue none (not shown) */
   platformState?: () => Promise<FleetState>;
   /** The merchants that need a person, a line each (merchants/views.ts). @defaultValue none (not shown) */
@@ -29,10 +31,16 @@ export interface SearchPagesDeps {
 export function searchPageRows({
   db,
   queue,
+  queueOf,
   platformState,
   merchants,
   merchantsAttention,
 }: SearchPagesDeps): RouteRow[] {
+  const scopeOf = (req: FastifyRequest): SearchScope => ({
+    reader: req.operator!,
+    merchants,
+    queueOf: (no) => queueOf?.(no) ?? (merchants.several ? undefined : queue),
+  });
   return [
     pageRoute({
       url: '/',
@@ -56,10 +64,10 @@ export function searchPageRows({
             req,
             reply,
             { title: 'Search', area: 'search', flash: flashOf(req.query) },
-            searchPage('', undefined, await waiting(db, queue), platform, attention),
+            searchPage('', undefined, await waiting(db, queue, scopeOf(req)), platform, attention),
           );
         }
-        const found = await findByNumber(db, queue, query, merchants);
+        const found = await findByNumber(db, queue, query, merchants, scopeOf(req));
         if (found.kind === 'order') {
           const named = found.merchant ? `?merchant=${encodeURIComponent(found.merchant)}` : '';
           return reply

@@ -1,10 +1,18 @@
 import { orders, type Db } from '@mcb/core/db';
-import { desc, eq } from 'drizzle-orm';
-import { queueAgainstLists, waitingCounts, type QueueAgainstLists, type WaitingCounts } from '../callbacks/counts.ts';
+import { and, desc, eq, inArray } from 'drizzle-orm';
+import {
+  merchantsAgainstLists,
+  queueAgainstLists,
+  waitingCounts,
+  type QueueAgainstLists,
+  type WaitingCounts,
+} from '../callbacks/counts.ts';
+import type { Operator } from '../operators/operator.ts';
+import { merchantsInScope } from '../operators/scope.ts';
 import type { Queue } from 'bullmq';
 import { merchantsHolding } from '../orders/repo.ts';
 import type { ConsoleMerchants } from '../web/route-deps.ts';
-import { loadCallbackRecords, timelineOf, type TimelineEntry } from '../orders/timeline.ts';
+import { loadCallbackRecords, timelineOf, type CallbackRecords, type TimelineEntry } from '../orders/timeline.ts';
 
 /** What a search for one number found. */
 export type FoundNumber =
@@ -26,7 +34,7 @@ export interface CustomerOrder {
 }
 
 /** The newest orders registered for `customerId` (at most 50; the index orders_customer_id_idx). */
-async function ordersOfCustomer(db: Db, customerId: string): Promise<CustomerOrder[]> {
+async function ordersOfCustomer(db: Db, customerId: string, merchantNos?: readonly string[]): Promise<CustomerOrder[]> {
   return db.db
     .select({
       merchantOrderNo: orders.merchantOrderNo,
@@ -37,7 +45,9 @@ async function ordersOfCustomer(db: Db, customerId: string): Promise<CustomerOrd
       createdAt: orders.createdAt,
     })
     .from(orders)
-    .where(eq(orders.customerId, customerId))
+    .where(
+      and(eq(orders.customerId, customerId), merchantNos ? inArray(orders.merchantNo, [...merchantNos]) : undefined),
+    )
     .orderBy(desc(orders.id))
     .limit(50);
 }
@@ -52,15 +62,13 @@ export async function findByNumber(
   queue: Queue | undefined,
   text: string,
   merchants: ConsoleMerchants,
+  scope?: SearchScope,
 ): Promise<FoundNumber> {
-  // Every merchant's orders (issue 50): a number one merchant holds opens its order (named when there are several); a
-  // number several hold opens the order page's list of them.
-  const holders = (merchantOrderNo: string) =>
-    merchantsHolding(
-      db.db,
-      merchantOrderNo,
-      merchants.all.map((m) => m.merchant.merchantNo),
-    );
+  // Every merchant's orders the reader sees (issue 50, 51): a number one merchant holds opens its order (named when
+  // there are several); a number several hold opens the order page's list of them.
+  const reader = scope?.reader ?? {};
+  const seen = merchantsInScope(reader, merchants).map((m) => m.merchant.merchantNo);
+  const holders = (merchantOrderNo: string) => merchantsHolding(db.db, merchantOrderNo, seen);
   const opened = (merchantOrderNo: string, holding: readonly string[]): FoundNumber =>
     merchants.several && holding.length === 1
       ? { kind: 'order', merchantOrderNo, merchant: merchants.byNo(holding[0]!)!.merchant.ref }
@@ -77,14 +85,25 @@ export async function findByNumber(
     }
   }
   // The customer id an order was registered with (what the shop's support has at hand): one order opens, several list.
-  const theirs = query.length <= 128 ? await ordersOfCustomer(db, query) : [];
+  const theirs = query.length <= 128 ? await ordersOfCustomer(db, query, reader.scope ? seen : undefined) : [];
   if (theirs.length === 1) return { kind: 'order', merchantOrderNo: theirs[0]!.merchantOrderNo };
   if (theirs.length > 1) return { kind: 'customer', query, orders: theirs };
   if (!ORDER_NO.test(query)) return { kind: 'nothing', query };
-  let records = await loadCallbackRecords(db.db, queue, { orderNo: query });
-  for (const s of spellings.slice(1)) {
-    if (records.receipts.length + records.reviews.length + records.jobs.length > 0) break;
-    records = await loadCallbackRecords(db.db, queue, { orderNo: s });
+  // A platform number: each merchant's records and queue the reader sees (one merchant: its queue, as before), the
+  // first that knows the number.
+  const lanes =
+    scope && (scope.merchants.several || reader.scope)
+      ? seen.map((no) => ({ queue: scope.queueOf(no), merchantNo: scope.merchants.several ? no : undefined }))
+      : [{ queue, merchantNo: undefined }];
+  const some = (r: CallbackRecords) => r.receipts.length + r.reviews.length + r.jobs.length > 0;
+  let records: CallbackRecords = { receipts: [], reviews: [], jobs: [] };
+  let laneQueue = queue;
+  search: for (const s of spellings) {
+    for (const lane of lanes) {
+      records = await loadCallbackRecords(db.db, lane.queue, { orderNo: s, merchantNo: lane.merchantNo });
+      laneQueue = lane.queue;
+      if (some(records)) break search;
+    }
   }
   const named =
     [...records.receipts, ...records.reviews].map((r) => r.merchantOrderNo).find(Boolean) ??
@@ -95,7 +114,7 @@ export async function findByNumber(
     const holding = await holders(named);
     if (holding.length > 0) return opened(named, holding);
   }
-  const timeline = await timelineOf(db.db, queue, records);
+  const timeline = await timelineOf(db.db, laneQueue, records);
   return timeline.length > 0 ? { kind: 'callbacks', query, timeline } : { kind: 'nothing', query };
 }
 
@@ -106,7 +125,30 @@ export async function findByNumber(
 export async function waiting(
   db: Db,
   queue: Queue | undefined,
+  scope?: SearchScope,
 ): Promise<{ counts: WaitingCounts; against: QueueAgainstLists }> {
-  const counts = await waitingCounts(db.db);
-  return { counts, against: await queueAgainstLists(queue, counts) };
+  // One merchant (as before): its rows against its queue. Several, or a scoped reader: each merchant it sees against
+  // its own queue.
+  if (!scope || (!scope.reader.scope && !scope.merchants.several)) {
+    const counts = await waitingCounts(db.db);
+    return { counts, against: await queueAgainstLists(queue, counts) };
+  }
+  const seen = merchantsInScope(scope.reader, scope.merchants);
+  const nos = seen.map((m) => m.merchant.merchantNo);
+  const [counts, against] = await Promise.all([
+    waitingCounts(db.db, scope.reader.scope ? nos : undefined),
+    merchantsAgainstLists(
+      db.db,
+      nos.map((no) => ({ merchantNo: no, queue: scope.queueOf(no) })),
+    ),
+  ]);
+  return { counts, against };
+}
+
+/** Who searches, and the queues of the merchants: the search reads every merchant the reader sees. */
+export interface SearchScope {
+  reader: Pick<Operator, 'scope'>;
+  merchants: ConsoleMerchants;
+  /** The callbacks queue of the merchant with this number. */
+  queueOf: (merchantNo: string) => Queue | undefined;
 }

@@ -10,6 +10,7 @@ import type {
 } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { authorize, forbidden, type ActionDeps } from '../audit/perform.ts';
+import type { TargetMerchant } from '../audit/target-merchant.ts';
 import { actorOf } from '../operators/operator.ts';
 import { can, CHANGES_NOTHING, requiredRole, type Action, type PersonRole } from '../operators/roles.ts';
 
@@ -29,8 +30,6 @@ export interface RouteRow<S extends FastifySchema = FastifySchema> {
    * What an action is done to, for the audit row of a refusal (`order:MO-1`, `sweep`); from the unvalidated request.
    */
   target?: (req: FastifyRequest) => string;
-  /** The merchant number acted on, for the audit row of a refusal (`merchant_no`); from the unvalidated request. */
-  merchantNoOf?: (req: FastifyRequest) => string | undefined;
   schema: S;
   handler: RouteHandlerMethod<
     RawServerDefault,
@@ -57,8 +56,6 @@ declare module 'fastify' {
     actionOf?: (req: FastifyRequest) => Action;
     /** The row's target (see {@link RouteRow.target}). */
     target?: (req: FastifyRequest) => string;
-    /** The row's merchant number (see {@link RouteRow.merchantNoOf}). */
-    merchantNoOf?: (req: FastifyRequest) => string | undefined;
     /** Which table the row came from: the JSON API's or the pages' (see {@link registerRoutes}). */
     surface?: Surface;
   }
@@ -82,7 +79,6 @@ export function registerRoutes(app: FastifyInstance, rows: readonly RouteRow[], 
         surface,
         ...(r.actionOf ? { actionOf: r.actionOf } : {}),
         ...(r.target ? { target: r.target } : {}),
-        ...(r.merchantNoOf ? { merchantNoOf: r.merchantNoOf } : {}),
       },
       handler: r.handler as RouteHandlerMethod,
     });
@@ -94,18 +90,20 @@ export function registerRoutes(app: FastifyInstance, rows: readonly RouteRow[], 
  * layer's {@link authorize}. A permitted action's handler still goes through the action layer for its reason and
  * its audit row. (A `service` client never gets here for anything but its own routes: operators/service-gate.ts.)
  */
-export function installRoleCheck(app: FastifyInstance, deps: ActionDeps): void {
+export function installRoleCheck(app: FastifyInstance, deps: ActionDeps & { targetMerchant?: TargetMerchant }): void {
   app.addHook('preValidation', async (req) => {
-    const { actionOf, target, merchantNoOf } = req.routeOptions.config ?? {};
+    const { actionOf, target } = req.routeOptions.config ?? {};
     const action = actionOf ? actionOf(req) : req.routeOptions.config?.action;
     if (action === undefined || !req.operator || can(req.operator.role, action)) return;
     if (CHANGES_NOTHING.has(action)) throw forbidden(req.operator, action);
     const body = (req.body ?? {}) as { reason?: unknown };
+    const about = target?.(req) ?? req.routeOptions.url ?? '';
     await authorize(deps, actorOf(req), {
       action,
-      target: target?.(req) ?? req.routeOptions.url ?? '',
+      target: about,
       reason: body.reason,
-      merchantNo: merchantNoOf?.(req),
+      // The refusal records the merchant the action was about (a viewer's on A's review: A's number).
+      merchant: (await deps.targetMerchant?.(req, about).catch(() => null)) ?? null,
     });
   });
 }

@@ -3,6 +3,7 @@
  * are the API's, in kebab case; the API validates the values (a bad one is its 400, said in one line).
  */
 export const FILTER_OPTIONS = {
+  merchant: { type: 'string' },
   'merchant-order-no': { type: 'string' },
   'order-no': { type: 'string' },
   status: { type: 'string' },
@@ -16,6 +17,7 @@ export const FILTER_OPTIONS = {
 } as const;
 
 export const FILTER_USAGE = `filter (all narrow together):
+  --merchant REF           the merchant's ref (MERCHANTS_FILE); a replay needs it with two merchants or more
   --merchant-order-no NO   our order number (what the customer quotes)
   --order-no NO            the platform's OrderNo
   --status S[,S]           active, waiting, retrying, failed, applied, duplicate, review (several: any of them)
@@ -25,6 +27,7 @@ export const FILTER_USAGE = `filter (all narrow together):
   --review open|closed     the pair's review: open, or closed (resolved or dismissed, none open)`;
 
 const NAMES: Record<keyof typeof FILTER_OPTIONS, string> = {
+  merchant: 'merchant',
   'merchant-order-no': 'merchantOrderNo',
   'order-no': 'orderNo',
   status: 'status',

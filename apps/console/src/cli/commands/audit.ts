@@ -4,15 +4,16 @@ import { answer, at, cliApi } from './_api.ts';
 import { table } from './_terminal.ts';
 
 export const summary =
-  'the audit trail: audit [--operator NAME] [--action A] [--target T] [--from ISO] [--to ISO] ' +
+  'the audit trail: audit [--merchant REF] [--operator NAME] [--action A] [--target T] [--from ISO] [--to ISO] ' +
   '[--services hide|show|only] [--limit N] [--before ID] [--json]';
 
-const USAGE = `usage: pnpm cli audit [--operator NAME] [--action reviews.reverify] [--target review:42] \
+const USAGE = `usage: pnpm cli audit [--merchant REF] [--operator NAME] [--action reviews.reverify] [--target review:42] \
 [--from 2026-11-24T00:00:00Z] [--to ISO] [--services hide|show|only] [--limit N] [--before ID] [--json]
   Newest first. An admin reads everyone's actions; others read their own. Rows of service clients (the shop
   registering orders) are left out unless --services show (with them) or only (them alone).`;
 
 const OPTIONS = {
+  merchant: { type: 'string' },
   operator: { type: 'string' },
   action: { type: 'string' },
   target: { type: 'string' },
@@ -28,9 +29,23 @@ const OPTIONS = {
 export function renderAudit(page: AuditPage): string {
   if (page.entries.length === 0) return 'no actions recorded';
   // Each cell is escaped by table(); a reason that spans lines prints as indented continuation lines under it.
-  const rows = [['when (UTC)', 'operator', 'role', 'via', 'action', 'target', 'outcome', 'reason']];
+  // The merchant column once the console serves two merchants or more (the rows then carry it).
+  const named = page.entries.some((e) => e.merchant !== undefined);
+  const rows = [
+    ['when (UTC)', ...(named ? ['merchant'] : []), 'operator', 'role', 'via', 'action', 'target', 'outcome', 'reason'],
+  ];
   for (const e of page.entries)
-    rows.push([at(e.at), e.operator, e.role, e.via ?? '-', e.action, e.target, e.outcome, e.reason || '(none)']);
+    rows.push([
+      at(e.at),
+      ...(named ? [e.merchant ?? '-'] : []),
+      e.operator,
+      e.role,
+      e.via ?? '-',
+      e.action,
+      e.target,
+      e.outcome,
+      e.reason || '(none)',
+    ]);
   return [...table(rows), ...(page.nextBefore !== null ? [`(more: --before ${page.nextBefore})`] : [])].join('\n');
 }
 

@@ -22,6 +22,8 @@ interface Row {
   orderNo: string;
   state: number;
   merchantOrderNo: string;
+  merchant?: string;
+  merchantNo?: string;
   amount: string | null;
   receivedAt: string;
   attempts: number;
@@ -89,12 +91,15 @@ export async function run(args: string[], env: Record<string, string | undefined
     if (values.json) console.log(terminalJson(page, 0));
     else {
       if (page.callbacks.length > 0) {
+        // The merchant column once the console serves two merchants or more (the rows then carry it).
+        const named = page.callbacks.some((c) => c.merchant !== undefined);
         console.log(
           table([
             [
               'received',
               'status',
               'kind',
+              ...(named ? ['merchant'] : []),
               'merchant order',
               'platform order',
               'state',
@@ -107,6 +112,7 @@ export async function run(args: string[], env: Record<string, string | undefined
               c.receivedAt,
               c.status,
               c.kind,
+              ...(named ? [c.merchant ?? c.merchantNo ?? '-'] : []),
               c.merchantOrderNo,
               c.orderNo,
               String(c.state),

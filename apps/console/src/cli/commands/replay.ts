@@ -10,7 +10,7 @@ export const summary =
   '(replays and their outcomes, dry run, start with --reason, progress, cancel)';
 
 const USAGE = `usage:
-  pnpm cli replay list   [--json]                                  replays, newest first, with what became of their jobs
+  pnpm cli replay list   [--merchant REF] [--json]                               replays, newest first, with what became of their jobs
   pnpm cli replay plan   [filter] [--json]                         what replaying would do (changes nothing)
   pnpm cli replay start  [filter] --reason TEXT [--rate N] [--wait] [--json]
   pnpm cli replay status ID [--wait] [--json]                      progress (--wait: until it ends)
@@ -50,6 +50,7 @@ interface Outcome {
 }
 interface Replay {
   id: number;
+  filter?: { merchant?: string };
   operator: string;
   status: string;
   ratePerSecond: number;
@@ -123,8 +124,9 @@ const progressLine = (r: Replay) =>
   (endedLine(r) ? `\n  ${endedLine(r)}` : '');
 
 /** `replay list`: the replays page as a table. */
-async function list(api: CliApi, json: boolean): Promise<number> {
-  const res = await api.call<{ replays: Replay[] }>('GET', '/api/replays');
+async function list(api: CliApi, json: boolean, merchant?: string): Promise<number> {
+  const q = merchant ? `?merchant=${encodeURIComponent(merchant)}` : '';
+  const res = await api.call<{ replays: Replay[] }>('GET', `/api/replays${q}`);
   if (res.status !== 200) return refused(res);
   if (json) {
     console.log(JSON.stringify(res.body.replays));
@@ -134,11 +136,24 @@ async function list(api: CliApi, json: boolean): Promise<number> {
     console.log('no replay yet');
     return 0;
   }
+  // The merchant column once replays name one (two merchants or more: a replay by filter is per merchant).
+  const named = res.body.replays.some((r) => r.filter?.merchant !== undefined);
   console.log(
     table([
-      ['replay', 'status', 'sent back / total', 'what became of them', 'by', 'reason', 'started (UTC)', 'ended'],
+      [
+        'replay',
+        ...(named ? ['merchant'] : []),
+        'status',
+        'sent back / total',
+        'what became of them',
+        'by',
+        'reason',
+        'started (UTC)',
+        'ended',
+      ],
       ...res.body.replays.map((r) => [
         String(r.id),
+        ...(named ? [r.filter?.merchant ?? '-'] : []),
         r.status,
         `${r.replayed} / ${r.total}`,
         outcomesLine(r),
@@ -201,11 +216,12 @@ export async function run(args: string[], env: Record<string, string | undefined
   const json = values.json ?? false;
   const filter = filterOf(values);
   if (sub === 'list') {
-    if (positionals.length > 0 || Object.keys(filter).length > 0) {
-      console.error(`replay list takes no filter\n${USAGE}`);
+    const { merchant, ...rest } = filter;
+    if (positionals.length > 0 || Object.keys(rest).length > 0) {
+      console.error(`replay list takes no filter but --merchant\n${USAGE}`);
       return 2;
     }
-    return list(cliApi(env), json);
+    return list(cliApi(env), json, typeof merchant === 'string' ? merchant : undefined);
   }
 
   if (sub === 'plan' || sub === 'start') {

@@ -9,7 +9,7 @@ export const summary =
   'dismiss <id> --reason "..." [--note "..."]';
 
 const USAGE = `usage: pnpm cli reviews list [--all | --status open|resolved|dismissed] [--order <merchantOrderNo>] \
-[--limit N] [--before ID] [--json]
+[--merchant REF] [--limit N] [--before ID] [--json]
          (open reviews by default, as the Reviews page; --all: every status)
        pnpm cli reviews reverify <id> --reason "why now" [--json]
        pnpm cli reviews dismiss <id> --reason "why (kept as the note)" [--note "note, when it differs"] [--json]
@@ -19,6 +19,7 @@ const OPTIONS = {
   status: { type: 'string' },
   all: { type: 'boolean' },
   order: { type: 'string' },
+  merchant: { type: 'string' },
   limit: { type: 'string' },
   before: { type: 'string' },
   reason: { type: 'string' },
@@ -36,7 +37,7 @@ export function renderReview(r: ReviewView): string {
   return [
     terminalText(
       `review ${r.id}  ${r.status.toUpperCase()}  ${r.reasonCode}  ` +
-        `order ${r.merchantOrderNo} (platform ${r.orderNo}, ${r.kind} state ${r.state})  ` +
+        `order ${r.merchant ? `${r.merchant}/` : ''}${r.merchantOrderNo} (platform ${r.orderNo}, ${r.kind} state ${r.state})  ` +
         `opened ${at(r.createdAt)}${r.occurrences > 1 ? `  x${r.occurrences}` : ''}`,
     ),
     indentedValue('  ', r.reason, '    '),
@@ -73,6 +74,7 @@ export async function run(args: string[], env: Record<string, string | undefined
     // Open ones by default, as the Reviews page: what waits for a decision (the API lists every status).
     if (!v.all) q.set('status', v.status ?? 'open');
     if (v.order) q.set('merchantOrderNo', v.order);
+    if (v.merchant) q.set('merchant', v.merchant);
     if (v.limit) q.set('limit', v.limit);
     if (v.before) q.set('before', v.before);
     const res = await cliApi(env).call<ReviewList>('GET', `/api/reviews${q.size ? `?${q}` : ''}`);

@@ -1,0 +1,226 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '@mcb/core/config';
+import { callbackArrivals, LEGACY_INDEXES } from '@mcb/core/db';
+import { createLogger } from '@mcb/core/logger';
+import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
+import { createRedis, type Redis } from '@mcb/core/redis';
+import { startFakePlatform, useTestEnv, writeMerchantsFile, type FakePlatform } from '@mcb/testkit';
+import { Queue } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARTIFACTS, launchBrowser } from '../../../test/console/helpers/browser.ts';
+import { buildApp } from '../src/app.ts';
+import { merchantQueues, type MerchantQueues } from '../src/callbacks/merchant-queues.ts';
+import { sha256Hex } from '../src/operators/directory.ts';
+import { AUTH_LIMITS_OFF, SESSION_SECRET, TOKEN, WIRE_CATALOG } from './helpers/fake-platform.ts';
+
+const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+
+// An operator scoped to b, in Chromium, on the pages that list callbacks, and the admin beside: b's operator sees b's
+// rows with their merchant, no field or row of a's; each page fits 1366 and 375 px.
+const env = useTestEnv();
+const logger = createLogger({ name: 'console-scope-browser', level: 'silent' });
+const B_TOKEN = 'b-operator-token-0123456789abcdef';
+let platforms: FakePlatform[] = [];
+let clients: PlatformClient[] = [];
+let redis: Redis;
+let queues: MerchantQueues;
+let app: FastifyInstance;
+let url: string;
+let browser: Browser | undefined;
+let file: ReturnType<typeof writeMerchantsFile>;
+
+beforeAll(async () => {
+  for (const name of LEGACY_INDEXES) {
+    const { rows } = await env.db.pool.query<{ t: string }>(
+      'select conrelid::regclass::text as t from pg_constraint where conname = $1',
+      [name],
+    );
+    if (rows[0]) await env.db.pool.query(`alter table ${rows[0].t} drop constraint ${name}`);
+    else await env.db.pool.query(`drop index if exists ${name}`);
+  }
+  platforms = await Promise.all(
+    ['M-A', 'M-B'].map((no) => startFakePlatform({ currencies: WIRE_CATALOG.currencies, merchantNo: no })),
+  );
+  file = writeMerchantsFile([
+    { ref: 'a', merchantNo: 'M-A', platformBaseUrl: platforms[0]!.url },
+    { ref: 'b', merchantNo: 'M-B', platformBaseUrl: platforms[1]!.url },
+  ]);
+  const config = loadConfig(
+    {
+      MERCHANTS_FILE: file.path,
+      PLATFORM_BASE_URL: 'http://127.0.0.1:1',
+      PLATFORM_ALLOW_HTTP: 'true',
+      CONSOLE_TOKEN: TOKEN,
+      CONSOLE_SESSION_SECRET: SESSION_SECRET,
+      DATABASE_URL: env.databaseUrl,
+      QUEUE_PREFIX: env.prefix,
+      LOG_LEVEL: 'silent',
+      ...AUTH_LIMITS_OFF,
+    },
+    'console',
+  );
+  const byRef = new Map(
+    config.merchants.map((m) => [
+      m.ref,
+      createPlatformClient({ baseUrl: m.platformBaseUrl!, merchantNo: m.merchantNo, timeoutMs: 2000 }),
+    ]),
+  );
+  clients = [...byRef.values()];
+  redis = createRedis(env.redisUrl, 'producer');
+  queues = merchantQueues(
+    config.merchants,
+    env.prefix,
+    (name, prefix) => new Queue(name, { connection: redis, prefix }),
+  );
+  app = await buildApp({
+    config,
+    db: env.db,
+    platform: byRef.get('a')!,
+    platforms: byRef,
+    logger,
+    redis,
+    queues,
+    operators: [{ name: 'bo@b.example', role: 'operator', tokenSha256: sha256Hex(B_TOKEN), merchants: ['b'] }],
+    replayDriver: false,
+  });
+  url = await app.listen({ host: '127.0.0.1', port: 0 });
+  // Three failed callbacks of each merchant (the worker's rows).
+  const now = Date.now();
+  for (const [ref, no] of [
+    ['a', 'M-A'],
+    ['b', 'M-B'],
+  ] as const) {
+    for (let i = 1; i <= 3; i++) {
+      const at = new Date(now - i * 60_000);
+      await env.db.db.insert(callbackArrivals).values({
+        jobId: `payin-P-${ref}-${i}-1`,
+        merchantNo: no,
+        kind: 'payin',
+        orderNo: `P-${ref}-${i}`,
+        state: 1,
+        merchantOrderNo: `ORDER-${ref.toUpperCase()}-${i}`,
+        amount: '1250.50',
+        receivedAt: at,
+        firstSeenAt: at,
+        updatedAt: at,
+        attempts: 6,
+        status: 'failed',
+        lastCode: 'PLATFORM_HTTP_ERROR',
+        lastDetail: 'Get order answered 503',
+      });
+    }
+  }
+  browser = await launchBrowser();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await Promise.all((queues?.list ?? []).map((m) => m.queue.close()));
+  await Promise.all(clients.map((c) => c.close()));
+  redis?.disconnect();
+  await Promise.all(platforms.map((p) => p.close()));
+  file?.remove();
+});
+
+async function logIn(page: Page, token: string) {
+  await page.goto(`${url}/login?next=/search`);
+  await page.fill('#token', token);
+  await Promise.all([page.waitForURL(`${url}/search`), page.keyboard.press('Enter')]);
+}
+
+describe('the Callbacks page with two merchants', () => {
+  for (const width of [1366, 375]) {
+    it(`b's operator sees b's failed callbacks with their merchant, nothing of a (${width} px)`, async () => {
+      const page = await browser!.newPage({ viewport: { width, height: 900 } });
+      try {
+        await logIn(page, B_TOKEN);
+        await page.goto(`${url}/callbacks?status=failed`);
+        const rows = page.locator('tbody tr[data-job]');
+        expect(await rows.count()).toBe(3);
+        expect(await page.locator('td[data-label="Merchant"]').allInnerTexts()).toEqual(['b', 'b', 'b']);
+        const text = await page.locator('main').innerText();
+        expect(text).not.toContain('ORDER-A');
+        // The merchant field offers b's ref only ("every one" being b's, for this operator).
+        expect(await page.locator('select[name="merchant"] option').allInnerTexts()).toEqual(['every one', 'b']);
+        // A replay is one merchant's: the page offers b's dry run only, with b in its filter.
+        const replay = page.locator('a', { hasText: 'Dry run a replay of' });
+        expect(await replay.allInnerTexts()).toEqual(["Dry run a replay of b's failed jobs"]);
+        expect(await replay.getAttribute('href')).toContain('merchant=b');
+        expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(width);
+        await page.screenshot({
+          path: path.join(ARTIFACTS, `console-callbacks-scoped-b-${width}.png`),
+          fullPage: true,
+        });
+      } finally {
+        await page.close();
+      }
+    });
+  }
+
+  it("the admin filters by merchant with the field; a's rows only", async () => {
+    const page = await browser!.newPage({ viewport: { width: 1366, height: 900 } });
+    try {
+      await logIn(page, TOKEN);
+      await page.goto(`${url}/callbacks?status=failed`);
+      expect(await page.locator('tbody tr[data-job]').count()).toBe(6);
+      await page.selectOption('select[name="merchant"]', 'a');
+      await Promise.all([page.waitForURL(/merchant=a/), page.click('button[type="submit"].primary')]);
+      expect(new Set(await page.locator('td[data-label="Merchant"]').allInnerTexts())).toEqual(new Set(['a']));
+      await page.screenshot({
+        path: path.join(ARTIFACTS, 'console-callbacks-admin-merchant-a-1366.png'),
+        fullPage: true,
+      });
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+/** `pnpm cli ...` as a child process, with the console's address and a token from the environment only. */
+function cli(token: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { PATH: process.env.PATH, CONSOLE_URL: url, CONSOLE_OPERATOR_TOKEN: token }, timeout: 20_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('pnpm cli --merchant', () => {
+  it("callbacks search lists one merchant's with a merchant column; b's operator is refused a's ref as unknown", async () => {
+    const a = await cli(TOKEN, 'callbacks', 'search', '--status', 'failed', '--merchant', 'a');
+    expect(a.code, a.stderr).toBe(0);
+    expect(a.stdout).toMatch(/merchant/);
+    expect(a.stdout).toContain('ORDER-A-1');
+    expect(a.stdout).not.toContain('ORDER-B');
+    const mine = await cli(B_TOKEN, 'callbacks', 'search', '--status', 'failed');
+    expect(mine.stdout).toContain('ORDER-B-1');
+    expect(mine.stdout).not.toContain('ORDER-A');
+    const theirs = await cli(B_TOKEN, 'callbacks', 'search', '--status', 'failed', '--merchant', 'a');
+    const unknown = await cli(B_TOKEN, 'callbacks', 'search', '--status', 'failed', '--merchant', 'zz');
+    expect([theirs.code, unknown.code]).toEqual([1, 1]);
+    expect(theirs.stderr).toContain('400');
+    expect(theirs.stderr.replace('"a"', '"?"')).toBe(unknown.stderr.replace('"zz"', '"?"'));
+  });
+
+  it('replay list, reviews list and audit take --merchant', async () => {
+    for (const args of [
+      ['replay', 'list', '--merchant', 'b'],
+      ['reviews', 'list', '--merchant', 'b'],
+      ['audit', '--merchant', 'b'],
+    ]) {
+      const ok = await cli(TOKEN, ...args);
+      expect(ok.code, `${args.join(' ')}: ${ok.stderr}`).toBe(0);
+      const refused = await cli(B_TOKEN, ...args.slice(0, -1), 'a');
+      expect(refused.code, args.join(' ')).toBe(1);
+      expect(refused.stderr, args.join(' ')).toContain('unknown merchant');
+    }
+  });
+});

@@ -1,5 +1,13 @@
 import { loadConfig } from '@mcb/core/config';
-import { callbackArrivals, LEGACY_INDEXES, operatorActions, orderEvents, orders, reviews } from '@mcb/core/db';
+import {
+  callbackArrivals,
+  LEGACY_INDEXES,
+  merchantPauses,
+  operatorActions,
+  orderEvents,
+  orders,
+  reviews,
+} from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { createRedis, type Redis } from '@mcb/core/redis';
@@ -242,6 +250,9 @@ describe("an operator scoped to b acting on a's work", () => {
       url: `/api/payment-methods/refresh?merchant=${ref}`,
       body: {},
     },
+    // Last: b paused by the operator scoped to b is resumed at once, before anything else of b runs.
+    { name: 'pause', method: 'POST' as const, url: `/api/merchants/${ref}/pause`, body: {} },
+    { name: 'resume', method: 'POST' as const, url: `/api/merchants/${ref}/resume`, body: {} },
   ];
 
   for (const who of [
@@ -260,6 +271,7 @@ describe("an operator scoped to b acting on a's work", () => {
       expect(ra!.status).toBe('open');
       expect(await queues.of('a').queue.getJobState(failedJob.a)).toBe('failed');
       expect(await env.db.db.select().from(orders).where(eq(orders.merchantOrderNo, 'NEW-a'))).toEqual([]);
+      expect(await env.db.db.select().from(merchantPauses)).toEqual([]);
     });
   }
 
@@ -415,6 +427,20 @@ describe('reads of an operator scoped to b', () => {
     const outside = await page('/callbacks?status=failed&merchant=a', B_VIEWER);
     expect(outside.statusCode).toBe(400);
     expect(outside.body).not.toContain('ORD-a');
+  });
+
+  it("show nothing of a on the merchants page and its API: a's page and history are 404 like an unknown ref", async () => {
+    const list = await inject('GET', '/api/merchants', B_VIEWER);
+    expect(list.statusCode, list.body).toBe(200);
+    expect(list.json<{ merchants: { ref: string }[] }>().merchants.map((m) => m.ref)).toEqual(['b']);
+    const own = await inject('GET', '/api/merchants/b/minutes', B_VIEWER);
+    expect(own.statusCode, own.body).toBe(200);
+    const theirs = await inject('GET', '/api/merchants/a/minutes', B_VIEWER);
+    const unknown = await inject('GET', '/api/merchants/zz/minutes', B_VIEWER);
+    expect(theirs.statusCode).toBe(404);
+    expect(unknown.statusCode).toBe(404);
+    const admin = await inject('GET', '/api/merchants', { authorization: `Bearer ${TOKEN}` });
+    expect(admin.json<{ merchants: { ref: string }[] }>().merchants.map((m) => m.ref)).toEqual(['a', 'b']);
   });
 
   it('an admin sees both, with the merchant on each row', async () => {

@@ -1,7 +1,7 @@
 import path from 'node:path';
-import { merchantPauses, operatorActions, orders } from '@mcb/core/db';
+import { ledgerEntries, merchantPauses, operatorActions, orders } from '@mcb/core/db';
 import { useTestEnv, waitFor } from '@mcb/testkit';
-import { and, eq, inArray, ne } from 'drizzle-orm';
+import { and, eq, inArray, max, ne } from 'drizzle-orm';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, TOKENS } from '../../apps/console/test/helpers/operators.ts';
@@ -124,6 +124,11 @@ describe("an admin pauses a flooding merchant from its page while the other's ca
       });
       expect(await stack.credits('a', new Date(replied + 2000))).toBe(0);
       const heldAtPause = await stack.credits('a');
+      const [last] = await env.db.db
+        .select({ at: max(ledgerEntries.createdAt) })
+        .from(ledgerEntries)
+        .where(eq(ledgerEntries.merchantNo, stack.merchants.a.merchantNo));
+      const lastCreditMs = last!.at!.getTime() - replied;
       expect(heldAtPause).toBeLessThan(FLOOD);
 
       // 3. A worker restart: the new runner builds a's lane held; b is credited by it, a is not.
@@ -184,7 +189,8 @@ describe("an admin pauses a flooding merchant from its page while the other's ca
       expect(await stack.credits('b')).toBe(bNos.length);
       expect(violations).toEqual([]);
       console.info(
-        `pause page test: ${FLOOD} a pay-ins, ${heldAtPause} credited before the pause, ${bNos.length} b pay-ins; ` +
+        `pause page test: ${FLOOD} a pay-ins, ${heldAtPause} credited before the pause (its last credit at ${lastCreditMs} ms from the page's reply), ` +
+          `${bNos.length} b pay-ins; ` +
           `drain after resume ${drainMs} ms; whole walk ${Date.now() - started} ms`,
       );
     } finally {

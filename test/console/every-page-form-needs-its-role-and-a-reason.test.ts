@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operatorActions, replays, reviews } from '@mcb/core/db';
-import { createOrder, payinEvent, uid, useTestEnv, waitFor } from '@mcb/testkit';
+import { merchantPauses, operatorActions, replays, reviews } from '@mcb/core/db';
+import { createOrder, MERCHANT_NO, payinEvent, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { count, eq } from 'drizzle-orm';
 import { bearer, OPERATORS, type TOKENS } from '../../apps/console/test/helpers/operators.ts';
 import { routesOf } from '../../apps/console/src/operators/service-gate.ts';
@@ -66,6 +66,8 @@ const PAGE_FORMS = (): Record<string, { url: string; form: Record<string, string
   'POST /callbacks/run-now': { url: '/callbacks/run-now', form: { status: 'retrying', back: '/callbacks' } },
   'POST /replays': { url: '/replays', form: { status: 'failed', merchantOrderNo: failedOrderNo, ratePerSecond: '5' } },
   'POST /replays/:id/cancel': { url: `/replays/${replayId}/cancel`, form: {} },
+  'POST /merchants/:ref/pause': { url: '/merchants/default/pause', form: {} },
+  'POST /merchants/:ref/resume': { url: '/merchants/default/resume', form: {} },
 });
 
 const post = (role: keyof typeof TOKENS, url: string, form: Record<string, string>) =>
@@ -86,6 +88,7 @@ async function unchanged() {
     replay: replay!.status,
     replays: (await env.db.db.select({ n: count() }).from(replays))[0]!.n,
     waiting: await stack.queue.getWaitingCount(),
+    paused: await env.db.db.select().from(merchantPauses),
   };
 }
 const auditRows = async () => (await env.db.db.select({ n: count() }).from(operatorActions))[0]!.n;
@@ -129,8 +132,15 @@ describe("the pages' route table", () => {
     for (const d of denied)
       expect(d).toMatchObject({ operator: 'vera.viewer@example.com', role: 'viewer', reason: 'I am only looking' });
     expect(denied.map((d) => d.target)).toEqual(
-      expect.arrayContaining([`review:${reviewId}`, `job:callbacks/${failedJobId}`, `replay:${replayId}`]),
+      expect.arrayContaining([
+        `review:${reviewId}`,
+        `job:callbacks/${failedJobId}`,
+        `replay:${replayId}`,
+        'merchant:default',
+      ]),
     );
+    // A refused pause or resume names its merchant's number in the audit row.
+    for (const d of denied.filter((x) => x.target === 'merchant:default')) expect(d.merchantNo).toBe(MERCHANT_NO);
     // The role hook decides before the form is read: a viewer's invalid form is refused, not sent back to be fixed.
     const invalid = await post('viewer', '/callbacks/run-now', { from: 'yesterday', reason: 'r' });
     expect(invalid.statusCode).toBe(403);
@@ -173,5 +183,76 @@ describe("the pages' route table", () => {
     expect(badId.statusCode).toBe(400);
     expect(await unchanged()).toEqual(before);
     expect(await auditRows()).toBe(rowsBefore);
+  });
+});
+
+describe("the merchant page's pause and resume forms", () => {
+  const page = async (location: unknown) =>
+    (
+      await stack.app.inject({
+        method: 'GET',
+        url: String(location),
+        headers: { ...bearer('operator'), accept: 'text/html' },
+      })
+    ).body;
+
+  it('offer the pause form to an operator, none to a viewer; pause and resume go back to the page saying what was done, a second pause or resume says why not, and each is audited with the merchant', async () => {
+    expect(await page('/merchants/default')).toContain('action="/merchants/default/pause"');
+    const asViewer = await stack.app.inject({
+      method: 'GET',
+      url: '/merchants/default',
+      headers: { ...bearer('viewer'), accept: 'text/html' },
+    });
+    expect(asViewer.body).not.toContain('<form class="inline pause-control"');
+
+    const paused = await post('operator', '/merchants/default/pause', { reason: 'platform incident' });
+    expect([paused.statusCode, flash(paused.headers.location)]).toEqual([
+      303,
+      expect.stringMatching(/^\/merchants\/default\?ok=Merchant default paused/),
+    ]);
+    expect(await env.db.db.select().from(merchantPauses)).toEqual([
+      expect.objectContaining({
+        merchantNo: MERCHANT_NO,
+        pausedBy: 'otto.operator@example.com',
+        reason: 'platform incident',
+      }),
+    ]);
+    const shown = await page(paused.headers.location);
+    expect(shown).toContain('action="/merchants/default/resume"');
+    expect(shown).not.toContain('action="/merchants/default/pause"');
+
+    const again = await post('operator', '/merchants/default/pause', { reason: 'twice' });
+    expect([again.statusCode, flash(again.headers.location)]).toEqual([
+      303,
+      expect.stringMatching(/error=merchant "default" is already paused by otto\.operator@example\.com/),
+    ]);
+    expect(await env.db.db.select().from(merchantPauses)).toEqual([
+      expect.objectContaining({ reason: 'platform incident' }),
+    ]);
+
+    const resumed = await post('operator', '/merchants/default/resume', { reason: 'platform fixed' });
+    expect(flash(resumed.headers.location)).toMatch(/^\/merchants\/default\?ok=Merchant default resumed/);
+    expect(await env.db.db.select().from(merchantPauses)).toEqual([]);
+    const notPaused = await post('operator', '/merchants/default/resume', { reason: 'twice' });
+    expect(flash(notPaused.headers.location)).toMatch(/error=merchant "default" is not paused/);
+
+    // An unknown merchant goes back to the list saying so; nothing is paused.
+    const unknown = await post('operator', '/merchants/nosuch/pause', { reason: 'typo' });
+    expect([unknown.statusCode, flash(unknown.headers.location)]).toEqual([
+      303,
+      expect.stringMatching(/^\/merchants\?error=no merchant "nosuch"/),
+    ]);
+    expect(await env.db.db.select().from(merchantPauses)).toEqual([]);
+
+    const audited = await env.db.db
+      .select()
+      .from(operatorActions)
+      .where(eq(operatorActions.target, 'merchant:default'));
+    expect(audited.filter((a) => a.outcome !== 'denied').map((a) => [a.action, a.outcome, a.merchantNo])).toEqual(
+      expect.arrayContaining([
+        ['merchants.pause', 'paused', MERCHANT_NO],
+        ['merchants.resume', 'resumed', MERCHANT_NO],
+      ]),
+    );
   });
 });

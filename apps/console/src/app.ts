@@ -72,6 +72,7 @@ import { landingLines, merchantsPageRows } from './merchants/pages.ts';
 import { startMinutesRollup } from './merchants/rollup-timer.ts';
 import { inScope } from './operators/scope.ts';
 import { merchantPauseRows } from './merchants/pause-api.ts';
+import { merchantPausePageRows } from './merchants/pause-pages.ts';
 
 /** Dependencies of {@link buildApp}; all are created by main.ts (or a test) and closed by it. */
 export interface ConsoleDeps {
@@ -364,15 +365,18 @@ function apiRows(
     ...eventsRows({ db: deps.db.db, gapGraceMs: deps.eventsGapGraceMs, merchants }),
     ...callbacksRows({ db: deps.db.db, queues: deps.queues, merchants }),
     ...reviewsRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
-    ...merchantPauseRows({
-      db: deps.db.db,
-      logger: deps.logger,
-      merchants: deps.config.merchants,
-      redis: deps.redis,
-      queuePrefix: deps.config.QUEUE_PREFIX,
-    }),
+    ...merchantPauseRows(pauseDepsOf(deps)),
   ];
 }
+
+/** What the pause and resume actions need (the API's rows and the merchant page's forms). */
+const pauseDepsOf = (deps: ConsoleDeps & { config: Config }) => ({
+  db: deps.db.db,
+  logger: deps.logger,
+  merchants: deps.config.merchants,
+  redis: deps.redis,
+  queuePrefix: deps.config.QUEUE_PREFIX,
+});
 
 /** Every area's page rows (the replay wizard's only with the queue, as its API). */
 function pageRows(
@@ -409,6 +413,7 @@ function pageRows(
     ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
     ...auditPageRows({ db: deps.db.db, merchants }),
     ...(replayDeps ? replaysPageRows(replayDeps) : []),
+    ...merchantPausePageRows(pauseDepsOf(deps)),
   ];
 }
 

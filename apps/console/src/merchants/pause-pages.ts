@@ -19,13 +19,11 @@ const backOf = (deps: MerchantPauseDeps) => (req: FastifyRequest) =>
   deps.merchants.some((m) => m.ref === refOf(req)) ? `/merchants/${encodeURIComponent(refOf(req))}` : '/merchants';
 
 export function merchantPausePageRows(deps: MerchantPauseDeps): RouteRow[] {
-  const merchantNoOf = (req: FastifyRequest) => deps.merchants.find((m) => m.ref === refOf(req))?.merchantNo;
   return [
     formRoute({
       url: '/merchants/:ref/pause',
       action: 'merchants.pause',
       target: (req) => merchantTarget(refOf(req)),
-      merchantNoOf,
       params: refParams,
       form: pauseForm,
       back: backOf(deps),
@@ -38,7 +36,6 @@ export function merchantPausePageRows(deps: MerchantPauseDeps): RouteRow[] {
       url: '/merchants/:ref/resume',
       action: 'merchants.resume',
       target: (req) => merchantTarget(refOf(req)),
-      merchantNoOf,
       params: refParams,
       form: pauseForm,
       back: backOf(deps),

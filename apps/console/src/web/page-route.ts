@@ -28,8 +28,6 @@ export interface FormRow<F extends z.ZodType, P extends z.ZodType> {
   action: Action;
   /** What it is done to, for the audit row of a refusal (the same target the action writes). */
   target: (req: FastifyRequest) => string;
-  /** The merchant number it acts for, for the audit row of a refusal (route-table.ts). @defaultValue none */
-  merchantNoOf?: (req: FastifyRequest) => string | undefined;
   /**
    * The form's fields. A post that does not match comes back to {@link FormRow.back} with the field and why
    * (400 REQUEST_INVALID as a flash line), and nothing runs.
@@ -54,7 +52,6 @@ export function formRoute<F extends z.ZodType, P extends z.ZodType = z.ZodType<R
     url: r.url,
     action: r.action,
     target: r.target,
-    ...(r.merchantNoOf ? { merchantNoOf: r.merchantNoOf } : {}),
     schema: { hide: true, ...(r.params ? { params: r.params } : {}) },
     handler: async (req, reply) =>
       formAction(

@@ -4,7 +4,8 @@ import { useTestEnv, waitFor } from '@mcb/testkit';
 import { and, eq, inArray, max, ne } from 'drizzle-orm';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, TOKENS } from '../../apps/console/test/helpers/operators.ts';
+import { sha256Hex } from '../../apps/console/src/operators/directory.ts';
+import { bearer, OPERATORS, TOKENS } from '../../apps/console/test/helpers/operators.ts';
 import { ARTIFACTS, launchBrowser } from './helpers/browser.ts';
 import { startTwoMerchants, type TwoMerchants } from './helpers/two-merchants.ts';
 
@@ -15,13 +16,23 @@ import { startTwoMerchants, type TwoMerchants } from './helpers/two-merchants.ts
 // merchant. Screenshots of the merchant page running and paused at 1366 and 375 px.
 const FLOOD = 400;
 const A_RPS = 40;
+/** An operator of merchant b only (its operators-file entry says `merchants: ["b"]`). */
+const B_ONLY = { name: 'bea.b@example.com', token: 'b-only-operator-token-0123456789' };
 const env = useTestEnv();
 let stack: TwoMerchants;
 let browser: Browser | undefined;
 
 beforeAll(async () => {
   browser = await launchBrowser();
-  stack = await startTwoMerchants(env, { entries: { a: { getOrderRps: A_RPS } } });
+  stack = await startTwoMerchants(env, {
+    entries: { a: { getOrderRps: A_RPS } },
+    consoleDeps: {
+      operators: [
+        ...OPERATORS,
+        { name: B_ONLY.name, role: 'operator', tokenSha256: sha256Hex(B_ONLY.token), merchants: ['b'] },
+      ],
+    },
+  });
   stack.merchants.a.platform.setDelay(40);
 }, 60_000);
 afterAll(async () => {
@@ -200,11 +211,74 @@ describe("an admin pauses a flooding merchant from its page while the other's ca
   }, 60_000);
 });
 
-describe('an operator scoped to b walks the console during a flood (issue 51, `scope`)', () => {
-  // THE SPOT FOR THE SCOPED OPERATOR's walk, to be written once the `scope` branch (operators scoped to merchants)
-  // merges: an operator whose operators-file entry says `merchants: ["b"]` signs in while a floods, and the merchants
-  // page, the landing page, the lists (orders, callbacks, reviews, replays, events, audit) and the dashboard show only
-  // b; a's page and its pause form are 403 with a `denied` audit row. Use this file's stack (startTwoMerchants) and
-  // its flood; nothing here yet, since scoping does not exist on main.
-  it.todo('shows an operator scoped to b only b during a flood of a (after `scope` merges)');
+describe('an operator scoped to b walks the console during a flood of a', () => {
+  it("sees only b on every page, list and the dashboard; a's page, order and pause are refused, the refusal audited with a", async () => {
+    const flood = await stack.enqueuePayins('a', 200);
+    const b = trickle(stack);
+    const page = await browser!.newPage({ viewport: { width: 1366, height: 900 } });
+    const violations: string[] = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy|Refused/i.test(m.text())) violations.push(m.text());
+    });
+    /** What no page of the operator of b may show: a's number, a target of a, a link to a's page, an order of a. */
+    const showsNothingOfA = (where: string, text: string, html: string) => {
+      expect(text, where).not.toContain(stack.merchants.a.merchantNo);
+      expect(text, where).not.toContain('merchant:a');
+      expect(html, where).not.toContain('/merchants/a"');
+      for (const no of flood) expect(text, `${where}: ${no}`).not.toContain(no);
+    };
+    try {
+      await waitFor(async () => (await stack.credits('a', new Date(Date.now() - 1000))) >= 5, {
+        message: 'a is not being credited',
+      });
+      await page.goto(`${stack.url}/login?next=/merchants`);
+      await page.fill('#token', B_ONLY.token);
+      await Promise.all([page.waitForURL(`${stack.url}/merchants`), page.click('button[type=submit]')]);
+      const merchantsText = await atBothWidths(page, 'scoped-operator-merchants');
+      expect(merchantsText).toContain(stack.merchants.b.merchantNo);
+      showsNothingOfA('/merchants', merchantsText, await page.content());
+
+      for (const path of ['/search', '/callbacks', '/reviews', '/replays', '/audit', '/merchants/b']) {
+        const res = await page.goto(`${stack.url}${path}`);
+        expect(res?.status(), path).toBe(200);
+        showsNothingOfA(path, (await page.locator('main').innerText()).replace(/\s+/g, ' '), await page.content());
+      }
+      // b's callbacks are there (the trickle's first pay-in is credited by now).
+      await page.goto(`${stack.url}/callbacks?merchantOrderNo=${encodeURIComponent(b.nos[0]!)}`);
+      expect(await page.locator('main').innerText()).toContain(b.nos[0]!);
+
+      // a's page and one of a's orders answer as if they did not exist.
+      expect((await page.goto(`${stack.url}/merchants/a`))?.status()).toBe(404);
+      expect((await page.goto(`${stack.url}/orders/${flood[0]}`))?.status()).toBe(404);
+      // The dashboard's queues: b's only.
+      const board = await page.request.get(`${stack.url}/queues/api/queues`);
+      expect(board.status()).toBe(200);
+      const names = ((await board.json()) as { queues: { name: string }[] }).queues.map((q) => q.name);
+      expect(names).toEqual([stack.queues.of('b').queue.name]);
+      // a's pause, posted as the form would be: 403, a denied row naming a, a still running.
+      const refused = await page.request.post(`${stack.url}/merchants/a/pause`, {
+        form: { reason: 'not mine to pause' },
+        headers: { origin: stack.url },
+        maxRedirects: 0,
+      });
+      expect(refused.status()).toBe(403);
+      const [denied] = await env.db.db
+        .select()
+        .from(operatorActions)
+        .where(and(eq(operatorActions.operator, B_ONLY.name), eq(operatorActions.action, 'merchants.pause')));
+      expect(denied).toMatchObject({ outcome: 'denied', merchantNo: stack.merchants.a.merchantNo });
+      expect(await env.db.db.select().from(merchantPauses)).toEqual([]);
+      // Meanwhile a's flood went on being credited, and b's trickle too.
+      await waitFor(async () => (await stack.credits('a')) === FLOOD + flood.length, {
+        message: "a's flood not credited",
+        timeoutMs: 30_000,
+      });
+      const bNos = await b.stop();
+      for (const no of bNos) expect(await statusOf(no)).toBe('credited');
+      expect(violations).toEqual([]);
+    } finally {
+      await b.stop().catch(() => undefined);
+      await page.close();
+    }
+  }, 60_000);
 });

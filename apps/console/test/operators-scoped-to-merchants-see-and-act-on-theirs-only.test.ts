@@ -275,6 +275,38 @@ describe("an operator scoped to b acting on a's work", () => {
     });
   }
 
+  it("the pages' forms for a's work are 403 too, each with a denied row naming a, for a viewer and an operator scoped to b", async () => {
+    const forms = [
+      { name: 're-verify', url: `/reviews/${review.a}/reverify`, form: { back: '/reviews' } },
+      { name: 'dismiss', url: `/reviews/${review.a}/dismiss`, form: { back: '/reviews' } },
+      { name: 'replay this job', url: `/orders/ORD-a/jobs/${failedJob.a}/replay`, form: {} },
+      { name: 'replay start', url: '/replays', form: { merchant: 'a', status: 'failed', ratePerSecond: '5' } },
+      { name: 'pause', url: '/merchants/a/pause', form: {} },
+    ];
+    for (const who of [
+      { headers: B_VIEWER, name: 'bv@b.example' },
+      { headers: B_OPERATOR, name: 'bo@b.example' },
+    ]) {
+      for (const f of forms) {
+        const res = await app.inject({
+          method: 'POST',
+          url: f.url,
+          headers: { ...who.headers, accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
+          payload: new URLSearchParams({ reason: 'trying from the page', ...f.form }).toString(),
+        });
+        expect(res.statusCode, `${who.name} ${f.name}: ${res.body.slice(0, 200)}`).toBe(403);
+        expect(await lastRow(who.name), `${who.name} ${f.name}`).toMatchObject({
+          outcome: 'denied',
+          merchantNo: 'M-A',
+        });
+      }
+    }
+    const [ra] = await env.db.db.select().from(reviews).where(eq(reviews.id, review.a));
+    expect(ra!.status).toBe('open');
+    expect(await queues.of('a').queue.getJobState(failedJob.a)).toBe('failed');
+    expect(await env.db.db.select().from(merchantPauses)).toEqual([]);
+  });
+
   it("the same actions on b's work go through for the operator scoped to b, each row naming b", async () => {
     // Replay this job first (a replay start would send the job back itself).
     const ordered = actions('b').sort((x) => (x.name === 'replay this job' ? -1 : 0));

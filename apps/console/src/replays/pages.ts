@@ -110,8 +110,9 @@ export function replaysPageRows(deps: ReplayDeps): RouteRow[] {
       form: startForm,
       back: (req) => `/replays/new?${backParams(formOf(req))}`,
       // Started: on to its progress page; refused: back to the dry run, with why.
-      // A refusal (a 4xx of the error catalogue) is told on the dry-run page; anything else goes to the boundary.
-      refused: (e) => isAppError(e) && isRefusal(e.code),
+      // A refusal (a 4xx of the error catalogue) is told on the dry-run page; a 403 (the role, or a merchant outside
+      // the operator's scope) is the 403 page, as for every other form; anything else goes to the boundary.
+      refused: (e) => isAppError(e) && e.code !== ErrorCodes.FORBIDDEN && isRefusal(e.code),
       run: async (req, { form: { filter, ratePerSecond, reason, plan } }) => {
         const replay = await startReplay(deps, actorOf(req), { filter, ratePerSecond, reason, plan });
         return {

@@ -24,6 +24,15 @@ let stack: LocalStack | undefined;
 const exit = stopOnSignals((line) => console.log(`dev: ${line}`), { SIGINT: 0, SIGTERM: 0 });
 const { started, shutdown } = exit;
 
+const USAGE = `usage: pnpm dev [--free-ports] [--traces] [--merchants N]
+
+  --free-ports    pick free ports instead of the contract ports (8080, 8081, 8090, 9464-9466)
+  --traces        print every trace span
+  --merchants N   merchant numbers (1 to 8, default 1, or DEV_MERCHANTS): each its own key pair, sandbox account,
+                  route and queue (MERCHANTS_FILE written in KEYS_DIR)
+
+Runs sandbox, ingest, worker and console against the local Postgres and Redis until Ctrl-C (docs/demo.md).`;
+
 let freePorts = false;
 let traces = false;
 let merchants = 1;
@@ -33,14 +42,19 @@ try {
       'free-ports': { type: 'boolean', default: false },
       traces: { type: 'boolean', default: false },
       merchants: { type: 'string', default: process.env.DEV_MERCHANTS?.trim() || '1' },
+      help: { type: 'boolean', default: false },
     },
     strict: true,
   });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
   freePorts = values['free-ports'];
   traces = values.traces;
   merchants = parseMerchantCount(values.merchants);
 } catch (e) {
-  console.error(`dev: ${coerceError(e).message}\nusage: pnpm dev [--free-ports] [--traces] [--merchants N]`);
+  console.error(`dev: ${coerceError(e).message}\n${USAGE}`);
   process.exit(2);
 }
 

@@ -1,16 +1,13 @@
-import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { callbackArrivals } from '@mcb/core/db';
 import { useTestEnv } from '@mcb/testkit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ARTIFACTS, launchBrowser } from '../../../test/console/helpers/browser.ts';
 import { sha256Hex } from '../src/operators/directory.ts';
+import { runCli } from './helpers/cli.ts';
 import { TOKEN, WIRE_CATALOG } from './helpers/fake-platform.ts';
 import { startMerchantsConsole, type MerchantsConsole } from './helpers/merchants-console.ts';
-
-const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 
 // An operator scoped to b, in Chromium, on the pages that list callbacks, and the admin beside: b's operator sees b's
 // rows with their merchant, no field or row of a's; each page fits 1366 and 375 px.
@@ -116,16 +113,7 @@ describe('the Callbacks page with two merchants', () => {
 });
 
 /** `pnpm cli ...` as a child process, with the console's address and a token from the environment only. */
-function cli(token: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      { env: { PATH: process.env.PATH, CONSOLE_URL: url, CONSOLE_OPERATOR_TOKEN: token }, timeout: 20_000 },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const cli = (token: string, ...args: string[]) => runCli(url, token, args);
 
 describe('pnpm cli --merchant', () => {
   it("callbacks search lists one merchant's with a merchant column; b's operator is refused a's ref as unknown", async () => {

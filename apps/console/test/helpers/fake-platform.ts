@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { createCatalogCache, type CatalogCache } from '@mcb/core/catalog';
 import { loadConfig } from '@mcb/core/config';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
@@ -106,6 +107,8 @@ export async function startFakePlatform() {
 
 export interface TestConsole {
   app: FastifyInstance;
+  /** The console's base URL (http://127.0.0.1:port) when started with `listen`, else an empty string. */
+  url: string;
   platform: PlatformClient;
   catalog: CatalogCache;
   close(): Promise<void>;
@@ -124,6 +127,8 @@ export async function startConsole(opts: {
   operators?: readonly OperatorEntry[];
   /** Further settings (CONSOLE_AUTH_PROXY_HEADER, ...). */
   env?: Record<string, string>;
+  /** Listen on a free port of 127.0.0.1 (for the CLI or a browser) rather than answer `inject` only. @defaultValue false */
+  listen?: boolean;
 }): Promise<TestConsole> {
   const config = loadConfig(
     {
@@ -156,9 +161,11 @@ export async function startConsole(opts: {
     queue,
     operators: opts.operators,
   });
-  await app.ready();
+  if (opts.listen) await app.listen({ host: '127.0.0.1', port: 0 });
+  else await app.ready();
   return {
     app,
+    url: opts.listen ? `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` : '',
     platform,
     catalog,
     async close() {

@@ -2,12 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorActions, reviews } from '@mcb/core/db';
 import { createOrder, useTestEnv } from '@mcb/testkit';
 import { desc, eq } from 'drizzle-orm';
-import { startConsole, startFakePlatform, type TestConsole } from './helpers/fake-platform.ts';
+import { startConsoleWithPlatform, type TestConsole } from './helpers/fake-platform.ts';
 import { runCli } from './helpers/cli.ts';
 import { bearer, OPERATORS, TOKENS } from './helpers/operators.ts';
 
 const env = useTestEnv();
-let platform: Awaited<ReturnType<typeof startFakePlatform>>;
 let c: TestConsole;
 let url: string;
 
@@ -21,19 +20,11 @@ const HOSTILE =
   '\u009b31m\u007f\t\u0007end';
 
 beforeAll(async () => {
-  platform = await startFakePlatform();
-  c = await startConsole({
-    db: env.db,
-    databaseUrl: env.databaseUrl,
-    baseUrl: platform.baseUrl,
-    operators: OPERATORS,
-    listen: true,
-  });
+  c = await startConsoleWithPlatform(env, { operators: OPERATORS, listen: true });
   ({ url } = c);
 });
 afterAll(async () => {
   await c?.close();
-  await platform?.stop();
 });
 
 const cli = (token: string, ...args: string[]) => runCli(url, token, args);

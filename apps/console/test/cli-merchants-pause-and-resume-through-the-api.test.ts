@@ -2,29 +2,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { merchantPauses, operatorActions } from '@mcb/core/db';
 import { useTestEnv } from '@mcb/testkit';
 import { eq } from 'drizzle-orm';
-import { startConsole, startFakePlatform, type TestConsole } from './helpers/fake-platform.ts';
+import { startConsoleWithPlatform, type TestConsole } from './helpers/fake-platform.ts';
 import { runCli } from './helpers/cli.ts';
 import { OPERATORS, TOKENS } from './helpers/operators.ts';
 
 const env = useTestEnv();
-let platform: Awaited<ReturnType<typeof startFakePlatform>>;
 let c: TestConsole;
 let url: string;
 
 beforeAll(async () => {
-  platform = await startFakePlatform();
-  c = await startConsole({
-    db: env.db,
-    databaseUrl: env.databaseUrl,
-    baseUrl: platform.baseUrl,
-    operators: OPERATORS,
-    listen: true,
-  });
+  c = await startConsoleWithPlatform(env, { operators: OPERATORS, listen: true });
   ({ url } = c);
 });
 afterAll(async () => {
   await c?.close();
-  await platform?.stop();
 });
 
 /** `pnpm cli ...` as a child process: the console's address and the operator's token from the environment only. */

@@ -1,25 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reviews } from '@mcb/core/db';
 import { createOrder, useTestEnv } from '@mcb/testkit';
-import { startConsole, startFakePlatform, type TestConsole } from './helpers/fake-platform.ts';
+import { startConsoleWithPlatform, type TestConsole } from './helpers/fake-platform.ts';
 import { runCli } from './helpers/cli.ts';
 import { OPERATORS, SERVICE, TOKENS } from './helpers/operators.ts';
 
 const env = useTestEnv();
-let platform: Awaited<ReturnType<typeof startFakePlatform>>;
 let c: TestConsole;
 let url: string;
 let reviewId: number;
 
 beforeAll(async () => {
-  platform = await startFakePlatform();
-  c = await startConsole({
-    db: env.db,
-    databaseUrl: env.databaseUrl,
-    baseUrl: platform.baseUrl,
-    operators: [...OPERATORS, SERVICE],
-    listen: true,
-  });
+  c = await startConsoleWithPlatform(env, { operators: [...OPERATORS, SERVICE], listen: true });
   ({ url } = c);
   await createOrder(env.db.db, { merchantOrderNo: 'CLI-1', kind: 'payin', amount: '420.00' });
   const [row] = await env.db.db
@@ -38,7 +30,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await c?.close();
-  await platform?.stop();
 });
 
 /** `pnpm cli ...` as a child process: the console's address and the operator's token from the environment only. */

@@ -8,7 +8,7 @@ import { recordReview } from '@mcb/settlement';
 import { createOrder, payinEvent, uid, useTestEnv } from '@mcb/testkit';
 import { FORGERY_CODES } from '../src/callbacks/counts.ts';
 import type { ReviewList } from '../src/reviews/queries.ts';
-import { startConsole, startFakePlatform, type TestConsole } from './helpers/fake-platform.ts';
+import { startConsoleWithPlatform, type TestConsole } from './helpers/fake-platform.ts';
 import { runCli } from './helpers/cli.ts';
 import { bearer, OPERATORS, TOKENS } from './helpers/operators.ts';
 
@@ -17,24 +17,15 @@ import { bearer, OPERATORS, TOKENS } from './helpers/operators.ts';
 // landing's "suspected forgeries" counts only those whose review is open; and the order page marks a forged callback
 // as such for every code that means one.
 const env = useTestEnv();
-let platform: Awaited<ReturnType<typeof startFakePlatform>>;
 let c: TestConsole;
 let url: string;
 
 beforeAll(async () => {
-  platform = await startFakePlatform();
-  c = await startConsole({
-    db: env.db,
-    databaseUrl: env.databaseUrl,
-    baseUrl: platform.baseUrl,
-    operators: OPERATORS,
-    listen: true,
-  });
+  c = await startConsoleWithPlatform(env, { operators: OPERATORS, listen: true });
   ({ url } = c);
 });
 afterAll(async () => {
   await c?.close();
-  await platform?.stop();
 });
 
 const cli = (args: string[], cwd?: string) => runCli(url, TOKENS.operator, args, { cwd, timeoutMs: 30_000 });

@@ -7,7 +7,7 @@ import { Queue } from 'bullmq';
 import type { Db } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
-import { MERCHANT_NO, startFakePlatform as startPlatformDouble, type CatalogMode } from '@mcb/testkit';
+import { MERCHANT_NO, startFakePlatform as startPlatformDouble, type CatalogMode, type TestEnv } from '@mcb/testkit';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { OperatorEntry } from '../../src/operators/directory.ts';
@@ -175,4 +175,28 @@ export async function startConsole(opts: {
       redis?.disconnect();
     },
   };
+}
+
+/**
+ * {@link startConsole} on `env`'s database against a platform double of its own ({@link startFakePlatform}), for tests
+ * that need the console only; `close()` stops both.
+ */
+export async function startConsoleWithPlatform(
+  env: Pick<TestEnv, 'db' | 'databaseUrl'>,
+  opts: Omit<Parameters<typeof startConsole>[0], 'db' | 'databaseUrl' | 'baseUrl'> = {},
+): Promise<TestConsole> {
+  const double = await startFakePlatform();
+  try {
+    const c = await startConsole({ ...opts, db: env.db, databaseUrl: env.databaseUrl, baseUrl: double.baseUrl });
+    return {
+      ...c,
+      async close() {
+        await c.close();
+        await double.stop();
+      },
+    };
+  } catch (e) {
+    await double.stop();
+    throw e;
+  }
 }

@@ -1,15 +1,13 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callbackArrivals, operatorActions, replays } from '@mcb/core/db';
 import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import { and, eq } from 'drizzle-orm';
+import { runCli } from '../../apps/console/test/helpers/cli.ts';
 import { OPERATORS, TOKENS } from '../../apps/console/test/helpers/operators.ts';
 import { startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
 
 const env = useTestEnv();
 let stack: OpsStack;
-const CLI = fileURLToPath(new URL('../../apps/console/src/cli/main.ts', import.meta.url));
 
 beforeAll(async () => {
   stack = await startOpsStack(env, { worker: true, listen: true, consoleDeps: { operators: OPERATORS } });
@@ -19,19 +17,8 @@ afterAll(async () => {
 });
 
 /** `pnpm cli ...` as a child process, with only the console's URL and an operator's token in its environment. */
-function cli(role: keyof typeof TOKENS, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      {
-        env: { PATH: process.env.PATH, CONSOLE_URL: stack.url, CONSOLE_OPERATOR_TOKEN: TOKENS[role] },
-        timeout: 30_000,
-      },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const cli = (role: keyof typeof TOKENS, ...args: string[]) =>
+  runCli(stack.url!, TOKENS[role], args, { timeoutMs: 30_000 });
 
 async function failedPayin() {
   const no = uid();

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callbackArrivals } from '@mcb/core/db';
-import { payinEvent, uid, useTestEnv, waitFor } from '@mcb/testkit';
-import { UnrecoverableError, Worker } from 'bullmq';
+import { useTestEnv, waitFor } from '@mcb/testkit';
 import { eq } from 'drizzle-orm';
 import { OPERATORS, bearer } from '../../apps/console/test/helpers/operators.ts';
-import { startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
+import { failedPayinJob, startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
 
 // Issue 48: the replay driver marked the jobs it sent back `retrying` with an update guarded by the status alone, so a
 // job that ran and failed for good again between the driver's read and its update had its fresh `failed` row turned
@@ -23,39 +22,7 @@ afterAll(async () => {
 });
 
 /** A job in BullMQ's failed set, and its `failed` row as the worker reports it. */
-async function failedJob() {
-  const no = uid();
-  const event = payinEvent({ merchantOrderNo: `MO-R-${no}`, orderNo: `P-R-${no}`, fiatAmount: '81.00' });
-  const jobId = await stack.add(event, 1);
-  const failer = new Worker(
-    stack.queue.name,
-    async () => {
-      throw new UnrecoverableError('Get order answered 500');
-    },
-    { connection: stack.queue.opts.connection, prefix: env.prefix },
-  );
-  try {
-    await waitFor(async () => (await stack.queue.getJob(jobId))?.failedReason || undefined);
-  } finally {
-    await failer.close();
-  }
-  const at = new Date(Date.now() - 60_000);
-  await env.db.db.insert(callbackArrivals).values({
-    jobId,
-    kind: 'payin',
-    orderNo: event.orderNo,
-    state: event.state,
-    merchantOrderNo: event.merchantOrderNo,
-    amount: '81.00',
-    receivedAt: at,
-    firstSeenAt: at,
-    updatedAt: at,
-    attempts: 1,
-    status: 'failed',
-    lastCode: 'PLATFORM_HTTP_ERROR',
-  });
-  return { jobId, merchantOrderNo: event.merchantOrderNo };
-}
+const failedJob = () => failedPayinJob(env, stack, 'R', '81.00');
 
 describe('the replay driver', () => {
   it('leaves a failed row written after its read as it is, so replay by filter finds the job again', async () => {

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callbackArrivals, replays } from '@mcb/core/db';
-import { payinEvent, uid, useTestEnv, waitFor } from '@mcb/testkit';
-import { UnrecoverableError, Worker } from 'bullmq';
+import { replays } from '@mcb/core/db';
+import { useTestEnv, waitFor } from '@mcb/testkit';
 import { eq } from 'drizzle-orm';
 import { OPERATORS, bearer } from '../../apps/console/test/helpers/operators.ts';
-import { startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
+import { failedPayinJob, startOpsStack, type OpsStack } from './helpers/ops-harness.ts';
 
 // Issue 51: a paused merchant's replays wait. The console's replay driver sends none of its jobs back while the
 // merchant is paused (the replay stays running, its lease renewed), and goes on from its cursor after the resume.
@@ -21,39 +20,7 @@ afterAll(async () => {
 });
 
 /** A job in BullMQ's failed set, and its `failed` row as the worker reports it. */
-async function failedJob() {
-  const no = uid();
-  const event = payinEvent({ merchantOrderNo: `MO-PR-${no}`, orderNo: `P-PR-${no}`, fiatAmount: '12.00' });
-  const jobId = await stack.add(event, 1);
-  const failer = new Worker(
-    stack.queue.name,
-    async () => {
-      throw new UnrecoverableError('Get order answered 500');
-    },
-    { connection: stack.queue.opts.connection, prefix: env.prefix },
-  );
-  try {
-    await waitFor(async () => (await stack.queue.getJob(jobId))?.failedReason || undefined);
-  } finally {
-    await failer.close();
-  }
-  const at = new Date(Date.now() - 60_000);
-  await env.db.db.insert(callbackArrivals).values({
-    jobId,
-    kind: 'payin',
-    orderNo: event.orderNo,
-    state: event.state,
-    merchantOrderNo: event.merchantOrderNo,
-    amount: '12.00',
-    receivedAt: at,
-    firstSeenAt: at,
-    updatedAt: at,
-    attempts: 1,
-    status: 'failed',
-    lastCode: 'PLATFORM_HTTP_ERROR',
-  });
-  return { jobId, merchantOrderNo: event.merchantOrderNo };
-}
+const failedJob = () => failedPayinJob(env, stack, 'PR', '12.00');
 
 const act = (url: string, payload: object) =>
   stack.app.inject({ method: 'POST', url, headers: bearer('operator'), payload });

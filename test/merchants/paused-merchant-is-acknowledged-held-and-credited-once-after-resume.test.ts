@@ -1,21 +1,8 @@
-import { loadConfig, type Config } from '@mcb/core/config';
 import { merchantPauses, operatorActions } from '@mcb/core/db';
-import { createLogger } from '@mcb/core/logger';
 import { metricValue } from '@mcb/core/metrics';
-import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { callbackJobId, callbackJobOptions, merchantKeys } from '@mcb/core/queue';
-import { createRedis, type Redis } from '@mcb/core/redis';
-import {
-  createOrder,
-  payinEvent,
-  platformOrder,
-  startFakePlatform,
-  uid,
-  useTestEnv,
-  waitFor,
-  writeMerchantsFile,
-  type FakePlatform,
-} from '@mcb/testkit';
+import type { Redis } from '@mcb/core/redis';
+import { createOrder, payinEvent, platformOrder, uid, useTestEnv, waitFor } from '@mcb/testkit';
 import {
   callbackFor,
   payinRecord,
@@ -28,9 +15,8 @@ import { orderState } from '@mcb/testkit/worker';
 import { and, eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../apps/console/src/app.ts';
-import { bearer, OPERATORS } from '../../apps/console/test/helpers/operators.ts';
-import { runWorker, type WorkerRunner } from '../../apps/worker/src/index.ts';
+import { bearer } from '../../apps/console/test/helpers/operators.ts';
+import { startTwoMerchants, type TwoMerchants } from '../console/helpers/two-merchants.ts';
 
 // Issue 51, "Pause and resume a merchant": two merchants, a and b, with real ingest, console and worker processes'
 // runners on one database and Redis. While a is paused its callbacks are acknowledged and stored but not credited,
@@ -39,24 +25,17 @@ import { runWorker, type WorkerRunner } from '../../apps/worker/src/index.ts';
 // credited once.
 const MAX_BACKLOG = 4;
 const DRAIN_RPS = 5;
-const silent = createLogger({ name: 'pause-test', level: 'silent' });
 const env = useTestEnv();
 let A: TestMerchant;
 let B: TestMerchant;
-let platforms: Map<string, FakePlatform>;
-let clients: PlatformClient[] = [];
-let file: ReturnType<typeof writeMerchantsFile>;
-let config: Config;
+let stack: TwoMerchants;
 let ingest: MerchantsIngest;
 let consoleApp: FastifyInstance;
 let redis: Redis;
-let worker: WorkerRunner;
 
 beforeAll(async () => {
   A = testMerchant('a', 'M-PAUSE-A');
   B = testMerchant('b', 'M-PAUSE-B');
-  platforms = new Map();
-  for (const m of [A, B]) platforms.set(m.ref, await startFakePlatform({ merchantNo: m.merchantNo }));
   ingest = await startMerchantsIngest({
     merchants: [A, B],
     prefix: env.prefix,
@@ -66,64 +45,20 @@ beforeAll(async () => {
       MERCHANT_PAUSED_MAX_BACKLOG: String(MAX_BACKLOG),
     },
   });
-  file = writeMerchantsFile(
-    [A, B].map((m) => ({
-      ref: m.ref,
-      merchantNo: m.merchantNo,
-      platformBaseUrl: platforms.get(m.ref)!.url,
-      // a's own Get order budget: the resume drains its backlog no faster.
-      ...(m === A ? { getOrderRps: DRAIN_RPS } : {}),
-    })),
-  );
-  const shared = {
-    MERCHANTS_FILE: file.path,
-    PLATFORM_ALLOW_HTTP: 'true',
-    DATABASE_URL: env.databaseUrl,
-    REDIS_URL: env.redisUrl,
-    QUEUE_PREFIX: env.prefix,
+  stack = await startTwoMerchants(env, {
+    merchantNos: { a: A.merchantNo, b: B.merchantNo },
+    // a's own Get order budget: the resume drains its backlog no faster.
+    entries: { a: { getOrderRps: DRAIN_RPS } },
     // Every pending order is the sweep's at once, and the workers' scheduled sweep runs every second.
-    RECONCILE_MIN_AGE: '0ms',
-    RECONCILE_INTERVAL: '1s',
-    LOG_LEVEL: 'silent',
-  };
-  config = loadConfig({ ...shared, WORKER_METRICS_PORT: '0', WORKER_CONCURRENCY: '4' }, 'worker');
-  const consoleConfig = loadConfig(
-    {
-      ...shared,
-      CONSOLE_TOKEN: 'test-console-token-0123456789abcdef',
-      CONSOLE_SESSION_SECRET: 'test-console-session-secret-0123456789abcdef',
-    },
-    'console',
-  );
-  const byRef = new Map(
-    consoleConfig.merchants.map((m) => [
-      m.ref,
-      createPlatformClient({ baseUrl: m.platformBaseUrl!, merchantNo: m.merchantNo, timeoutMs: 2000 }),
-    ]),
-  );
-  clients = [...byRef.values()];
-  redis = createRedis(env.redisUrl, 'producer');
-  consoleApp = await buildApp({
-    config: consoleConfig,
-    db: env.db,
-    platform: byRef.get('a')!,
-    platforms: byRef,
-    logger: silent,
-    redis,
-    operators: OPERATORS,
+    env: { RECONCILE_MIN_AGE: '0ms', RECONCILE_INTERVAL: '1s' },
+    listen: false,
   });
-  await consoleApp.ready();
-  worker = await runWorker({ config, logger: silent });
+  ({ app: consoleApp, redis } = stack);
 }, 60_000);
 
 afterAll(async () => {
-  await worker?.stop();
-  await consoleApp?.close();
+  await stack?.close();
   await ingest?.close();
-  await Promise.all(clients.map((c) => c.close()));
-  redis?.disconnect();
-  await Promise.all([...(platforms?.values() ?? [])].map((p) => p.close()));
-  file?.remove();
 });
 
 /** A pay-in of `m` registered with us and released at its platform; its callback body. */
@@ -131,7 +66,7 @@ async function releasedPayin(m: TestMerchant, amount = 10) {
   const merchantOrderNo = `${m.ref.toUpperCase()}-${uid()}`;
   const orderNo = `P${merchantOrderNo}`;
   await createOrder(env.db.db, { merchantOrderNo, kind: 'payin', amount: String(amount), merchantNo: m.merchantNo });
-  platforms.get(m.ref)!.setOrder(
+  stack.merchants[m.ref as 'a' | 'b'].platform.setOrder(
     platformOrder({
       orderNo,
       merchantNo: m.merchantNo,
@@ -169,7 +104,7 @@ const act = (verb: 'pause' | 'resume', ref: string, payload: object, role: 'oper
   consoleApp.inject({ method: 'POST', url: `/api/merchants/${ref}/${verb}`, headers: bearer(role), payload });
 
 const metrics = async () => {
-  const res = await fetch(`http://127.0.0.1:${worker.metricsPort}/metrics`);
+  const res = await fetch(`http://127.0.0.1:${stack.worker().metricsPort}/metrics`);
   return res.text();
 };
 
@@ -208,10 +143,10 @@ describe('a paused merchant', () => {
     const replied = Date.now();
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ merchant: 'a', paused: true, pausedBy: 'otto.operator@example.com' });
-    await waitFor(() => worker.lane('a').pausedSince() !== undefined, { timeoutMs: 2000 });
+    await waitFor(() => stack.worker().lane('a').pausedSince() !== undefined, { timeoutMs: 2000 });
     expect(Date.now() - replied).toBeLessThan(2000);
-    expect(worker.lane('a').callbacks.held('merchant-paused')).toBe(true);
-    expect(worker.lane('b').callbacks.held('merchant-paused')).toBe(false);
+    expect(stack.worker().lane('a').callbacks.held('merchant-paused')).toBe(true);
+    expect(stack.worker().lane('b').callbacks.held('merchant-paused')).toBe(false);
     const [row] = await env.db.db.select().from(operatorActions).where(eq(operatorActions.outcome, 'paused'));
     expect(row).toMatchObject({ action: 'merchants.pause', target: 'merchant:a', merchantNo: A.merchantNo });
 
@@ -226,7 +161,7 @@ describe('a paused merchant', () => {
     }
     expect(await stored(A)).toBe(1);
     expect((await stateOf(A, payinA.merchantOrderNo)).order.status).toBe('pending');
-    expect(platforms.get('a')!.hits.get(payinA.merchantOrderNo)).toBeUndefined();
+    expect(stack.merchants.a.platform.hits.get(payinA.merchantOrderNo)).toBeUndefined();
 
     // 4. The worker exports the pause for MerchantPausedLong.
     const text = await metrics();
@@ -251,16 +186,16 @@ describe('a paused merchant', () => {
       { message: 'no scheduled sweep of a was skipped' },
     );
     expect((await stateOf(A, lost)).order.status).toBe('pending');
-    expect(platforms.get('a')!.hits.get(lost)).toBeUndefined();
+    expect(stack.merchants.a.platform.hits.get(lost)).toBeUndefined();
   });
 
   it('stays paused across a worker restart: the new runner reads the table before taking a job', async () => {
-    await worker.stop();
-    const payinA = await releasedPayin(A);
-    held.push(payinA.merchantOrderNo);
-    expect(await deliver(A, payinA.body)).toEqual([200, 'success']);
-    worker = await runWorker({ config, logger: silent });
-    expect(worker.lane('a').pausedSince()).toBeInstanceOf(Date);
+    await stack.restartWorker(async () => {
+      const payinA = await releasedPayin(A);
+      held.push(payinA.merchantOrderNo);
+      expect(await deliver(A, payinA.body)).toEqual([200, 'success']);
+    });
+    expect(stack.worker().lane('a').pausedSince()).toBeInstanceOf(Date);
     const payinB = await releasedPayin(B);
     expect(await deliver(B, payinB.body)).toEqual([200, 'success']);
     await credited(B, payinB.merchantOrderNo, "b's pay-in not credited by the new runner");
@@ -273,7 +208,7 @@ describe('a paused merchant', () => {
     expect(await redis.get(key)).not.toBeNull();
     await redis.del(key);
     await waitFor(async () => (await redis.get(key)) !== null, { message: 'the mirror was not rebuilt' });
-    expect(worker.lane('a').pausedSince()).toBeInstanceOf(Date);
+    expect(stack.worker().lane('a').pausedSince()).toBeInstanceOf(Date);
     for (const no of held) expect((await stateOf(A, no)).order.status).toBe('pending');
   });
 
@@ -324,7 +259,7 @@ describe('a paused merchant', () => {
 
   it(`drains a backlog after the resume within its Get order budget (getOrderRps ${DRAIN_RPS})`, async () => {
     expect((await act('pause', 'a', { reason: 'again' })).statusCode).toBe(200);
-    await waitFor(() => worker.lane('a').callbacks.held('merchant-paused'), { timeoutMs: 2000 });
+    await waitFor(() => stack.worker().lane('a').callbacks.held('merchant-paused'), { timeoutMs: 2000 });
     // 1. 20 callbacks of a stored while it is paused (as ingest stores them; the bound is not what is tested here).
     const n = 20;
     const nos: string[] = [];

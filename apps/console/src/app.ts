@@ -412,7 +412,7 @@ function pageRows(
     }),
     ...reviewsPageRows({ db: deps.db.db, platform: deps.platform, merchants, logger: deps.logger }),
     ...auditPageRows({ db: deps.db.db, merchants }),
-    ...(replayDeps ? replaysPageRows(replayDeps) : []),
+    ...(replayDeps ? replaysPageRows(replayDeps, merchants) : []),
     ...merchantPausePageRows(pauseDepsOf(deps)),
   ];
 }

@@ -1,16 +1,12 @@
-import { execFile } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorActions, reviews } from '@mcb/core/db';
 import { createOrder, useTestEnv } from '@mcb/testkit';
 import { desc, eq } from 'drizzle-orm';
-import { startConsole, startFakePlatform, type TestConsole } from './helpers/fake-platform.ts';
+import { startConsoleWithPlatform, type TestConsole } from './helpers/fake-platform.ts';
+import { runCli } from './helpers/cli.ts';
 import { bearer, OPERATORS, TOKENS } from './helpers/operators.ts';
 
 const env = useTestEnv();
-const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
-let platform: Awaited<ReturnType<typeof startFakePlatform>>;
 let c: TestConsole;
 let url: string;
 
@@ -24,31 +20,14 @@ const HOSTILE =
   '\u009b31m\u007f\t\u0007end';
 
 beforeAll(async () => {
-  platform = await startFakePlatform();
-  c = await startConsole({
-    db: env.db,
-    databaseUrl: env.databaseUrl,
-    baseUrl: platform.baseUrl,
-    operators: OPERATORS,
-  });
-  await c.app.listen({ host: '127.0.0.1', port: 0 });
-  url = `http://127.0.0.1:${(c.app.server.address() as AddressInfo).port}`;
+  c = await startConsoleWithPlatform(env, { operators: OPERATORS, listen: true });
+  ({ url } = c);
 });
 afterAll(async () => {
   await c?.close();
-  await platform?.stop();
 });
 
-function cli(token: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      { env: { PATH: process.env.PATH, CONSOLE_URL: url, CONSOLE_OPERATOR_TOKEN: token }, timeout: 20_000 },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const cli = (token: string, ...args: string[]) => runCli(url, token, args);
 
 const latestRow = async () =>
   (await env.db.db.select().from(operatorActions).orderBy(desc(operatorActions.id)).limit(1))[0]!;

@@ -1,81 +1,35 @@
-import { loadConfig } from '@mcb/core/config';
-import { LEGACY_INDEXES, operatorActions, orders } from '@mcb/core/db';
-import { createLogger } from '@mcb/core/logger';
-import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
-import { createRedis, type Redis } from '@mcb/core/redis';
-import { startFakePlatform, useTestEnv, writeMerchantsFile, type FakePlatform } from '@mcb/testkit';
+import { operatorActions, orders } from '@mcb/core/db';
+import { useTestEnv, type FakePlatform } from '@mcb/testkit';
 import { desc, eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app.ts';
-import { AUTH, AUTH_LIMITS_OFF, SESSION_SECRET, TOKEN, WIRE_CATALOG } from './helpers/fake-platform.ts';
+import { AUTH, WIRE_CATALOG } from './helpers/fake-platform.ts';
+import { startMerchantsConsole, type MerchantsConsole } from './helpers/merchants-console.ts';
 
 // Two merchants, each on a platform double of its own that knows only its number and serves its own catalog: A
 // serves the tests' full catalog, B only JPY (so a PHP payout is valid for A and not for B).
 const env = useTestEnv();
-const logger = createLogger({ name: 'console-merchants-test', level: 'silent' });
+let stack: MerchantsConsole;
 let platformA: FakePlatform;
 let platformB: FakePlatform;
-let clients: PlatformClient[] = [];
-let redis: Redis;
 let app: FastifyInstance;
-let file: ReturnType<typeof writeMerchantsFile>;
 
 beforeAll(async () => {
-  // A second merchant may reuse an order number once the single-merchant indexes are gone (db:migrate
-  // --finish-merchants); this file's own database has them still.
-  for (const name of LEGACY_INDEXES) {
-    const { rows } = await env.db.pool.query<{ t: string }>(
-      'select conrelid::regclass::text as t from pg_constraint where conname = $1',
-      [name],
-    );
-    if (rows[0]) await env.db.pool.query(`alter table ${rows[0].t} drop constraint ${name}`);
-    else await env.db.pool.query(`drop index if exists ${name}`);
-  }
-  platformA = await startFakePlatform({ currencies: WIRE_CATALOG.currencies, merchantNo: 'M-A' });
-  platformB = await startFakePlatform({
-    currencies: WIRE_CATALOG.currencies.filter((c) => c.currency === 'JPY'),
-    merchantNo: 'M-B',
-  });
-  file = writeMerchantsFile([
-    { ref: 'a', merchantNo: 'M-A', platformBaseUrl: platformA.url },
-    { ref: 'b', merchantNo: 'M-B', platformBaseUrl: platformB.url },
-  ]);
-  const config = loadConfig(
-    {
-      MERCHANTS_FILE: file.path,
-      PLATFORM_BASE_URL: 'http://127.0.0.1:1',
-      PLATFORM_ALLOW_HTTP: 'true',
-      CONSOLE_TOKEN: TOKEN,
-      CONSOLE_SESSION_SECRET: SESSION_SECRET,
-      DATABASE_URL: env.databaseUrl,
-      QUEUE_PREFIX: env.prefix,
-      RECONCILE_MIN_AGE: '0ms',
-      RECONCILE_RATE: '200',
-      LOG_LEVEL: 'silent',
-      ...AUTH_LIMITS_OFF,
+  // A second merchant may reuse an order number once the single-merchant indexes are gone (the helper drops them).
+  stack = await startMerchantsConsole(env, {
+    catalogs: {
+      a: WIRE_CATALOG.currencies,
+      b: WIRE_CATALOG.currencies.filter((c) => c.currency === 'JPY'),
     },
-    'console',
-  );
-  const platforms = new Map(
-    config.merchants.map((m) => [
-      m.ref,
-      createPlatformClient({ baseUrl: m.platformBaseUrl!, merchantNo: m.merchantNo, timeoutMs: 2000 }),
-    ]),
-  );
-  clients = [...platforms.values()];
-  redis = createRedis(env.redisUrl, 'producer');
-  app = await buildApp({ config, db: env.db, platform: platforms.get('a')!, platforms, logger, redis });
-  await app.ready();
+    env: { RECONCILE_MIN_AGE: '0ms', RECONCILE_RATE: '200' },
+  });
+  ({ app } = stack);
+  platformA = stack.merchants.a.platform;
+  platformB = stack.merchants.b.platform;
 });
 
 afterAll(async () => {
-  await app?.close();
-  await Promise.all(clients.map((c) => c.close()));
-  redis?.disconnect();
-  await platformA?.close();
-  await platformB?.close();
-  file?.remove();
+  await stack?.close();
 });
 
 const post = (url: string, payload: object) =>

@@ -1,9 +1,6 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callbackArrivals } from '@mcb/core/db';
 import { callbackJobSchema } from '@mcb/core/queue';
@@ -11,7 +8,8 @@ import { recordReview } from '@mcb/settlement';
 import { createOrder, payinEvent, uid, useTestEnv } from '@mcb/testkit';
 import { FORGERY_CODES } from '../src/callbacks/counts.ts';
 import type { ReviewList } from '../src/reviews/queries.ts';
-import { startConsole, startFakePlatform, type TestConsole } from './helpers/fake-platform.ts';
+import { startConsoleWithPlatform, type TestConsole } from './helpers/fake-platform.ts';
+import { runCli } from './helpers/cli.ts';
 import { bearer, OPERATORS, TOKENS } from './helpers/operators.ts';
 
 // Issue 49: a forgery review said only its code and a technical reason. It now says in words what happened and the
@@ -19,36 +17,18 @@ import { bearer, OPERATORS, TOKENS } from './helpers/operators.ts';
 // landing's "suspected forgeries" counts only those whose review is open; and the order page marks a forged callback
 // as such for every code that means one.
 const env = useTestEnv();
-const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
-let platform: Awaited<ReturnType<typeof startFakePlatform>>;
 let c: TestConsole;
 let url: string;
 
 beforeAll(async () => {
-  platform = await startFakePlatform();
-  c = await startConsole({ db: env.db, databaseUrl: env.databaseUrl, baseUrl: platform.baseUrl, operators: OPERATORS });
-  await c.app.listen({ host: '127.0.0.1', port: 0 });
-  url = `http://127.0.0.1:${(c.app.server.address() as AddressInfo).port}`;
+  c = await startConsoleWithPlatform(env, { operators: OPERATORS, listen: true });
+  ({ url } = c);
 });
 afterAll(async () => {
   await c?.close();
-  await platform?.stop();
 });
 
-function cli(args: string[], cwd?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      {
-        cwd,
-        env: { PATH: process.env.PATH, CONSOLE_URL: url, CONSOLE_OPERATOR_TOKEN: TOKENS.operator },
-        timeout: 30_000,
-      },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const cli = (args: string[], cwd?: string) => runCli(url, TOKENS.operator, args, { cwd, timeoutMs: 30_000 });
 
 /** A pay-in of 1,250.00 credited (receipt 12), and a callback that claimed 12,500.00 for the same pair, in review. */
 async function forgedAfterCredit() {

@@ -1,30 +1,18 @@
-import { loadConfig } from '@mcb/core/config';
-import {
-  callbackArrivals,
-  LEGACY_INDEXES,
-  merchantPauses,
-  operatorActions,
-  orderEvents,
-  orders,
-  reviews,
-} from '@mcb/core/db';
-import { createLogger } from '@mcb/core/logger';
-import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
-import { createRedis, type Redis } from '@mcb/core/redis';
-import { startFakePlatform, useTestEnv, waitFor, writeMerchantsFile, type FakePlatform } from '@mcb/testkit';
-import { Queue, UnrecoverableError, Worker } from 'bullmq';
+import { callbackArrivals, merchantPauses, operatorActions, orderEvents, orders, reviews } from '@mcb/core/db';
+import { createRedis } from '@mcb/core/redis';
+import { useTestEnv, waitFor } from '@mcb/testkit';
+import { UnrecoverableError, Worker } from 'bullmq';
 import { desc, eq, sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app.ts';
-import { merchantQueues, type MerchantQueues } from '../src/callbacks/merchant-queues.ts';
+import type { MerchantQueues } from '../src/callbacks/merchant-queues.ts';
 import { createOperatorDirectory, sha256Hex, type OperatorEntry } from '../src/operators/directory.ts';
-import { AUTH, AUTH_LIMITS_OFF, SESSION_SECRET, TOKEN, WIRE_CATALOG } from './helpers/fake-platform.ts';
+import { AUTH, TOKEN, WIRE_CATALOG } from './helpers/fake-platform.ts';
+import { startMerchantsConsole, type MerchantsConsole } from './helpers/merchants-console.ts';
 
 // Two merchants, a and b; operators scoped to b (an operator, a viewer, a service) beside CONSOLE_TOKEN's admin, who
 // sees both. A scoped operator must see nothing of a and act on nothing of a (403 with a `denied` row naming a).
 const env = useTestEnv();
-const logger = createLogger({ name: 'console-scope-test', level: 'silent' });
 const TOKENS = { bOperator: 'b-operator-token-0123456789abcdef', bViewer: 'b-viewer-token-0123456789abcdef' };
 const SHOP_B = 'shop-b-service-token-0123456789ab';
 const OPERATORS: OperatorEntry[] = [
@@ -36,13 +24,9 @@ const B_OPERATOR = { authorization: `Bearer ${TOKENS.bOperator}` };
 const B_VIEWER = { authorization: `Bearer ${TOKENS.bViewer}` };
 const SHOP = { authorization: `Bearer ${SHOP_B}` };
 
-let platformA: FakePlatform;
-let platformB: FakePlatform;
-let clients: PlatformClient[] = [];
-let redis: Redis;
+let stack: MerchantsConsole;
 let queues: MerchantQueues;
 let app: FastifyInstance;
-let file: ReturnType<typeof writeMerchantsFile>;
 const failedJob: Record<'a' | 'b', string> = { a: '', b: '' };
 const review: Record<'a' | 'b', number> = { a: 0, b: 0 };
 let replayOfA = 0;
@@ -85,61 +69,12 @@ async function openReview(merchantNo: string, ref: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  for (const name of LEGACY_INDEXES) {
-    const { rows } = await env.db.pool.query<{ t: string }>(
-      'select conrelid::regclass::text as t from pg_constraint where conname = $1',
-      [name],
-    );
-    if (rows[0]) await env.db.pool.query(`alter table ${rows[0].t} drop constraint ${name}`);
-    else await env.db.pool.query(`drop index if exists ${name}`);
-  }
-  platformA = await startFakePlatform({ currencies: WIRE_CATALOG.currencies, merchantNo: 'M-A' });
-  platformB = await startFakePlatform({ currencies: WIRE_CATALOG.currencies, merchantNo: 'M-B' });
-  file = writeMerchantsFile([
-    { ref: 'a', merchantNo: 'M-A', platformBaseUrl: platformA.url },
-    { ref: 'b', merchantNo: 'M-B', platformBaseUrl: platformB.url },
-  ]);
-  const config = loadConfig(
-    {
-      MERCHANTS_FILE: file.path,
-      PLATFORM_BASE_URL: 'http://127.0.0.1:1',
-      PLATFORM_ALLOW_HTTP: 'true',
-      CONSOLE_TOKEN: TOKEN,
-      CONSOLE_SESSION_SECRET: SESSION_SECRET,
-      DATABASE_URL: env.databaseUrl,
-      QUEUE_PREFIX: env.prefix,
-      RECONCILE_MIN_AGE: '0ms',
-      RECONCILE_RATE: '200',
-      LOG_LEVEL: 'silent',
-      ...AUTH_LIMITS_OFF,
-    },
-    'console',
-  );
-  const platforms = new Map(
-    config.merchants.map((m) => [
-      m.ref,
-      createPlatformClient({ baseUrl: m.platformBaseUrl!, merchantNo: m.merchantNo, timeoutMs: 2000 }),
-    ]),
-  );
-  clients = [...platforms.values()];
-  redis = createRedis(env.redisUrl, 'producer');
-  queues = merchantQueues(
-    config.merchants,
-    env.prefix,
-    (name, prefix) => new Queue(name, { connection: redis, prefix }),
-  );
-  app = await buildApp({
-    config,
-    db: env.db,
-    platform: platforms.get('a')!,
-    platforms,
-    logger,
-    redis,
-    queues,
+  stack = await startMerchantsConsole(env, {
+    catalogs: { a: WIRE_CATALOG.currencies, b: WIRE_CATALOG.currencies },
+    env: { RECONCILE_MIN_AGE: '0ms', RECONCILE_RATE: '200' },
     operators: OPERATORS,
-    replayDriver: false,
   });
-  await app.ready();
+  ({ app, queues } = stack);
   await failOneJob('a');
   await failOneJob('b');
   // The worker's rows of the two failed jobs (what the lists and counts read).
@@ -198,13 +133,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await app?.close();
-  await Promise.all((queues?.list ?? []).map((m) => m.queue.close()));
-  await Promise.all(clients.map((c) => c.close()));
-  redis?.disconnect();
-  await platformA?.close();
-  await platformB?.close();
-  file?.remove();
+  await stack?.close();
 });
 
 const inject = (method: 'GET' | 'POST' | 'PUT', url: string, headers: Record<string, string>, payload?: object) =>
@@ -276,7 +205,7 @@ describe("an operator scoped to b acting on a's work", () => {
   }
 
   it("the pages' forms for a's work are 403 too, each with a denied row naming a, for a viewer and an operator scoped to b", async () => {
-    const forms = [
+    const forms: { name: string; url: string; form: Record<string, string> }[] = [
       { name: 're-verify', url: `/reviews/${review.a}/reverify`, form: { back: '/reviews' } },
       { name: 'dismiss', url: `/reviews/${review.a}/dismiss`, form: { back: '/reviews' } },
       { name: 'replay this job', url: `/orders/ORD-a/jobs/${failedJob.a}/replay`, form: {} },

@@ -1,93 +1,29 @@
-import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { loadConfig } from '@mcb/core/config';
-import { callbackArrivals, LEGACY_INDEXES } from '@mcb/core/db';
-import { createLogger } from '@mcb/core/logger';
-import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
-import { createRedis, type Redis } from '@mcb/core/redis';
-import { startFakePlatform, useTestEnv, writeMerchantsFile, type FakePlatform } from '@mcb/testkit';
-import { Queue } from 'bullmq';
-import type { FastifyInstance } from 'fastify';
+import { callbackArrivals } from '@mcb/core/db';
+import { useTestEnv } from '@mcb/testkit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ARTIFACTS, launchBrowser } from '../../../test/console/helpers/browser.ts';
-import { buildApp } from '../src/app.ts';
-import { merchantQueues, type MerchantQueues } from '../src/callbacks/merchant-queues.ts';
 import { sha256Hex } from '../src/operators/directory.ts';
-import { AUTH_LIMITS_OFF, SESSION_SECRET, TOKEN, WIRE_CATALOG } from './helpers/fake-platform.ts';
-
-const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+import { runCli } from './helpers/cli.ts';
+import { TOKEN, WIRE_CATALOG } from './helpers/fake-platform.ts';
+import { startMerchantsConsole, type MerchantsConsole } from './helpers/merchants-console.ts';
 
 // An operator scoped to b, in Chromium, on the pages that list callbacks, and the admin beside: b's operator sees b's
 // rows with their merchant, no field or row of a's; each page fits 1366 and 375 px.
 const env = useTestEnv();
-const logger = createLogger({ name: 'console-scope-browser', level: 'silent' });
 const B_TOKEN = 'b-operator-token-0123456789abcdef';
-let platforms: FakePlatform[] = [];
-let clients: PlatformClient[] = [];
-let redis: Redis;
-let queues: MerchantQueues;
-let app: FastifyInstance;
+let stack: MerchantsConsole;
 let url: string;
 let browser: Browser | undefined;
-let file: ReturnType<typeof writeMerchantsFile>;
 
 beforeAll(async () => {
-  for (const name of LEGACY_INDEXES) {
-    const { rows } = await env.db.pool.query<{ t: string }>(
-      'select conrelid::regclass::text as t from pg_constraint where conname = $1',
-      [name],
-    );
-    if (rows[0]) await env.db.pool.query(`alter table ${rows[0].t} drop constraint ${name}`);
-    else await env.db.pool.query(`drop index if exists ${name}`);
-  }
-  platforms = await Promise.all(
-    ['M-A', 'M-B'].map((no) => startFakePlatform({ currencies: WIRE_CATALOG.currencies, merchantNo: no })),
-  );
-  file = writeMerchantsFile([
-    { ref: 'a', merchantNo: 'M-A', platformBaseUrl: platforms[0]!.url },
-    { ref: 'b', merchantNo: 'M-B', platformBaseUrl: platforms[1]!.url },
-  ]);
-  const config = loadConfig(
-    {
-      MERCHANTS_FILE: file.path,
-      PLATFORM_BASE_URL: 'http://127.0.0.1:1',
-      PLATFORM_ALLOW_HTTP: 'true',
-      CONSOLE_TOKEN: TOKEN,
-      CONSOLE_SESSION_SECRET: SESSION_SECRET,
-      DATABASE_URL: env.databaseUrl,
-      QUEUE_PREFIX: env.prefix,
-      LOG_LEVEL: 'silent',
-      ...AUTH_LIMITS_OFF,
-    },
-    'console',
-  );
-  const byRef = new Map(
-    config.merchants.map((m) => [
-      m.ref,
-      createPlatformClient({ baseUrl: m.platformBaseUrl!, merchantNo: m.merchantNo, timeoutMs: 2000 }),
-    ]),
-  );
-  clients = [...byRef.values()];
-  redis = createRedis(env.redisUrl, 'producer');
-  queues = merchantQueues(
-    config.merchants,
-    env.prefix,
-    (name, prefix) => new Queue(name, { connection: redis, prefix }),
-  );
-  app = await buildApp({
-    config,
-    db: env.db,
-    platform: byRef.get('a')!,
-    platforms: byRef,
-    logger,
-    redis,
-    queues,
+  stack = await startMerchantsConsole(env, {
+    catalogs: { a: WIRE_CATALOG.currencies, b: WIRE_CATALOG.currencies },
     operators: [{ name: 'bo@b.example', role: 'operator', tokenSha256: sha256Hex(B_TOKEN), merchants: ['b'] }],
-    replayDriver: false,
+    listen: true,
   });
-  url = await app.listen({ host: '127.0.0.1', port: 0 });
+  ({ url } = stack);
   // Three failed callbacks of each merchant (the worker's rows).
   const now = Date.now();
   for (const [ref, no] of [
@@ -119,12 +55,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await app?.close();
-  await Promise.all((queues?.list ?? []).map((m) => m.queue.close()));
-  await Promise.all(clients.map((c) => c.close()));
-  redis?.disconnect();
-  await Promise.all(platforms.map((p) => p.close()));
-  file?.remove();
+  await stack?.close();
 });
 
 async function logIn(page: Page, token: string) {
@@ -182,16 +113,7 @@ describe('the Callbacks page with two merchants', () => {
 });
 
 /** `pnpm cli ...` as a child process, with the console's address and a token from the environment only. */
-function cli(token: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      { env: { PATH: process.env.PATH, CONSOLE_URL: url, CONSOLE_OPERATOR_TOKEN: token }, timeout: 20_000 },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const cli = (token: string, ...args: string[]) => runCli(url, token, args);
 
 describe('pnpm cli --merchant', () => {
   it("callbacks search lists one merchant's with a merchant column; b's operator is refused a's ref as unknown", async () => {

@@ -1,13 +1,13 @@
-import { startFakePlatform, type FakePlatform } from '@mcb/testkit';
+import { payinEvent, startFakePlatform, uid, waitFor, type FakePlatform } from '@mcb/testkit';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '@mcb/core/config';
-import { ledgerEntries, orders, type Database } from '@mcb/core/db';
+import { callbackArrivals, ledgerEntries, orders, type Database } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
 import type { TestEnv } from '@mcb/testkit';
-import { Queue } from 'bullmq';
+import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type ConsoleDeps } from '../../../apps/console/src/app.ts';
@@ -188,4 +188,48 @@ export async function ledgerOf(db: Database, merchantOrderNo: string) {
   const [order] = await db.select().from(orders).where(eq(orders.merchantOrderNo, merchantOrderNo));
   if (!order) throw new Error(`no order ${merchantOrderNo}`);
   return { order, ledger: await db.select().from(ledgerEntries).where(eq(ledgerEntries.orderId, order.id)) };
+}
+
+/**
+ * A pay-in job of `amount` in BullMQ's failed set (failed for good by a worker of its own, as a Get order 500 would)
+ * and its `failed` row as the worker reports it, received a minute ago: what a replay by filter finds. Its order
+ * numbers are `MO-{tag}-…` and `P-{tag}-…`.
+ */
+export async function failedPayinJob(
+  env: TestEnv,
+  stack: OpsStack,
+  tag: string,
+  amount: string,
+): Promise<{ jobId: string; merchantOrderNo: string }> {
+  const no = uid();
+  const event = payinEvent({ merchantOrderNo: `MO-${tag}-${no}`, orderNo: `P-${tag}-${no}`, fiatAmount: amount });
+  const jobId = await stack.add(event, 1);
+  const failer = new Worker(
+    stack.queue.name,
+    async () => {
+      throw new UnrecoverableError('Get order answered 500');
+    },
+    { connection: stack.queue.opts.connection, prefix: env.prefix },
+  );
+  try {
+    await waitFor(async () => (await stack.queue.getJob(jobId))?.failedReason || undefined);
+  } finally {
+    await failer.close();
+  }
+  const at = new Date(Date.now() - 60_000);
+  await env.db.db.insert(callbackArrivals).values({
+    jobId,
+    kind: 'payin',
+    orderNo: event.orderNo,
+    state: event.state,
+    merchantOrderNo: event.merchantOrderNo,
+    amount,
+    receivedAt: at,
+    firstSeenAt: at,
+    updatedAt: at,
+    attempts: 1,
+    status: 'failed',
+    lastCode: 'PLATFORM_HTTP_ERROR',
+  });
+  return { jobId, merchantOrderNo: event.merchantOrderNo };
 }

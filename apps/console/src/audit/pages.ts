@@ -6,6 +6,7 @@ import { auditFilterSchema, listAudit, withoutBlanks } from './queries.ts';
 import { auditLogPage } from './views.ts';
 import { listScopeOf } from '../operators/scope.ts';
 import type { ConsoleMerchants } from '../web/route-deps.ts';
+import { merchantChoices } from '../web/merchant-field.ts';
 
 /** `/audit`: the same query as `GET /api/audit`, as a page. */
 export function auditPageRows({ db, merchants }: { db: Database; merchants?: ConsoleMerchants }): RouteRow[] {
@@ -20,7 +21,7 @@ export function auditPageRows({ db, merchants }: { db: Database; merchants?: Con
           req,
           reply,
           { title: 'Audit', area: 'audit', flash: flashOf(req.query) },
-          auditLogPage(page, filter, req.operator!),
+          auditLogPage(page, filter, req.operator!, merchantChoices(req.operator!, merchants)),
         );
       },
     }),

@@ -2,6 +2,7 @@ import type { Operator } from '../operators/operator.ts';
 import { can } from '../operators/roles.ts';
 import { status, when } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
+import { merchantField } from '../web/merchant-field.ts';
 import type { AuditFilter, AuditPage } from './queries.ts';
 
 /** The service-clients filter's choices: a machine's writes are kept out of the people's trail unless asked for. */
@@ -17,7 +18,12 @@ const outcomeWord = (outcome: string) => (outcome.startsWith('failed:') ? 'faile
 const SERVICES_HIDDEN =
   ' Orders registered by service clients (the shop) are hidden: choose \u201cshown\u201d below to see them.';
 
-export function auditLogPage(page: AuditPage, filter: AuditFilter, viewer: Operator): Html {
+export function auditLogPage(
+  page: AuditPage,
+  filter: AuditFilter,
+  viewer: Operator,
+  merchantRefs?: readonly string[],
+): Html {
   const next = new URLSearchParams();
   for (const [k, v] of Object.entries(filter))
     if (v !== undefined && k !== 'before' && k !== 'limit') next.set(k, String(v));
@@ -37,7 +43,7 @@ ${
     ? html`<label>Operator <input name="operator" value="${filter.operator ?? ''}" size="22"></label>`
     : ''
 }
-<label>Action <input name="action" value="${filter.action ?? ''}" size="16" placeholder="an action name"></label>
+${merchantField(merchantRefs, filter.merchant)}<label>Action <input name="action" value="${filter.action ?? ''}" size="16" placeholder="an action name"></label>
 <label>Target <input name="target" value="${filter.target ?? ''}" size="22" placeholder="e.g. an order: order:…">\
 </label>
 <label>From (UTC) <input name="from" value="${filter.from ?? ''}" size="22" placeholder="2026-11-24 08:00 (UTC)"></label>

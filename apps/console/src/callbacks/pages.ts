@@ -15,7 +15,8 @@ import { formRoute, pageRoute } from '../web/page-route.ts';
 import type { RouteRow } from '../web/route-table.ts';
 import { flashOf, sendPage } from '../web/send.ts';
 import { codesOf, countMatching, waitingCounts } from './counts.ts';
-import { listScopeOf, merchantsInScope, visibleMerchantNos, type ListScope } from '../operators/scope.ts';
+import { listScopeOf, visibleMerchantNos, type ListScope } from '../operators/scope.ts';
+import { merchantChoices } from '../web/merchant-field.ts';
 import type { ConsoleMerchants } from '../web/route-deps.ts';
 import { filterOfForm, formValues, formWithFilter } from './form.ts';
 import { filterWhere, hasFilter, listOf, searchCallbacks, type CallbackFilter } from './queries.ts';
@@ -103,13 +104,8 @@ async function callbacksList(deps: CallbacksPagesDeps, req: FastifyRequest, repl
     listing ? searchCallbacks(deps.db, scoped, { cursor, limit: 50 }) : undefined,
     listing ? countMatching(deps.db, filterWhere(scoped)) : undefined,
   ]);
-  const merchants =
-    deps.merchants?.several && scope.refOf
-      ? {
-          refs: merchantsInScope(req.operator!, deps.merchants).map((m) => m.merchant.ref),
-          refOf: scope.refOf,
-        }
-      : undefined;
+  const refs = merchantChoices(req.operator!, deps.merchants);
+  const merchants = refs && scope.refOf ? { refs, refOf: scope.refOf } : undefined;
   const vm = { filter, values, page, matched, counts, codes, viewer: req.operator!, self: req.url, merchants };
   return sendPage(
     req,

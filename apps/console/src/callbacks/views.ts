@@ -7,6 +7,7 @@ import type { Operator } from '../operators/operator.ts';
 import { can } from '../operators/roles.ts';
 import { amountText, orderHref, status, when } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
+import { merchantField } from '../web/merchant-field.ts';
 import { FORGERY_CODES, type QueueAgainstLists, type WaitingCounts } from './counts.ts';
 import { filterParams, type FILTER_FIELDS } from './form.ts';
 import { ARRIVAL_STATUSES, listOf, type ArrivalStatus, type CallbackFilter, type CallbackPage } from './queries.ts';
@@ -153,13 +154,7 @@ placeholder="any code; case does not matter"></label></fieldset>
 <label>Review <select name="review"><option value="">any</option>${REVIEW_CHOICES.map(
     ([k, label]) => html`<option value="${k}"${vm.filter.review === k ? html` selected` : ''}>${label}</option>`,
   )}</select></label>
-${
-  vm.merchants
-    ? html`<label>Merchant <select name="merchant"><option value="">every one</option>${vm.merchants.refs.map(
-        (r) => html`<option value="${r}"${vm.filter.merchant === r ? html` selected` : ''}>${r}</option>`,
-      )}</select></label>`
-    : ''
-}<label>Merchant order no. <input name="merchantOrderNo" value="${v.merchantOrderNo ?? ''}" size="18" \
+${merchantField(vm.merchants?.refs, vm.filter.merchant)}<label>Merchant order no. <input name="merchantOrderNo" value="${v.merchantOrderNo ?? ''}" size="18" \
 placeholder="exact"></label>
 <label>Platform order no. <input name="orderNo" value="${v.orderNo ?? ''}" size="18" placeholder="exact"></label>
 <label>Amount from <input name="amountMin" value="${v.amountMin ?? ''}" inputmode="decimal" size="9" \

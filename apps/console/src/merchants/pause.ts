@@ -13,7 +13,7 @@ import { merchantKeys, writePauseMirror } from '@mcb/core/queue';
 import type { RedisClient } from '@mcb/core/redis';
 import { eq } from 'drizzle-orm';
 import { z } from 'zod';
-import { performAction, type Actor } from '../audit/perform.ts';
+import { performAction, type Actor, type EffectResult } from '../audit/perform.ts';
 
 /** What the pause actions need. */
 export interface MerchantPauseDeps {
@@ -83,27 +83,15 @@ export async function pauseMerchant(
   actor: Actor,
   input: { ref: string; reason: unknown },
 ): Promise<MerchantPauseView> {
-  const merchant = deps.merchants.find((m) => m.ref === input.ref);
-  const view = await performAction(
-    deps,
-    actor,
-    {
-      action: 'merchants.pause',
-      target: merchantTarget(input.ref),
-      reason: input.reason,
-      merchant: merchant?.merchantNo ?? null,
-    },
-    async (tx) => {
-      const known = merchantByRef(deps.merchants, input.ref);
-      const [row] = await tx
-        .insert(merchantPauses)
-        .values({ merchantNo: known.merchantNo, pausedBy: actor.operator.name, reason: reasonOf(input.reason) })
-        .onConflictDoNothing()
-        .returning();
-      if (!row) throw await alreadyPaused(tx, known);
-      return { result: pauseView(known, row), outcome: 'paused', details: { merchant: known.ref } };
-    },
-  );
+  const view = await merchantAction(deps, actor, 'pause', input, async (tx, known) => {
+    const [row] = await tx
+      .insert(merchantPauses)
+      .values({ merchantNo: known.merchantNo, pausedBy: actor.operator.name, reason: reasonOf(input.reason) })
+      .onConflictDoNothing()
+      .returning();
+    if (!row) throw await alreadyPaused(tx, known);
+    return { result: pauseView(known, row), outcome: 'paused', details: { merchant: known.ref } };
+  });
   await mirror(deps, input.ref, view.since === null ? undefined : new Date(view.since));
   return view;
 }
@@ -118,35 +106,49 @@ export async function resumeMerchant(
   actor: Actor,
   input: { ref: string; reason: unknown },
 ): Promise<MerchantPauseView> {
+  const view = await merchantAction(deps, actor, 'resume', input, async (tx, known) => {
+    const [row] = await tx.delete(merchantPauses).where(eq(merchantPauses.merchantNo, known.merchantNo)).returning();
+    if (!row)
+      throw new AppError(ErrorCodes.MERCHANT_NOT_PAUSED, `merchant "${known.ref}" is not paused: nothing to resume`);
+    return {
+      result: pauseView(known, undefined),
+      outcome: 'resumed',
+      details: {
+        merchant: known.ref,
+        pausedBy: row.pausedBy,
+        pausedSince: row.since.toISOString(),
+        pausedForSeconds: Math.round((Date.now() - row.since.getTime()) / 1000),
+      },
+    };
+  });
+  await mirror(deps, input.ref, undefined);
+  return view;
+}
+
+/**
+ * The audited action `merchants.{verb}` on merchant `input.ref`: the role, reason and scope checks (audit/perform.ts,
+ * naming the merchant's number when the ref is configured), then `change` on the merchant (404 for an unknown ref) in
+ * the audit row's transaction.
+ */
+function merchantAction(
+  deps: MerchantPauseDeps,
+  actor: Actor,
+  verb: 'pause' | 'resume',
+  input: { ref: string; reason: unknown },
+  change: (tx: Database, known: Merchant) => Promise<EffectResult<MerchantPauseView>>,
+): Promise<MerchantPauseView> {
   const merchant = deps.merchants.find((m) => m.ref === input.ref);
-  const view = await performAction(
+  return performAction(
     deps,
     actor,
     {
-      action: 'merchants.resume',
+      action: `merchants.${verb}`,
       target: merchantTarget(input.ref),
       reason: input.reason,
       merchant: merchant?.merchantNo ?? null,
     },
-    async (tx) => {
-      const known = merchantByRef(deps.merchants, input.ref);
-      const [row] = await tx.delete(merchantPauses).where(eq(merchantPauses.merchantNo, known.merchantNo)).returning();
-      if (!row)
-        throw new AppError(ErrorCodes.MERCHANT_NOT_PAUSED, `merchant "${known.ref}" is not paused: nothing to resume`);
-      return {
-        result: pauseView(known, undefined),
-        outcome: 'resumed',
-        details: {
-          merchant: known.ref,
-          pausedBy: row.pausedBy,
-          pausedSince: row.since.toISOString(),
-          pausedForSeconds: Math.round((Date.now() - row.since.getTime()) / 1000),
-        },
-      };
-    },
+    (tx) => change(tx, merchantByRef(deps.merchants, input.ref)),
   );
-  await mirror(deps, input.ref, undefined);
-  return view;
 }
 
 /** The reason as the action layer checked it (the audit row's); the row keeps the same text. */

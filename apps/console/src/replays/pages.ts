@@ -13,6 +13,8 @@ import { can } from '../operators/roles.ts';
 import { formRoute, pageRoute } from '../web/page-route.ts';
 import type { RouteRow } from '../web/route-table.ts';
 import { html } from '../web/html.ts';
+import { merchantChoices } from '../web/merchant-field.ts';
+import type { ConsoleMerchants } from '../web/route-deps.ts';
 import { flashOf, sendPage } from '../web/send.ts';
 import {
   cancelReplay,
@@ -87,15 +89,21 @@ function startTargetOf(req: FastifyRequest): string {
   }
 }
 
-export function replaysPageRows(deps: ReplayDeps): RouteRow[] {
+/** The replays' pages; `merchants` (two or more) gives the list its merchant field. */
+export function replaysPageRows(deps: ReplayDeps, merchants?: ConsoleMerchants): RouteRow[] {
   return [
     pageRoute({
       url: '/replays',
       action: 'read',
       handler: async (req, reply) => {
-        const ref = (req.query as { merchant?: unknown }).merchant;
-        const refs = replayRefsFor(req.operator!, deps.queues, typeof ref === 'string' && ref ? ref : undefined);
-        const vm = { replays: await listReplays(deps.db, 50, refs), canPlan: can(req.operator!.role, 'replays.plan') };
+        const query = (req.query as { merchant?: unknown }).merchant;
+        const ref = typeof query === 'string' && query ? query : undefined;
+        const refs = replayRefsFor(req.operator!, deps.queues, ref);
+        const vm = {
+          replays: await listReplays(deps.db, 50, refs),
+          canPlan: can(req.operator!.role, 'replays.plan'),
+          merchant: { refs: merchantChoices(req.operator!, merchants), chosen: ref },
+        };
         return sendPage(req, reply, { title: 'Replays', area: 'replays', flash: flashOf(req.query) }, listView(vm));
       },
     }),

@@ -6,6 +6,7 @@ import { filterParams, type FILTER_FIELDS } from '../callbacks/form.ts';
 import { listOf, type CallbackFilter } from '../callbacks/queries.ts';
 import { amountText, orderHref, when } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
+import { merchantField } from '../web/merchant-field.ts';
 import type { ReplayOutcomeRow } from './outcomes.ts';
 import { PLAN_CLASSES, type PlanClass, type ReplayPlan } from './plan.ts';
 import { amounts, money, OUTCOME_WORDS, planSentence } from './words.ts';
@@ -236,12 +237,23 @@ ${running ? html`<script src="/assets/replay-progress.js" defer></script>` : ''}
 }
 
 /** The replays, newest first, with what became of their jobs, and the way to a new one. */
-export function listView(vm: { replays: ReplayView[]; canPlan: boolean }): Html {
+export function listView(vm: {
+  replays: ReplayView[];
+  canPlan: boolean;
+  /** The merchant field: the refs it offers (none: one merchant, no field) and the one chosen. */
+  merchant?: { refs: readonly string[] | undefined; chosen: string | undefined };
+}): Html {
   // The merchant column once replays name one (two merchants or more: a replay by filter is per merchant).
   const named = vm.replays.some((r) => r.filter.merchant !== undefined);
   return html`<h1>Replays</h1>
 <p class="muted">Each replay sends failed jobs back to the queue; "what became of them" is what the worker did with \
 each, since. Times in UTC.</p>
+${
+  vm.merchant?.refs
+    ? html`<form class="inline" method="get" action="/replays" role="search">\
+${merchantField(vm.merchant.refs, vm.merchant.chosen)}<button type="submit">Filter</button></form>`
+    : ''
+}
 ${
   vm.canPlan
     ? html`<p><a href="/replays/new">New replay by filter…</a> · <a href="/callbacks?status=failed">Failed \

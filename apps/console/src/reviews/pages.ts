@@ -1,4 +1,5 @@
 import { listScopeOf } from '../operators/scope.ts';
+import { merchantChoices } from '../web/merchant-field.ts';
 import { z } from 'zod';
 import { actorOf } from '../operators/operator.ts';
 import { safeNext } from '../session/pages.ts';
@@ -37,7 +38,7 @@ export function reviewsPageRows(deps: ReviewActionDeps): RouteRow[] {
           req,
           reply,
           { title: 'Reviews', area: 'reviews', flash: flashOf(req.query) },
-          reviewsInbox(list, filter, req.operator!, req.url),
+          reviewsInbox(list, filter, req.operator!, req.url, merchantChoices(req.operator!, deps.merchants)),
         );
       },
     }),

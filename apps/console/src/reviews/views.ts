@@ -2,6 +2,7 @@ import type { Operator } from '../operators/operator.ts';
 import { can } from '../operators/roles.ts';
 import { amountText, detailValue, orderHref, status, when } from '../web/format.ts';
 import { html, type Html } from '../web/html.ts';
+import { merchantField } from '../web/merchant-field.ts';
 import type { ReviewFilter, ReviewList, ReviewView } from './queries.ts';
 
 /**
@@ -98,9 +99,16 @@ data-label="Outcome">${a.outcome}</td>\
 const STATUSES = ['open', 'resolved', 'dismissed'] as const;
 
 /** The inbox: a filter, the reviews, and the next page. */
-export function reviewsInbox(list: ReviewList, filter: ReviewFilter, viewer: Operator, back: string): Html {
+export function reviewsInbox(
+  list: ReviewList,
+  filter: ReviewFilter,
+  viewer: Operator,
+  back: string,
+  merchantRefs?: readonly string[],
+): Html {
   const next = new URLSearchParams();
   if (filter.status) next.set('status', filter.status);
+  if (filter.merchant) next.set('merchant', filter.merchant);
   if (filter.merchantOrderNo) next.set('merchantOrderNo', filter.merchantOrderNo);
   if (list.nextBefore !== null) next.set('before', String(list.nextBefore));
   return html`<h1>Reviews</h1>
@@ -110,7 +118,8 @@ once if it now confirms; dismiss closes a review without crediting.</p>
 <label>Status <select name="status">${STATUSES.map(
     (s) => html`<option value="${s}"${filter.status === s ? html` selected` : ''}>${s}</option>`,
   )}</select></label>
-<label>Merchant order no. <input name="merchantOrderNo" value="${filter.merchantOrderNo ?? ''}" size="20"></label>
+${merchantField(merchantRefs, filter.merchant)}<label>Merchant order no. <input name="merchantOrderNo" \
+value="${filter.merchantOrderNo ?? ''}" size="20"></label>
 <button type="submit">Filter</button>
 </form>
 ${

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { createCatalogCache, type CatalogCache } from '@mcb/core/catalog';
 import { loadConfig } from '@mcb/core/config';
 import { CALLBACKS_QUEUE } from '@mcb/core/queue';
@@ -6,7 +7,7 @@ import { Queue } from 'bullmq';
 import type { Db } from '@mcb/core/db';
 import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
-import { MERCHANT_NO, startFakePlatform as startPlatformDouble, type CatalogMode } from '@mcb/testkit';
+import { MERCHANT_NO, startFakePlatform as startPlatformDouble, type CatalogMode, type TestEnv } from '@mcb/testkit';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { OperatorEntry } from '../../src/operators/directory.ts';
@@ -106,6 +107,8 @@ export async function startFakePlatform() {
 
 export interface TestConsole {
   app: FastifyInstance;
+  /** The console's base URL (http://127.0.0.1:port) when started with `listen`, else an empty string. */
+  url: string;
   platform: PlatformClient;
   catalog: CatalogCache;
   close(): Promise<void>;
@@ -124,6 +127,8 @@ export async function startConsole(opts: {
   operators?: readonly OperatorEntry[];
   /** Further settings (CONSOLE_AUTH_PROXY_HEADER, ...). */
   env?: Record<string, string>;
+  /** Listen on a free port of 127.0.0.1 (for the CLI or a browser) rather than answer `inject` only. @defaultValue false */
+  listen?: boolean;
 }): Promise<TestConsole> {
   const config = loadConfig(
     {
@@ -156,9 +161,11 @@ export async function startConsole(opts: {
     queue,
     operators: opts.operators,
   });
-  await app.ready();
+  if (opts.listen) await app.listen({ host: '127.0.0.1', port: 0 });
+  else await app.ready();
   return {
     app,
+    url: opts.listen ? `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` : '',
     platform,
     catalog,
     async close() {
@@ -168,4 +175,28 @@ export async function startConsole(opts: {
       redis?.disconnect();
     },
   };
+}
+
+/**
+ * {@link startConsole} on `env`'s database against a platform double of its own ({@link startFakePlatform}), for tests
+ * that need the console only; `close()` stops both.
+ */
+export async function startConsoleWithPlatform(
+  env: Pick<TestEnv, 'db' | 'databaseUrl'>,
+  opts: Omit<Parameters<typeof startConsole>[0], 'db' | 'databaseUrl' | 'baseUrl'> = {},
+): Promise<TestConsole> {
+  const double = await startFakePlatform();
+  try {
+    const c = await startConsole({ ...opts, db: env.db, databaseUrl: env.databaseUrl, baseUrl: double.baseUrl });
+    return {
+      ...c,
+      async close() {
+        await c.close();
+        await double.stop();
+      },
+    };
+  } catch (e) {
+    await double.stop();
+    throw e;
+  }
 }

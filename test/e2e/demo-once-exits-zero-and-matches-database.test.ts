@@ -49,7 +49,8 @@ function runDemo(
   });
   child.stderr.on('data', (c) => (err += String(c)));
   return new Promise((resolvePromise) =>
-    child.once('exit', (code, signal) => resolvePromise({ code, signal, out, err })),
+    // 'close', not 'exit': the demo's last lines may still be in the pipe when it exits.
+    child.once('close', (code, signal) => resolvePromise({ code, signal, out, err })),
   );
 }
 

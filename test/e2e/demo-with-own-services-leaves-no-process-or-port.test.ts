@@ -57,7 +57,8 @@ function runDemo(
     onOutput?.(out, child);
   });
   child.stderr.on('data', (c) => (err += String(c)));
-  return new Promise((r) => child.once('exit', (code, signal) => r({ code, signal, out, err })));
+  // 'close', not 'exit': the demo's last lines may still be in the pipe when it exits.
+  return new Promise((r) => child.once('close', (code, signal) => r({ code, signal, out, err })));
 }
 
 /**

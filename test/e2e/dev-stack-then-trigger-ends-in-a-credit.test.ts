@@ -172,7 +172,8 @@ describe('the first hour: pnpm dev, then commands in another shell', () => {
   });
 
   it('Ctrl-C stops every app and pnpm reports no failure (no ELIFECYCLE)', async () => {
-    const exited = new Promise<number | null>((r) => dev.once('exit', (code) => r(code)));
+    // 'close', not 'exit': dev's last lines may still be in the pipe when it exits.
+    const exited = new Promise<number | null>((r) => dev.once('close', (code) => r(code)));
     // A terminal's Ctrl-C: SIGINT to the whole process group (pnpm, dev, the apps); pnpm forwards it to dev once more.
     process.kill(-dev.pid!, 'SIGINT');
     expect(await exited).toBe(0);

@@ -38,7 +38,8 @@ function startIngest(env: Record<string, string>) {
   const out = { text: '' };
   child.stdout.on('data', (c) => (out.text += String(c)));
   child.stderr.on('data', (c) => (out.text += String(c)));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  // 'close', not 'exit': the process's last lines may still be in the pipe when it exits.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
   return { child, out, exited };
 }
 

@@ -52,7 +52,8 @@ async function startIngestProcess(preload: string[]): Promise<{ code: number | n
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  // 'close', not 'exit': the process's last lines may still be in the pipe when it exits.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
   const listening = new Promise<void>((resolve) => {
     const onData = (c: Buffer) => {
       output += String(c);

@@ -72,7 +72,8 @@ async function runIngestOnVolatileRedis(
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (c) => (out.stdout += String(c)));
   child.stderr.on('data', (c) => (out.stderr += String(c)));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  // 'close', not 'exit': the process's last lines may still be in the pipe when it exits.
+  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
   return { code, ...out };
 }
 

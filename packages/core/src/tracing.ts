@@ -7,7 +7,15 @@
  * The span context crosses the queue inside the job (BullMQ's telemetry support through `bullmq-otel`); the text
  * BullMQ copies into spans (a job's return value, its failure message) has its numbers masked (tracing-bullmq.ts).
  */
-import { context, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -85,8 +93,11 @@ export function startTracing(
       provider = undefined;
       telemetry = undefined;
       await started.shutdown();
+      // Undo all three of register()'s globals, so that the process (a test worker running file after file) can
+      // start tracing again from scratch: a propagator left behind would refuse the next one's.
       trace.disable();
       context.disable();
+      propagation.disable();
     },
   };
 }

@@ -46,8 +46,11 @@ export interface OwnRedis {
   kill(): Promise<void>;
   /** SIGTERM (Redis flushes its AOF and exits); SIGKILL after `graceMs`. Resolves once the process is gone. */
   stop(graceMs?: number): Promise<void>;
-  /** Start again on the same port and directory (the AOF is replayed). */
-  start(): Promise<void>;
+  /**
+   * Start again on the same port and directory (the AOF is replayed), with `extraArgs` added to its command line for
+   * this start (a setting it must have from its first moment, e.g. `['--replica-priority', '0']`). @defaultValue none
+   */
+  start(extraArgs?: string[]): Promise<void>;
   /** Kill and remove the data directory (unless it was given as `options.dir`). */
   destroy(): Promise<void>;
 }
@@ -88,11 +91,12 @@ export async function startOwnRedis(
   const extra = options.pidAndLog ? ['--pidfile', join(dir, 'redis.pid'), '--logfile', join(dir, 'redis.log')] : [];
   const argv = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...extra, ...args];
 
-  const start = async () => {
+  const start = async (extraArgs: string[] = []) => {
+    const args = [...argv, ...extraArgs];
     // Redis may run as root: only the parent-death tie is asked of setpriv.
     const [file, fileArgs] = options.dieWithParent
-      ? commandAs(binary, argv, { dieWithParent: 'TERM', keepUser: true })
-      : [binary, argv];
+      ? commandAs(binary, args, { dieWithParent: 'TERM', keepUser: true })
+      : [binary, args];
     const c = spawn(file, fileArgs, {
       stdio: 'ignore',
       detached: options.dieWithParent === true,

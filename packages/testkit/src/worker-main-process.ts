@@ -46,12 +46,11 @@ export async function startWorkerMainProcess(
   if (pid === undefined) throw new Error('worker process: spawn failed');
   const unregister = onProcessExit(() => killQuietly(pid));
   const log = createWriteStream(logFile, { flags: 'a' });
+  child.once('exit', unregister);
+  // 'close' (stdout and stderr drained), then end's callback (the log file holds every line): a test reading the log
+  // once this resolves sees the last lines, which at 'exit' could still be in the pipe or the stream's buffer.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => {
-      unregister();
-      log.end();
-      resolve({ code, signal });
-    }),
+    child.once('close', (code, signal) => log.end(() => resolve({ code, signal }))),
   );
   const started = new Promise<number>((resolve, reject) => {
     let partial = '';

@@ -13,7 +13,7 @@ export interface NodeProcess {
   name: string;
   pid: number;
   child: ChildProcess;
-  /** Resolves with the exit code or signal once the process is gone. */
+  /** Resolves with the exit code or signal once the process is gone and all it wrote is in the log file. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Resolves when a stdout/stderr line matches, rejects at the deadline or when the process exits first. */
   waitForOutput(pattern: RegExp, timeoutMs: number): Promise<void>;
@@ -57,14 +57,16 @@ export function startNodeProcess(
   };
   child.stdout?.on('data', onData);
   child.stderr?.on('data', onData);
+  child.once('exit', () => {
+    unregister();
+    // The group may outlive its leader (cluster workers): make sure nothing of it stays behind.
+    killQuietly(pid, true);
+  });
+  // 'close' comes after 'exit', once stdout and stderr are drained; end's callback, once the log file holds every
+  // line. A test reads the log as soon as this resolves: resolved at 'exit', its last lines (the reason a process
+  // gave for exiting) could still be in the pipe or in the write stream's buffer, as a busy machine showed.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => {
-      unregister();
-      // The group may outlive its leader (cluster workers): make sure nothing of it stays behind.
-      killQuietly(pid, true);
-      log.end();
-      resolve({ code, signal });
-    });
+    child.once('close', (code, signal) => log.end(() => resolve({ code, signal })));
   });
 
   const waitForOutput = (pattern: RegExp, timeoutMs: number) =>

@@ -75,7 +75,8 @@ export function runSlowHttpTest(
   const guard = setTimeout(() => killQuietly(pid, true), (opts.seconds + 15) * 1000);
   return new Promise((resolve, reject) => {
     child.once('error', reject);
-    child.once('exit', () => {
+    // 'close', not 'exit': the counts it prints last may still be in the pipe when it exits.
+    child.once('close', () => {
       clearTimeout(guard);
       unregister();
       // eslint-disable-next-line no-control-regex

@@ -44,6 +44,9 @@ const SOLO = [
   'apps/worker/test/worker-in-flight-follows-get-order-and-stays-under-the-rate-cap.test.ts', // limit vs latency
   'test/console/replay-of-1000-failed-jobs-at-100-per-second.test.ts', // 1000 jobs in 9.5 to 13 s
   'apps/worker/test/worker-processes-keep-merchants-apart-through-a-flood-an-outage-and-a-sigkill.test.ts', // fairness
+  // A merchant's pause holds its credits within 2 s of the reply (a lane polls every 0.5 s).
+  'test/merchants/paused-merchant-is-acknowledged-held-and-credited-once-after-resume.test.ts',
+  'test/console/admin-pauses-a-merchant-from-its-page-browser.test.ts',
   // Processes that must exit within their shutdown bound.
   'test/reliability/processes-stop-within-their-bound-and-write-only-json-while-redis-is-down.test.ts',
   'test/reliability/worker-stopped-with-jobs-in-flight-and-redis-gone-credits-each-once.test.ts',

@@ -39,7 +39,9 @@ async function failedPayin() {
   return { ...o, jobId };
 }
 
-describe('pnpm cli callbacks / replay', () => {
+// Each step runs `pnpm cli` as a child process (a Node start of its own, a few seconds on a loaded 2-core machine), ten
+// of them in the first test: the test's time is the processes' start-ups, not what it asserts.
+describe('pnpm cli callbacks / replay', { timeout: 120_000 }, () => {
   it('finds a failed callback by merchant order number, dry-runs, replays it to the end and reports; the audit names the operator', async () => {
     const o = await failedPayin();
     const found = await cli('viewer', 'callbacks', 'search', '--merchant-order-no', o.merchantOrderNo, '--timeline');

@@ -148,6 +148,7 @@ describe('merchantKeys', () => {
       },
       sweepLock: '{mcb}:maintenance:reconcile-lock',
       laneSnapshots: '{mcb}:platform:all:lanes',
+      pausedMirror: '{mcb}:callbacks:merchant-paused',
     });
   });
 
@@ -156,6 +157,7 @@ describe('merchantKeys', () => {
       k.unknownOrderWaiting,
       k.sweepLock,
       k.laneSnapshots,
+      k.pausedMirror,
       ...Object.values(k.fleet),
       `${k.prefix}:${k.callbacksQueue}:id`,
       `${k.prefix}:${k.maintenanceQueue}:id`,

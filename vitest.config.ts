@@ -7,10 +7,11 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * more than they compute, so they run two at a time; the files that measure time against the wall clock run alone,
  * after the rest. Three projects (docs/CONTRIBUTING.md, "Where a new test file goes"):
  *
- * - `shared`: every file not listed below. Two at a time (beside `paired`), in worker processes reused from file to
+ * - `shared`: every file not listed below. Two at a time (after `paired`), in worker processes reused from file to
  *   file (`isolate: false`): the modules a file imports stay loaded for the next file in that worker, so a file leaves
  *   nothing behind (it restores what it changes in `process.env`, fake timers and spies, and closes what it opens).
- * - `paired`: {@link PAIRED}, two at a time beside `shared`, each in a worker process of its own.
+ * - `paired`: {@link PAIRED}, two at a time, each in a worker process of its own. Measured: vitest runs it before
+ *   `shared`, not beside it (the projects share the pool's two workers); see docs/CONTRIBUTING.md.
  * - `solo`: {@link SOLO}, one file at a time, once `shared` and `paired` are done.
  *
  * A new file lands in `shared`. It goes into SOLO, with its reason, when it asserts a bound on wall-clock time that a

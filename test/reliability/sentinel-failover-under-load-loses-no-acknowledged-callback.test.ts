@@ -196,12 +196,19 @@ async function failoverUnderLoad(minReplicas: number): Promise<RunReport> {
               message: 'the sentinels did not promote the replica',
             }),
           ]);
-          // It comes back as a primary; the sentinels turn it into a replica of the new one. It is never a candidate
-          // again, from its first moment: on a loaded host the new primary can miss the sentinels' pings for
-          // down-after-milliseconds, and a second failover back to the old node (1 run in 2 on a fresh clone) would
-          // make the winner a matter of chance. With priority 0 such a failover finds no candidate and aborts. (Set
-          // once it answered, the priority came too late now and then: the failover back happened in between.)
-          await setup.primary.start(['--replica-priority', '0']);
+          // It comes back a replica of the new primary with priority 0, from its first moment, as a node whose
+          // config the sentinels had rewritten would. Started as a primary instead (its own config, from before the
+          // kill), it stays one for the sentinels' 8 s before they convert it, and a primary's INFO carries no
+          // `slave_priority`: the sentinels keep the default 100 for it. A second failover in that window (the new
+          // primary, busy on a loaded host, misses down-after-milliseconds of pings) promoted it, with only what it
+          // held at the kill (CI, once: the primary at the end was the old node).
+          await setup.primary.start([
+            '--replica-priority',
+            '0',
+            '--replicaof',
+            '127.0.0.1',
+            String(setup.replica.port),
+          ]);
         })();
       }
     };

@@ -1,6 +1,7 @@
 /**
  * Fairness between merchants (issue 50): three merchants of one deployment on the bench's platform doubles
- * (`@mcb/testkit`'s, one each). A floods its backlog of pay-ins (plus 10 % duplicates) with Get order at 1,000 ms; B
+ * (`@mcb/testkit`'s, one each, each in a process of its own as each merchant's platform is a server of its own:
+ * lib/platform-process.ts). A floods its backlog of pay-ins (plus 10 % duplicates) with Get order at 1,000 ms; B
  * and C send 20 callbacks a second each with Get order at 50 ms. Worker processes (`apps/worker/src/main.ts`, two
  * by default) run a lane per merchant (MERCHANTS_FILE). Callbacks go straight onto each merchant's queue as ingest
  * enqueues them (no ingest process: its routes per merchant are another change), so callback-to-credit runs from
@@ -10,7 +11,6 @@
  * single queue (one merchant: B's orders as orders of the same merchant behind A's flood).
  */
 import { merchantKeys } from '@mcb/core/queue';
-import { startFakePlatform, platformOrder, type FakePlatform } from '@mcb/testkit';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,6 +21,7 @@ import { insertPendingPayins, truncateAll } from './lib/database.ts';
 import { trackPostgresCpu } from './lib/cpu-breakdown.ts';
 import { cpuSecondsOf, treeCpuSeconds } from './lib/proc.ts';
 import { BENCH_AMOUNT, merchantFeed, type BenchMerchant, type MerchantFeed } from './lib/merchant-feed.ts';
+import { startPlatformProcess, type PlatformProcess } from './lib/platform-process.ts';
 import { progress, sleep } from './lib/progress.ts';
 import type { BenchRedis } from './lib/redis-server.ts';
 import { summarize, type LatencySummary } from './lib/stats.ts';
@@ -76,8 +77,8 @@ export interface FairnessRow {
   /** A's jobs in the failed set at the end (failed for good). */
   aFailed?: number;
   /**
-   * Cores used on average over the row: the worker processes, the bench's redis-server, the bench process (its
-   * platform doubles and feeds), and everything else on the machine (Postgres, and whatever else runs there).
+   * Cores used on average over the row: the worker processes, the bench's redis-server, the bench (its process, its
+   * feeds, and its platform doubles' processes), and everything else on the machine (Postgres, and whatever else runs there).
    */
   cores: { workers: number; redis: number; bench: number; postgres: number; rest: number; machine: number };
 }
@@ -111,15 +112,15 @@ interface Scenario {
 
 export async function runFairness(o: FairnessOptions): Promise<FairnessResult> {
   const platforms = {
-    a: await startFakePlatform({ merchantNo: MERCHANTS.a.merchantNo }),
-    b: await startFakePlatform({ merchantNo: MERCHANTS.b.merchantNo }),
-    c: await startFakePlatform({ merchantNo: MERCHANTS.c.merchantNo }),
+    a: await startPlatformProcess(MERCHANTS.a.merchantNo),
+    b: await startPlatformProcess(MERCHANTS.b.merchantNo),
+    c: await startPlatformProcess(MERCHANTS.c.merchantNo),
   };
   const pool = new pg.Pool({ connectionString: o.databaseUrl, max: 2 });
   const dir = mkdtempSync(join(tmpdir(), 'mcb-bench-fairness-'));
   const steadyCount = Math.ceil(o.rate * Math.max(o.soloSeconds, 600)) + 100;
   try {
-    setUpPlatforms(o, platforms, steadyCount);
+    await setUpPlatforms(o, platforms, steadyCount);
     const rows: FairnessRow[] = [];
     const scenarios: Scenario[] = [
       { kind: 'a-solo', name: 'A solo', flood: o.flood, steady: [] },
@@ -168,36 +169,26 @@ export async function runFairness(o: FairnessOptions): Promise<FairnessResult> {
 }
 
 /** Every order of the bench, answered by its merchant's platform (the single-queue row's B orders by A's). */
-function setUpPlatforms(o: FairnessOptions, p: Record<'a' | 'b' | 'c', FakePlatform>, steadyCount: number): void {
-  const set = (platform: FakePlatform, m: BenchMerchant, count: number, merchantNo = m.merchantNo) => {
-    for (let i = 1; i <= count; i++) {
-      const no = `${m.orderPrefix}${i}`;
-      platform.setOrder(
-        platformOrder({
-          orderNo: `P${no}`,
-          merchantNo,
-          merchantOrderNo: no,
-          type: 'payin',
-          state: 6,
-          amountJson: BENCH_AMOUNT,
-          currency: 'INR',
-        }),
-      );
-    }
-  };
-  set(p.a, MERCHANTS.a, Math.max(o.flood, o.baseline));
-  set(p.b, MERCHANTS.b, steadyCount);
-  set(p.c, MERCHANTS.c, steadyCount);
+async function setUpPlatforms(
+  o: FairnessOptions,
+  p: Record<'a' | 'b' | 'c', PlatformProcess>,
+  steadyCount: number,
+): Promise<void> {
+  const set = (platform: PlatformProcess, m: BenchMerchant, count: number, merchantNo = m.merchantNo) =>
+    platform.setOrders(m.orderPrefix, count, merchantNo, BENCH_AMOUNT);
+  await set(p.a, MERCHANTS.a, Math.max(o.flood, o.baseline));
+  await set(p.b, MERCHANTS.b, steadyCount);
+  await set(p.c, MERCHANTS.c, steadyCount);
   // Today's deployment has one merchant: A's platform answers B's orders too, in B's 50 ms.
-  set(p.a, MERCHANTS.b, steadyCount, MERCHANTS.a.merchantNo);
-  p.a.setDelay(o.aDelayMs);
-  p.a.setDelay(o.bcDelayMs, (no) => no.startsWith(MERCHANTS.b.orderPrefix));
-  p.b.setDelay(o.bcDelayMs);
-  p.c.setDelay(o.bcDelayMs);
+  await set(p.a, MERCHANTS.b, steadyCount, MERCHANTS.a.merchantNo);
+  await p.a.setDelay(o.aDelayMs);
+  await p.a.setDelay(o.bcDelayMs, MERCHANTS.b.orderPrefix);
+  await p.b.setDelay(o.bcDelayMs);
+  await p.c.setDelay(o.bcDelayMs);
 }
 
 interface RowDeps {
-  platforms: Record<'a' | 'b' | 'c', FakePlatform>;
+  platforms: Record<'a' | 'b' | 'c', PlatformProcess>;
   pool: pg.Pool;
   dir: string;
   steadyCount: number;
@@ -221,7 +212,7 @@ async function runRow(o: FairnessOptions, s: Scenario, d: RowDeps): Promise<Fair
       s.single ? a.merchantNo : m.merchantNo,
     );
   await d.pool.query('vacuum analyze orders');
-  for (const p of Object.values(d.platforms)) p.arrivals.length = 0;
+  for (const p of Object.values(d.platforms)) await p.clearArrivals();
 
   const workers = await startWorkers(o, s, d);
   const connection = new Redis(o.redis.url, { maxRetriesPerRequest: null });
@@ -237,13 +228,14 @@ async function runRow(o: FairnessOptions, s: Scenario, d: RowDeps): Promise<Fair
     const cpu0 = cpuNow(
       workers.map((w) => w.pid),
       o.redis.child.pid,
+      Object.values(d.platforms).map((p) => p.pid),
     );
     const pgCpu = trackPostgresCpu(
       (sql, params) => d.pool.query(sql, params),
       new URL(o.databaseUrl).pathname.slice(1),
     );
-    if (s.outageMs) d.platforms.a.setOutage(503);
-    const outage = s.outageMs ? setTimeout(() => d.platforms.a.setOutage(undefined), s.outageMs) : undefined;
+    if (s.outageMs) await d.platforms.a.setOutage(503);
+    const outage = s.outageMs ? setTimeout(() => void d.platforms.a.setOutage(undefined), s.outageMs) : undefined;
     const steady = s.steady.map((ref) => feeds[ref].steady(o.rate));
     if (s.flood) {
       await feeds.a.flood(s.flood);
@@ -251,7 +243,7 @@ async function runRow(o: FairnessOptions, s: Scenario, d: RowDeps): Promise<Fair
     } else await sleep(s.steadyMs ?? 0);
     const sent = await Promise.all(steady.map((x) => x.stop()));
     clearTimeout(outage);
-    d.platforms.a.setOutage(undefined);
+    await d.platforms.a.setOutage(undefined);
     // The last steady callbacks' credits.
     for (const [i, ref] of s.steady.entries()) await waitForCredits(d.pool, MERCHANTS[ref], sent[i]!, 30_000);
     const seconds = (Date.now() - t0) / 1000;
@@ -261,6 +253,7 @@ async function runRow(o: FairnessOptions, s: Scenario, d: RowDeps): Promise<Fair
       cpuNow(
         workers.map((w) => w.pid),
         o.redis.child.pid,
+        Object.values(d.platforms).map((p) => p.pid),
       ),
       seconds,
       pgUsed.backendsSeconds + pgUsed.sharedSeconds,
@@ -269,7 +262,7 @@ async function runRow(o: FairnessOptions, s: Scenario, d: RowDeps): Promise<Fair
     const merchants = await figures(d.pool, active);
     const aFailed = s.flood ? await failedOf(connection, s.single) : undefined;
     // A's platform answers only A's orders, but for the single queue's B.
-    const rate = s.flood && !s.single ? getOrderRate(d.platforms.a.arrivals) : undefined;
+    const rate = s.flood && !s.single ? getOrderRate(await d.platforms.a.arrivals()) : undefined;
     return { kind: s.kind, name: s.name, seconds, cores, merchants, ...(s.flood ? { aFailed, ...rate } : {}) };
   } finally {
     await Promise.all(Object.values(feeds).map((f) => f.close()));
@@ -446,14 +439,15 @@ export function fairnessTargets(
 }
 
 /** CPU seconds so far: the workers', the bench redis-server's, this process's, and the whole machine's busy time. */
-function cpuNow(workerPids: number[], redisPid: number) {
+/** CPU seconds so far; the bench's own includes its platform processes'. */
+function cpuNow(workerPids: number[], redisPid: number, platformPids: number[]) {
   const usage = process.cpuUsage();
   const [, ...jiffies] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
   const idle = (jiffies[3] ?? 0) + (jiffies[4] ?? 0);
   return {
     workers: workerPids.reduce((n, pid) => n + treeCpuSeconds(pid), 0),
     redis: cpuSecondsOf(redisPid),
-    bench: (usage.user + usage.system) / 1e6,
+    bench: (usage.user + usage.system) / 1e6 + platformPids.reduce((n, pid) => n + cpuSecondsOf(pid), 0),
     machine: (jiffies.slice(0, 8).reduce((n, j) => n + j, 0) - idle) / 100,
   };
 }

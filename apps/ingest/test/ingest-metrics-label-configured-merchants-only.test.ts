@@ -53,6 +53,26 @@ function randomRef(i: number): string {
 }
 
 describe('ingest metrics by merchant', () => {
+  it("count each merchant's acknowledged callbacks from 0, before its first one (so increase() sees the first)", async () => {
+    const text = await ingest.registry.metrics();
+    for (const [route, merchant] of [
+      ['/callbacks/m/:ref', 'a'],
+      ['/callbacks/m/:ref/payin', 'a'],
+      ['/callbacks/m/:ref/payout', 'a'],
+      ['/callbacks/m/:ref', 'b'],
+      ['/callbacks/m/:ref/payin', 'b'],
+      ['/callbacks/m/:ref/payout', 'b'],
+      // A serves the legacy routes too; B does not.
+      ['/callbacks', 'a'],
+      ['/callbacks/payin', 'a'],
+      ['/callbacks/payout', 'a'],
+    ])
+      expect(text).toContain(
+        `ingest_callbacks_total{route="${route}",outcome="success",code="",merchant="${merchant}"} 0\n`,
+      );
+    expect(text).not.toMatch(/ingest_callbacks_total\{route="\/callbacks(\/payin|\/payout)?",[^}]*merchant="b"\}/);
+  });
+
   it('label each callback with its configured ref', async () => {
     expect((await post('/callbacks/m/a', callbackFor(A, payinRecord(A, 'LBL-A')))).statusCode).toBe(200);
     expect((await post('/callbacks/m/b/payin', callbackFor(B, payinRecord(B, 'LBL-B')))).statusCode).toBe(200);

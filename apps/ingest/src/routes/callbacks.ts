@@ -81,6 +81,7 @@ function parseBody(raw: unknown): unknown {
 export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRouteDeps): void {
   const h: Handling = { ...deps, enqueuer: createDurableEnqueuer(app, deps) };
   const targets = routeTargets(deps.lanes, deps.decoyKeyRing);
+  countFromZero(deps.metrics, deps.lanes, targets.legacy);
   for (const [route, kind] of Object.entries(CALLBACK_ROUTES)) {
     // One trace per callback starts here (a SERVER span); without tracing, inSpan calls straight through.
     app.post(route, (request, reply) =>
@@ -96,6 +97,18 @@ export function registerCallbackRoutes(app: FastifyInstance, deps: CallbackRoute
       ),
     );
   }
+}
+
+/**
+ * Each merchant's acknowledged callbacks on each of its routes, at 0 from the start. A series that appears at 1 has no
+ * sample before it, so `increase()` leaves out the callback that made it: a merchant whose first callback after an
+ * ingest restart is its only one in a quarter of an hour would not show in NoCreditsWhileCallbacksArrive.
+ */
+function countFromZero(metrics: IngestMetrics, lanes: readonly IngestLane[], legacy: RouteTarget): void {
+  const zero = (route: string, merchant: string) =>
+    metrics.requests.inc({ route, outcome: 'success', code: '', merchant }, 0);
+  for (const lane of lanes) for (const route of Object.keys(MERCHANT_CALLBACK_ROUTES)) zero(route, lane.merchant.ref);
+  if (legacy.lane) for (const route of Object.keys(CALLBACK_ROUTES)) zero(route, legacy.label);
 }
 
 /** The route a callback came in on: its pattern, the kind it expects (`undefined`: read from the record), its merchant. */

@@ -79,28 +79,35 @@ export async function rollupMinutes(db: Database, merchantNos: readonly string[]
 
 /**
  * The figures per minute of the arrivals of `m` (a CTE with `merchant_no` and the first minute `f`) up to `to`:
- * `recv` (received per minute) and `ended` (credited, failed and the credits' p99 per minute).
+ * `recv` (received per minute) and `ended` (credited, failed and the credits' p99 per minute). Each is a look-up per
+ * merchant (LATERAL), so that it reads that merchant's index over the minutes asked: `received_at` for `recv`,
+ * `updated_at` for `ended` (callback_arrivals_merchant_updated_idx), not the day of arrivals a credit may come from.
  */
 function figuresCte(to: ReturnType<typeof sql>) {
   return sql`
       recv as (
-        select a.merchant_no, date_trunc('minute', a.received_at) as minute, count(*)::int as n
-          from callback_arrivals a join m using (merchant_no)
-         where a.received_at >= m.f and a.received_at < ${to}
-         group by 1, 2
+        select m.merchant_no, r.minute, r.n
+          from m cross join lateral (
+            select date_trunc('minute', a.received_at) as minute, count(*)::int as n
+              from callback_arrivals a
+             where a.merchant_no = m.merchant_no and a.received_at >= m.f and a.received_at < ${to}
+             group by 1) r
       ),
       ended as (
-        select a.merchant_no, date_trunc('minute', a.updated_at) as minute,
-               count(*) filter (where a.status = 'applied')::int as credited,
-               count(*) filter (where a.status = 'failed')::int as failed,
-               round(percentile_disc(0.99) within group (
-                 order by extract(epoch from a.updated_at - a.received_at) * 1000)
-                 filter (where a.status = 'applied'))::int as p99
-          from callback_arrivals a join m using (merchant_no)
-         where a.received_at >= m.f - interval '24 hours' and a.received_at < ${to}
-           and a.updated_at >= m.f and a.updated_at < ${to}
-           and a.status in ('applied', 'failed')
-         group by 1, 2
+        select m.merchant_no, e.minute, e.credited, e.failed, e.p99
+          from m cross join lateral (
+            select date_trunc('minute', a.updated_at) as minute,
+                   count(*) filter (where a.status = 'applied')::int as credited,
+                   count(*) filter (where a.status = 'failed')::int as failed,
+                   round(percentile_disc(0.99) within group (
+                     order by extract(epoch from a.updated_at - a.received_at) * 1000)
+                     filter (where a.status = 'applied'))::int as p99
+              from callback_arrivals a
+             where a.merchant_no = m.merchant_no
+               and a.updated_at >= m.f and a.updated_at < ${to}
+               and a.received_at >= m.f - interval '24 hours' and a.received_at < ${to}
+               and a.status in ('applied', 'failed')
+             group by 1) e
       )`;
 }
 

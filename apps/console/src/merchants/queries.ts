@@ -116,8 +116,10 @@ type CreditRow = {
 
 /**
  * Credits in the last minute and hour, callbacks received and credited in the last 10 minutes, and the last hour's
- * callback-to-credit p99, per merchant (callback_arrivals, by the merchant's index; a credit counts when its callback
- * arrived at most 25 hours before).
+ * callback-to-credit p99, per merchant (callback_arrivals; a credit counts when its callback arrived at most 25 hours
+ * before). Every row it counts was reported in the last hour (`updated_at`; a callback received in the last 10
+ * minutes was taken by a worker after that, so its row's report is younger still), which is what it reads:
+ * callback_arrivals_merchant_updated_idx over an hour, not the day of arrivals a credit may come from.
  */
 async function creditFigures(db: Database, nos: readonly string[], now: number): Promise<Map<string, CreditRow>> {
   const at = new Date(now).toISOString();
@@ -133,10 +135,9 @@ async function creditFigures(db: Database, nos: readonly string[], now: number):
            round(percentile_disc(0.99) within group (order by extract(epoch from a.updated_at - a.received_at) * 1000)
              filter (where a.status = 'applied' and a.updated_at > ${at}::timestamptz - interval '1 hour'))::int as p99
       from callback_arrivals a
-     where a.merchant_no in (select jsonb_array_elements_text(${JSON.stringify(nos)}::jsonb))
+     where a.merchant_no = any(array(select jsonb_array_elements_text(${JSON.stringify(nos)}::jsonb)))
+       and a.updated_at > ${at}::timestamptz - interval '1 hour'
        and a.received_at > ${at}::timestamptz - interval '25 hours'
-       and (a.updated_at > ${at}::timestamptz - interval '1 hour'
-            or a.received_at > ${at}::timestamptz - interval '10 minutes')
      group by a.merchant_no`);
   return new Map(r.rows.map((row) => [row.merchant_no, row]));
 }

@@ -87,6 +87,13 @@ export const MERCHANT_INDEXES: readonly IndexSpec[] = [
     create:
       'CREATE INDEX CONCURRENTLY "order_events_merchant_id_idx" ON "order_events" USING btree ("merchant_no","id")',
   },
+  // Migration 0017's: one merchant's arrivals by their last report, for the console's per-minute roll-up and the
+  // merchants list's credit figures (minutes or an hour of them, not the day their callbacks arrived in).
+  {
+    name: 'callback_arrivals_merchant_updated_idx',
+    create:
+      'CREATE INDEX CONCURRENTLY "callback_arrivals_merchant_updated_idx" ON "callback_arrivals" USING btree ("merchant_no","updated_at")',
+  },
 ];
 
 interface ForeignKeySpec {

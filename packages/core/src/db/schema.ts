@@ -387,6 +387,10 @@ export const callbackArrivals = pgTable(
     // One merchant's callbacks, newest first (the console's lists and counts by merchant); built CONCURRENTLY by the
     // merchant keys step of `pnpm db:migrate`, not by migration 0016.
     index('callback_arrivals_merchant_received_idx').on(t.merchantNo, t.receivedAt, t.jobId),
+    // One merchant's arrivals by their last report (applied, failed): the console's per-minute roll-up and the
+    // merchants list's credit figures read minutes or an hour of them, not the day their callbacks arrived in. Built
+    // CONCURRENTLY by the merchant keys step, not by migration 0017.
+    index('callback_arrivals_merchant_updated_idx').on(t.merchantNo, t.updatedAt),
     index('callback_arrivals_merchant_order_no_idx').on(t.merchantOrderNo, t.receivedAt),
     index('callback_arrivals_order_no_idx').on(t.orderNo),
     index('callback_arrivals_status_idx').on(t.status, t.receivedAt, t.jobId),

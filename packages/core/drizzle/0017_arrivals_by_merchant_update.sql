@@ -1,0 +1,6 @@
+-- One merchant's arrivals by their last report (issue 51's follow-up): callback_arrivals_merchant_updated_idx on
+-- (merchant_no, updated_at), for the console's per-minute roll-up and the merchants list's credit figures, which
+-- otherwise walk a merchant's whole day of arrivals to find the last minutes' credits. It is not built here, inside
+-- drizzle's transaction, where it would block the writes of a running deployment: the merchant keys step of
+-- `pnpm db:migrate` (packages/core/src/db/merchant-keys.ts) builds it CONCURRENTLY. This migration only records it in
+-- drizzle's snapshot, so that the next generated migration does not create it again.

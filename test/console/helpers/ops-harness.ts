@@ -43,7 +43,7 @@ export interface OpsWorkerOptions {
   concurrency?: number;
   /** WORKER_MAX_UNKNOWN_WAITING. @defaultValue the config's */
   maxUnknownWaiting?: number;
-  backoff?: { baseMs: number; capMs: number };
+  backoff?: { baseMs: number; capMs: number; random?: () => number };
   failedRowsCheckMs?: number;
 }
 

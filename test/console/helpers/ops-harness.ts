@@ -6,6 +6,7 @@ import { createLogger } from '@mcb/core/logger';
 import { createPlatformClient, type PlatformClient } from '@mcb/core/platform';
 import { callbackJobId, callbackJobOptions, CALLBACKS_QUEUE, type CallbackJobInput } from '@mcb/core/queue';
 import { createRedis, type Redis } from '@mcb/core/redis';
+import type { BackoffOptions } from '@mcb/settlement';
 import type { TestEnv } from '@mcb/testkit';
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import { eq } from 'drizzle-orm';
@@ -43,7 +44,7 @@ export interface OpsWorkerOptions {
   concurrency?: number;
   /** WORKER_MAX_UNKNOWN_WAITING. @defaultValue the config's */
   maxUnknownWaiting?: number;
-  backoff?: { baseMs: number; capMs: number; random?: () => number };
+  backoff?: BackoffOptions;
   failedRowsCheckMs?: number;
 }
 

@@ -80,8 +80,9 @@ export default defineConfig({
   test: {
     globals: false,
     globalSetup: ['packages/testkit/src/global-setup.ts'],
-    // fast-check properties draw the same cases on every run (FC_SEED overrides); see the file.
-    setupFiles: ['test/helpers/pin-fast-check-seed.ts'],
+    // The apps' module hooks, before a file's imports load drizzle-orm; fast-check properties draw the same cases
+    // on every run (FC_SEED overrides). See each file.
+    setupFiles: ['test/helpers/register-module-hooks.ts', 'test/helpers/pin-fast-check-seed.ts'],
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -1,5 +1,7 @@
+// First, before anything that loads drizzle-orm is resolved (@mcb/core/module-hooks says why): the database and the
+// app, which load it, come by import() below.
+import '@mcb/core/module-hooks';
 import { configWarnings, legacyMerchant, loadConfig } from '@mcb/core/config';
-import { createDb, requireMigratedSchema } from '@mcb/core/db';
 import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf } from '@mcb/core/logger';
@@ -8,7 +10,6 @@ import { merchantKeys } from '@mcb/core/queue';
 import { createRedis, createRedisHealth, redisTargetOf } from '@mcb/core/redis';
 import { startTracing } from '@mcb/core/tracing';
 import { Queue } from 'bullmq';
-import { buildApp } from './app.ts';
 import { merchantQueues } from './callbacks/merchant-queues.ts';
 import { createConsolePlatforms } from './platforms.ts';
 
@@ -25,6 +26,10 @@ try {
   releasers.setTimeout(config.CONSOLE_SHUTDOWN_TIMEOUT);
   for (const warning of configWarnings(config)) logger.warn(warning);
 
+  const [{ createDb, requireMigratedSchema }, { buildApp }] = await Promise.all([
+    import('@mcb/core/db'),
+    import('./app.ts'),
+  ]);
   const db = createDb(config.DATABASE_URL, { max: 10, applicationName: 'mcb-console' });
   releasers.add('postgres', () => db.close());
   // Before it serves anything (replays and the dashboard enqueue jobs): a missing migration stops it here.

@@ -1,9 +1,10 @@
+// First, before anything that loads drizzle-orm is resolved; runWorker's modules come by import() below.
+import '@mcb/core/module-hooks';
 import { configWarnings, loadConfig } from '@mcb/core/config';
 import { coerceError } from '@mcb/core/errors';
 import { createReleasers } from '@mcb/core/lifecycle';
 import { createLogger, logFormatOf } from '@mcb/core/logger';
 import { startTracing } from '@mcb/core/tracing';
-import { runWorker } from './run-worker.ts';
 
 // Only the process: the config, the logger, the releasers and the signals; runWorker builds the rest (run-worker.ts)
 // and registers each resource's close with the releasers as it makes it. Shutdown runs them in reverse order.
@@ -18,6 +19,7 @@ try {
   logger.level = config.LOG_LEVEL;
   releasers.setTimeout(config.WORKER_SHUTDOWN_TIMEOUT);
   for (const warning of configWarnings(config)) logger.warn(warning);
+  const { runWorker } = await import('./run-worker.ts');
   await runWorker({ config, logger, releasers });
   releasers.onSignals();
 } catch (e) {

@@ -1,3 +1,5 @@
+// First, before a command that loads drizzle-orm (the catalog's) is resolved: commands come by import().
+import '@mcb/core/module-hooks';
 import { readdirSync } from 'node:fs';
 import { coerceError } from '@mcb/core/errors';
 

@@ -1,6 +1,7 @@
+// First, before anything that loads drizzle-orm is resolved; the migrator comes by import() below.
+import '../module-hooks.ts';
 import { loadConfig } from '../config/index.ts';
 import { AppError, coerceError, ErrorCodes } from '../errors.ts';
-import { migrateDatabase } from './migrate.ts';
 
 const USAGE = 'usage: pnpm db:migrate [--finish-merchants]';
 
@@ -18,6 +19,7 @@ try {
   // One merchant (MERCHANT_NO, or a file of one): the previous release's rows and writes are its. Several: none is
   // the default once the single-merchant indexes are gone (a write naming no merchant then fails).
   const numbers = config.merchants.map((m) => m.merchantNo).filter((n) => n !== '');
+  const { migrateDatabase } = await import('./migrate.ts');
   const result = await migrateDatabase(url, {
     defaultMerchantNo: numbers.length === 1 ? numbers[0] : numbers.length > 1 ? null : undefined,
     finishMerchants: args.includes('--finish-merchants'),

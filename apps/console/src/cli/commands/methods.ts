@@ -10,10 +10,6 @@ const USAGE = `usage: pnpm cli methods [--currency CODE] [--refresh] [--json]
   --refresh        ask the platform now instead of using a young cached copy (no fallback)
   --json           print the catalog as JSON`;
 
-// The table printer lives in _terminal.ts with the escaping of its cells; re-exported for the commands that import it
-// from here.
-export { table };
-
 function methodLines(m: MethodEntry): string[] {
   const lines = [terminalText(`  method ${m.paymentMethod}  ${m.name}  (${m.kind})`)];
   if (m.fields.length === 0) lines.push('    (no fields)');

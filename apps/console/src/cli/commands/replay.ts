@@ -2,8 +2,8 @@ import { parseArgs } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
 import { amounts, money, OUTCOME_WORDS, planSentence, type ReplayOutcome } from '../../replays/words.ts';
 import { at, cliApi, describeRefusal, type CliApi } from './_api.ts';
-import { table } from './methods.ts';
 import { FILTER_OPTIONS, FILTER_USAGE, filterOf } from './_filter.ts';
+import { table } from './_terminal.ts';
 
 export const summary =
   'replay failed jobs by filter: replay list|plan|start|status|cancel ' +

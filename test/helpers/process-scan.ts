@@ -71,3 +71,59 @@ export function listeningPortsOf(pids: readonly number[]): number[] {
   }
   return [...ports].sort((a, b) => a - b);
 }
+
+/**
+ * The processes holding a listening TCP socket on `port` (IPv4 or IPv6), read from /proc (Linux); `undefined` when
+ * something listens there but no process that holds it can be read (another user's, as a non-root user).
+ */
+export function listenersOn(port: number): MarkedProcess[] | undefined {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols[3] === '0A' && cols[1]?.split(':')[1] === hexPort && cols[9]) inodes.add(cols[9]);
+    }
+  }
+  if (inodes.size === 0) return [];
+  const found: MarkedProcess[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const holds = readdirSync(`/proc/${entry}/fd`).some((fd) => {
+        try {
+          const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${entry}/fd/${fd}`));
+          return m !== null && inodes.has(m[1]!);
+        } catch {
+          return false; // closed meanwhile
+        }
+      });
+      if (holds) {
+        const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+        found.push({ pid: Number(entry), command });
+      }
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found.length > 0 ? found : undefined;
+}
+
+/** Whether the process's environment holds `name=value` (false once it is gone or is not ours to read). */
+export function hasEnv(pid: number, name: string, value: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`${name}=${value}`);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Who still listens on `port` that a run left behind: a process `isRuns` claims, or a listener no readable process
+ * holds. A listener that is provably another's (a test beside this one given the freed port) is not the run's.
+ */
+export function leftListening(port: number, isRuns: (p: MarkedProcess) => boolean): string[] {
+  const listeners = listenersOn(port);
+  if (listeners === undefined) return [`port ${port}: a listener no readable process holds`];
+  return listeners.filter(isRuns).map((p) => `port ${port}: ${p.pid} ${p.command}`);
+}

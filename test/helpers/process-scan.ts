@@ -13,100 +13,21 @@ export interface MarkedProcess {
 
 /** Every live process whose command line matches `pattern` (redis-server rewrites its environment's memory with its title). */
 export function processesMatching(pattern: RegExp): MarkedProcess[] {
-  const found: MarkedProcess[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-      if (command && pattern.test(command)) found.push({ pid: Number(entry), command });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
+  return livePids().flatMap((pid) => {
+    const command = commandOf(pid);
+    return command && pattern.test(command) ? [{ pid, command }] : [];
+  });
 }
 
 /** Every live process whose environment holds `name=value` (root reads every process's; others only their own). */
 export function processesWithEnv(name: string, value: string): MarkedProcess[] {
-  const needle = `${name}=${value}`;
   const found: MarkedProcess[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const env = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
-      if (!env.includes(needle)) continue;
-      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-      if (command) found.push({ pid: Number(entry), command }); // an empty command line is a zombie: already dead
-    } catch {
-      // gone meanwhile, or not ours to read
-    }
+  for (const pid of livePids()) {
+    if (!hasEnv(pid, name, value)) continue;
+    const command = commandOf(pid);
+    if (command) found.push({ pid, command }); // an empty command line is a zombie: already dead
   }
   return found;
-}
-
-/** The TCP ports the given processes listen on (IPv4 and IPv6). */
-export function listeningPortsOf(pids: readonly number[]): number[] {
-  const inodes = new Set<string>();
-  for (const pid of pids) {
-    try {
-      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-        try {
-          const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-          if (m) inodes.add(m[1]!);
-        } catch {
-          // closed meanwhile
-        }
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const ports = new Set<number>();
-  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
-      const cols = line.trim().split(/\s+/);
-      // local_address is column 1 (addr:port in hex), st column 3 (0A = LISTEN), inode column 9
-      if (cols[3] === '0A' && inodes.has(cols[9] ?? '')) ports.add(parseInt(cols[1]!.split(':')[1]!, 16));
-    }
-  }
-  return [...ports].sort((a, b) => a - b);
-}
-
-/**
- * The processes holding a listening TCP socket on `port` (IPv4 or IPv6), read from /proc (Linux); `undefined` when
- * something listens there but no process that holds it can be read (another user's, as a non-root user).
- */
-export function listenersOn(port: number): MarkedProcess[] | undefined {
-  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
-  const inodes = new Set<string>();
-  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
-      const cols = line.trim().split(/\s+/);
-      if (cols[3] === '0A' && cols[1]?.split(':')[1] === hexPort && cols[9]) inodes.add(cols[9]);
-    }
-  }
-  if (inodes.size === 0) return [];
-  const found: MarkedProcess[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const holds = readdirSync(`/proc/${entry}/fd`).some((fd) => {
-        try {
-          const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${entry}/fd/${fd}`));
-          return m !== null && inodes.has(m[1]!);
-        } catch {
-          return false; // closed meanwhile
-        }
-      });
-      if (holds) {
-        const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-        found.push({ pid: Number(entry), command });
-      }
-    } catch {
-      // gone meanwhile, or not ours to read
-    }
-  }
-  return found.length > 0 ? found : undefined;
 }
 
 /** Whether the process's environment holds `name=value` (false once it is gone or is not ours to read). */
@@ -118,6 +39,27 @@ export function hasEnv(pid: number, name: string, value: string): boolean {
   }
 }
 
+/** The TCP ports the given processes listen on (IPv4 and IPv6). */
+export function listeningPortsOf(pids: readonly number[]): number[] {
+  const inodes = new Set(pids.flatMap(socketInodesOf));
+  const ports = new Set(listenSockets().flatMap((s) => (inodes.has(s.inode) ? [s.port] : [])));
+  return [...ports].sort((a, b) => a - b);
+}
+
+/**
+ * The processes holding a listening TCP socket on `port` (IPv4 or IPv6); `undefined` when something listens there
+ * but no process that holds it can be read (another user's, as a non-root user).
+ */
+export function listenersOn(port: number): MarkedProcess[] | undefined {
+  const inodes = new Set(listenSockets().flatMap((s) => (s.port === port ? [s.inode] : [])));
+  if (inodes.size === 0) return [];
+  const found: MarkedProcess[] = [];
+  for (const pid of livePids()) {
+    if (socketInodesOf(pid).some((inode) => inodes.has(inode))) found.push({ pid, command: commandOf(pid) });
+  }
+  return found.length > 0 ? found : undefined;
+}
+
 /**
  * Who still listens on `port` that a run left behind: a process `isRuns` claims, or a listener no readable process
  * holds. A listener that is provably another's (a test beside this one given the freed port) is not the run's.
@@ -126,4 +68,51 @@ export function leftListening(port: number, isRuns: (p: MarkedProcess) => boolea
   const listeners = listenersOn(port);
   if (listeners === undefined) return [`port ${port}: a listener no readable process holds`];
   return listeners.filter(isRuns).map((p) => `port ${port}: ${p.pid} ${p.command}`);
+}
+
+function livePids(): number[] {
+  return readdirSync('/proc').flatMap((entry) => (/^\d+$/.test(entry) ? [Number(entry)] : []));
+}
+
+/** Its command line, arguments joined by spaces ('' once it is gone or is a zombie). */
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** The inodes of the sockets the process holds (none once it is gone or is not ours to read). */
+function socketInodesOf(pid: number): string[] {
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return []; // gone meanwhile, or not ours to read
+  }
+  return fds.flatMap((fd) => {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      return m ? [m[1]!] : [];
+    } catch {
+      return []; // closed meanwhile
+    }
+  });
+}
+
+/** Every listening TCP socket of the machine, IPv4 and IPv6: its local port and its inode. */
+function listenSockets(): { port: number; inode: string }[] {
+  return ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((file) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .slice(1)
+      .flatMap((line) => {
+        const cols = line.trim().split(/\s+/);
+        // local_address is column 1 (addr:port in hex), st column 3 (0A = LISTEN), inode column 9
+        return cols[3] === '0A' && cols[1] && cols[9]
+          ? [{ port: parseInt(cols[1].split(':')[1]!, 16), inode: cols[9] }]
+          : [];
+      }),
+  );
 }

@@ -58,7 +58,8 @@ export const MERCHANT_INDEXES: readonly IndexSpec[] = [
   {
     name: 'callback_receipts_pair_merchant_key',
     create:
-      'CREATE UNIQUE INDEX CONCURRENTLY "callback_receipts_pair_merchant_key" ON "callback_receipts" USING btree ("order_no","state","merchant_no")',
+      'CREATE UNIQUE INDEX CONCURRENTLY "callback_receipts_pair_merchant_key" ON "callback_receipts" ' +
+      'USING btree ("order_no","state","merchant_no")',
   },
   {
     name: 'callback_receipts_id_merchant_key',
@@ -80,7 +81,8 @@ export const MERCHANT_INDEXES: readonly IndexSpec[] = [
   {
     name: 'callback_arrivals_merchant_received_idx',
     create:
-      'CREATE INDEX CONCURRENTLY "callback_arrivals_merchant_received_idx" ON "callback_arrivals" USING btree ("merchant_no","received_at","job_id")',
+      'CREATE INDEX CONCURRENTLY "callback_arrivals_merchant_received_idx" ON "callback_arrivals" ' +
+      'USING btree ("merchant_no","received_at","job_id")',
   },
   {
     name: 'order_events_merchant_id_idx',

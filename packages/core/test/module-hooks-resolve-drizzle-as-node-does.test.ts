@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { drizzleFileOf } from '@mcb/core/module-hooks';
@@ -76,5 +78,20 @@ describe('the module hooks (drizzle-orm resolved without re-reading its package.
     // A folder named like the package whose package.json is missing: its type cannot be read, so no shortcut.
     const parent = pathToFileURL(resolve(CORE, 'test/no-such-dir/node_modules/drizzle-orm/index.js')).href;
     expect(drizzleFileOf('./sql.js', parent)).toBeUndefined();
+    // A copy that declares CommonJS, and one whose package.json is not JSON: Node decides for both.
+    const dir = mkdtempSync(join(tmpdir(), 'mcb-hooks-'));
+    try {
+      for (const [copy, text] of [
+        ['cjs', '{"name":"drizzle-orm","type":"commonjs"}'],
+        ['bad', '{"name":'],
+      ] as const) {
+        const root = join(dir, copy, 'node_modules', 'drizzle-orm');
+        mkdirSync(root, { recursive: true });
+        writeFileSync(join(root, 'package.json'), text);
+        expect(drizzleFileOf('./sql.js', pathToFileURL(join(root, 'index.js')).href), copy).toBeUndefined();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
